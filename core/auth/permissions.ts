@@ -1,0 +1,71 @@
+import { ApiError } from "../errors";
+import type { DomainEventEnvelope } from "../events/catalog";
+
+/**
+ * Permission strings (spec 5). Being authenticated grants nothing by itself; each route names the
+ * permission it needs. There is deliberately no wildcard: no grant reads everything.
+ *
+ * | Helper | String | Grants |
+ * |---|---|---|
+ * | `can.view("invoice")` | `view:object:invoice` | read objects of that type and events about them |
+ * | `can.edit()` | `edit:object` | direct ontology writes (origin runtime, actor = caller) |
+ * | `can.appendTelemetry()` | `append:telemetry` | direct telemetry appends |
+ * | `can.runAction(id)` | `run:action:<id>` | run that action; see its runs and events without a subject |
+ * | `can.runWorkflow(id)` | `run:workflow:<id>` | start runs of that workflow, read them and their events |
+ * | `can.observe("logs")` | `observe:logs` | read handler logs |
+ * | `can.viewTopic(topic)` | `view:topic:<topic>` | events of a topic without an object subject (schedules, syncs, ...) |
+ */
+export const can = {
+  view: (objectTypeId: string) => `view:object:${objectTypeId}`,
+  edit: () => "edit:object",
+  appendTelemetry: () => "append:telemetry",
+  runAction: (actionId: string) => `run:action:${actionId}`,
+  runWorkflow: (workflowId: string) => `run:workflow:${workflowId}`,
+  observe: (what: "logs") => `observe:${what}`,
+  viewTopic: (topic: string) => `view:topic:${topic}`,
+} as const;
+
+/** The authenticated caller of a request. */
+export interface Principal {
+  type: "user" | "serviceAccount";
+  id: string;
+  permissions: ReadonlySet<string>;
+}
+
+/** True when the principal holds `permission`. */
+export function has(principal: Principal, permission: string): boolean {
+  return principal.permissions.has(permission);
+}
+
+/**
+ * Throws `forbidden` (403) unless the principal holds `permission`.
+ * @throws {ApiError} forbidden, with `details.permission` naming what is missing
+ */
+export function requirePermission(principal: Principal, permission: string): void {
+  if (!principal.permissions.has(permission)) {
+    throw new ApiError("forbidden", `This identity lacks the permission ${permission}`, { permission });
+  }
+}
+
+/**
+ * The permissions needed to see an event (spec 5: visibility follows the subject). Both entries must
+ * be held; the second is set only for links (view access to both endpoint types).
+ */
+export function eventPermissions(e: Pick<DomainEventEnvelope, "topic" | "payload">): [string, string | null] {
+  const p = e.payload as Record<string, any>;
+  switch (e.topic) {
+    case "objects":
+    case "telemetry":
+      return [can.view(String(p.objectTypeId)), null];
+    case "links":
+      return [can.view(String(p.sourceTypeId)), can.view(String(p.targetTypeId))];
+    case "actions":
+    case "rules":
+      if (p.subject?.objectTypeId) return [can.view(String(p.subject.objectTypeId)), null];
+      return e.topic === "actions" ? [can.runAction(String(p.actionId)), null] : [can.viewTopic(e.topic), null];
+    case "workflows":
+      return [can.runWorkflow(String(p.workflowId)), null];
+    default:
+      return [can.viewTopic(e.topic), null];
+  }
+}

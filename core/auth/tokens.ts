@@ -1,0 +1,97 @@
+import { createHash } from "node:crypto";
+import { inject, injectable } from "tsyringe";
+import { TOKENS } from "../tokens";
+import type { Database } from "../store/db";
+import type { ProjectRegistry } from "../runtime/registry";
+import type { Principal } from "./permissions";
+import { newId, newSecret, nowIso } from "../ids";
+import { unauthorized } from "../http/routes";
+
+/** A token as listed (never with its secret). */
+export interface TokenInfo {
+  id: string;
+  identityId: string;
+  name: string;
+  createdAt: string;
+  revokedAt?: string;
+}
+
+/** SHA-256 of a token, hex. API tokens are 256-bit random secrets, so a fast hash is the right one. */
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+/**
+ * API tokens (spec 5, bearer): stored as SHA-256 hashes only, each carrying an identity of the
+ * project, whose permissions it grants. Lookups are cached for {@link TokenService.CACHE_MS} so a
+ * revocation made by another process takes effect within that time.
+ */
+@injectable()
+export class TokenService {
+  static readonly CACHE_MS = 10_000;
+  private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
+
+  constructor(
+    @inject(TOKENS.Database) private readonly db: Database,
+    @inject(TOKENS.Project) private readonly project: ProjectRegistry,
+  ) {}
+
+  /**
+   * Creates a token for an identity and answers the secret (shown once; only its hash is kept).
+   * @throws Error for an identity the project does not define
+   */
+  async create(identityId: string, name = identityId): Promise<{ token: string; info: TokenInfo }> {
+    if (!this.project.identityPermissions(identityId)) throw new Error(`Unknown identity "${identityId}". Identities: ${Object.keys(this.project.definition.identities).join(", ")}`);
+    const token = newSecret("svc");
+    const info: TokenInfo = { id: newId("tok"), identityId, name, createdAt: nowIso() };
+    await this.db.transaction((tx) => tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at) VALUES (?, ?, ?, ?, ?)", [info.id, hashToken(token), identityId, name, info.createdAt]));
+    return { token, info };
+  }
+
+  /**
+   * Makes `token` a valid token of `identityId` under the fixed `name` (the sandbox's development
+   * token); a previous token of that name is replaced.
+   */
+  async ensure(token: string, identityId: string, name: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run("DELETE FROM api_tokens WHERE name = ? AND token_hash != ?", [name, hashToken(token)]);
+      await tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO UPDATE SET identity_id = excluded.identity_id, revoked_at = NULL", [newId("tok"), hashToken(token), identityId, name, nowIso()]);
+    });
+    this.cache.clear();
+  }
+
+  async list(): Promise<TokenInfo[]> {
+    const rows = await this.db.all<{ id: string; identity_id: string; name: string; created_at: string; revoked_at: string | null }>("SELECT id, identity_id, name, created_at, revoked_at FROM api_tokens ORDER BY created_at");
+    return rows.map((r) => ({ id: r.id, identityId: r.identity_id, name: r.name, createdAt: r.created_at, ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}) }));
+  }
+
+  /** Revokes a token by id; answers whether it existed. */
+  async revoke(id: string): Promise<boolean> {
+    const { changes } = await this.db.transaction((tx) => tx.run("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [nowIso(), id]));
+    this.cache.clear();
+    return changes > 0;
+  }
+
+  /**
+   * Resolves the caller of a request from `Authorization: Bearer <token>`.
+   * @throws {ApiError} unauthorized (401) when the header is missing or the token unknown/revoked
+   */
+  async authenticate(req: Request): Promise<Principal> {
+    const header = req.headers.get("authorization");
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) throw unauthorized("Send an API token as Authorization: Bearer <API_TOKEN>");
+    const hash = hashToken(match[1]!);
+    const now = Date.now();
+    let entry = this.cache.get(hash);
+    if (!entry || entry.until < now) {
+      const row = await this.db.get<{ identity_id: string }>("SELECT identity_id FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL", [hash]);
+      const permissions = row ? this.project.identityPermissions(row.identity_id) : undefined;
+      const type = row ? this.project.identityType(row.identity_id) : undefined;
+      entry = { principal: row && permissions && type ? { type, id: row.identity_id, permissions } : null, until: now + TokenService.CACHE_MS };
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(hash, entry);
+    }
+    if (!entry.principal) throw unauthorized("The API token is not valid");
+    return entry.principal;
+  }
+}

@@ -1,0 +1,118 @@
+import * as v from "valibot";
+import path from "node:path";
+
+/**
+ * Runtime configuration, read from the environment once at startup and validated with valibot.
+ * A bad value stops startup with a message naming the variable (see {@link ConfigError}).
+ *
+ * | Variable | Default | Meaning |
+ * |---|---|---|
+ * | `PORT` | 3002 | HTTP port (0 picks a free one) |
+ * | `HOST` | 127.0.0.1 | interface to bind |
+ * | `LOG_LEVEL` | info | pino level |
+ * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB |
+ * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission |
+ * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links |
+ * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |
+ * | `TEMPORAL_NAMESPACE` | default | namespace on that cluster |
+ * | `SVC_TEMPORAL_CLI` | built into `~/.cache/svc` | path of an existing `temporal` binary |
+ * | `SVC_TEMPORAL_PORT` | 7233 | gRPC port of the embedded dev server |
+ * | `SVC_TEMPORAL_UI` | true | serve the Temporal UI (gRPC port + 1000) |
+ * | `SVC_TASK_QUEUE` | svc | Temporal task queue of this runtime's worker |
+ * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
+ * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
+ * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
+ */
+export interface Config {
+  port: number;
+  host: string;
+  logLevel: string;
+  dataDir: string;
+  devToken?: string;
+  publicOrigin: string;
+  temporal: {
+    address?: string;
+    namespace: string;
+    cliPath?: string;
+    devServerPort: number;
+    ui: boolean;
+    taskQueue: string;
+  };
+  outboxRecoveryMs: number;
+  eventRetentionMs: number;
+  shutdownTimeoutMs: number;
+}
+
+/** Thrown when an environment variable has a bad value; `variable` names it. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`Invalid configuration: ${variable} ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+const intIn = (min: number, max: number) =>
+  v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`));
+const bool = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(["true", "false", "1", "0", "yes", "no"], "must be true or false"), v.transform((s) => ["true", "1", "yes"].includes(s)));
+const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1, "must not be empty"));
+
+const EnvSchema = v.object({
+  PORT: v.optional(intIn(0, 65535), "3002"),
+  HOST: v.optional(nonEmpty, "127.0.0.1"),
+  LOG_LEVEL: v.optional(v.picklist(["trace", "debug", "info", "warn", "error", "fatal", "silent"], "must be one of trace, debug, info, warn, error, fatal, silent"), "info"),
+  SVC_DATA_DIR: v.optional(nonEmpty),
+  SVC_DEV_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.minLength(16, "must be at least 16 characters"))),
+  SVC_API_PUBLIC_ORIGIN: v.optional(v.pipe(v.string(), v.url("must be a URL such as https://api.example.com"))),
+  TEMPORAL_ADDRESS: v.optional(v.pipe(nonEmpty, v.regex(/^[^\s:]+:\d+$/, "must be host:port"))),
+  TEMPORAL_NAMESPACE: v.optional(nonEmpty, "default"),
+  SVC_TEMPORAL_CLI: v.optional(nonEmpty),
+  SVC_TEMPORAL_PORT: v.optional(intIn(1, 65535), "7233"),
+  SVC_TEMPORAL_UI: v.optional(bool, "true"),
+  SVC_TASK_QUEUE: v.optional(nonEmpty, "svc"),
+  SVC_OUTBOX_RECOVERY_MS: v.optional(intIn(100, 3_600_000), "60000"),
+  SVC_EVENT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(2 * 86_400_000)),
+  SVC_SHUTDOWN_TIMEOUT_MS: v.optional(intIn(0, 600_000), "30000"),
+});
+
+/**
+ * Reads and validates the configuration.
+ *
+ * @param env the environment (defaults to `process.env`); empty strings count as unset
+ * @param defaults project defaults, e.g. the sandbox's data dir and dev token
+ * @throws {ConfigError} naming the first invalid variable
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, defaults: { dataDir?: string; devToken?: string } = {}): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(EnvSchema.entries)) {
+    const value = env[key];
+    if (value !== undefined && value !== "") input[key] = value;
+  }
+  const result = v.safeParse(EnvSchema, input);
+  if (!result.success) {
+    const issue = result.issues[0]!;
+    const variable = v.getDotPath(issue) ?? "environment";
+    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(input[variable] ?? "")})`);
+  }
+  const e = result.output;
+  const dataDir = e.SVC_DATA_DIR ?? defaults.dataDir;
+  if (!dataDir) throw new ConfigError("SVC_DATA_DIR", "must be set (no default data directory for this project)");
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    logLevel: e.LOG_LEVEL,
+    dataDir: path.resolve(dataDir),
+    devToken: e.SVC_DEV_TOKEN ?? defaults.devToken,
+    publicOrigin: (e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      cliPath: e.SVC_TEMPORAL_CLI,
+      devServerPort: e.SVC_TEMPORAL_PORT,
+      ui: e.SVC_TEMPORAL_UI,
+      taskQueue: e.SVC_TASK_QUEUE,
+    },
+    outboxRecoveryMs: e.SVC_OUTBOX_RECOVERY_MS,
+    eventRetentionMs: e.SVC_EVENT_RETENTION_MS,
+    shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * Structured API errors (spec section 7).
+ *
+ * Every non-2xx answer has the body `{ "error": { "code", "message", "details"? } }`. Clients branch
+ * on `code`, never on `message`. The codes below are stable; adding one is a minor change, renaming
+ * one is a breaking change.
+ */
+
+/** Stable error codes and the HTTP status each maps to. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  run_in_progress: 409,
+  conflict: 409,
+  cursor_expired: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal: 500,
+  shutting_down: 503,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; details?: unknown };
+}
+
+/**
+ * An error meant for the caller: its code, message and details are sent as they are.
+ * Throw it from route handlers, plugins and the runtime; anything else that escapes becomes a
+ * generic `internal` 500 whose details stay in the server log.
+ *
+ * @example throw new ApiError("not_found", `No object type "${id}"`)
+ */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: unknown;
+  readonly headers?: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, details?: unknown, headers?: Record<string, string>) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = details;
+    this.headers = headers;
+  }
+
+  /** The response body for this error. */
+  toBody(): ErrorBody {
+    const error: ErrorBody["error"] = { code: this.code, message: this.message };
+    if (this.details !== undefined) error.details = this.details;
+    return { error };
+  }
+}
+
+/** True when `err` is an {@link ApiError} (also across module copies). */
+export function isApiError(err: unknown): err is ApiError {
+  return err instanceof ApiError || (err instanceof Error && err.name === "ApiError" && "code" in err);
+}
+
+/**
+ * Builds the HTTP response for an error. Unknown errors become `internal` with a fixed message so
+ * no stack trace, SQL or secret reaches the client.
+ */
+export function errorResponse(err: unknown): Response {
+  const apiError = isApiError(err) ? err : new ApiError("internal", "Internal server error");
+  return new Response(JSON.stringify(apiError.toBody()), {
+    status: apiError.status,
+    headers: { "content-type": "application/json; charset=utf-8", ...apiError.headers },
+  });
+}

@@ -1,0 +1,194 @@
+import { inject, injectable } from "tsyringe";
+import { TOKENS } from "../tokens";
+import type { Database, SqlWriter } from "../store/db";
+import type { ProjectRegistry } from "../runtime/registry";
+import type { Outbox } from "./outbox";
+import type { EventStream, StreamQuery } from "./stream";
+import { EVENT_TOPICS, ONTOLOGY_TOPICS, type Actor, type DomainEventEnvelope, type EventType, type Origin, type StoredDomainEvent } from "./catalog";
+import { ApiError } from "../errors";
+import { newId, nowIso } from "../ids";
+import type { Logger } from "../logger";
+
+/** One event to append: `type` and `payload`, plus optional envelope fields (spec 2.3, 6.2). */
+export interface AppendInput {
+  type: EventType;
+  payload: Record<string, unknown>;
+  partitionKey?: string;
+  correlationId?: string;
+  causationId?: string;
+  idempotencyKey?: string;
+  actor?: Actor;
+  metadata?: Record<string, unknown>;
+  origin?: Origin;
+  commitId?: string;
+  commitOrdinal?: number;
+}
+
+/** Payload fields each catalog type must carry (spec 2.4), checked on append. */
+const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
+  "action.requested": ["actionId", "runId"],
+  "action.completed": ["actionId", "runId", "finishedAt"],
+  "action.failed": ["actionId", "runId", "error", "finishedAt"],
+  "schedule.triggered": ["scheduleId", "occurrenceAt", "triggeredAt", "occurrenceKey"],
+  "rule.triggered": ["ruleId", "subject"],
+  "rule.resolved": ["ruleId", "subject"],
+  "sync.run.started": ["syncId", "runId"],
+  "sync.run.finished": ["syncId", "runId"],
+  "pipeline.run.started": ["pipelineId", "runId"],
+  "pipeline.run.step.started": ["pipelineId", "runId"],
+  "pipeline.run.step.finished": ["pipelineId", "runId"],
+  "pipeline.run.finished": ["pipelineId", "runId"],
+  "dataset.version.committed": ["datasetId"],
+};
+for (const t of Object.keys(EVENT_TOPICS) as EventType[]) if (t.startsWith("workflow.")) REQUIRED_FIELDS[t] = ["workflowId", "runId"];
+
+/** The partition key used when none is given: the run, else the subject. */
+function defaultPartitionKey(p: Record<string, any>): string {
+  if (p.runId) return String(p.runId);
+  if (p.objectTypeId) return `${p.objectTypeId}:${p.primaryId ?? p.objectId}`;
+  if (p.sourceTypeId) return `${p.sourceTypeId}:${p.sourceId}`;
+  if (p.subject?.objectTypeId) return `${p.subject.objectTypeId}:${p.subject.primaryId}`;
+  return String(p.scheduleId ?? p.datasetId ?? p.ruleId ?? "global");
+}
+
+/**
+ * The domain event log (spec 6): builds envelopes, writes them through the outbox and reads them from
+ * the stream. This is the service behind the SDK's `events.read`, `events.latestCursor`,
+ * `events.subscribe` and `events.append` (spec 6.3).
+ */
+@injectable()
+export class EventLog {
+  private readonly projectId: string;
+
+  constructor(
+    @inject(TOKENS.Database) private readonly db: Database,
+    @inject(TOKENS.Outbox) private readonly outbox: Outbox,
+    @inject(TOKENS.EventStream) private readonly stream: EventStream,
+    @inject(TOKENS.Project) project: ProjectRegistry,
+    @inject(TOKENS.Logger) private readonly log: Logger,
+  ) {
+    this.projectId = project.id;
+  }
+
+  /** Builds a complete envelope (id, schemaVersion 1, projectId, occurredAt, topic, partitionKey). */
+  envelope(input: AppendInput): DomainEventEnvelope {
+    const e: DomainEventEnvelope = {
+      id: newId("evt"),
+      schemaVersion: 1,
+      projectId: this.projectId,
+      occurredAt: nowIso(),
+      type: input.type,
+      topic: EVENT_TOPICS[input.type],
+      partitionKey: input.partitionKey ?? defaultPartitionKey(input.payload),
+      payload: input.payload,
+    };
+    for (const key of ["correlationId", "causationId", "idempotencyKey", "actor", "metadata", "origin", "commitId", "commitOrdinal"] as const) {
+      if (input[key] !== undefined) (e as any)[key] = input[key];
+    }
+    return e;
+  }
+
+  /**
+   * Writes envelopes to the outbox inside the caller's transaction (any type, including ontology facts:
+   * this is the runtime's own path). An envelope whose `idempotencyKey` was already appended is
+   * skipped. Call {@link EventLog.drain} after the transaction commits.
+   *
+   * @returns the envelopes actually written
+   */
+  async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<DomainEventEnvelope[]> {
+    const written: DomainEventEnvelope[] = [];
+    for (const e of envelopes) {
+      if (e.idempotencyKey !== undefined) {
+        const { changes } = await tx.run("INSERT INTO event_keys (idempotency_key, event_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [e.idempotencyKey, e.id, e.occurredAt]);
+        if (changes === 0) continue;
+      }
+      written.push(e);
+    }
+    await this.outbox.enqueue(tx, written);
+    return written;
+  }
+
+  /** Appends the outbox to the stream now (never throws; see {@link Outbox.drain}). */
+  drain(): Promise<void> {
+    return this.outbox.drain();
+  }
+
+  /**
+   * Appends supported non-ontology events (spec 6.2, 6.3 `events.append`), in one transaction, then
+   * drains. Events whose idempotencyKey was seen before are skipped.
+   *
+   * @throws {ApiError} invalid_request for an unknown type, an ontology type (object.*, link.*,
+   *   telemetry.* are emitted only by the service) or a payload missing its catalog fields; nothing is
+   *   written then
+   */
+  async append(inputs: readonly AppendInput[]): Promise<DomainEventEnvelope[]> {
+    const envelopes = inputs.map((input, index) => {
+      const topic = EVENT_TOPICS[input.type];
+      if (!topic) throw new ApiError("invalid_request", `Unknown event type "${input.type}"`, { index });
+      if (ONTOLOGY_TOPICS.has(topic)) {
+        throw new ApiError("invalid_request", `"${input.type}" is an ontology event: it is emitted by the service after an ontology write and cannot be appended`, { index, type: input.type });
+      }
+      const missing = (REQUIRED_FIELDS[input.type] ?? []).filter((f) => input.payload?.[f] === undefined);
+      if (missing.length) throw new ApiError("invalid_request", `Payload of "${input.type}" lacks ${missing.join(", ")}`, { index, missing });
+      return this.envelope(input);
+    });
+    const written = await this.db.transaction((tx) => this.writeInTx(tx, envelopes));
+    await this.drain();
+    return written;
+  }
+
+  /** Reads stored events oldest first (spec 6.3 `events.read`). */
+  read(query: StreamQuery): Promise<StoredDomainEvent[]> {
+    return this.stream.read(query);
+  }
+
+  /** Newest retained cursor, or undefined for an empty stream (spec 6.3). */
+  latestCursor(): Promise<string | undefined> {
+    return this.stream.latestCursor();
+  }
+
+  /**
+   * Streams new events to `handler` in batches (spec 6.3 `events.subscribe`), starting after
+   * `query.afterCursor` or, without one, after the newest event at the time of the call. Handler
+   * errors are swallowed and logged. Answers the unsubscribe function.
+   */
+  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number }, handler: (events: StoredDomainEvent[]) => unknown): () => void {
+    let cursor: string | undefined = query.afterCursor;
+    let stopped = false;
+    let running = false;
+    let pending = false;
+    const ready = query.afterCursor ? Promise.resolve() : this.latestCursor().then((c) => void (cursor = c));
+    const pump = async () => {
+      if (running) return void (pending = true);
+      running = true;
+      try {
+        await ready;
+        do {
+          pending = false;
+          for (;;) {
+            if (stopped) return;
+            const batch = await this.read({ ...query, afterCursor: cursor, limit: query.limit ?? 500 });
+            if (batch.length === 0) break;
+            cursor = batch[batch.length - 1]!.cursor;
+            try {
+              await handler(batch);
+            } catch (err) {
+              this.log.warn({ err }, "events.subscribe handler failed; error swallowed");
+            }
+          }
+        } while (pending && !stopped);
+      } catch (err) {
+        this.log.warn({ err }, "events.subscribe read failed");
+      } finally {
+        running = false;
+      }
+    };
+    const onAppended = () => void pump();
+    this.stream.notifier.on("appended", onAppended);
+    void pump();
+    return () => {
+      stopped = true;
+      this.stream.notifier.off("appended", onAppended);
+    };
+  }
+}

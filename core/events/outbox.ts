@@ -1,0 +1,112 @@
+import type { Database, SqlWriter } from "../store/db";
+import type { DomainEventEnvelope } from "./catalog";
+import type { EventStream } from "./stream";
+import type { Logger } from "../logger";
+
+/** Health of the outbox, as reported by `/api/status` (spec 6.2). */
+export interface OutboxStats {
+  backlog: number;
+  oldestAgeMs: number | null;
+  consecutiveFailures: number;
+  lastError?: string;
+}
+
+/**
+ * The transactional outbox (spec 6.2): envelopes are written in the same SQLite transaction as the
+ * rows they describe ({@link Outbox.enqueue}), then the drainer appends them to the stream right after
+ * commit ({@link Outbox.drain}) and deletes them. A recovery pass every `recoveryMs` (60 s by default)
+ * drains anything left behind by a crash or a stream outage.
+ *
+ * Delivery is at-least-once in commit order: a crash between append and delete re-appends the same
+ * ids, which the stream ignores. An envelope the stream rejects stays in the outbox with its attempt
+ * count and error; after {@link DEGRADED_AFTER} consecutive failures the status is degraded.
+ */
+export class Outbox {
+  static readonly DEGRADED_AFTER = 3;
+  private draining: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private lastError: string | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly stream: EventStream,
+    private readonly log: Logger,
+    private readonly batchSize = 500,
+  ) {}
+
+  /** Writes envelopes into the outbox inside the caller's transaction. */
+  async enqueue(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    const now = new Date().toISOString();
+    for (const e of envelopes) {
+      await tx.run("INSERT INTO outbox (event_id, envelope, created_at) VALUES (?, ?, ?)", [e.id, JSON.stringify(e), now]);
+    }
+  }
+
+  /**
+   * Appends everything in the outbox to the stream, in order, then removes it. Concurrent calls share
+   * one drain; a call made while a drain runs schedules one more pass so nothing committed is left.
+   * Never throws: failures are counted and logged, and the rows stay for the next pass.
+   */
+  drain(): Promise<void> {
+    if (this.draining) {
+      this.again = true;
+      return this.draining;
+    }
+    this.draining = (async () => {
+      do {
+        this.again = false;
+        await this.drainAll();
+      } while (this.again);
+    })().finally(() => {
+      this.draining = undefined;
+    });
+    return this.draining;
+  }
+
+  private async drainAll(): Promise<void> {
+    for (;;) {
+      const rows = await this.db.all<{ seq: number; envelope: string }>("SELECT seq, envelope FROM outbox ORDER BY seq LIMIT ?", [this.batchSize]);
+      if (rows.length === 0) return;
+      try {
+        await this.stream.append(rows.map((r) => JSON.parse(r.envelope) as DomainEventEnvelope));
+      } catch (err) {
+        this.failures++;
+        this.lastError = err instanceof Error ? err.message : String(err);
+        this.log.warn({ err, failures: this.failures, backlog: rows.length }, "outbox drain failed; envelopes stay durable and will be retried");
+        const first = rows[0]!.seq;
+        await this.db.transaction((tx) => tx.run("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE seq = ?", [this.lastError!, first])).catch(() => undefined);
+        return;
+      }
+      this.failures = 0;
+      this.lastError = undefined;
+      const last = rows[rows.length - 1]!.seq;
+      await this.db.transaction((tx) => tx.run("DELETE FROM outbox WHERE seq <= ?", [last]));
+      if (rows.length < this.batchSize) return;
+    }
+  }
+
+  /** Starts the periodic recovery pass. */
+  startRecovery(intervalMs: number): void {
+    this.stopRecovery();
+    this.timer = setInterval(() => void this.drain(), intervalMs);
+    this.timer.unref();
+  }
+
+  stopRecovery(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Backlog size, age of the oldest envelope and the failure streak. */
+  async stats(): Promise<OutboxStats> {
+    const row = await this.db.get<{ n: number; oldest: string | null }>("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox");
+    return {
+      backlog: row?.n ?? 0,
+      oldestAgeMs: row?.oldest ? Date.now() - Date.parse(row.oldest) : null,
+      consecutiveFailures: this.failures,
+      ...(this.lastError ? { lastError: this.lastError } : {}),
+    };
+  }
+}

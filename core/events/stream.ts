@@ -1,0 +1,136 @@
+import { EventEmitter } from "node:events";
+import type { Database, SqlParams } from "../store/db";
+import type { DomainEventEnvelope, StoredDomainEvent, Topic } from "./catalog";
+import { decodeCursor, encodeCursor } from "./cursor";
+import { eventPermissions } from "../auth/permissions";
+import { ApiError } from "../errors";
+
+/** A read of the stream, oldest first (spec 6.3 `events.read`). */
+export interface StreamQuery {
+  afterCursor?: string;
+  topics?: readonly Topic[];
+  types?: readonly string[];
+  objectTypeId?: string;
+  primaryId?: string;
+  actionId?: string;
+  runId?: string;
+  /** At most this many events (1..1000). */
+  limit: number;
+  /** When set, only events whose required permissions are all in this list (spec 5). */
+  permissions?: readonly string[];
+}
+
+/**
+ * Where envelopes go after the outbox (spec 6.2). The built-in one is {@link SqliteEventStream};
+ * a broker stream implements the same contract.
+ *
+ * Contract: `append` is idempotent on envelope id and keeps the given order; cursors are opaque and
+ * strictly increasing in append order; `read` answers events after the cursor, oldest first.
+ */
+export interface EventStream {
+  append(envelopes: readonly DomainEventEnvelope[]): Promise<void>;
+  read(query: StreamQuery): Promise<StoredDomainEvent[]>;
+  latestCursor(): Promise<string | undefined>;
+  /** Drops events older than `retentionMs`; answers how many were dropped. */
+  prune(retentionMs: number): Promise<number>;
+  /** Emits `"appended"` after each successful append. */
+  readonly notifier: EventEmitter;
+}
+
+interface EventRow {
+  seq: number;
+  envelope: string;
+}
+
+/**
+ * The built-in stream: the `events` table of the service's SQLite file, two days' retention by
+ * default. Cursor = epoch + seq (see cursor.ts). Expired cursors (older than the last prune) are
+ * refused with `cursor_expired` rather than silently skipping what was pruned.
+ */
+export class SqliteEventStream implements EventStream {
+  readonly notifier = new EventEmitter();
+
+  private constructor(
+    private readonly db: Database,
+    private readonly epoch: string,
+    private prunedThrough: number,
+  ) {
+    this.notifier.setMaxListeners(0);
+  }
+
+  /** Opens the stream over an opened database. */
+  static async open(db: Database): Promise<SqliteEventStream> {
+    const rows = await db.all<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('stream_epoch', 'pruned_through')");
+    const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
+    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0));
+  }
+
+  async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    if (envelopes.length === 0) return;
+    const now = Date.now();
+    await this.db.transaction(async (tx) => {
+      for (const e of envelopes) {
+        const [perm1, perm2] = eventPermissions(e);
+        const p = e.payload as Record<string, any>;
+        const subjectType = p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId ?? null;
+        const subjectId = p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId ?? null;
+        await tx.run(
+          `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+          [e.id, e.type, e.topic, e.partitionKey, now, subjectType, subjectId, p.actionId ?? null, p.runId ?? null, perm1, perm2, JSON.stringify(e)],
+        );
+      }
+    });
+    this.notifier.emit("appended");
+  }
+
+  async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
+    const where: string[] = [];
+    const params: SqlParams = [];
+    if (q.afterCursor !== undefined) {
+      const seq = decodeCursor(this.epoch, q.afterCursor);
+      if (seq < this.prunedThrough) {
+        throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
+      }
+      where.push("seq > ?");
+      params.push(seq);
+    }
+    const inList = (column: string, values: readonly string[]) => {
+      where.push(`${column} IN (${values.map(() => "?").join(",")})`);
+      params.push(...values);
+    };
+    if (q.topics?.length) inList("topic", q.topics);
+    if (q.types?.length) inList("type", q.types);
+    if (q.objectTypeId !== undefined) inList("subject_type", [q.objectTypeId]);
+    if (q.primaryId !== undefined) inList("subject_id", [q.primaryId]);
+    if (q.actionId !== undefined) inList("action_id", [q.actionId]);
+    if (q.runId !== undefined) inList("run_id", [q.runId]);
+    if (q.permissions) {
+      where.push("perm1 IN (SELECT value FROM json_each(?)) AND (perm2 IS NULL OR perm2 IN (SELECT value FROM json_each(?)))");
+      const list = JSON.stringify(q.permissions);
+      params.push(list, list);
+    }
+    const sql = `SELECT seq, envelope FROM events ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`;
+    params.push(q.limit);
+    const rows = await this.db.all<EventRow>(sql, params);
+    return rows.map((r) => ({ ...(JSON.parse(r.envelope) as DomainEventEnvelope), cursor: encodeCursor(this.epoch, r.seq) }));
+  }
+
+  async latestCursor(): Promise<string | undefined> {
+    const row = await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events");
+    return row?.seq ? encodeCursor(this.epoch, row.seq) : undefined;
+  }
+
+  async prune(retentionMs: number): Promise<number> {
+    const cutoff = Date.now() - retentionMs;
+    return this.db.transaction(async (tx) => {
+      const row = await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events WHERE appended_at < ?", [cutoff]);
+      if (!row?.seq) return 0;
+      const { changes } = await tx.run("DELETE FROM events WHERE seq <= ?", [row.seq]);
+      await tx.run("DELETE FROM event_keys WHERE created_at < ?", [new Date(cutoff).toISOString()]);
+      await tx.run("INSERT INTO meta (key, value) VALUES ('pruned_through', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(row.seq)]);
+      this.prunedThrough = row.seq;
+      return changes;
+    });
+  }
+}

@@ -1,0 +1,59 @@
+import { ApiError } from "../errors";
+
+/** Request body limit (spec 8): 1 MiB. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Reads the whole request body, refusing bodies over `limit` bytes with 413 `payload_too_large`
+ * whether or not Content-Length is sent: a declared length over the limit is refused before reading;
+ * a chunked body is counted as it streams and abandoned as soon as it passes the limit.
+ *
+ * @returns the raw bytes (empty for no body)
+ * @throws {ApiError} payload_too_large
+ */
+export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promise<Uint8Array> {
+  const tooLarge = () => new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit });
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw tooLarge();
+  if (!req.body) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Reads a JSON body (spec 4.2: JSON with an appropriate content type). An empty body reads as `{}`.
+ * @throws {ApiError} payload_too_large, unsupported_media_type (not `application/json` or `+json`),
+ *   invalid_request (malformed JSON)
+ */
+export async function readJsonBody(req: Request): Promise<unknown> {
+  const bytes = await readBodyBytes(req);
+  if (bytes.byteLength === 0) return {};
+  const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json" && !type.endsWith("+json")) {
+    throw new ApiError("unsupported_media_type", "The body must be JSON with Content-Type: application/json", { contentType: type || null });
+  }
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch (err) {
+    throw new ApiError("invalid_request", `The body is not valid JSON: ${(err as Error).message}`);
+  }
+}

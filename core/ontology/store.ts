@@ -1,0 +1,216 @@
+import { inject, injectable } from "tsyringe";
+import { TOKENS } from "../tokens";
+import type { Database, SqlReader, SqlWriter } from "../store/db";
+import type { ProjectRegistry } from "../runtime/registry";
+import type { EventLog } from "../events/log";
+import type { Actor, DomainEventEnvelope, Origin, PropertyChange } from "../events/catalog";
+import type { ProjectDefinition } from "../sdk/project";
+import type { ObjectPage, ObjectQuery, ObjectRecord, OntologyChange, OntologyWrites } from "../sdk/context";
+import { ApiError } from "../errors";
+import { newId, nowIso } from "../ids";
+import { checkProperties, validateChanges } from "./validate";
+import { compileObjectQuery, encodePageToken } from "./query";
+
+/** Who and what a write is for: copied into every envelope of the commit (spec 2.3). */
+export interface WriteContext {
+  origin: Origin;
+  /** The principal of a direct write; absent for actions and system code (spec 2.3 table). */
+  actor?: Actor;
+  /** Required on ontology facts: the execution's id. */
+  correlationId: string;
+  causationId?: string;
+  /** Makes the write exactly-once: a second commit with the same key changes nothing. */
+  idempotencyKey?: string;
+}
+
+/** The result of a commit: its id and the envelopes it wrote (empty when it was a duplicate). */
+export interface CommitResult {
+  commitId: string;
+  duplicate: boolean;
+  events: DomainEventEnvelope[];
+}
+
+interface ObjectRow {
+  object_type_id: string;
+  primary_id: string;
+  properties: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+function toRecord(r: ObjectRow): ObjectRecord {
+  return { objectTypeId: r.object_type_id, primaryId: r.primary_id, properties: JSON.parse(r.properties), version: r.version, createdAt: r.created_at, updatedAt: r.updated_at };
+}
+
+function diff(before: Record<string, unknown>, after: Record<string, unknown>): PropertyChange[] {
+  const changes: PropertyChange[] = [];
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const b = before[key];
+    const a = after[key];
+    if (JSON.stringify(b) === JSON.stringify(a)) continue;
+    const change: PropertyChange = { property: key };
+    if (b !== undefined) change.before = b;
+    if (a !== undefined) change.after = a;
+    changes.push(change);
+  }
+  return changes;
+}
+
+function merge(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...base };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * The one store API for ontology writes (spec 6.2): validates the changes, writes the rows and their
+ * `object.*`, `link.*`, `telemetry.*` envelopes (one `commitId`, `commitOrdinal` 0..n,
+ * `propertyChanges`) into the outbox in one transaction, and drains after commit.
+ */
+@injectable()
+export class OntologyStore {
+  private readonly project: ProjectDefinition;
+
+  constructor(
+    @inject(TOKENS.Database) private readonly db: Database,
+    @inject(TOKENS.EventLog) private readonly events: EventLog,
+    @inject(TOKENS.Project) registry: ProjectRegistry,
+  ) {
+    this.project = registry.definition;
+  }
+
+  /** Reads one object (committed data). */
+  async getObject(objectTypeId: string, primaryId: string, reader: SqlReader = this.db): Promise<ObjectRecord | undefined> {
+    const row = await reader.get<ObjectRow>("SELECT * FROM objects WHERE object_type_id = ? AND primary_id = ?", [objectTypeId, primaryId]);
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** Runs an object query (see {@link compileObjectQuery}); answers one page. */
+  async query(q: ObjectQuery): Promise<ObjectPage> {
+    const compiled = compileObjectQuery(this.project, q);
+    const rows = await this.db.all<ObjectRow & { sort_value: string | number | null }>(compiled.sql, compiled.params);
+    const page = rows.slice(0, compiled.pageSize);
+    const result: ObjectPage = { data: page.map(toRecord) };
+    if (rows.length > compiled.pageSize) {
+      const last = page[page.length - 1]!;
+      result.nextPageToken = encodePageToken(compiled.hash, last.sort_value, last.primary_id);
+    }
+    return result;
+  }
+
+  /**
+   * Validates and commits `changes` in a new transaction, then drains the outbox.
+   * @throws {ApiError} invalid_request when a change is invalid or an update targets a missing object;
+   *   nothing is written then
+   */
+  async commit(changes: readonly OntologyChange[], ctx: WriteContext): Promise<CommitResult> {
+    validateChanges(this.project, changes);
+    const result = await this.db.transaction((tx) => this.applyInTx(tx, changes, ctx));
+    await this.events.drain();
+    return result;
+  }
+
+  /**
+   * Applies already-validated changes inside the caller's transaction (used when a write must commit
+   * together with other rows, such as an action run's completion). The caller drains after commit.
+   */
+  async applyInTx(tx: SqlWriter, changes: readonly OntologyChange[], ctx: WriteContext): Promise<CommitResult> {
+    const commitId = newId("commit");
+    const now = nowIso();
+    if (ctx.idempotencyKey !== undefined) {
+      const { changes: inserted } = await tx.run("INSERT INTO commits (commit_id, idempotency_key, correlation_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING", [commitId, ctx.idempotencyKey, ctx.correlationId, now]);
+      if (inserted === 0) return { commitId, duplicate: true, events: [] };
+    } else if (changes.length) {
+      await tx.run("INSERT INTO commits (commit_id, correlation_id, created_at) VALUES (?, ?, ?)", [commitId, ctx.correlationId, now]);
+    }
+    const envelopes: DomainEventEnvelope[] = [];
+    const emit = (type: DomainEventEnvelope["type"], payload: Record<string, unknown>) =>
+      envelopes.push(this.events.envelope({ type, payload, ...ctx, idempotencyKey: undefined, commitId, commitOrdinal: envelopes.length }));
+
+    for (const c of changes) {
+      switch (c.op) {
+        case "object.upsert":
+        case "object.update": {
+          const existing = await this.getObject(c.objectTypeId, c.primaryId, tx);
+          if (!existing && c.op === "object.update") throw new ApiError("not_found", `No ${c.objectTypeId} "${c.primaryId}" to update`);
+          const before = existing?.properties ?? {};
+          const after = merge(before, c.properties);
+          const changed = diff(before, after);
+          if (!existing) {
+            const problems = checkProperties(this.project.objectTypes[c.objectTypeId]!.properties, after, "properties", true);
+            if (problems.length) throw new ApiError("invalid_request", `Invalid ${c.objectTypeId} "${c.primaryId}": ${problems[0]}`, { problems });
+            await tx.run("INSERT INTO objects (object_type_id, primary_id, properties, version, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)", [c.objectTypeId, c.primaryId, JSON.stringify(after), now, now]);
+            emit("object.created", { objectTypeId: c.objectTypeId, primaryId: c.primaryId, properties: after, propertyChanges: changed });
+          } else if (changed.length) {
+            await tx.run("UPDATE objects SET properties = ?, version = version + 1, updated_at = ? WHERE object_type_id = ? AND primary_id = ?", [JSON.stringify(after), now, c.objectTypeId, c.primaryId]);
+            emit("object.updated", { objectTypeId: c.objectTypeId, primaryId: c.primaryId, properties: after, propertyChanges: changed });
+          }
+          break;
+        }
+        case "object.delete": {
+          const existing = await this.getObject(c.objectTypeId, c.primaryId, tx);
+          if (!existing) break;
+          await tx.run("DELETE FROM objects WHERE object_type_id = ? AND primary_id = ?", [c.objectTypeId, c.primaryId]);
+          emit("object.deleted", { objectTypeId: c.objectTypeId, primaryId: c.primaryId, propertyChanges: diff(existing.properties, {}) });
+          break;
+        }
+        case "link.upsert":
+        case "link.delete": {
+          const key = [c.sourceTypeId, c.sourceId, c.linkId, c.targetTypeId, c.targetId];
+          const ids = { sourceTypeId: c.sourceTypeId, sourceId: c.sourceId, linkId: c.linkId, targetTypeId: c.targetTypeId, targetId: c.targetId };
+          const row = await tx.get<{ properties: string | null }>("SELECT properties FROM links WHERE source_type_id = ? AND source_id = ? AND link_id = ? AND target_type_id = ? AND target_id = ?", key);
+          const before = row?.properties ? JSON.parse(row.properties) : {};
+          if (c.op === "link.delete") {
+            if (!row) break;
+            await tx.run("DELETE FROM links WHERE source_type_id = ? AND source_id = ? AND link_id = ? AND target_type_id = ? AND target_id = ?", key);
+            emit("link.deleted", { ...ids, propertyChanges: diff(before, {}) });
+            break;
+          }
+          const after = merge(before, c.properties ?? {});
+          const changed = diff(before, after);
+          if (!row) {
+            await tx.run("INSERT INTO links (source_type_id, source_id, link_id, target_type_id, target_id, properties, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [...key, Object.keys(after).length ? JSON.stringify(after) : null, now, now]);
+            emit("link.created", { ...ids, ...(Object.keys(after).length ? { properties: after } : {}), propertyChanges: changed });
+          } else if (changed.length) {
+            await tx.run("UPDATE links SET properties = ?, updated_at = ? WHERE source_type_id = ? AND source_id = ? AND link_id = ? AND target_type_id = ? AND target_id = ?", [JSON.stringify(after), now, ...key]);
+            emit("link.updated", { ...ids, properties: after, propertyChanges: changed });
+          }
+          break;
+        }
+        case "telemetry.append": {
+          const at = c.at ? new Date(c.at).toISOString() : now;
+          const unit = c.unit ?? this.project.telemetry?.[c.propertyId]?.unit;
+          await tx.run("INSERT INTO telemetry (object_type_id, object_id, property_id, value, unit, at) VALUES (?, ?, ?, ?, ?, ?)", [c.objectTypeId, c.objectId, c.propertyId, JSON.stringify(c.value), unit ?? null, at]);
+          emit("telemetry.appended", { objectTypeId: c.objectTypeId, objectId: c.objectId, propertyId: c.propertyId, value: c.value, ...(unit ? { unit } : {}), at });
+          break;
+        }
+      }
+    }
+    await this.events.writeInTx(tx, envelopes);
+    return { commitId, duplicate: false, events: envelopes };
+  }
+}
+
+/**
+ * A buffer implementing {@link OntologyWrites}: handlers call it freely; the runtime commits
+ * `changes` at the end (or discards them when the handler throws).
+ */
+export class WriteBuffer implements OntologyWrites {
+  readonly changes: OntologyChange[] = [];
+  readonly objects: OntologyWrites["objects"] = {
+    upsert: (objectTypeId, primaryId, properties) => void this.changes.push({ op: "object.upsert", objectTypeId, primaryId, properties }),
+    update: (objectTypeId, primaryId, properties) => void this.changes.push({ op: "object.update", objectTypeId, primaryId, properties }),
+    delete: (objectTypeId, primaryId) => void this.changes.push({ op: "object.delete", objectTypeId, primaryId }),
+  };
+  readonly links: OntologyWrites["links"] = {
+    upsert: (link) => void this.changes.push({ op: "link.upsert", ...link }),
+    delete: (link) => void this.changes.push({ op: "link.delete", ...link }),
+  };
+  readonly telemetry: OntologyWrites["telemetry"] = {
+    append: (point) => void this.changes.push({ op: "telemetry.append", ...point }),
+  };
+}

@@ -1,0 +1,88 @@
+import { ApiError } from "../errors";
+import { propertyDef, type PropertyDefinition, type PropertyType, type ProjectDefinition } from "../sdk/project";
+import type { OntologyChange } from "../sdk/context";
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+function typeMatches(type: PropertyType, value: unknown): boolean {
+  switch (type) {
+    case "string":
+      return typeof value === "string";
+    case "number":
+      return typeof value === "number" && Number.isFinite(value);
+    case "integer":
+      return Number.isSafeInteger(value);
+    case "boolean":
+      return typeof value === "boolean";
+    case "date":
+      return typeof value === "string" && DATE.test(value) && !Number.isNaN(Date.parse(value));
+    case "datetime":
+      return typeof value === "string" && !Number.isNaN(Date.parse(value)) && value.includes("T");
+    case "json":
+      return true;
+  }
+}
+
+/**
+ * Checks properties against their declarations. `null` clears a property (not allowed for required
+ * ones on create).
+ *
+ * @returns a list of problems, empty when valid
+ */
+export function checkProperties(declared: Record<string, PropertyType | PropertyDefinition>, properties: Record<string, unknown>, path: string, creating: boolean): string[] {
+  const problems: string[] = [];
+  if (typeof properties !== "object" || properties === null || Array.isArray(properties)) return [`${path} must be an object`];
+  for (const [name, value] of Object.entries(properties)) {
+    const decl = declared[name];
+    if (!decl) problems.push(`${path}.${name} is not a declared property`);
+    else if (value !== null && !typeMatches(propertyDef(decl).type, value)) problems.push(`${path}.${name} must be of type ${propertyDef(decl).type}`);
+  }
+  if (creating) {
+    for (const [name, decl] of Object.entries(declared)) {
+      if (propertyDef(decl).required && (properties[name] === undefined || properties[name] === null)) problems.push(`${path}.${name} is required`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * Validates every change against the project's ontology before anything is written.
+ * (Required properties are checked at apply time, when it is known whether the object exists.)
+ *
+ * @throws {ApiError} invalid_request listing every problem in `details.problems`
+ */
+export function validateChanges(project: ProjectDefinition, changes: readonly OntologyChange[]): void {
+  const problems: string[] = [];
+  changes.forEach((c, i) => {
+    const at = `changes[${i}]`;
+    switch (c.op) {
+      case "object.upsert":
+      case "object.update":
+      case "object.delete": {
+        const type = project.objectTypes[c.objectTypeId];
+        if (!type) problems.push(`${at}: unknown object type "${c.objectTypeId}"`);
+        else if (c.op !== "object.delete") problems.push(...checkProperties(type.properties, c.properties, `${at}.properties`, false));
+        if (typeof c.primaryId !== "string" || c.primaryId === "") problems.push(`${at}.primaryId must be a non-empty string`);
+        break;
+      }
+      case "link.upsert":
+      case "link.delete": {
+        const link = project.linkTypes?.[c.linkId];
+        if (!link) problems.push(`${at}: unknown link type "${c.linkId}"`);
+        else if (link.source !== c.sourceTypeId || link.target !== c.targetTypeId) problems.push(`${at}: link "${c.linkId}" goes from ${link.source} to ${link.target}`);
+        else if (c.op === "link.upsert" && c.properties) problems.push(...checkProperties(link.properties ?? {}, c.properties, `${at}.properties`, false));
+        break;
+      }
+      case "telemetry.append": {
+        const t = project.telemetry?.[c.propertyId];
+        if (!t || t.objectTypeId !== c.objectTypeId) problems.push(`${at}: "${c.propertyId}" is not a telemetry property of ${c.objectTypeId}`);
+        if (typeof c.value !== "number" || !Number.isFinite(c.value)) problems.push(`${at}.value must be a finite number`);
+        if (c.at !== undefined && Number.isNaN(Date.parse(c.at))) problems.push(`${at}.at must be an ISO timestamp`);
+        break;
+      }
+      default:
+        problems.push(`${at}: unknown op "${(c as { op: string }).op}"`);
+    }
+  });
+  if (problems.length) throw new ApiError("invalid_request", `Invalid ontology write: ${problems[0]}`, { problems });
+}

@@ -1,0 +1,236 @@
+import { inject, injectable } from "tsyringe";
+import * as v from "valibot";
+import { TOKENS } from "../tokens";
+import type { Database } from "../store/db";
+import type { EventLog } from "../events/log";
+import type { OntologyStore } from "../ontology/store";
+import { WriteBuffer } from "../ontology/store";
+import { validateChanges } from "../ontology/validate";
+import type { ProjectRegistry } from "./registry";
+import type { Logger } from "../logger";
+import type { Actor } from "../events/catalog";
+import type { ActionRunRecord, Subject } from "../sdk/context";
+import { ApiError, isApiError } from "../errors";
+import { newId, nowIso } from "../ids";
+import { ontologyAccess } from "./context";
+import { formatIssues } from "../http/validation";
+
+/** A request to run an action (spec 2.2). */
+export interface ActionRunRequest {
+  actionId: string;
+  subject?: Subject;
+  params: Record<string, unknown>;
+  runId?: string;
+  actor?: Actor;
+}
+
+/** Starts an action's declared effect on Temporal; implemented by the Temporal host. */
+export interface EffectStarter {
+  startEffect(run: ActionRunRecord): Promise<void>;
+}
+
+interface RunRow {
+  id: string;
+  run_id: string;
+  action_id: string;
+  status: ActionRunRecord["status"];
+  subject: string | null;
+  params: string;
+  attempts: number;
+  started_at: string;
+  finished_at: string | null;
+  result: string | null;
+  error: string | null;
+}
+
+function toRecord(r: RunRow): ActionRunRecord {
+  const rec: ActionRunRecord = { id: r.id, actionId: r.action_id, runId: r.run_id, status: r.status, params: JSON.parse(r.params), startedAt: r.started_at, attempts: r.attempts };
+  if (r.subject) rec.subject = JSON.parse(r.subject);
+  if (r.finished_at) rec.finishedAt = r.finished_at;
+  if (r.result !== null) rec.result = JSON.parse(r.result);
+  if (r.error) rec.error = JSON.parse(r.error);
+  return rec;
+}
+
+/**
+ * Runs actions by the rules of spec 4.2:
+ *
+ * 1. params are validated first; an invalid request records no run (400);
+ * 2. the answer is the finished run record; a failed run is still an answer (status `failed`, `error`);
+ * 3. effects start afterwards on Temporal, once per runId (`action_runs.effect_status` makes the
+ *    start durable: a recovery pass retries pending ones);
+ * 4. resending a finished run's `runId` answers its record without running again; a `runId` recorded
+ *    as running by a process that died is run again (nothing of it was committed);
+ * 5. a `runId` still running on this server is refused with 409 `run_in_progress`;
+ * 6. once shutdown has begun, requests get 503 `shutting_down` and nothing starts.
+ *
+ * The handler's ontology writes are buffered and committed in one transaction with the run's
+ * completion and its `action.completed` event, so a run either has all its writes or none.
+ */
+@injectable()
+export class ActionRunner {
+  private readonly inFlight = new Set<string>();
+  private readonly pendingEffects = new Set<Promise<void>>();
+  private accepting = true;
+  private idleWaiters: Array<() => void> = [];
+  private effects: EffectStarter | undefined;
+  readonly abort = new AbortController();
+
+  constructor(
+    @inject(TOKENS.Database) private readonly db: Database,
+    @inject(TOKENS.EventLog) private readonly events: EventLog,
+    @inject(TOKENS.OntologyStore) private readonly ontology: OntologyStore,
+    @inject(TOKENS.Project) private readonly project: ProjectRegistry,
+    @inject(TOKENS.Logger) private readonly log: Logger,
+  ) {}
+
+  /** Connects the effect starter (the Temporal host) once it is up. */
+  setEffectStarter(effects: EffectStarter): void {
+    this.effects = effects;
+  }
+
+  /**
+   * Runs an action and answers its finished record.
+   * @throws {ApiError} shutting_down (503), not_found (unknown action or subject), invalid_request
+   *   (params or subject), run_in_progress (409), conflict (runId of another action)
+   */
+  async run(req: ActionRunRequest): Promise<ActionRunRecord> {
+    if (!this.accepting) throw new ApiError("shutting_down", "The server is shutting down; the action was not started");
+    const action = this.project.action(req.actionId).definition;
+    const parsed = v.safeParse(action.params, req.params ?? {});
+    if (!parsed.success) throw new ApiError("invalid_request", `Invalid params for ${req.actionId}: ${parsed.issues[0].message}`, { issues: formatIssues(parsed.issues, "params") });
+    if (action.subject) {
+      if (!req.subject) throw new ApiError("invalid_request", `${req.actionId} needs a subject of type ${action.subject.objectTypeId}`);
+      if (req.subject.objectTypeId !== action.subject.objectTypeId) throw new ApiError("invalid_request", `${req.actionId} takes a subject of type ${action.subject.objectTypeId}, not ${req.subject.objectTypeId}`);
+    }
+    if (req.subject && !(await this.ontology.getObject(req.subject.objectTypeId, req.subject.primaryId))) {
+      throw new ApiError("not_found", `No ${req.subject.objectTypeId} "${req.subject.primaryId}"`, { subject: req.subject });
+    }
+
+    const runId = req.runId ?? newId("run");
+    if (this.inFlight.has(runId)) throw new ApiError("run_in_progress", `Run ${runId} is still running on this server`, { runId });
+    this.inFlight.add(runId);
+    try {
+      const existing = await this.db.get<RunRow>("SELECT * FROM action_runs WHERE run_id = ?", [runId]);
+      if (existing && existing.action_id !== req.actionId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${existing.action_id}`, { runId });
+      if (existing && existing.status !== "running") return toRecord(existing);
+      return await this.execute(req, runId, parsed.output, existing);
+    } finally {
+      this.inFlight.delete(runId);
+      if (this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  private async execute(req: ActionRunRequest, runId: string, params: unknown, stale: RunRow | undefined): Promise<ActionRunRecord> {
+    const { definition } = this.project.action(req.actionId);
+    const id = stale?.id ?? newId("run");
+    const startedAt = nowIso();
+    const subject = req.subject ? { kind: "object" as const, objectTypeId: req.subject.objectTypeId, primaryId: req.subject.primaryId } : undefined;
+    const requested = this.events.envelope({
+      type: "action.requested",
+      payload: { actionId: req.actionId, subject, params: req.params ?? {}, runId },
+      correlationId: runId,
+      actor: req.actor,
+    });
+    await this.db.transaction(async (tx) => {
+      if (stale) await tx.run("UPDATE action_runs SET attempts = attempts + 1, started_at = ? WHERE id = ?", [startedAt, id]);
+      else {
+        await tx.run("INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)", [
+          id, runId, req.actionId, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, startedAt,
+        ]);
+      }
+      await this.events.writeInTx(tx, [requested]);
+    });
+    void this.events.drain();
+
+    const buffer = new WriteBuffer();
+    const log = this.log.child({ run: { kind: "action", id: runId }, actionId: req.actionId });
+    let result: unknown;
+    let failure: { code: string; message: string } | undefined;
+    try {
+      result = await definition.run({ ...ontologyAccess(this.ontology, buffer), actionId: req.actionId, runId, subject, params, actor: req.actor, log, signal: this.abort.signal });
+      validateChanges(this.project.definition, buffer.changes);
+    } catch (err) {
+      failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
+      log.warn({ err }, "action run failed");
+    }
+
+    const origin = { kind: "action" as const, actionId: req.actionId, runId };
+    const finish = async (fail: typeof failure) => {
+      const finishedAt = nowIso();
+      await this.db.transaction(async (tx) => {
+        if (!fail) {
+          await this.ontology.applyInTx(tx, buffer.changes, { origin, correlationId: runId, causationId: requested.id });
+        }
+        const hasEffect = !fail && definition.effect ? "pending" : null;
+        await tx.run("UPDATE action_runs SET status = ?, finished_at = ?, result = ?, error = ?, effect_status = ? WHERE id = ?", [
+          fail ? "failed" : "succeeded", finishedAt, !fail && result !== undefined ? JSON.stringify(result) : null, fail ? JSON.stringify(fail) : null, hasEffect, id,
+        ]);
+        const done = this.events.envelope({
+          type: fail ? "action.failed" : "action.completed",
+          payload: { actionId: req.actionId, runId, subject, finishedAt, ...(fail ? { error: fail } : {}) },
+          correlationId: runId,
+          causationId: requested.id,
+          actor: req.actor,
+        });
+        await this.events.writeInTx(tx, [done]);
+      });
+    };
+    try {
+      await finish(failure);
+    } catch (err) {
+      if (failure) throw err;
+      // the writes were refused at commit (e.g. an update of a missing object): the run fails, nothing was written
+      failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
+      await finish(failure);
+    }
+    await this.events.drain();
+    const record = toRecord((await this.db.get<RunRow>("SELECT * FROM action_runs WHERE id = ?", [id]))!);
+    if (record.status === "succeeded" && definition.effect) this.trackEffect(record);
+    return record;
+  }
+
+  private trackEffect(record: ActionRunRecord): void {
+    if (!this.effects) return; // started by the recovery pass once Temporal is up
+    const p = this.effects
+      .startEffect(record)
+      .then(() => this.db.transaction((tx) => tx.run("UPDATE action_runs SET effect_status = 'started' WHERE id = ?", [record.id])).then(() => undefined))
+      .catch((err) => this.log.warn({ err, runId: record.runId }, "starting the action's effect failed; the recovery pass will retry"))
+      .finally(() => this.pendingEffects.delete(p));
+    this.pendingEffects.add(p);
+  }
+
+  /** Starts effects recorded as pending (after a crash or a Temporal outage). Answers how many. */
+  async startPendingEffects(): Promise<number> {
+    const rows = await this.db.all<RunRow>("SELECT * FROM action_runs WHERE effect_status = 'pending' LIMIT 100");
+    for (const row of rows) this.trackEffect(toRecord(row));
+    await Promise.all([...this.pendingEffects]);
+    return rows.length;
+  }
+
+  /** Reads a run record by runId. @throws {ApiError} not_found */
+  async get(runId: string): Promise<ActionRunRecord> {
+    const row = await this.db.get<RunRow>("SELECT * FROM action_runs WHERE run_id = ?", [runId]);
+    if (!row) throw new ApiError("not_found", `No action run "${runId}"`);
+    return toRecord(row);
+  }
+
+  /** Refuses new runs from now on (503 `shutting_down`). */
+  stopAccepting(): void {
+    this.accepting = false;
+  }
+
+  get isAccepting(): boolean {
+    return this.accepting;
+  }
+
+  /** Resolves when no run is in flight and every effect start has settled. */
+  async idle(): Promise<void> {
+    if (this.inFlight.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    await Promise.all([...this.pendingEffects]);
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+}

@@ -1,0 +1,97 @@
+import type { ProjectDefinition } from "../sdk/project";
+import type { ActionDefinition, ConnectorDefinition, ScheduleDefinition, WebhookDefinition } from "../sdk/connector";
+import type { WorkflowDefinition } from "../sdk/workflow";
+import { can } from "../auth/permissions";
+import { TOPICS } from "../events/catalog";
+import { ApiError } from "../errors";
+
+/** An action with the connector that declares it. */
+export interface RegisteredAction {
+  id: string;
+  connectorId: string;
+  definition: ActionDefinition<any>;
+}
+
+/**
+ * The project as the runtime indexes it: actions by global id, connectors, workflows, and each
+ * identity's permission set.
+ *
+ * @throws Error at construction when two connectors declare the same action id
+ */
+export class ProjectRegistry {
+  readonly actions = new Map<string, RegisteredAction>();
+  readonly connectors: ReadonlyMap<string, ConnectorDefinition>;
+  readonly workflows: ReadonlyMap<string, WorkflowDefinition<any, any>>;
+  private readonly permissions = new Map<string, ReadonlySet<string>>();
+
+  constructor(readonly definition: ProjectDefinition) {
+    this.connectors = new Map((definition.connectors ?? []).map((c) => [c.id, c]));
+    this.workflows = new Map(Object.entries(definition.workflows ?? {}));
+    for (const connector of definition.connectors ?? []) {
+      for (const [id, def] of Object.entries(connector.actions ?? {})) {
+        const other = this.actions.get(id);
+        if (other) throw new Error(`Action "${id}" is declared by both "${other.connectorId}" and "${connector.id}"`);
+        this.actions.set(id, { id, connectorId: connector.id, definition: def });
+      }
+    }
+    for (const [id, identity] of Object.entries(definition.identities)) {
+      const list = typeof identity.permissions === "function" ? identity.permissions(definition) : identity.permissions;
+      this.permissions.set(id, new Set(list));
+    }
+  }
+
+  get id(): string {
+    return this.definition.id;
+  }
+
+  /** @throws {ApiError} not_found */
+  action(id: string): RegisteredAction {
+    const a = this.actions.get(id);
+    if (!a) throw new ApiError("not_found", `No action "${id}"`);
+    return a;
+  }
+
+  /** @throws {ApiError} not_found */
+  workflow(id: string): WorkflowDefinition<any, any> {
+    const w = this.workflows.get(id);
+    if (!w) throw new ApiError("not_found", `No workflow "${id}"`);
+    return w;
+  }
+
+  /** Webhooks of all connectors, as `connectorId/webhookId`. */
+  webhooks(): Array<{ connectorId: string; webhookId: string; definition: WebhookDefinition<any> }> {
+    return [...this.connectors.values()].flatMap((c) => Object.entries(c.webhooks ?? {}).map(([webhookId, definition]) => ({ connectorId: c.id, webhookId, definition })));
+  }
+
+  /** Schedules of all connectors. */
+  schedules(): Array<{ connectorId: string; scheduleId: string; definition: ScheduleDefinition }> {
+    return [...this.connectors.values()].flatMap((c) => Object.entries(c.schedules ?? {}).map(([scheduleId, definition]) => ({ connectorId: c.id, scheduleId, definition })));
+  }
+
+  /** The identity's permissions, or undefined for an unknown identity. */
+  identityPermissions(identityId: string): ReadonlySet<string> | undefined {
+    return this.permissions.get(identityId);
+  }
+
+  identityType(identityId: string): "user" | "serviceAccount" | undefined {
+    return this.definition.identities[identityId]?.type;
+  }
+}
+
+/**
+ * Every permission the project defines (view per object type, edit, telemetry, run per action and per
+ * workflow, logs, each topic). Meant for a development identity; it is an explicit list, not a
+ * wildcard.
+ */
+export function allPermissions(project: ProjectDefinition): string[] {
+  const actions = (project.connectors ?? []).flatMap((c) => Object.keys(c.actions ?? {}));
+  return [
+    ...Object.keys(project.objectTypes).map(can.view),
+    can.edit(),
+    can.appendTelemetry(),
+    ...actions.map(can.runAction),
+    ...Object.keys(project.workflows ?? {}).map(can.runWorkflow),
+    can.observe("logs"),
+    ...TOPICS.map(can.viewTopic),
+  ];
+}

@@ -1,0 +1,22 @@
+/**
+ * The activities the runtime registers on its Temporal worker, as workflow code calls them. Type-only
+ * (shared by the isolate engine in `workflows/` and the Node implementation in `core/temporal`).
+ */
+import type { ActionRunRecord, ObjectRecord, OntologyChange, Subject } from "./context";
+
+export interface RecordWorkflowEventInput {
+  type: string;
+  workflowId: string;
+  runId: string;
+  payload?: Record<string, unknown>;
+  /** Idempotency key of the event, so an activity retry never records it twice. */
+  key: string;
+}
+
+export interface SvcActivities {
+  recordWorkflowEvent(input: RecordWorkflowEventInput): Promise<void>;
+  readObject(input: { objectTypeId: string; primaryId: string }): Promise<ObjectRecord | null>;
+  writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string }): Promise<void>;
+  runAction(input: { actionId: string; subject?: Subject; params?: Record<string, unknown>; runId: string; workflowRunId: string }): Promise<ActionRunRecord>;
+  runActionEffect(input: { actionId: string; runId: string }): Promise<void>;
+}

@@ -1,0 +1,114 @@
+import type * as v from "valibot";
+import type { ActionContext, EffectContext, SystemContext } from "./context";
+
+type Schema = v.GenericSchema<unknown, any>;
+
+/**
+ * An action (spec 2.2, 4.2): validated params, a handler whose ontology writes commit atomically with
+ * the run's completion, and an optional effect that starts afterwards on Temporal (once per runId).
+ */
+export interface ActionDefinition<P = any> {
+  /** valibot schema of `params`; the handler receives its output. */
+  params: v.GenericSchema<unknown, P>;
+  /** When set, a subject of this object type is required. */
+  subject?: { objectTypeId: string };
+  title?: string;
+  description?: string;
+  /** Runs the action. A throw fails the run (HTTP 200, status `failed`); the return value is `result`. */
+  run(ctx: ActionContext<P>): Promise<unknown> | unknown;
+  /**
+   * The action's declared effect: runs after a successful run as a Temporal activity with retries
+   * (workflow id `action-effect:<runId>`, so it never starts twice). Its writes are system writes.
+   */
+  effect?(ctx: EffectContext): Promise<void>;
+}
+
+/** Body formats of a webhook (spec 2.12). */
+export type WebhookFormat = "json" | "text" | "raw";
+
+/** The request as `verify` and `idempotencyKey` see it: raw bytes before any parsing. */
+export interface WebhookRequest {
+  method: string;
+  headers: Headers;
+  rawBody: Uint8Array;
+  url: URL;
+}
+
+/** A response a webhook handler may return (spec 2.12). */
+export interface WebhookResponse {
+  status?: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+/**
+ * An inbound webhook (spec 2.12, 3): POST only; `verify` runs on the raw bytes; then the body is
+ * parsed in its `format` (and validated by `schema` for json); `idempotencyKey` de-duplicates
+ * provider retries; `handle` runs once per delivery.
+ */
+export interface WebhookDefinition<B = unknown> {
+  format: WebhookFormat;
+  schema?: v.GenericSchema<unknown, B>;
+  verify?(request: WebhookRequest): void | Promise<void>;
+  idempotencyKey?(request: WebhookRequest, body: B): string | null | undefined;
+  handle(ctx: SystemContext & { body: B; request: WebhookRequest }): Promise<WebhookResponse | void> | WebhookResponse | void;
+  description?: string;
+}
+
+/** Overlap policies of Temporal Schedules. */
+export type OverlapPolicy = "skip" | "bufferOne" | "bufferAll" | "cancelOther" | "terminateOther" | "allowAll";
+
+/** A schedule (cron or interval) a connector declares; run by a Temporal Schedule. */
+export interface ScheduleDefinition {
+  cron?: string;
+  /** Interval in milliseconds. */
+  every?: number;
+  timezone?: string;
+  overlap?: OverlapPolicy;
+  paused?: boolean;
+  description?: string;
+  run(ctx: SystemContext & { scheduleId: string; occurrenceAt: string }): Promise<void>;
+}
+
+/** A connector plugin: its id and what it declares. Action ids are global across the project. */
+export interface ConnectorDefinition {
+  id: string;
+  title?: string;
+  description?: string;
+  actions?: Record<string, ActionDefinition<any>>;
+  webhooks?: Record<string, WebhookDefinition<any>>;
+  schedules?: Record<string, ScheduleDefinition>;
+}
+
+/**
+ * Declares an action; `params` types the handler's `ctx.params`.
+ * @example defineAction({ params: v.object({ ms: v.number() }), run: async (ctx) => ctx.params.ms })
+ */
+export function defineAction<S extends Schema>(def: Omit<ActionDefinition<v.InferOutput<S>>, "params"> & { params: S }): ActionDefinition<v.InferOutput<S>> {
+  return def as ActionDefinition<v.InferOutput<S>>;
+}
+
+/** Declares a webhook; with a `schema`, `body` is typed by it. */
+export function defineWebhook<S extends Schema | undefined = undefined>(
+  def: Omit<WebhookDefinition<S extends Schema ? v.InferOutput<S> : unknown>, "schema"> & { schema?: S },
+): WebhookDefinition<S extends Schema ? v.InferOutput<S> : unknown> {
+  return def as WebhookDefinition<any>;
+}
+
+/**
+ * Declares a schedule.
+ * @throws Error when neither or both of `cron` and `every` are given
+ */
+export function defineSchedule(def: ScheduleDefinition): ScheduleDefinition {
+  if ((def.cron === undefined) === (def.every === undefined)) throw new Error("A schedule needs exactly one of cron or every");
+  return def;
+}
+
+/**
+ * Declares a connector.
+ * @throws Error when the id is not a lowercase slug
+ */
+export function defineConnector<const C extends ConnectorDefinition>(def: C): C {
+  if (!/^[a-z][a-z0-9-]*$/.test(def.id)) throw new Error(`Connector id "${def.id}" must be a lowercase slug`);
+  return def;
+}

@@ -1,0 +1,158 @@
+/**
+ * Types of what handlers receive: records, ontology changes and the contexts of actions and system
+ * code. Type-only, so workflow code (Temporal's isolate) can import it too.
+ */
+import type { Actor, AppendInputLike, StoredDomainEventLike } from "./events-types";
+
+export type { Actor };
+
+/** An object record (spec 2.1). */
+export interface ObjectRecord {
+  objectTypeId: string;
+  primaryId: string;
+  properties: Record<string, unknown>;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The identity of one link (spec 2.1). */
+export interface LinkKey {
+  sourceTypeId: string;
+  sourceId: string;
+  linkId: string;
+  targetTypeId: string;
+  targetId: string;
+}
+
+/** One change of an ontology write. Applied in order, all in one transaction with one `commitId`. */
+export type OntologyChange =
+  | { op: "object.upsert"; objectTypeId: string; primaryId: string; properties: Record<string, unknown> }
+  | { op: "object.update"; objectTypeId: string; primaryId: string; properties: Record<string, unknown> }
+  | { op: "object.delete"; objectTypeId: string; primaryId: string }
+  | ({ op: "link.upsert"; properties?: Record<string, unknown> } & LinkKey)
+  | ({ op: "link.delete" } & LinkKey)
+  | { op: "telemetry.append"; objectTypeId: string; objectId: string; propertyId: string; value: number; unit?: string; at?: string };
+
+/** A filter on one property: a bare value means equality. */
+export type Condition =
+  | string
+  | number
+  | boolean
+  | null
+  | { eq?: unknown; ne?: unknown; gt?: unknown; gte?: unknown; lt?: unknown; lte?: unknown; in?: unknown[]; contains?: string; exists?: boolean };
+
+/** An object query (`POST /api/objects/query`). */
+export interface ObjectQuery {
+  objectTypeId: string;
+  where?: Record<string, Condition>;
+  orderBy?: { property: string; direction?: "asc" | "desc" };
+  pageSize?: number;
+  nextPageToken?: string;
+}
+
+/** A page of objects; `nextPageToken` is absent on the last page. */
+export interface ObjectPage {
+  data: ObjectRecord[];
+  nextPageToken?: string;
+}
+
+/** Reads of the ontology (committed data). */
+export interface OntologyReads {
+  objects: {
+    get(objectTypeId: string, primaryId: string): Promise<ObjectRecord | undefined>;
+    query(query: ObjectQuery): Promise<ObjectPage>;
+  };
+}
+
+/**
+ * Buffered ontology writes. Nothing is written until the handler returns; then every change is
+ * applied in one transaction with the run's completion (all or nothing).
+ */
+export interface OntologyWrites {
+  objects: {
+    /** Creates the object or merges `properties` into it. */
+    upsert(objectTypeId: string, primaryId: string, properties: Record<string, unknown>): void;
+    /** Merges `properties` into an existing object; the write fails if it does not exist. */
+    update(objectTypeId: string, primaryId: string, properties: Record<string, unknown>): void;
+    delete(objectTypeId: string, primaryId: string): void;
+  };
+  links: {
+    upsert(link: LinkKey & { properties?: Record<string, unknown> }): void;
+    delete(link: LinkKey): void;
+  };
+  telemetry: {
+    append(point: { objectTypeId: string; objectId: string; propertyId: string; value: number; unit?: string; at?: string }): void;
+  };
+}
+
+/** Reads and buffered writes together: what action, effect and system contexts carry. */
+export interface OntologyAccess {
+  objects: OntologyReads["objects"] & OntologyWrites["objects"];
+  links: OntologyWrites["links"];
+  telemetry: OntologyWrites["telemetry"];
+}
+
+/** The SDK's events operations (spec 6.3) as handlers see them. */
+export interface EventsApi {
+  read(input: { topics?: string[]; types?: string[]; afterCursor?: string; limit?: number }): Promise<StoredDomainEventLike[]>;
+  latestCursor(): Promise<string | undefined>;
+  /** Appends supported non-ontology events; ontology types are refused. */
+  append(events: AppendInputLike[]): Promise<void>;
+}
+
+/** A minimal structured logger (pino-compatible). */
+export interface HandlerLogger {
+  debug(obj: object | string, msg?: string): void;
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+/** The subject of an action run (spec 2.2). */
+export interface Subject {
+  kind: "object";
+  objectTypeId: string;
+  primaryId: string;
+}
+
+/** What an action handler receives (spec 4.2). Writes are applied with origin `action`, no actor. */
+export interface ActionContext<P> extends OntologyAccess {
+  actionId: string;
+  runId: string;
+  subject?: Subject;
+  params: P;
+  /** The requester, kept on the run (writes themselves carry no actor, spec 2.3). */
+  actor?: Actor;
+  log: HandlerLogger;
+  /** Aborted when the server shuts down past its grace period. */
+  signal: AbortSignal;
+}
+
+/** The finished record of an action run (spec 2.2). */
+export interface ActionRunRecord {
+  id: string;
+  actionId: string;
+  runId: string;
+  status: "running" | "succeeded" | "failed";
+  subject?: Subject;
+  params: Record<string, unknown>;
+  result?: unknown;
+  startedAt: string;
+  finishedAt?: string;
+  error?: { code: string; message: string };
+  attempts: number;
+}
+
+/** What an action's effect receives: the finished run, reads, and buffered system writes. */
+export interface EffectContext extends OntologyAccess {
+  run: ActionRunRecord;
+  log: HandlerLogger;
+  events: EventsApi;
+}
+
+/** What system code (seed, schedules, syncs) receives: origin runtime, no actor (spec 2.3). */
+export interface SystemContext extends OntologyAccess {
+  log: HandlerLogger;
+  events: EventsApi;
+}

@@ -1,0 +1,89 @@
+import type { ConnectorDefinition } from "./connector";
+import type { WorkflowDefinition } from "./workflow";
+import type { SystemContext } from "./context";
+
+/** Property types of object and link properties. `date` is `YYYY-MM-DD`, `datetime` ISO 8601. */
+export type PropertyType = "string" | "number" | "integer" | "boolean" | "date" | "datetime" | "json";
+
+export interface PropertyDefinition {
+  type: PropertyType;
+  required?: boolean;
+  description?: string;
+}
+
+/** An object type (spec 2.1): objects are identified by `objectTypeId` and `primaryId`. */
+export interface ObjectTypeDefinition {
+  title?: string;
+  description?: string;
+  properties: Record<string, PropertyType | PropertyDefinition>;
+}
+
+/** A link type from one object type to another (spec 2.1). */
+export interface LinkTypeDefinition {
+  source: string;
+  target: string;
+  description?: string;
+  properties?: Record<string, PropertyType | PropertyDefinition>;
+}
+
+/** A telemetry property on an object type (spec 2.1): numeric points with an optional unit. */
+export interface TelemetryDefinition {
+  objectTypeId: string;
+  unit?: string;
+  description?: string;
+}
+
+/** An identity that API tokens can carry (spec 5). */
+export interface IdentityDefinition {
+  type: "user" | "serviceAccount";
+  name?: string;
+  /** Permission strings (see `can`), or a function of the project for "every permission there is". */
+  permissions: readonly string[] | ((project: ProjectDefinition) => readonly string[]);
+}
+
+/**
+ * A project: its ontology, identities, connectors and workflows. The runtime serves one project.
+ */
+export interface ProjectDefinition {
+  id: string;
+  name: string;
+  objectTypes: Record<string, ObjectTypeDefinition>;
+  linkTypes?: Record<string, LinkTypeDefinition>;
+  telemetry?: Record<string, TelemetryDefinition>;
+  identities: Record<string, IdentityDefinition>;
+  connectors?: readonly ConnectorDefinition[];
+  workflows?: Record<string, WorkflowDefinition<any, any>>;
+  /**
+   * Absolute path of the module that exports `workflows` (the same record as above). It is bundled
+   * into Temporal's workflow isolate, so it may import only isolate-safe code.
+   */
+  workflowsModule?: string;
+  /** Seed data, run once on a fresh database (origin runtime, no actor). */
+  seed?: (ctx: SystemContext) => Promise<void>;
+  /** Identity of the development token (`SVC_DEV_TOKEN`), when the project has one. */
+  devIdentity?: string;
+}
+
+/** Normalizes a property declaration to its object form. */
+export function propertyDef(p: PropertyType | PropertyDefinition): PropertyDefinition {
+  return typeof p === "string" ? { type: p } : p;
+}
+
+/**
+ * Declares a project and checks its cross-references (link endpoints, telemetry object types,
+ * identities' workflow and action names are free-form).
+ *
+ * @throws Error naming the first dangling reference
+ */
+export function defineProject<const P extends ProjectDefinition>(project: P): P {
+  for (const [id, link] of Object.entries(project.linkTypes ?? {})) {
+    for (const end of [link.source, link.target]) {
+      if (!project.objectTypes[end]) throw new Error(`Link type "${id}" refers to unknown object type "${end}"`);
+    }
+  }
+  for (const [id, t] of Object.entries(project.telemetry ?? {})) {
+    if (!project.objectTypes[t.objectTypeId]) throw new Error(`Telemetry "${id}" refers to unknown object type "${t.objectTypeId}"`);
+  }
+  if (project.devIdentity && !project.identities[project.devIdentity]) throw new Error(`devIdentity "${project.devIdentity}" is not an identity`);
+  return project;
+}

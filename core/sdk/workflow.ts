@@ -1,0 +1,44 @@
+/**
+ * Workflow authoring (spec 4.1, 4.3). This module runs inside Temporal's workflow isolate as well as
+ * in Node, so it is type-only apart from {@link defineWorkflow}: no I/O, no Node imports.
+ */
+import type * as v from "valibot";
+import type { ActionRunRecord, ObjectRecord, OntologyChange, Subject } from "./context";
+
+/**
+ * The durable primitives a workflow run uses. Each is recorded in Temporal's history under the name
+ * the designer gave, so the history reads as the workflow was written.
+ */
+export interface WorkflowContext {
+  workflowId: string;
+  runId: string;
+  /** A named step: records `workflow.run.node.started` / `.finished` around `fn`. */
+  node<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** A durable timer (survives worker and server restarts). */
+  sleep(ms: number): Promise<void>;
+  objects: {
+    get(objectTypeId: string, primaryId: string): Promise<ObjectRecord | undefined>;
+  };
+  /** Applies ontology changes as one system write (origin runtime, no actor), exactly once. */
+  write(changes: OntologyChange[]): Promise<void>;
+  actions: {
+    /** Runs a project action as an activity; the run has its own record and runId. */
+    run(actionId: string, input: { subject?: Subject; params?: Record<string, unknown> }): Promise<ActionRunRecord>;
+  };
+}
+
+/** A workflow: typed input and a `run` function executed durably on Temporal. */
+export interface WorkflowDefinition<I = unknown, O = unknown> {
+  input: v.GenericSchema<unknown, I>;
+  title?: string;
+  description?: string;
+  run(ctx: WorkflowContext, input: I): Promise<O>;
+}
+
+/**
+ * Declares a workflow. Its id is the key under which the project lists it; that id is also its
+ * Temporal workflow type.
+ */
+export function defineWorkflow<S extends v.GenericSchema<unknown, any>, O>(def: { input: S; title?: string; description?: string; run(ctx: WorkflowContext, input: v.InferOutput<S>): Promise<O> }): WorkflowDefinition<v.InferOutput<S>, O> {
+  return def;
+}

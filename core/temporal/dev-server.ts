@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { Connection } from "@temporalio/client";
+
+/** Options of the embedded Temporal dev server. */
+export interface DevServerOptions {
+  cliPath: string;
+  /** gRPC port; the UI listens on `uiPort` (default port + 1000) unless `ui` is false. */
+  port: number;
+  ui: boolean;
+  uiPort?: number;
+  dbFile: string;
+  namespace: string;
+  /** How long to wait for the frontend to answer (the SDK's own launcher waits only ~5 s). */
+  readyTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+/** A running dev server; {@link DevServer.stop} ends it. */
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `temporal server start-dev` over a SQLite file (WAL) and waits until its frontend answers
+ * `GetSystemInfo`, retrying every 250 ms for up to `readyTimeoutMs` (60 s by default).
+ *
+ * @throws Error when the process exits early (with the end of its output, e.g. a port in use) or
+ *   does not become ready in time (the process is killed)
+ */
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+  const address = `127.0.0.1:${opts.port}`;
+  const uiPort = opts.uiPort ?? opts.port + 1000;
+  const args = [
+    "server", "start-dev",
+    "--ip", "127.0.0.1",
+    "--port", String(opts.port),
+    "--db-filename", opts.dbFile,
+    "--sqlite-pragma", "journal_mode=WAL",
+    "--log-level", "warn",
+    "--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=true",
+    "--dynamic-config-value", "frontend.enableUpdateWorkflowExecutionAsyncAccepted=true",
+    ...(opts.namespace !== "default" ? ["--namespace", opts.namespace] : []),
+    ...(opts.ui ? ["--ui-port", String(uiPort)] : ["--headless"]),
+  ];
+  const child = spawn(opts.cliPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const output: string[] = [];
+  const collect = (d: Buffer) => {
+    for (const line of d.toString().split("\n")) if (line.trim()) output.push(line);
+    if (output.length > 40) output.splice(0, output.length - 40);
+  };
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
+  let exited: number | null | undefined;
+  const exitPromise = new Promise<void>((resolve) => child.once("exit", (code) => ((exited = code), resolve())));
+
+  const stop = async () => {
+    if (exited !== undefined) return;
+    child.kill("SIGTERM");
+    const killed = await Promise.race([exitPromise.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000))]);
+    if (!killed) {
+      child.kill("SIGKILL");
+      await exitPromise;
+    }
+  };
+
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
+  let lastError = "";
+  while (Date.now() < deadline) {
+    if (exited !== undefined) throw new Error(`The Temporal dev server exited with code ${exited} before it was ready:\n${output.join("\n")}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        await connection.workflowService.describeNamespace({ namespace: opts.namespace });
+      } finally {
+        await connection.close();
+      }
+      opts.log?.(`Temporal dev server ready on ${address}${opts.ui ? ` (UI http://localhost:${uiPort})` : ""}`);
+      return { address, uiUrl: opts.ui ? `http://localhost:${uiPort}` : undefined, process: child, stop };
+    } catch (err) {
+      lastError = (err as Error).message;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  await stop();
+  throw new Error(`The Temporal dev server did not become ready within ${opts.readyTimeoutMs ?? 60_000} ms (${lastError}):\n${output.join("\n")}`);
+}

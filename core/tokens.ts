@@ -1,0 +1,34 @@
+import type { InjectionToken } from "tsyringe";
+import type { Config } from "./config";
+import type { Logger } from "./logger";
+import type { Database } from "./store/db";
+import type { EventStream } from "./events/stream";
+import type { Outbox } from "./events/outbox";
+import type { EventLog } from "./events/log";
+import type { OntologyStore } from "./ontology/store";
+import type { ProjectRegistry } from "./runtime/registry";
+import type { ActionRunner } from "./runtime/actions";
+import type { WorkflowRuns } from "./runtime/workflows";
+import type { TemporalHost } from "./temporal/host";
+import type { TokenService } from "./auth/tokens";
+import type { Lifecycle } from "./lifecycle";
+
+/**
+ * DI tokens of the core services. Every constructor parameter is injected explicitly with
+ * `@inject(TOKENS.X)`; nothing relies on emitted decorator metadata.
+ */
+export const TOKENS = {
+  Config: Symbol("Config") as InjectionToken<Config>,
+  Logger: Symbol("Logger") as InjectionToken<Logger>,
+  Database: Symbol("Database") as InjectionToken<Database>,
+  EventStream: Symbol("EventStream") as InjectionToken<EventStream>,
+  Outbox: Symbol("Outbox") as InjectionToken<Outbox>,
+  EventLog: Symbol("EventLog") as InjectionToken<EventLog>,
+  OntologyStore: Symbol("OntologyStore") as InjectionToken<OntologyStore>,
+  Project: Symbol("Project") as InjectionToken<ProjectRegistry>,
+  ActionRunner: Symbol("ActionRunner") as InjectionToken<ActionRunner>,
+  WorkflowRuns: Symbol("WorkflowRuns") as InjectionToken<WorkflowRuns>,
+  Temporal: Symbol("Temporal") as InjectionToken<TemporalHost>,
+  Tokens: Symbol("Tokens") as InjectionToken<TokenService>,
+  Lifecycle: Symbol("Lifecycle") as InjectionToken<Lifecycle>,
+} as const;

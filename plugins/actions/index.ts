@@ -1,0 +1,77 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { can, requirePermission } from "../../core/auth/permissions";
+import { ApiError } from "../../core/errors";
+
+const SubjectSchema = v.strictObject({
+  kind: v.literal("object"),
+  objectTypeId: v.pipe(v.string(), v.minLength(1)),
+  primaryId: v.pipe(v.string(), v.minLength(1)),
+});
+const RunRequest = v.strictObject({
+  subject: v.optional(SubjectSchema),
+  params: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.description("Action parameters; validated by the action's own schema")), {}),
+  runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"), v.description("Identifies the run for retry (spec 4.2)"))),
+});
+const RunRecord = v.object({
+  id: v.string(),
+  actionId: v.string(),
+  runId: v.string(),
+  status: v.picklist(["running", "succeeded", "failed"]),
+  subject: v.optional(SubjectSchema),
+  params: v.record(v.string(), v.unknown()),
+  result: v.optional(v.unknown()),
+  startedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+  error: v.optional(v.object({ code: v.string(), message: v.string() })),
+  attempts: v.number(),
+});
+
+/**
+ * `POST /api/actions/:actionId` (spec 4.1, 4.2) and `GET /api/actions/:actionId/runs/:runId`.
+ * Needs `run:action:<actionId>`; a subject also needs view access to its type.
+ */
+export default definePlugin({
+  name: "actions",
+  setup({ routes, container }) {
+    const runner = () => container.resolve(TOKENS.ActionRunner);
+    routes.add({
+      method: "POST",
+      path: "/api/actions/:actionId",
+      summary: "Run an action",
+      description: [
+        "Runs the action and answers the finished run record (spec 4.2).",
+        "- A failed run is still 200, with `status: failed` and `error`.",
+        "- The action's effects start afterwards on Temporal; the response does not wait for them.",
+        "- Resending a `runId` answers that run's record without running again; a `runId` still running on this server is 409 `run_in_progress`.",
+        "- A server that is shutting down answers 503 `shutting_down` and starts nothing.",
+      ].join("\n"),
+      tags: ["actions"],
+      auth: "bearer",
+      params: v.object({ actionId: v.string() }),
+      body: RunRequest,
+      responses: { 200: { description: "The finished run record (including failed runs)", schema: RunRecord } },
+      handler: ({ principal, params, body }) => {
+        requirePermission(principal!, can.runAction(params.actionId));
+        if (body.subject) requirePermission(principal!, can.view(body.subject.objectTypeId));
+        return runner().run({ actionId: params.actionId, subject: body.subject, params: body.params, runId: body.runId, actor: { type: principal!.type, id: principal!.id } });
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/actions/:actionId/runs/:runId",
+      summary: "Read an action run",
+      tags: ["actions"],
+      auth: "bearer",
+      params: v.object({ actionId: v.string(), runId: v.string() }),
+      responses: { 200: { description: "The run record", schema: RunRecord } },
+      handler: async ({ principal, params }) => {
+        requirePermission(principal!, can.runAction(params.actionId));
+        const run = await runner().get(params.runId);
+        if (run.actionId !== params.actionId) throw new ApiError("not_found", `No run "${params.runId}" of ${params.actionId}`);
+        return run;
+      },
+    });
+  },
+});

@@ -1,0 +1,64 @@
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { ApiError } from "../../core/errors";
+
+const require = createRequire(import.meta.url);
+const SWAGGER_DIR = path.dirname(require.resolve("swagger-ui-dist/package.json"));
+const ASSETS: Record<string, string> = {
+  "swagger-ui.css": "text/css; charset=utf-8",
+  "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
+  "favicon-32x32.png": "image/png",
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8" />
+<title>svc API reference</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css" />
+<link rel="icon" href="/docs/assets/favicon-32x32.png" />
+</head>
+<body>
+<div id="ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/init.js"></script>
+</body>
+</html>`;
+const INIT = `window.ui = SwaggerUIBundle({ url: "/docs/openapi.json", dom_id: "#ui", deepLinking: true, persistAuthorization: true });`;
+
+/**
+ * `GET /docs` (spec 1): the OpenAPI 3.1 reference, rendered by Swagger UI served from this server
+ * (no CDN), and `GET /docs/openapi.json`, generated from the routes' own valibot schemas. Operations
+ * that accept bearer tokens carry `security: bearerAuth` and `x-svc-bearer-auth: true`.
+ */
+export default definePlugin({
+  name: "docs",
+  setup({ routes, project }) {
+    let document: string | undefined;
+    const doc = () =>
+      (document ??= JSON.stringify(
+        routes.openapi({ title: `${project.definition.name} API`, version: "0.0.1", description: `Project data service for **${project.definition.name}** (\`${project.id}\`). Authenticate with \`Authorization: Bearer <API_TOKEN>\` on operations marked with a lock. Errors are \`{ "error": { "code", "message", "details"? } }\`.` }),
+      ));
+    const send = (body: string | Uint8Array, type: string) => new Response(body as string, { headers: { "content-type": type, "cache-control": "no-cache" } });
+    routes.add({ method: "GET", path: "/docs", summary: "API reference (HTML)", tags: ["docs"], auth: "none", responses: { 200: { description: "HTML page" } }, handler: () => send(PAGE, "text/html; charset=utf-8") });
+    routes.add({ method: "GET", path: "/docs/init.js", summary: "API reference bootstrap script", tags: ["docs"], auth: "none", responses: { 200: { description: "JavaScript" } }, handler: () => send(INIT, "application/javascript; charset=utf-8") });
+    routes.add({ method: "GET", path: "/docs/openapi.json", summary: "OpenAPI 3.1 document", tags: ["docs"], auth: "none", responses: { 200: { description: "OpenAPI document" } }, handler: () => send(doc(), "application/json; charset=utf-8") });
+    routes.add({
+      method: "GET",
+      path: "/docs/assets/:file",
+      summary: "API reference assets",
+      tags: ["docs"],
+      auth: "none",
+      params: v.object({ file: v.string() }),
+      responses: { 200: { description: "Static file" } },
+      handler: ({ params }) => {
+        const type = ASSETS[params.file];
+        if (!type) throw new ApiError("not_found", `No asset "${params.file}"`);
+        return send(fs.readFileSync(path.join(SWAGGER_DIR, params.file)), type);
+      },
+    });
+  },
+});

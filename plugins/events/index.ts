@@ -1,0 +1,57 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { ApiError } from "../../core/errors";
+import { EVENT_TYPES, TOPICS } from "../../core/events/catalog";
+
+const EventSchema = v.looseObject({
+  id: v.string(),
+  schemaVersion: v.literal(1),
+  projectId: v.string(),
+  occurredAt: v.string(),
+  type: v.string(),
+  topic: v.string(),
+  partitionKey: v.string(),
+  payload: v.record(v.string(), v.unknown()),
+  cursor: v.string(),
+});
+
+/**
+ * `GET /api/events` (spec 4.1, 6.4): `{ count, events }` oldest first, filtered by `topic`, `type`,
+ * `afterCursor`, `limit`, and scoped to what the caller may view (spec 5): events about subjects the
+ * caller cannot view are omitted; a caller with no view permission at all gets 403.
+ */
+export default definePlugin({
+  name: "events",
+  setup({ routes, container }) {
+    routes.add({
+      method: "GET",
+      path: "/api/events",
+      summary: "Read domain events",
+      description: "Stored events oldest first. Continue with `afterCursor` = the last event's `cursor`: pages have no gaps and no repeats. Cursors are opaque. A cursor older than the retained window answers 410 `cursor_expired`.",
+      tags: ["events"],
+      auth: "bearer",
+      query: v.object({
+        topic: v.optional(v.pipe(v.picklist(TOPICS), v.description("One topic"))),
+        type: v.optional(v.pipe(v.picklist(EVENT_TYPES), v.description("One event type"))),
+        afterCursor: v.optional(v.pipe(v.string(), v.description("Cursor of the last event already read"))),
+        limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(1000), v.description("1 to 1000, default 100"))),
+      }),
+      responses: { 200: { description: "Events", schema: v.object({ count: v.number(), events: v.array(EventSchema) }) } },
+      handler: async ({ principal, query }) => {
+        const permissions = [...principal!.permissions];
+        if (!permissions.some((p) => p.startsWith("view:") || p.startsWith("run:"))) {
+          throw new ApiError("forbidden", "This identity may not view any events");
+        }
+        const events = await container.resolve(TOKENS.EventLog).read({
+          topics: query.topic ? [query.topic] : undefined,
+          types: query.type ? [query.type] : undefined,
+          afterCursor: query.afterCursor,
+          limit: query.limit ?? 100,
+          permissions,
+        });
+        return { count: events.length, events };
+      },
+    });
+  },
+});

@@ -1,0 +1,11 @@
+import status from "./status";
+import project from "./project";
+import objects from "./objects";
+import actions from "./actions";
+import events from "./events";
+import workflows from "./workflows";
+import docs from "./docs";
+import type { Plugin } from "../core/plugin";
+
+/** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
+export const builtinPlugins: readonly Plugin[] = [status, project, objects, actions, events, workflows, docs];

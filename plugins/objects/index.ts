@@ -1,0 +1,92 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { can, requirePermission } from "../../core/auth/permissions";
+import { ApiError } from "../../core/errors";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../core/ontology/query";
+
+const ObjectSchema = v.object({
+  objectTypeId: v.string(),
+  primaryId: v.string(),
+  properties: v.record(v.string(), v.unknown()),
+  version: v.number(),
+  createdAt: v.string(),
+  updatedAt: v.string(),
+});
+const PageSchema = v.object({ data: v.array(ObjectSchema), nextPageToken: v.optional(v.string()) });
+
+const pageSize = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE));
+const scalar = v.union([v.string(), v.number(), v.boolean(), v.null()]);
+const ConditionSchema = v.union([
+  scalar,
+  v.strictObject({
+    eq: v.optional(scalar), ne: v.optional(scalar), gt: v.optional(scalar), gte: v.optional(scalar), lt: v.optional(scalar), lte: v.optional(scalar),
+    in: v.optional(v.array(scalar)), contains: v.optional(v.string()), exists: v.optional(v.boolean()),
+  }),
+]);
+const QueryBody = v.strictObject({
+  objectTypeId: v.pipe(v.string(), v.minLength(1), v.description("Object type to query")),
+  where: v.optional(v.pipe(v.record(v.string(), ConditionSchema), v.description("Property filters, all of which must hold. A bare value means equality; operators: eq, ne, gt, gte, lt, lte, in, contains (case-insensitive substring), exists. `primaryId` filters the id."))),
+  orderBy: v.optional(v.strictObject({ property: v.string(), direction: v.optional(v.picklist(["asc", "desc"])) })),
+  pageSize: v.optional(v.pipe(pageSize, v.description(`Page size, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`))),
+  nextPageToken: v.optional(v.pipe(v.string(), v.description("`nextPageToken` of the previous page of the same query"))),
+});
+
+/**
+ * Objects (spec 4.1): `GET /api/objects`, `GET /api/objects/:objectTypeId/:primaryId`,
+ * `POST /api/objects/query`. Results are scoped to what the caller may view: reading a type needs
+ * `view:object:<type>` (403 otherwise).
+ */
+export default definePlugin({
+  name: "objects",
+  setup({ routes, container }) {
+    const ontology = () => container.resolve(TOKENS.OntologyStore);
+    routes.add({
+      method: "GET",
+      path: "/api/objects",
+      summary: "List objects of a type",
+      description: "Objects of one type ordered by primaryId, one page at a time. Pass `nextPageToken` from the previous page to continue. Needs view:object:<objectTypeId>.",
+      tags: ["objects"],
+      auth: "bearer",
+      query: v.object({
+        objectTypeId: v.pipe(v.string(), v.minLength(1), v.description("Object type to list")),
+        pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), pageSize, v.description(`1 to ${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}`))),
+        nextPageToken: v.optional(v.pipe(v.string(), v.description("From the previous page"))),
+      }),
+      responses: { 200: { description: "A page of objects", schema: PageSchema } },
+      handler: ({ principal, query }) => {
+        requirePermission(principal!, can.view(query.objectTypeId));
+        return ontology().query({ objectTypeId: query.objectTypeId, pageSize: query.pageSize, nextPageToken: query.nextPageToken });
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/objects/:objectTypeId/:primaryId",
+      summary: "Read one object",
+      tags: ["objects"],
+      auth: "bearer",
+      params: v.object({ objectTypeId: v.string(), primaryId: v.string() }),
+      responses: { 200: { description: "The object", schema: ObjectSchema } },
+      handler: async ({ principal, params }) => {
+        requirePermission(principal!, can.view(params.objectTypeId));
+        const object = await ontology().getObject(params.objectTypeId, params.primaryId);
+        if (!object) throw new ApiError("not_found", `No ${params.objectTypeId} "${params.primaryId}"`);
+        return object;
+      },
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/objects/query",
+      summary: "Query objects",
+      description: "Filter on properties, sort by one property (nulls last, ties by primaryId), and page with keyset tokens: pages never skip or repeat objects. Needs view:object:<objectTypeId>.",
+      tags: ["objects"],
+      auth: "bearer",
+      body: QueryBody,
+      responses: { 200: { description: "A result page with `nextPageToken` when more remain", schema: PageSchema } },
+      handler: ({ principal, body }) => {
+        requirePermission(principal!, can.view(body.objectTypeId));
+        return ontology().query(body);
+      },
+    });
+  },
+});

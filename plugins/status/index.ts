@@ -1,0 +1,52 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { Outbox } from "../../core/events/outbox";
+
+const PartSchema = v.looseObject({ status: v.picklist(["ok", "unhealthy"]) });
+const StatusSchema = v.object({
+  status: v.picklist(["ok", "degraded", "shutting_down"]),
+  parts: v.object({ store: PartSchema, temporal: PartSchema, outbox: PartSchema }),
+  checkedAt: v.string(),
+});
+
+/**
+ * `GET /api/status` (spec 4.1, 6.2): service health with its parts: the store, the Temporal
+ * connection and the outbox (backlog, oldest age, failure streak). `degraded` when a part is
+ * unhealthy: the outbox is unhealthy after {@link Outbox.DEGRADED_AFTER} consecutive drain failures
+ * or when its oldest envelope is older than two recovery intervals.
+ */
+export default definePlugin({
+  name: "status",
+  setup({ routes, container, config }) {
+    routes.add({
+      method: "GET",
+      path: "/api/status",
+      summary: "Service health",
+      description: "Health of the service and its parts. `degraded` while any part is unhealthy (spec 6.2). Any valid token may read it.",
+      tags: ["status"],
+      auth: "bearer",
+      responses: { 200: { description: "Health report", schema: StatusSchema } },
+      async handler() {
+        const db = container.resolve(TOKENS.Database);
+        const lifecycle = container.resolve(TOKENS.Lifecycle);
+        const outbox = container.resolve(TOKENS.Outbox);
+        const temporal = container.resolve(TOKENS.Temporal);
+        const started = Date.now();
+        const store = await db.get("SELECT 1 AS ok").then(
+          () => ({ status: "ok" as const, latencyMs: Date.now() - started }),
+          (err: Error) => ({ status: "unhealthy" as const, error: err.message }),
+        );
+        const stats = await outbox.stats();
+        const outboxHealthy = stats.consecutiveFailures < Outbox.DEGRADED_AFTER && (stats.oldestAgeMs ?? 0) < 2 * config.outboxRecoveryMs;
+        const parts = {
+          store,
+          temporal: await temporal.health(),
+          outbox: { status: outboxHealthy ? ("ok" as const) : ("unhealthy" as const), ...stats },
+        };
+        const healthy = Object.values(parts).every((p) => p.status === "ok");
+        return { status: lifecycle.shuttingDown ? "shutting_down" : healthy ? "ok" : "degraded", parts, checkedAt: new Date().toISOString() };
+      },
+    });
+  },
+});

@@ -1,0 +1,36 @@
+import * as v from "valibot";
+import { ApiError, defineAction, defineConnector } from "../core";
+
+/**
+ * The sandbox's billing operations. `invoice.approve` approves an invoice: it sets its status,
+ * makes sure the `billedTo` link to its customer exists, and records an `apiCalls` telemetry point on
+ * the customer, all in one commit. Its effect (on Temporal, after the run) stamps `noticeSentAt`.
+ */
+export default defineConnector({
+  id: "billing",
+  title: "Billing",
+  actions: {
+    "invoice.approve": defineAction({
+      title: "Approve an invoice",
+      subject: { objectTypeId: "invoice" },
+      params: v.object({ note: v.optional(v.pipe(v.string(), v.maxLength(500))) }),
+      async run(ctx) {
+        const invoice = (await ctx.objects.get("invoice", ctx.subject!.primaryId))!;
+        const p = invoice.properties as { status?: string; customerId?: string };
+        if (p.status === "void") throw new ApiError("invalid_request", `Invoice ${invoice.primaryId} is void and cannot be approved`);
+        ctx.objects.update("invoice", invoice.primaryId, { status: "approved", approvalNote: ctx.params.note ?? null });
+        if (p.customerId) {
+          ctx.links.upsert({ sourceTypeId: "invoice", sourceId: invoice.primaryId, linkId: "billedTo", targetTypeId: "customer", targetId: p.customerId });
+          ctx.telemetry.append({ objectTypeId: "customer", objectId: p.customerId, propertyId: "apiCalls", value: 1 });
+        }
+        ctx.log.info({ invoice: invoice.primaryId }, "invoice approved");
+        return { invoiceId: invoice.primaryId, status: "approved" };
+      },
+      async effect(ctx) {
+        const id = ctx.run.subject!.primaryId;
+        ctx.objects.update("invoice", id, { noticeSentAt: ctx.run.finishedAt! });
+        ctx.log.info({ invoice: id }, "approval notice sent");
+      },
+    }),
+  },
+});

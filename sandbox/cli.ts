@@ -1,0 +1,81 @@
+/**
+ * The sandbox's command line: `npm run svc -- <command>`.
+ *
+ *   tokens create --identity <id> [--name <name>]   create an API token (printed once)
+ *   tokens list                                     list tokens (never their secrets)
+ *   tokens revoke <tokenId>                         revoke a token
+ *   identities                                      list identities and their permissions
+ *
+ * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data), running or not.
+ */
+import "reflect-metadata";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { Database } from "../core/store/db";
+import { TokenService } from "../core/auth/tokens";
+import { ProjectRegistry } from "../core/runtime/registry";
+import { SANDBOX_DATA_DIR, sandboxProject } from "./project";
+
+const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name>]
+       npm run svc -- tokens list
+       npm run svc -- tokens revoke <tokenId>
+       npm run svc -- identities`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } } });
+  const [group, command, arg] = positionals;
+  const registry = new ProjectRegistry(sandboxProject);
+  if (values.help || !group) {
+    console.log(USAGE);
+    return values.help ? 0 : 2;
+  }
+  if (group === "identities") {
+    for (const [id, identity] of Object.entries(sandboxProject.identities)) {
+      console.log(`${id} (${identity.type}${identity.name ? `, ${identity.name}` : ""})\n  ${[...registry.identityPermissions(id)!].join("\n  ")}`);
+    }
+    return 0;
+  }
+  if (group !== "tokens") {
+    console.error(`unknown command "${group}"\n${USAGE}`);
+    return 2;
+  }
+  const db = await Database.open(path.join(path.resolve(process.env.SVC_DATA_DIR || SANDBOX_DATA_DIR), "svc.db"));
+  const tokens = new TokenService(db, registry);
+  try {
+    switch (command) {
+      case "create": {
+        if (!values.identity) {
+          console.error(`--identity is required; identities: ${Object.keys(sandboxProject.identities).join(", ")}`);
+          return 2;
+        }
+        const { token, info } = await tokens.create(values.identity, values.name ?? values.identity);
+        console.log(`Created token ${info.id} for identity "${info.identityId}". It is shown only now:\n\n  ${token}\n`);
+        return 0;
+      }
+      case "list":
+        for (const t of await tokens.list()) console.log(`${t.id}  ${t.identityId.padEnd(10)} ${t.name.padEnd(14)} ${t.createdAt}${t.revokedAt ? `  revoked ${t.revokedAt}` : ""}`);
+        return 0;
+      case "revoke":
+        if (!arg) {
+          console.error("usage: npm run svc -- tokens revoke <tokenId>");
+          return 2;
+        }
+        if (!(await tokens.revoke(arg))) {
+          console.error(`no active token ${arg}`);
+          return 1;
+        }
+        console.log(`revoked ${arg} (running servers stop accepting it within 10 s)`);
+        return 0;
+      default:
+        console.error(USAGE);
+        return 2;
+    }
+  } catch (err) {
+    console.error((err as Error).message);
+    return 1;
+  } finally {
+    await db.close();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,77 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { allPermissions, can, defineProject } from "../core";
+import diagnostics from "../connectors/diagnostics";
+import billing from "./billing";
+import { workflows } from "./workflows";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** Development token of the sandbox (also in the README); override with SVC_DEV_TOKEN. */
+export const SANDBOX_DEV_TOKEN = "svc_dev_sandbox_token";
+export const SANDBOX_DATA_DIR = path.join(here, ".data");
+
+/**
+ * The sandbox: a small billing-operations project with customers, invoices, the `billedTo` link,
+ * `apiCalls` telemetry, the billing and diagnostics connectors and the `invoice-review` workflow.
+ *
+ * Identities: `dev` (every permission; the development token), `alice` (an approver), `auditor`
+ * (sees customers only), `ops-bot` (a service account for the diagnostics actions).
+ */
+export const sandboxProject = defineProject({
+  id: "sandbox",
+  name: "Sandbox billing",
+  objectTypes: {
+    customer: {
+      title: "Customer",
+      properties: { name: { type: "string", required: true }, email: "string", country: "string", tier: "string" },
+    },
+    invoice: {
+      title: "Invoice",
+      properties: {
+        number: { type: "string", required: true },
+        customerId: { type: "string", required: true },
+        amount: { type: "number", required: true },
+        currency: { type: "string", required: true },
+        status: { type: "string", required: true },
+        dueDate: "date",
+        approvalNote: "string",
+        noticeSentAt: "datetime",
+        reviewStatus: "string",
+        reviewedAt: "datetime",
+      },
+    },
+  },
+  linkTypes: { billedTo: { source: "invoice", target: "customer", description: "The customer an invoice is billed to" } },
+  telemetry: { apiCalls: { objectTypeId: "customer", unit: "calls", description: "API calls made for the customer" } },
+  connectors: [billing, diagnostics],
+  workflows,
+  workflowsModule: path.join(here, "workflows.ts"),
+  devIdentity: "dev",
+  identities: {
+    dev: { type: "user", name: "Developer", permissions: allPermissions },
+    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review")] },
+    auditor: { type: "user", name: "Auditor", permissions: [can.view("customer")] },
+    "ops-bot": { type: "serviceAccount", name: "Operations bot", permissions: [can.runAction("diagnostics.sleep"), can.runAction("diagnostics.fail"), can.runAction("diagnostics.noop"), can.observe("logs")] },
+  },
+  async seed(ctx) {
+    const customers = [
+      { id: "cus_acme", name: "Acme Corp", email: "billing@acme.test", country: "US", tier: "enterprise" },
+      { id: "cus_globex", name: "Globex", email: "ap@globex.test", country: "DE", tier: "business" },
+      { id: "cus_initech", name: "Initech", email: "finance@initech.test", country: "GB", tier: "starter" },
+    ];
+    for (const { id, ...properties } of customers) ctx.objects.upsert("customer", id, properties);
+    const invoices = [
+      { id: "inv_1001", customerId: "cus_acme", amount: 1200, currency: "USD", status: "open", dueDate: "2026-12-01" },
+      { id: "inv_1002", customerId: "cus_acme", amount: 15000, currency: "USD", status: "open", dueDate: "2026-11-15" },
+      { id: "inv_1003", customerId: "cus_globex", amount: 480.5, currency: "EUR", status: "paid", dueDate: "2026-10-30" },
+      { id: "inv_1004", customerId: "cus_globex", amount: 9800, currency: "EUR", status: "open", dueDate: "2026-12-20" },
+      { id: "inv_1005", customerId: "cus_initech", amount: 75, currency: "GBP", status: "void", dueDate: "2026-09-01" },
+      { id: "inv_1006", customerId: "cus_initech", amount: 2300, currency: "GBP", status: "open", dueDate: "2027-01-10" },
+    ];
+    for (const { id, ...p } of invoices) {
+      ctx.objects.upsert("invoice", id, { number: id.replace("inv_", "INV-"), ...p });
+      ctx.links.upsert({ sourceTypeId: "invoice", sourceId: id, linkId: "billedTo", targetTypeId: "customer", targetId: p.customerId });
+    }
+  },
+});

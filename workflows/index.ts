@@ -1,0 +1,81 @@
+/**
+ * The run engine, bundled into Temporal's workflow isolate (deterministic; no I/O: everything that
+ * touches the world is an activity).
+ *
+ * - The default export runs every project workflow: Temporal falls back to it for any workflow type
+ *   without its own export, and the type is the designer's workflow id (`invoice-review`), so
+ *   Temporal's history and UI show the designer's names.
+ * - `actionEffect` runs an action's declared effect (workflow id `action-effect:<runId>`).
+ *
+ * `svc-project-workflows` is an alias set at bundle time to the project's workflows module.
+ */
+import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
+import { workflows } from "svc-project-workflows";
+import type { SvcActivities } from "../core/sdk/activities-types";
+import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
+
+const activities = proxyActivities<SvcActivities>({
+  startToCloseTimeout: "1 minute",
+  retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "30 seconds", maximumAttempts: 20 },
+});
+
+/** Runs an action's effect as an activity with retries. */
+export async function actionEffect(input: { actionId: string; runId: string }): Promise<void> {
+  await activities.runActionEffect(input);
+}
+
+function createContext(workflowId: string, runId: string): WorkflowContext {
+  let seq = 0;
+  const record = (type: string, key: string, payload?: Record<string, unknown>) => activities.recordWorkflowEvent({ type, workflowId, runId, key, payload });
+  return {
+    workflowId,
+    runId,
+    async node(name, fn) {
+      const n = ++seq;
+      await record("workflow.run.node.started", `${runId}:node:${n}:started`, { node: name });
+      try {
+        const result = await fn();
+        await record("workflow.run.node.finished", `${runId}:node:${n}:finished`, { node: name, status: "completed" });
+        return result;
+      } catch (err) {
+        await CancellationScope.nonCancellable(() => record("workflow.run.node.finished", `${runId}:node:${n}:finished`, { node: name, status: isCancellation(err) ? "cancelled" : "failed" }));
+        throw err;
+      }
+    },
+    sleep: (ms) => sleep(ms),
+    objects: {
+      get: async (objectTypeId, primaryId) => (await activities.readObject({ objectTypeId, primaryId })) ?? undefined,
+    },
+    write: (changes) => activities.writeOntology({ workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
+    actions: {
+      run: (actionId, input) => activities.runAction({ actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
+    },
+  };
+}
+
+/** The dynamic workflow: dispatches on the workflow type to the project's definition. */
+export default async function projectWorkflow(input: unknown): Promise<unknown> {
+  const info = workflowInfo();
+  const workflowId = info.workflowType;
+  const runId = info.workflowId;
+  const definition = (workflows as Record<string, WorkflowDefinition<unknown, unknown>>)[workflowId];
+  if (!definition) throw ApplicationFailure.nonRetryable(`This worker has no workflow "${workflowId}"`, "UnknownWorkflow");
+  const finished = (payload: Record<string, unknown>) =>
+    CancellationScope.nonCancellable(() => activities.recordWorkflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }));
+  await activities.recordWorkflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` });
+  try {
+    const result = await definition.run(createContext(workflowId, runId), input);
+    await finished({ status: "completed" });
+    return result;
+  } catch (err) {
+    if (isCancellation(err)) {
+      await finished({ status: "cancelled" });
+      throw err;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    await finished({ status: "failed", error: { message } });
+    if (err instanceof TemporalFailure) throw err;
+    // A designer's error fails the run (a plain Error would only fail the workflow task and retry it forever).
+    throw ApplicationFailure.nonRetryable(message, err instanceof Error ? err.name : "Error");
+  }
+}
