@@ -1,6 +1,5 @@
-import "reflect-metadata";
 import path from "node:path";
-import { container as rootContainer, type DependencyContainer } from "tsyringe";
+import { container as rootContainer, type DependencyContainer } from "./di";
 import { H3, serve } from "h3";
 import { loadConfig, type Config } from "./config";
 import { createLogger, type Logger } from "./logger";

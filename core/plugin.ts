@@ -1,4 +1,4 @@
-import type { DependencyContainer } from "tsyringe";
+import type { DependencyContainer } from "./di";
 import type { Config } from "./config";
 import type { Logger } from "./logger";
 import type { RouteRegistry } from "./http/routes";

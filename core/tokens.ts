@@ -1,4 +1,4 @@
-import type { InjectionToken } from "tsyringe";
+import type { InjectionToken } from "./di";
 import type { Config } from "./config";
 import type { Logger } from "./logger";
 import type { Database } from "./store/db";

@@ -8,7 +8,6 @@
  *
  * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data), running or not.
  */
-import "reflect-metadata";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Database } from "../core/store/db";

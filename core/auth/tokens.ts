@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { inject, injectable } from "tsyringe";
+import { inject, injectable } from "../di";
 import { TOKENS } from "../tokens";
 import type { Database } from "../store/db";
 import type { ProjectRegistry } from "../runtime/registry";

@@ -1,4 +1,4 @@
-import { inject, injectable } from "tsyringe";
+import { inject, injectable } from "../di";
 import { TOKENS } from "../tokens";
 import type { Database, SqlWriter } from "../store/db";
 import type { ProjectRegistry } from "../runtime/registry";

@@ -1,4 +1,4 @@
-import { inject, injectable } from "tsyringe";
+import { inject, injectable } from "../di";
 import * as v from "valibot";
 import { TOKENS } from "../tokens";
 import type { Database } from "../store/db";

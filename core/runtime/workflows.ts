@@ -1,4 +1,4 @@
-import { inject, injectable } from "tsyringe";
+import { inject, injectable } from "../di";
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
 import { TOKENS } from "../tokens";

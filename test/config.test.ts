@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../core/config";
+
+describe("config (valibot, from the environment)", () => {
+  it("applies defaults: port 3002, the project's data dir, embedded Temporal", () => {
+    const c = loadConfig({}, { dataDir: "/tmp/x", devToken: "svc_dev_sandbox_token" });
+    expect(c.port).toBe(3002);
+    expect(c.dataDir).toBe("/tmp/x");
+    expect(c.devToken).toBe("svc_dev_sandbox_token");
+    expect(c.temporal.address).toBeUndefined();
+    expect(c.temporal.namespace).toBe("default");
+    expect(c.outboxRecoveryMs).toBe(60_000);
+    expect(c.eventRetentionMs).toBe(2 * 86_400_000);
+  });
+
+  it.each([
+    ["PORT", "abc", /PORT must be a whole number/],
+    ["PORT", "70000", /PORT must be at most 65535/],
+    ["TEMPORAL_ADDRESS", "localhost", /TEMPORAL_ADDRESS must be host:port/],
+    ["SVC_TEMPORAL_UI", "maybe", /SVC_TEMPORAL_UI must be true or false/],
+    ["SVC_DEV_TOKEN", "short", /SVC_DEV_TOKEN must be at least 16 characters/],
+    ["LOG_LEVEL", "loud", /LOG_LEVEL must be one of/],
+  ])("stops on a bad %s with a message naming it", (variable, value, message) => {
+    let error: unknown;
+    try {
+      loadConfig({ [variable]: value }, { dataDir: "/tmp/x" });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe(variable);
+    expect((error as Error).message).toMatch(message);
+  });
+
+  it("requires a data dir when the project has no default", () => {
+    expect(() => loadConfig({})).toThrow(/SVC_DATA_DIR/);
+  });
+
+  it("uses an existing cluster when TEMPORAL_ADDRESS is set", () => {
+    const c = loadConfig({ TEMPORAL_ADDRESS: "temporal.internal:7233", TEMPORAL_NAMESPACE: "billing" }, { dataDir: "/tmp/x" });
+    expect(c.temporal).toMatchObject({ address: "temporal.internal:7233", namespace: "billing" });
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * Global setup: one real Temporal dev server for the whole run (built from source on a fresh machine,
+ * then cached), and one workflow bundle shared by every app the tests start.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import net from "node:net";
+import type { TestProject } from "vitest/node";
+import { ensureTemporalCli } from "../../core/temporal/cli";
+import { startDevServer, type DevServer } from "../../core/temporal/dev-server";
+import { loadWorkflowBundle } from "../../core/temporal/bundle";
+import { sandboxProject } from "../../sandbox/project";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    workflowBundle: string;
+    temporalCli: string;
+  }
+}
+
+/** A free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+let server: DevServer | undefined;
+let dir: string | undefined;
+
+export default async function setup(project: TestProject) {
+  const log = (line: string) => process.stderr.write(`[test setup] ${line}\n`);
+  const cli = await ensureTemporalCli(process.env.SVC_TEMPORAL_CLI || undefined, log);
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "svc-test-temporal-"));
+  server = await startDevServer({ cliPath: cli, port: await freePort(), ui: false, dbFile: path.join(dir, "temporal.db"), namespace: "default", readyTimeoutMs: 90_000, log });
+  const bundle = await loadWorkflowBundle(sandboxProject.workflowsModule, log);
+  const bundlePath = path.join(dir, "workflow-bundle.js");
+  fs.writeFileSync(bundlePath, bundle.code);
+  project.provide("temporalAddress", server.address);
+  project.provide("workflowBundle", bundlePath);
+  project.provide("temporalCli", cli);
+  return async () => {
+    await server?.stop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  };
+}
