@@ -45,7 +45,7 @@ export async function tokenFor(app: App, identity: string): Promise<string> {
 }
 
 /** A small JSON client over real HTTP. */
-export function client(app: App, token: string | undefined = DEV_TOKEN) {
+export function client(app: App, token: string | null = DEV_TOKEN) {
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(app.url + path, {
       method,

@@ -34,7 +34,7 @@ const RunRecord = v.object({
  */
 export default definePlugin({
   name: "actions",
-  setup({ routes, container }) {
+  setup({ routes, container, project }) {
     const runner = () => container.resolve(TOKENS.ActionRunner);
     routes.add({
       method: "POST",
@@ -53,6 +53,7 @@ export default definePlugin({
       body: RunRequest,
       responses: { 200: { description: "The finished run record (including failed runs)", schema: RunRecord } },
       handler: ({ principal, params, body }) => {
+        project.action(params.actionId); // 404 for an unknown action, before the permission check
         requirePermission(principal!, can.runAction(params.actionId));
         if (body.subject) requirePermission(principal!, can.view(body.subject.objectTypeId));
         return runner().run({ actionId: params.actionId, subject: body.subject, params: body.params, runId: body.runId, actor: { type: principal!.type, id: principal!.id } });

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { definePlugin } from "../../core/plugin";
 import { TOKENS } from "../../core/tokens";
-import { can, requirePermission } from "../../core/auth/permissions";
+import { can, requirePermission, type Principal } from "../../core/auth/permissions";
 import { ApiError } from "../../core/errors";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../core/ontology/query";
 
@@ -39,7 +39,12 @@ const QueryBody = v.strictObject({
  */
 export default definePlugin({
   name: "objects",
-  setup({ routes, container }) {
+  setup({ routes, container, project }) {
+    /** 404 for an unknown type, then 403 without view permission. */
+    const canView = (principal: Principal, objectTypeId: string) => {
+      if (!project.definition.objectTypes[objectTypeId]) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);
+      requirePermission(principal, can.view(objectTypeId));
+    };
     const ontology = () => container.resolve(TOKENS.OntologyStore);
     routes.add({
       method: "GET",
@@ -55,7 +60,7 @@ export default definePlugin({
       }),
       responses: { 200: { description: "A page of objects", schema: PageSchema } },
       handler: ({ principal, query }) => {
-        requirePermission(principal!, can.view(query.objectTypeId));
+        canView(principal!, query.objectTypeId);
         return ontology().query({ objectTypeId: query.objectTypeId, pageSize: query.pageSize, nextPageToken: query.nextPageToken });
       },
     });
@@ -68,7 +73,7 @@ export default definePlugin({
       params: v.object({ objectTypeId: v.string(), primaryId: v.string() }),
       responses: { 200: { description: "The object", schema: ObjectSchema } },
       handler: async ({ principal, params }) => {
-        requirePermission(principal!, can.view(params.objectTypeId));
+        canView(principal!, params.objectTypeId);
         const object = await ontology().getObject(params.objectTypeId, params.primaryId);
         if (!object) throw new ApiError("not_found", `No ${params.objectTypeId} "${params.primaryId}"`);
         return object;
@@ -84,7 +89,7 @@ export default definePlugin({
       body: QueryBody,
       responses: { 200: { description: "A result page with `nextPageToken` when more remain", schema: PageSchema } },
       handler: ({ principal, body }) => {
-        requirePermission(principal!, can.view(body.objectTypeId));
+        canView(principal!, body.objectTypeId);
         return ontology().query(body);
       },
     });

@@ -24,7 +24,7 @@ const RunState = v.object({
  */
 export default definePlugin({
   name: "workflows",
-  setup({ routes, container }) {
+  setup({ routes, container, project }) {
     const runs = () => container.resolve(TOKENS.WorkflowRuns);
     routes.add({
       method: "POST",
@@ -40,6 +40,7 @@ export default definePlugin({
       }),
       responses: { 200: { description: "Queued", schema: v.object({ runId: v.string() }) } },
       handler: ({ principal, params, body }) => {
+        project.workflow(params.id); // 404 for an unknown workflow, before the permission check
         requirePermission(principal!, can.runWorkflow(params.id));
         return runs().start(params.id, body.input, { type: principal!.type, id: principal!.id }, body.runId);
       },
