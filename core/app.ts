@@ -136,7 +136,12 @@ export async function createApp(opts: AppOptions): Promise<App> {
           actions.abort.abort();
         }
         await actions.idle();
-        await server.close(true);
+        // stop listening; idle keep-alive sockets close now, busy ones once their response is written
+        const nodeServer = server.node?.server as import("node:http").Server | undefined;
+        const sweeper = setInterval(() => nodeServer?.closeIdleConnections(), 25);
+        const graceful = await Promise.race([server.close().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+        clearInterval(sweeper);
+        if (!graceful) await server.close(true);
         for (const t of timers) clearInterval(t);
         await outbox.drain();
         await lifecycle.run("shutdown", (err) => log.error({ err }, "shutdown hook failed"));

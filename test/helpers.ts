@@ -1,6 +1,3 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { inject } from "vitest";
 import pino from "pino";
 import { createApp, type App } from "../core/app";
@@ -11,10 +8,8 @@ import type { ProjectDefinition } from "../core/sdk/project";
 
 export const DEV_TOKEN = SANDBOX_DEV_TOKEN;
 
-/** A fresh temporary data directory. */
-export function tempDir(prefix = "svc-test-"): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-}
+export { tempDir } from "./helpers-fs";
+import { tempDir } from "./helpers-fs";
 
 /**
  * Boots the real app on a free port over a temporary SQLite file, connected to the run's shared

@@ -1,0 +1,98 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { client, eventually, startApp, tempDir } from "./helpers";
+import { Database } from "../core/store/db";
+import { TOKENS } from "../core/tokens";
+
+describe("graceful shutdown", () => {
+  it("lets in-flight runs finish, answers new action runs 503 and starts nothing, then stops", async () => {
+    const app = await startApp();
+    const c = client(app);
+    const slow = c.post("/api/actions/diagnostics.sleep", { params: { ms: 1200 }, runId: "slow-at-shutdown" });
+    await new Promise((r) => setTimeout(r, 200));
+    const closing = app.close();
+    await new Promise((r) => setTimeout(r, 50));
+
+    const refused = await c.post("/api/actions/diagnostics.noop", { params: {}, runId: "after-shutdown" });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe("shutting_down");
+    const wf = await c.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" } });
+    expect(wf.status).toBe(503);
+    expect((await c.get("/api/status")).body.status).toBe("shutting_down");
+
+    const finished = await slow;
+    expect(finished.status).toBe(200);
+    expect(finished.body.status).toBe("succeeded");
+    await closing;
+    await expect(fetch(`${app.url}/api/status`)).rejects.toThrow();
+
+    const db = await Database.open(path.join(app.dataDir, "svc.db"));
+    try {
+      const runs = await db.all<{ run_id: string }>("SELECT run_id FROM action_runs");
+      expect(runs.map((r) => r.run_id)).toEqual(["slow-at-shutdown"]);
+      expect((await db.get<{ n: number }>("SELECT COUNT(*) AS n FROM outbox"))!.n).toBe(0);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe("restart over the same files", () => {
+  it("delivers events left in the outbox, re-runs an interrupted action run, and keeps the data", async () => {
+    const dataDir = tempDir();
+    const first = await startApp({ dataDir });
+    const done = await client(first).post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1001" }, params: {}, runId: "before-crash" });
+    expect(done.body.status).toBe("succeeded");
+    await first.close();
+
+    // Simulate a process killed (a) right after a commit, before its drain, and (b) in the middle of an action handler.
+    const db = await Database.open(path.join(dataDir, "svc.db"));
+    const stranded = { id: "evt_stranded", schemaVersion: 1, projectId: "sandbox", occurredAt: new Date().toISOString(), type: "workflow.run.queued", topic: "workflows", partitionKey: "r", payload: { workflowId: "invoice-review", runId: "r" }, correlationId: "r" };
+    await db.transaction(async (tx) => {
+      await tx.run("INSERT INTO outbox (event_id, envelope, created_at) VALUES (?, ?, ?)", [stranded.id, JSON.stringify(stranded), new Date().toISOString()]);
+      await tx.run("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at) VALUES ('run_x', 'interrupted', 'diagnostics.noop', 'running', '{}', ?)", [new Date().toISOString()]);
+    });
+    await db.close();
+
+    const second = await startApp({ dataDir });
+    try {
+      const c = client(second);
+      const events = await c.get("/api/events?type=workflow.run.queued&limit=100");
+      expect(events.body.events.map((e: any) => e.id)).toContain("evt_stranded");
+      expect((await c.get("/api/status")).body.parts.outbox.backlog).toBe(0);
+
+      const rerun = await c.post("/api/actions/diagnostics.noop", { params: {}, runId: "interrupted" });
+      expect(rerun.body).toMatchObject({ id: "run_x", status: "succeeded", attempts: 2 });
+      const again = await c.post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1001" }, params: {}, runId: "before-crash" });
+      expect(again.body).toEqual(done.body);
+      expect((await c.get("/api/objects/invoice/inv_1001")).body.properties.status).toBe("approved");
+      // seed ran once only
+      expect((await c.get("/api/events?type=object.created&limit=1000")).body.count).toBe(9);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("starts an effect recorded as pending when Temporal was not reached before the stop", async () => {
+    const dataDir = tempDir();
+    const first = await startApp({ dataDir });
+    const runs = first.container.resolve(TOKENS.ActionRunner);
+    runs.setEffectStarter({ startEffect: async () => { throw new Error("Temporal unreachable"); } });
+    const res = await client(first).post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1002" }, params: {}, runId: "effect-later" });
+    expect(res.body.status).toBe("succeeded");
+    await first.close();
+    expect(fs.existsSync(path.join(dataDir, "svc.db"))).toBe(true);
+
+    const second = await startApp({ dataDir });
+    try {
+      const invoice = await eventually(async () => {
+        const r = await client(second).get("/api/objects/invoice/inv_1002");
+        return r.body.properties.noticeSentAt ? r.body : undefined;
+      });
+      expect(invoice.properties.status).toBe("approved");
+    } finally {
+      await second.close();
+    }
+  });
+});

@@ -1,0 +1,49 @@
+import { spawn, execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, inject, it } from "vitest";
+import { freePort } from "./setup/global";
+import { tempDir } from "./helpers";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const TSX = path.join(ROOT, "node_modules/.bin/tsx");
+const run = promisify(execFile);
+
+describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
+  it("boots, prints the banner, serves with a CLI-made token, and shuts down gracefully on SIGTERM", async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const env = { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `sandbox-${port}`, LOG_LEVEL: "warn", SVC_WORKFLOW_BUNDLE: inject("workflowBundle") };
+
+    const created = await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "alice"], { cwd: ROOT, env });
+    const token = /^\s+(svc_\S+)$/m.exec(created.stdout)?.[1];
+    expect(token).toBeDefined();
+    const unknown = await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "mallory"], { cwd: ROOT, env }).catch((e: { code: number; stderr: string }) => e);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/Unknown identity "mallory"/);
+
+    const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const deadline = Date.now() + 60_000;
+    while (!out.includes("Dev token") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(out).toContain(`http://127.0.0.1:${port}/docs`);
+    expect(out).toContain("svc_dev_sandbox_token");
+
+    const base = `http://127.0.0.1:${port}`;
+    const project = await fetch(`${base}/api/project`, { headers: { authorization: `Bearer ${token}` } });
+    expect(project.status).toBe(200);
+    const forbidden = await fetch(`${base}/api/actions/diagnostics.noop`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+    expect(forbidden.status).toBe(403);
+
+    const slow = fetch(`${base}/api/actions/diagnostics.sleep`, { method: "POST", headers: { authorization: "Bearer svc_dev_sandbox_token", "content-type": "application/json" }, body: JSON.stringify({ params: { ms: 1000 } }) });
+    await new Promise((r) => setTimeout(r, 200));
+    child.kill("SIGTERM");
+    const res = await slow;
+    expect(res.status).toBe(200);
+    expect((await res.json()).status).toBe("succeeded");
+    expect(await exited).toBe(0);
+  });
+});
