@@ -18,7 +18,10 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     const created = await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "alice"], { cwd: ROOT, env });
     const token = /^\s+(svc_\S+)$/m.exec(created.stdout)?.[1];
     expect(token).toBeDefined();
-    const unknown = await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "mallory"], { cwd: ROOT, env }).catch((e: { code: number; stderr: string }) => e);
+    const unknown = (await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "mallory"], { cwd: ROOT, env }).then(
+      () => ({ code: 0, stderr: "" }),
+      (e: { code: number; stderr: string }) => e,
+    ));
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/Unknown identity "mallory"/);
 
@@ -43,7 +46,7 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     child.kill("SIGTERM");
     const res = await slow;
     expect(res.status).toBe(200);
-    expect((await res.json()).status).toBe("succeeded");
+    expect(((await res.json()) as { status: string }).status).toBe("succeeded");
     expect(await exited).toBe(0);
   });
 });
