@@ -1,14 +1,32 @@
 import * as v from "valibot";
-import { ApiError, defineAction, defineConnector } from "../core";
+import { ApiError, defineAction, defineConnector, defineSchedule } from "../core";
 
 /**
  * The sandbox's billing operations. `invoice.approve` approves an invoice: it sets its status,
  * makes sure the `billedTo` link to its customer exists, and records an `apiCalls` telemetry point on
  * the customer, all in one commit. Its effect (on Temporal, after the run) stamps `noticeSentAt`.
+ * The `overdue-scan` schedule marks open invoices past their due date as overdue, hourly.
  */
 export default defineConnector({
   id: "billing",
   title: "Billing",
+  schedules: {
+    "overdue-scan": defineSchedule({
+      cron: "0 * * * *",
+      timezone: "UTC",
+      overlap: "skip",
+      description: "Marks open invoices whose due date has passed as overdue.",
+      async run(ctx) {
+        const today = ctx.occurrenceAt.slice(0, 10);
+        let nextPageToken: string | undefined;
+        do {
+          const page = await ctx.objects.query({ objectTypeId: "invoice", where: { status: "open", dueDate: { lt: today } }, pageSize: 200, nextPageToken });
+          for (const invoice of page.data) ctx.objects.update("invoice", invoice.primaryId, { status: "overdue" });
+          nextPageToken = page.nextPageToken;
+        } while (nextPageToken);
+      },
+    }),
+  },
   actions: {
     "invoice.approve": defineAction({
       title: "Approve an invoice",

@@ -38,6 +38,29 @@ describe("graceful shutdown", () => {
   });
 });
 
+describe("status", () => {
+  it("is degraded while the outbox holds an envelope older than two recovery intervals, and ok once drained", async () => {
+    const app = await startApp({ env: { SVC_OUTBOX_RECOVERY_MS: "1000" } });
+    try {
+      const c = client(app);
+      expect((await c.get("/api/status")).body.status).toBe("ok");
+      const db = app.container.resolve(TOKENS.Database);
+      const events = app.container.resolve(TOKENS.EventLog);
+      const envelope = events.envelope({ type: "schedule.triggered", payload: { scheduleId: "s", occurrenceAt: "a", triggeredAt: "b", occurrenceKey: "k" } });
+      await db.transaction((tx) => tx.run("INSERT INTO outbox (event_id, envelope, created_at) VALUES (?, ?, ?)", [envelope.id, JSON.stringify(envelope), new Date(Date.now() - 10_000).toISOString()]));
+      const degraded = (await c.get("/api/status")).body;
+      expect(degraded.status).toBe("degraded");
+      expect(degraded.parts.outbox).toMatchObject({ status: "unhealthy", backlog: 1, oldestAgeMs: expect.any(Number) });
+      expect(degraded.parts.outbox.oldestAgeMs).toBeGreaterThanOrEqual(10_000);
+      // the recovery pass (every SVC_OUTBOX_RECOVERY_MS) delivers it
+      await eventually(async () => (await c.get("/api/status")).body.status === "ok");
+      expect((await c.get("/api/events?type=schedule.triggered")).body.events.map((e: any) => e.id)).toEqual([envelope.id]);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe("restart over the same files", () => {
   it("delivers events left in the outbox, re-runs an interrupted action run, and keeps the data", async () => {
     const dataDir = tempDir();
