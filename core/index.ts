@@ -3,7 +3,7 @@
  * Connectors import only this module (or `core/sdk/*` for type-only use inside workflows).
  */
 export { defineConnector, defineAction, defineWebhook, defineSchedule } from "./sdk/connector";
-export type { ActionDefinition, WebhookDefinition, WebhookRequest, WebhookResponse, ScheduleDefinition, ConnectorDefinition, OverlapPolicy, WebhookFormat } from "./sdk/connector";
+export type { ActionDefinition, WebhookDefinition, WebhookRequest, WebhookResponse, WebhookContext, WebhookDelivery, ScheduleDefinition, ConnectorDefinition, OverlapPolicy, WebhookFormat } from "./sdk/connector";
 export { defineWorkflow } from "./sdk/workflow";
 export type { WorkflowContext, WorkflowDefinition } from "./sdk/workflow";
 export { defineProject } from "./sdk/project";
@@ -12,6 +12,7 @@ export type * from "./sdk/context";
 export { definePlugin } from "./plugin";
 export type { Plugin, PluginContext } from "./plugin";
 export { ApiError } from "./errors";
+export * from "./sdk/signatures";
 export type { ErrorCode } from "./errors";
 export { can } from "./auth/permissions";
 export { allPermissions } from "./runtime/registry";

@@ -1,6 +1,30 @@
 import type * as v from "valibot";
 import type { ActionContext, EffectContext, SystemContext } from "./context";
 
+/** The delivery a webhook handler is running for (spec 3). */
+export interface WebhookDelivery {
+  /** The Webhook run (`whrun_…`); stable across provider retries of the same idempotency key. */
+  runId: string;
+  /** The durable execution's id; the correlationId of everything the handler writes. */
+  executionId: string;
+  /** 1 for the first attempt, 2 for the first provider retry, … */
+  attempt: number;
+  connectorId: string;
+  webhookId: string;
+  idempotencyKey: string | null;
+}
+
+/** What a webhook handler receives: system writes (buffered, committed at completion), the parsed body, the raw request. */
+export interface WebhookContext<B> extends SystemContext {
+  body: B;
+  request: WebhookRequest;
+  delivery: WebhookDelivery;
+  workflows: {
+    /** Starts a workflow run; its runId is derived from the execution, so a retried delivery does not start it twice. */
+    start(workflowId: string, input: unknown): Promise<{ runId: string }>;
+  };
+}
+
 type Schema = v.GenericSchema<unknown, any>;
 
 /**
@@ -51,7 +75,7 @@ export interface WebhookDefinition<B = unknown> {
   schema?: v.GenericSchema<unknown, B>;
   verify?(request: WebhookRequest): void | Promise<void>;
   idempotencyKey?(request: WebhookRequest, body: B): string | null | undefined;
-  handle(ctx: SystemContext & { body: B; request: WebhookRequest }): Promise<WebhookResponse | void> | WebhookResponse | void;
+  handle(ctx: WebhookContext<B>): Promise<WebhookResponse | void> | WebhookResponse | void;
   description?: string;
 }
 
