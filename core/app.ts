@@ -12,11 +12,13 @@ import { OntologyStore, WriteBuffer } from "./ontology/store";
 import { ProjectRegistry } from "./runtime/registry";
 import { ActionRunner } from "./runtime/actions";
 import { WorkflowRuns } from "./runtime/workflows";
+import { WebhookDeliveries } from "./runtime/webhooks";
 import { TokenService } from "./auth/tokens";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle } from "./lifecycle";
 import { TemporalHost } from "./temporal/host";
 import { createActivities } from "./temporal/activities";
+import { ScheduleManager } from "./temporal/schedules";
 import { ApiError, errorResponse } from "./errors";
 import { eventsApi, ontologyAccess } from "./runtime/context";
 import type { ProjectDefinition } from "./sdk/project";
@@ -78,6 +80,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   container.registerSingleton(TOKENS.ActionRunner, ActionRunner);
   container.registerSingleton(TOKENS.WorkflowRuns, WorkflowRuns);
   container.registerSingleton(TOKENS.Tokens, TokenService);
+  container.registerSingleton(TOKENS.WebhookDeliveries, WebhookDeliveries);
 
   const events = container.resolve(TOKENS.EventLog);
   const ontology = container.resolve(TOKENS.OntologyStore);
@@ -97,6 +100,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(TOKENS.Temporal, { useValue: temporal });
     actions.setEffectStarter(temporal);
     workflows.setTemporal(temporal);
+    const schedules = new ScheduleManager(temporal, project, log);
+    if (config.syncSchedules) await schedules.sync();
+    container.register(TOKENS.Schedules, { useValue: schedules });
 
     const routes = new RouteRegistry((req) => tokens.authenticate(req), lifecycle);
     for (const plugin of opts.plugins) {

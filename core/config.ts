@@ -22,6 +22,7 @@ import path from "node:path";
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
  * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
+ * | `SVC_SCHEDULES` | true | upsert the connectors' schedules on Temporal at startup (false: leave them as they are) |
  */
 export interface Config {
   port: number;
@@ -41,6 +42,7 @@ export interface Config {
   outboxRecoveryMs: number;
   eventRetentionMs: number;
   shutdownTimeoutMs: number;
+  syncSchedules: boolean;
 }
 
 /** Thrown when an environment variable has a bad value; `variable` names it. */
@@ -72,6 +74,7 @@ const EnvSchema = v.object({
   SVC_OUTBOX_RECOVERY_MS: v.optional(intIn(100, 3_600_000), "60000"),
   SVC_EVENT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(2 * 86_400_000)),
   SVC_SHUTDOWN_TIMEOUT_MS: v.optional(intIn(0, 600_000), "30000"),
+  SVC_SCHEDULES: v.optional(bool, "true"),
 });
 
 /**
@@ -114,5 +117,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     outboxRecoveryMs: e.SVC_OUTBOX_RECOVERY_MS,
     eventRetentionMs: e.SVC_EVENT_RETENTION_MS,
     shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
+    syncSchedules: e.SVC_SCHEDULES,
   };
 }

@@ -9,7 +9,9 @@ import type { OntologyStore } from "./ontology/store";
 import type { ProjectRegistry } from "./runtime/registry";
 import type { ActionRunner } from "./runtime/actions";
 import type { WorkflowRuns } from "./runtime/workflows";
+import type { WebhookDeliveries } from "./runtime/webhooks";
 import type { TemporalHost } from "./temporal/host";
+import type { ScheduleManager } from "./temporal/schedules";
 import type { TokenService } from "./auth/tokens";
 import type { Lifecycle } from "./lifecycle";
 
@@ -28,7 +30,9 @@ export const TOKENS = {
   Project: Symbol("Project") as InjectionToken<ProjectRegistry>,
   ActionRunner: Symbol("ActionRunner") as InjectionToken<ActionRunner>,
   WorkflowRuns: Symbol("WorkflowRuns") as InjectionToken<WorkflowRuns>,
+  WebhookDeliveries: Symbol("WebhookDeliveries") as InjectionToken<WebhookDeliveries>,
   Temporal: Symbol("Temporal") as InjectionToken<TemporalHost>,
+  Schedules: Symbol("Schedules") as InjectionToken<ScheduleManager>,
   Tokens: Symbol("Tokens") as InjectionToken<TokenService>,
   Lifecycle: Symbol("Lifecycle") as InjectionToken<Lifecycle>,
 } as const;

@@ -4,8 +4,10 @@ import objects from "./objects";
 import actions from "./actions";
 import events from "./events";
 import workflows from "./workflows";
+import webhooks from "./webhooks";
+import schedules from "./schedules";
 import docs from "./docs";
 import type { Plugin } from "../core/plugin";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin[] = [status, project, objects, actions, events, workflows, docs];
+export const builtinPlugins: readonly Plugin[] = [status, project, objects, actions, events, workflows, webhooks, schedules, docs];

@@ -28,6 +28,7 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
       SVC_DATA_DIR: dataDir,
       TEMPORAL_ADDRESS: inject("temporalAddress"),
       SVC_TASK_QUEUE: opts.taskQueue ?? `test-${Math.random().toString(36).slice(2)}`,
+      SVC_SCHEDULES: "false",
       ...opts.env,
     },
   });

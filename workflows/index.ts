@@ -10,6 +10,7 @@
  * `svc-project-workflows` is an alias set at bundle time to the project's workflows module.
  */
 import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
+import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
 import { workflows } from "svc-project-workflows";
 import type { SvcActivities } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
@@ -22,6 +23,20 @@ const activities = proxyActivities<SvcActivities>({
 /** Runs an action's effect as an activity with retries. */
 export async function actionEffect(input: { actionId: string; runId: string }): Promise<void> {
   await activities.runActionEffect(input);
+}
+
+const ScheduledStartTime = defineSearchAttributeKey("TemporalScheduledStartTime", SearchAttributeType.DATETIME);
+
+/**
+ * One firing of a connector's schedule (started by a Temporal Schedule). The occurrence is the
+ * scheduled time Temporal records on the run, so `occurrenceKey` is the same for every retry of one
+ * occurrence and the handler's effects happen once.
+ */
+export async function scheduleFiring(input: { scheduleId: string }): Promise<void> {
+  const info = workflowInfo();
+  const scheduled = info.typedSearchAttributes.get(ScheduledStartTime) ?? info.startTime;
+  const occurrenceAt = scheduled.toISOString();
+  await activities.runSchedule({ scheduleId: input.scheduleId, occurrenceAt, triggeredAt: info.startTime.toISOString(), occurrenceKey: `${input.scheduleId}@${occurrenceAt}` });
 }
 
 function createContext(workflowId: string, runId: string): WorkflowContext {

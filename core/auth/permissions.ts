@@ -14,6 +14,8 @@ import type { DomainEventEnvelope } from "../events/catalog";
  * | `can.runWorkflow(id)` | `run:workflow:<id>` | start runs of that workflow, read them and their events |
  * | `can.observe("logs")` | `observe:logs` | read handler logs |
  * | `can.viewTopic(topic)` | `view:topic:<topic>` | events of a topic without an object subject (schedules, syncs, ...) |
+ * | `can.manage("webhooks")` | `manage:webhooks` | list and read webhook runs, replay deliveries |
+ * | `can.manage("schedules")` | `manage:schedules` | list schedules, pause, unpause, trigger |
  */
 export const can = {
   view: (objectTypeId: string) => `view:object:${objectTypeId}`,
@@ -23,6 +25,7 @@ export const can = {
   runWorkflow: (workflowId: string) => `run:workflow:${workflowId}`,
   observe: (what: "logs") => `observe:${what}`,
   viewTopic: (topic: string) => `view:topic:${topic}`,
+  manage: (what: "webhooks" | "schedules") => `manage:${what}`,
 } as const;
 
 /** The authenticated caller of a request. */

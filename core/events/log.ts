@@ -114,15 +114,14 @@ export class EventLog {
   }
 
   /**
-   * Appends supported non-ontology events (spec 6.2, 6.3 `events.append`), in one transaction, then
-   * drains. Events whose idempotencyKey was seen before are skipped.
+   * Validates supported non-ontology events and builds their envelopes without writing anything
+   * (for callers that commit them later in their own transaction with {@link EventLog.writeInTx}).
    *
    * @throws {ApiError} invalid_request for an unknown type, an ontology type (object.*, link.*,
-   *   telemetry.* are emitted only by the service) or a payload missing its catalog fields; nothing is
-   *   written then
+   *   telemetry.* are emitted only by the service) or a payload missing its catalog fields
    */
-  async append(inputs: readonly AppendInput[]): Promise<DomainEventEnvelope[]> {
-    const envelopes = inputs.map((input, index) => {
+  prepare(inputs: readonly AppendInput[]): DomainEventEnvelope[] {
+    return inputs.map((input, index) => {
       const topic = EVENT_TOPICS[input.type];
       if (!topic) throw new ApiError("invalid_request", `Unknown event type "${input.type}"`, { index });
       if (ONTOLOGY_TOPICS.has(topic)) {
@@ -132,6 +131,16 @@ export class EventLog {
       if (missing.length) throw new ApiError("invalid_request", `Payload of "${input.type}" lacks ${missing.join(", ")}`, { index, missing });
       return this.envelope(input);
     });
+  }
+
+  /**
+   * Appends supported non-ontology events (spec 6.2, 6.3 `events.append`) in one transaction, then
+   * drains. Events whose idempotencyKey was seen before are skipped.
+   *
+   * @throws {ApiError} as {@link EventLog.prepare}; nothing is written then
+   */
+  async append(inputs: readonly AppendInput[]): Promise<DomainEventEnvelope[]> {
+    const envelopes = this.prepare(inputs);
     const written = await this.db.transaction((tx) => this.writeInTx(tx, envelopes));
     await this.drain();
     return written;

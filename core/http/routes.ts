@@ -16,15 +16,6 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 /** How a route authenticates (spec 5). `bearer` routes accept `Authorization: Bearer <API_TOKEN>`. */
 export type AuthMode = "bearer" | "none";
 
-/** What a route handler receives: the event, the caller and the validated inputs. */
-export interface RouteContext<P, Q, B> {
-  event: H3Event;
-  principal: P extends never ? never : Principal;
-  params: P;
-  query: Q;
-  body: B;
-}
-
 /**
  * A route: method, path (h3 syntax, `:name` parameters), auth, valibot schemas for params, query and
  * JSON body (validated before the handler runs, and the same schemas generate the OpenAPI document),
@@ -82,8 +73,15 @@ export class RouteRegistry {
   /** Registers every route on the h3 app. */
   mount(app: H3): void {
     this.mounted = true;
+    const methods = new Map<string, string[]>();
     for (const def of this.routes) {
       app.on(def.method, def.path, (event) => this.dispatch(def, event));
+      methods.set(def.path, [...(methods.get(def.path) ?? []), def.method]);
+    }
+    // Any other method on a known path: 405 with Allow (method-specific routes match first).
+    for (const [path, allowed] of methods) {
+      const allow = allowed.join(", ");
+      app.all(path, (event) => errorResponse(new ApiError("method_not_allowed", `${event.req.method} is not allowed on ${path}; use ${allow}`, { allow: allowed }, { allow })));
     }
   }
 

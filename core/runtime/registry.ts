@@ -34,6 +34,13 @@ export class ProjectRegistry {
         this.actions.set(id, { id, connectorId: connector.id, definition: def });
       }
     }
+    const schedules = new Map<string, string>();
+    for (const connector of definition.connectors ?? []) {
+      for (const id of Object.keys(connector.schedules ?? {})) {
+        if (schedules.has(id)) throw new Error(`Schedule "${id}" is declared by both "${schedules.get(id)}" and "${connector.id}"`);
+        schedules.set(id, connector.id);
+      }
+    }
     for (const [id, identity] of Object.entries(definition.identities)) {
       const list = typeof identity.permissions === "function" ? identity.permissions(definition) : identity.permissions;
       this.permissions.set(id, new Set(list));
@@ -92,6 +99,8 @@ export function allPermissions(project: ProjectDefinition): string[] {
     ...actions.map(can.runAction),
     ...Object.keys(project.workflows ?? {}).map(can.runWorkflow),
     can.observe("logs"),
+    can.manage("webhooks"),
+    can.manage("schedules"),
     ...TOPICS.map(can.viewTopic),
   ];
 }

@@ -19,4 +19,6 @@ export interface SvcActivities {
   writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string }): Promise<void>;
   runAction(input: { actionId: string; subject?: Subject; params?: Record<string, unknown>; runId: string; workflowRunId: string }): Promise<ActionRunRecord>;
   runActionEffect(input: { actionId: string; runId: string }): Promise<void>;
+  /** Appends `schedule.triggered` (once per occurrenceKey) and runs the schedule's handler (its writes once per occurrence). */
+  runSchedule(input: { scheduleId: string; occurrenceAt: string; triggeredAt: string; occurrenceKey: string }): Promise<void>;
 }

@@ -53,6 +53,19 @@ export function createActivities(deps: { events: EventLog; ontology: OntologySto
         throw toFailure(err);
       }
     },
+    async runSchedule(input) {
+      const found = project.schedules().find((s) => s.scheduleId === input.scheduleId);
+      if (!found) throw ApplicationFailure.nonRetryable(`No schedule "${input.scheduleId}" is declared any more`, "not_found");
+      await events.append([{ type: "schedule.triggered", payload: { ...input }, idempotencyKey: `schedule.triggered:${input.occurrenceKey}`, correlationId: input.occurrenceKey, partitionKey: input.scheduleId, origin: { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId } }]);
+      const buffer = new WriteBuffer();
+      const runLog = log.child({ run: { kind: "schedule", id: input.occurrenceKey }, scheduleId: input.scheduleId });
+      await found.definition.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.occurrenceKey), scheduleId: input.scheduleId, occurrenceAt: input.occurrenceAt });
+      try {
+        await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId }, correlationId: input.occurrenceKey, idempotencyKey: `schedule:${input.occurrenceKey}` });
+      } catch (err) {
+        throw toFailure(err);
+      }
+    },
     async runActionEffect(input) {
       const run = await actions.get(input.runId);
       const effect = project.action(input.actionId).definition.effect;

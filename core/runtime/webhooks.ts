@@ -1,0 +1,342 @@
+import * as v from "valibot";
+import { inject, injectable } from "../di";
+import { TOKENS } from "../tokens";
+import type { Database } from "../store/db";
+import type { EventLog, AppendInput } from "../events/log";
+import type { OntologyStore } from "../ontology/store";
+import { WriteBuffer } from "../ontology/store";
+import { validateChanges } from "../ontology/validate";
+import type { ProjectRegistry } from "./registry";
+import type { WorkflowRuns } from "./workflows";
+import type { Logger } from "../logger";
+import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/connector";
+import type { DomainEventEnvelope, EventType } from "../events/catalog";
+import { ApiError } from "../errors";
+import { newId, nowIso } from "../ids";
+import { readBodyBytes } from "../http/body";
+import { formatIssues } from "../http/validation";
+import { ontologyAccess } from "./context";
+
+/** One handling attempt of a Webhook run. */
+export interface WebhookAttempt {
+  attempt: number;
+  status: "running" | "completed" | "failed";
+  startedAt: string;
+  finishedAt?: string;
+  error?: { message: string };
+}
+
+/** A Webhook run as operators read it (`GET /api/webhook-runs/:runId`). */
+export interface WebhookRun {
+  id: string;
+  executionId: string;
+  connectorId: string;
+  webhookId: string;
+  idempotencyKey: string | null;
+  status: "running" | "completed" | "failed";
+  receivedAt: string;
+  finishedAt?: string;
+  attempts: WebhookAttempt[];
+  request: { contentType: string | null; headers: Record<string, string>; bodyBytes: number };
+  response?: { status: number; headers: Record<string, string>; body?: unknown };
+  replayOf?: string;
+}
+
+interface RunRow {
+  id: string;
+  execution_id: string;
+  connector_id: string;
+  webhook_id: string;
+  idempotency_key: string | null;
+  status: WebhookRun["status"];
+  attempts: number;
+  received_at: string;
+  finished_at: string | null;
+  content_type: string | null;
+  headers: string;
+  body: Buffer;
+  response: string | null;
+  replay_of: string | null;
+}
+
+/** Headers never stored in clear nor echoed: signatures, secrets, credentials. */
+const SENSITIVE = /signature|secret|token|authorization|cookie|api-key|apikey|password/i;
+
+/** Headers with sensitive values replaced by `[redacted]`. */
+export function redactHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    out[name] = SENSITIVE.test(name) ? "[redacted]" : value;
+  });
+  return out;
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+}
+
+/**
+ * Parses a delivery's body in the webhook's format (spec 2.12): `json` (then the optional valibot
+ * schema), `text` (UTF-8) or `raw` (the bytes).
+ * @throws {ApiError} invalid_request (400) when the body does not parse or validate
+ */
+export function parseWebhookBody(def: WebhookDefinition<unknown>, request: WebhookRequest): unknown {
+  if (def.format === "raw") return request.rawBody;
+  const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+  let decoded: string;
+  try {
+    decoded = text.decode(request.rawBody);
+  } catch {
+    throw new ApiError("invalid_request", "The body is not valid UTF-8");
+  }
+  if (def.format === "text") return decoded;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(decoded);
+  } catch (err) {
+    throw new ApiError("invalid_request", `The body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!def.schema) return parsed;
+  const result = v.safeParse(def.schema, parsed);
+  if (!result.success) throw new ApiError("invalid_request", `The body does not match the webhook's schema: ${result.issues[0].message}`, { issues: formatIssues(result.issues, "body") });
+  return result.output;
+}
+
+/**
+ * Runs webhook deliveries by the spec's table (section 3):
+ *
+ * | Step | Here |
+ * |---|---|
+ * | Verify | `verify` on the raw bytes before anything is parsed; a throw is 401, nothing stored |
+ * | Parse | {@link parseWebhookBody}; a failure is 400, nothing stored |
+ * | Admit | one transaction resolves the idempotency key and creates the run and its execution; a completed or in-flight delivery answers 202 and stops |
+ * | Handle | `handle` runs with the run's execution; its writes are buffered; a throw marks the attempt and run failed and answers 500; a provider retry (same key) re-attempts with the same execution |
+ * | Complete | one transaction commits the handler's writes and events with the run's completion and response; the answer is 202 or the handler's response |
+ *
+ * A delivery whose handler was cut off by a crash is found `running` but not in flight here: the
+ * provider's retry re-attempts it, and since nothing of the cut attempt was committed, nothing is
+ * duplicated. Concurrent duplicates are resolved in-process (one runtime process per data dir).
+ */
+@injectable()
+export class WebhookDeliveries {
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    @inject(TOKENS.Database) private readonly db: Database,
+    @inject(TOKENS.EventLog) private readonly events: EventLog,
+    @inject(TOKENS.OntologyStore) private readonly ontology: OntologyStore,
+    @inject(TOKENS.Project) private readonly project: ProjectRegistry,
+    @inject(TOKENS.WorkflowRuns) private readonly workflows: WorkflowRuns,
+    @inject(TOKENS.Logger) private readonly log: Logger,
+  ) {}
+
+  private definition(connectorId: string, webhookId: string): WebhookDefinition<unknown> {
+    const def = this.project.connectors.get(connectorId)?.webhooks?.[webhookId];
+    if (!def) throw new ApiError("not_found", `No webhook "${webhookId}" on connector "${connectorId}"`);
+    return def;
+  }
+
+  /**
+   * Receives one delivery. Answers the HTTP response to send to the provider.
+   * @throws {ApiError} not_found (404), payload_too_large (413), unauthorized (401, verify threw),
+   *   invalid_request (400, parse failed) — none of these creates an execution
+   */
+  async deliver(connectorId: string, webhookId: string, req: Request, url: URL): Promise<Response> {
+    const def = this.definition(connectorId, webhookId);
+    const rawBody = await readBodyBytes(req);
+    const request: WebhookRequest = { method: req.method, headers: req.headers, rawBody, url };
+    if (def.verify) {
+      try {
+        await def.verify(request);
+      } catch (err) {
+        const reason = (err as { reason?: unknown }).reason;
+        throw new ApiError("unauthorized", "The delivery failed verification", typeof reason === "string" ? { reason } : undefined);
+      }
+    }
+    const body = parseWebhookBody(def, request);
+    let key: string | null = null;
+    try {
+      key = def.idempotencyKey?.(request, body) ?? null;
+    } catch (err) {
+      throw new ApiError("invalid_request", `The delivery has no usable idempotency key: ${(err as Error).message}`);
+    }
+    if (key !== null && typeof key !== "string") key = String(key);
+
+    const flightKey = key === null ? undefined : `${connectorId}\u0000${webhookId}\u0000${key}`;
+    if (flightKey && this.inFlight.has(flightKey)) return json(202, { status: "in_progress" });
+    if (flightKey) this.inFlight.add(flightKey);
+    try {
+      const admitted = await this.admit(connectorId, webhookId, key, request, undefined);
+      if (!admitted) return json(202, { status: "duplicate" });
+      return await this.handle(def, admitted, body, request);
+    } finally {
+      if (flightKey) this.inFlight.delete(flightKey);
+    }
+  }
+
+  /**
+   * Admit: resolves the key and creates (or re-opens for a retry) the run with its execution, in one
+   * transaction. Answers undefined when the delivery is already completed.
+   */
+  private admit(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): Promise<{ row: RunRow; attempt: number } | undefined> {
+    return this.db.transaction(async (tx) => {
+      const now = nowIso();
+      const existing = key === null ? undefined : await tx.get<RunRow>("SELECT * FROM webhook_runs WHERE connector_id = ? AND webhook_id = ? AND idempotency_key = ?", [connectorId, webhookId, key]);
+      if (existing?.status === "completed") return undefined;
+      if (existing) {
+        const attempt = existing.attempts + 1;
+        await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
+        await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [now, JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }), existing.id]);
+        await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, now]);
+        return { row: { ...existing, status: "running", attempts: attempt }, attempt };
+      }
+      const row: RunRow = {
+        id: newId("whrun"),
+        execution_id: newId("exec"),
+        connector_id: connectorId,
+        webhook_id: webhookId,
+        idempotency_key: key,
+        status: "running",
+        attempts: 1,
+        received_at: now,
+        finished_at: null,
+        content_type: request.headers.get("content-type"),
+        headers: JSON.stringify(redactHeaders(request.headers)),
+        body: Buffer.from(request.rawBody),
+        response: null,
+        replay_of: replayOf ?? null,
+      };
+      await tx.run(
+        `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of)
+         VALUES (?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)`,
+        [row.id, row.execution_id, connectorId, webhookId, key, now, row.content_type, row.headers, row.body, row.replay_of],
+      );
+      await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, 1, ?, 'running')", [row.id, now]);
+      return { row, attempt: 1 };
+    });
+  }
+
+  /** Handle + Complete. */
+  private async handle(def: WebhookDefinition<unknown>, admitted: { row: RunRow; attempt: number }, body: unknown, request: WebhookRequest): Promise<Response> {
+    const { row, attempt } = admitted;
+    const executionId = row.execution_id;
+    const buffer = new WriteBuffer();
+    const appended: AppendInput[] = [];
+    let workflowStarts = 0;
+    const log = this.log.child({ run: { kind: "webhook", id: row.id }, connectorId: row.connector_id, webhookId: row.webhook_id, attempt });
+    let result: WebhookResponse | void;
+    let envelopes: DomainEventEnvelope[];
+    try {
+      result = await def.handle({
+        ...ontologyAccess(this.ontology, buffer),
+        log,
+        body,
+        request,
+        delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
+        events: {
+          read: (input) => this.events.read({ topics: input.topics as never, types: input.types, afterCursor: input.afterCursor, limit: Math.min(input.limit ?? 100, 1000) }),
+          latestCursor: () => this.events.latestCursor(),
+          append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))),
+        },
+        workflows: { start: (workflowId, input) => this.workflows.start(workflowId, input, undefined, `${executionId}-wf-${++workflowStarts}`) },
+      });
+      validateChanges(this.project.definition, buffer.changes);
+      envelopes = this.events.prepare(appended.map((e, i) => ({ ...e, correlationId: executionId, idempotencyKey: e.idempotencyKey ?? `${executionId}:event:${i}` })));
+    } catch (err) {
+      log.warn({ err }, "webhook handler failed; the provider may retry");
+      await this.fail(row.id, attempt, err);
+      return json(500, { error: { code: "internal", message: "The webhook handler failed; retry the delivery", details: { runId: row.id } } });
+    }
+
+    const response = result ? { status: result.status ?? 200, headers: result.headers ?? {}, body: result.body } : { status: 202, headers: {}, body: undefined };
+    try {
+      await this.db.transaction(async (tx) => {
+        await this.ontology.applyInTx(tx, buffer.changes, { origin: { kind: "runtime", connectorId: row.connector_id, webhookId: row.webhook_id, runId: row.id }, correlationId: executionId, idempotencyKey: `webhook:${executionId}` });
+        await this.events.writeInTx(tx, envelopes);
+        const now = nowIso();
+        await tx.run("UPDATE webhook_runs SET status = 'completed', finished_at = ?, response = ? WHERE id = ?", [now, JSON.stringify(response), row.id]);
+        await tx.run("UPDATE webhook_attempts SET status = 'completed', finished_at = ? WHERE run_id = ? AND attempt = ?", [now, row.id, attempt]);
+      });
+    } catch (err) {
+      log.warn({ err }, "webhook completion failed; nothing of the attempt was written");
+      await this.fail(row.id, attempt, err);
+      return json(500, { error: { code: "internal", message: "The webhook handler's writes were refused; retry the delivery", details: { runId: row.id } } });
+    }
+    await this.events.drain();
+    if (!result) return json(202, { status: "accepted", runId: row.id });
+    const headers = { ...response.headers };
+    let payload: string | Uint8Array | undefined;
+    if (response.body instanceof Uint8Array || typeof response.body === "string") payload = response.body;
+    else if (response.body !== undefined) {
+      payload = JSON.stringify(response.body);
+      if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json; charset=utf-8";
+    }
+    return new Response(payload as string | undefined, { status: response.status, headers });
+  }
+
+  private async fail(runId: string, attempt: number, err: unknown): Promise<void> {
+    const error = JSON.stringify({ message: err instanceof Error ? err.message : String(err) });
+    const now = nowIso();
+    await this.db.transaction(async (tx) => {
+      await tx.run("UPDATE webhook_runs SET status = 'failed', finished_at = ? WHERE id = ?", [now, runId]);
+      await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND attempt = ?", [now, error, runId, attempt]);
+    });
+  }
+
+  /**
+   * Replays a stored delivery into a new run (new execution, no idempotency key), skipping `verify`:
+   * the stored delivery passed it when it arrived, and its signature headers are not kept.
+   * @throws {ApiError} not_found; invalid_request when the stored body no longer parses
+   */
+  async replay(runId: string): Promise<{ run: WebhookRun; response: { status: number } }> {
+    const original = await this.db.get<RunRow>("SELECT * FROM webhook_runs WHERE id = ?", [runId]);
+    if (!original) throw new ApiError("not_found", `No webhook run "${runId}"`);
+    const def = this.definition(original.connector_id, original.webhook_id);
+    const headers = new Headers(JSON.parse(original.headers) as Record<string, string>);
+    const request: WebhookRequest = { method: "POST", headers, rawBody: new Uint8Array(original.body), url: new URL(`http://replay/api/webhooks/${original.connector_id}/${original.webhook_id}`) };
+    const body = parseWebhookBody(def, request);
+    const admitted = (await this.admit(original.connector_id, original.webhook_id, null, request, original.id))!;
+    const response = await this.handle(def, admitted, body, request);
+    return { run: await this.get(admitted.row.id), response: { status: response.status } };
+  }
+
+  /** A run with its attempts. @throws {ApiError} not_found */
+  async get(runId: string): Promise<WebhookRun> {
+    const row = await this.db.get<RunRow>("SELECT * FROM webhook_runs WHERE id = ?", [runId]);
+    if (!row) throw new ApiError("not_found", `No webhook run "${runId}"`);
+    const attempts = await this.db.all<{ attempt: number; status: WebhookAttempt["status"]; started_at: string; finished_at: string | null; error: string | null }>("SELECT * FROM webhook_attempts WHERE run_id = ? ORDER BY attempt", [runId]);
+    return toRun(row, attempts.map((a) => ({ attempt: a.attempt, status: a.status, startedAt: a.started_at, ...(a.finished_at ? { finishedAt: a.finished_at } : {}), ...(a.error ? { error: JSON.parse(a.error) } : {}) })));
+  }
+
+  /** Runs newest first, filtered; `nextPageToken` continues. */
+  async list(q: { connectorId?: string; webhookId?: string; status?: string; pageSize: number; nextPageToken?: string }): Promise<{ data: WebhookRun[]; nextPageToken?: string }> {
+    const where: string[] = [];
+    const params: string[] = [];
+    for (const [column, value] of [["connector_id", q.connectorId], ["webhook_id", q.webhookId], ["status", q.status], ["id", q.nextPageToken]] as const) {
+      if (value === undefined) continue;
+      where.push(column === "id" ? "id < ?" : `${column} = ?`);
+      params.push(value);
+    }
+    const rows = await this.db.all<RunRow>(`SELECT * FROM webhook_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`, [...params, q.pageSize + 1] as never);
+    const page = rows.slice(0, q.pageSize);
+    const data = await Promise.all(page.map((r) => this.get(r.id)));
+    return { data, ...(rows.length > q.pageSize ? { nextPageToken: page[page.length - 1]!.id } : {}) };
+  }
+}
+
+function toRun(r: RunRow, attempts: WebhookAttempt[]): WebhookRun {
+  return {
+    id: r.id,
+    executionId: r.execution_id,
+    connectorId: r.connector_id,
+    webhookId: r.webhook_id,
+    idempotencyKey: r.idempotency_key,
+    status: r.status,
+    receivedAt: r.received_at,
+    ...(r.finished_at ? { finishedAt: r.finished_at } : {}),
+    attempts,
+    request: { contentType: r.content_type, headers: JSON.parse(r.headers), bodyBytes: r.body.byteLength },
+    ...(r.response ? { response: JSON.parse(r.response) } : {}),
+    ...(r.replay_of ? { replayOf: r.replay_of } : {}),
+  };
+}

@@ -1,0 +1,131 @@
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleSpec } from "@temporalio/client";
+import type { TemporalHost } from "./host";
+import type { ProjectRegistry } from "../runtime/registry";
+import type { OverlapPolicy, ScheduleDefinition } from "../sdk/connector";
+import type { Logger } from "../logger";
+import { ApiError } from "../errors";
+
+const OVERLAP: Record<OverlapPolicy, ScheduleOverlapPolicy> = {
+  skip: ScheduleOverlapPolicy.SKIP,
+  bufferOne: ScheduleOverlapPolicy.BUFFER_ONE,
+  bufferAll: ScheduleOverlapPolicy.BUFFER_ALL,
+  cancelOther: ScheduleOverlapPolicy.CANCEL_OTHER,
+  terminateOther: ScheduleOverlapPolicy.TERMINATE_OTHER,
+  allowAll: ScheduleOverlapPolicy.ALLOW_ALL,
+};
+
+/** A schedule as operators read it (`GET /api/schedules`). */
+export interface ScheduleState {
+  scheduleId: string;
+  connectorId: string;
+  cron?: string;
+  every?: number;
+  timezone: string;
+  overlap: OverlapPolicy;
+  paused: boolean;
+  note?: string;
+  nextRuns: string[];
+  recentRuns: Array<{ scheduledAt: string; takenAt: string; runId: string }>;
+  temporalScheduleId: string;
+}
+
+/**
+ * Connectors' schedules as Temporal Schedules. Each declared schedule is upserted at startup under the
+ * id `<taskQueue>:<scheduleId>` (so runtimes sharing a cluster on different task queues do not collide);
+ * a schedule under that prefix that no connector declares any more is deleted. A firing starts the
+ * `scheduleFiring` workflow, which appends `schedule.triggered` and runs the handler as an activity.
+ */
+export class ScheduleManager {
+  constructor(
+    private readonly host: TemporalHost,
+    private readonly project: ProjectRegistry,
+    private readonly log: Logger,
+  ) {}
+
+  private temporalId(scheduleId: string): string {
+    return `${this.host.taskQueue}:${scheduleId}`;
+  }
+
+  private declared(scheduleId: string): { connectorId: string; definition: ScheduleDefinition } {
+    const found = this.project.schedules().find((s) => s.scheduleId === scheduleId);
+    if (!found) throw new ApiError("not_found", `No schedule "${scheduleId}"`);
+    return found;
+  }
+
+  /** Upserts every declared schedule and removes undeclared ones under this runtime's prefix. */
+  async sync(): Promise<void> {
+    const client = this.host.client;
+    const declared = this.project.schedules();
+    for (const { scheduleId, definition } of declared) {
+      const spec: ScheduleSpec = definition.cron ? { cronExpressions: [definition.cron], timezone: definition.timezone ?? "UTC" } : { intervals: [{ every: definition.every! }], timezone: definition.timezone ?? "UTC" };
+      const action = { type: "startWorkflow" as const, workflowType: "scheduleFiring", taskQueue: this.host.taskQueue, args: [{ scheduleId }], workflowId: this.temporalId(scheduleId) };
+      const policies = { overlap: OVERLAP[definition.overlap ?? "skip"], catchupWindow: "1 minute" };
+      try {
+        await client.schedule.create({ scheduleId: this.temporalId(scheduleId), spec, action, policies, state: { paused: definition.paused ?? false, note: definition.description } });
+        this.log.info({ scheduleId }, "created Temporal schedule");
+      } catch (err) {
+        if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+        await client.schedule.getHandle(this.temporalId(scheduleId)).update((previous) => ({ ...previous, spec, action, policies }));
+      }
+    }
+    const keep = new Set(declared.map((s) => this.temporalId(s.scheduleId)));
+    const prefix = `${this.host.taskQueue}:`;
+    for await (const summary of client.schedule.list()) {
+      if (summary.scheduleId.startsWith(prefix) && !keep.has(summary.scheduleId)) {
+        await client.schedule.getHandle(summary.scheduleId).delete().catch((err) => {
+          if (!(err instanceof ScheduleNotFoundError)) throw err;
+        });
+        this.log.info({ scheduleId: summary.scheduleId }, "deleted Temporal schedule no longer declared");
+      }
+    }
+  }
+
+  /** Every declared schedule with its Temporal state and next runs. */
+  async list(): Promise<ScheduleState[]> {
+    return Promise.all(this.project.schedules().map((s) => this.describe(s.scheduleId)));
+  }
+
+  /** @throws {ApiError} not_found */
+  async describe(scheduleId: string): Promise<ScheduleState> {
+    const { connectorId, definition } = this.declared(scheduleId);
+    let d;
+    try {
+      d = await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).describe();
+    } catch (err) {
+      if (err instanceof ScheduleNotFoundError) throw new ApiError("not_found", `Schedule "${scheduleId}" is not on Temporal (yet)`);
+      throw err;
+    }
+    return {
+      scheduleId,
+      connectorId,
+      ...(definition.cron ? { cron: definition.cron } : { every: definition.every }),
+      timezone: definition.timezone ?? "UTC",
+      overlap: definition.overlap ?? "skip",
+      paused: d.state.paused,
+      ...(d.state.note ? { note: d.state.note } : {}),
+      nextRuns: d.info.nextActionTimes.slice(0, 5).map((t) => t.toISOString()),
+      recentRuns: d.info.recentActions.slice(-5).map((a) => ({ scheduledAt: a.scheduledAt.toISOString(), takenAt: a.takenAt.toISOString(), runId: a.action.workflow.workflowId })),
+      temporalScheduleId: this.temporalId(scheduleId),
+    };
+  }
+
+  /** Pauses a schedule (firings stop until unpaused). */
+  async pause(scheduleId: string, note?: string): Promise<ScheduleState> {
+    this.declared(scheduleId);
+    await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).pause(note ?? "paused through the API");
+    return this.describe(scheduleId);
+  }
+
+  async unpause(scheduleId: string, note?: string): Promise<ScheduleState> {
+    this.declared(scheduleId);
+    await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).unpause(note ?? "unpaused through the API");
+    return this.describe(scheduleId);
+  }
+
+  /** Fires the schedule now (even when paused), with its overlap policy. */
+  async trigger(scheduleId: string): Promise<ScheduleState> {
+    this.declared(scheduleId);
+    await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).trigger();
+    return this.describe(scheduleId);
+  }
+}

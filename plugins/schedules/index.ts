@@ -1,0 +1,60 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { can, requirePermission } from "../../core/auth/permissions";
+
+const ScheduleSchema = v.object({
+  scheduleId: v.string(),
+  connectorId: v.string(),
+  cron: v.optional(v.string()),
+  every: v.optional(v.number()),
+  timezone: v.string(),
+  overlap: v.string(),
+  paused: v.boolean(),
+  note: v.optional(v.string()),
+  nextRuns: v.array(v.string()),
+  recentRuns: v.array(v.object({ scheduledAt: v.string(), takenAt: v.string(), runId: v.string() })),
+  temporalScheduleId: v.string(),
+});
+
+/**
+ * Connectors' schedules on Temporal, for operators with `manage:schedules`: list with next runs,
+ * pause, unpause, trigger now. Each firing appends `schedule.triggered` (spec 2.4).
+ */
+export default definePlugin({
+  name: "schedules",
+  setup({ routes, container }) {
+    const manager = () => container.resolve(TOKENS.Schedules);
+    routes.add({
+      method: "GET",
+      path: "/api/schedules",
+      summary: "List schedules",
+      description: "Every schedule the connectors declare, with its Temporal state: paused, the next five run times and the recent runs.",
+      tags: ["schedules"],
+      auth: "bearer",
+      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleSchema) }) } },
+      handler: async ({ principal }) => {
+        requirePermission(principal!, can.manage("schedules"));
+        return { data: await manager().list() };
+      },
+    });
+    const NoteBody = v.strictObject({ note: v.optional(v.pipe(v.string(), v.maxLength(500))) });
+    for (const [verb, summary] of [["pause", "Pause a schedule"], ["unpause", "Unpause a schedule"], ["trigger", "Trigger a schedule now"]] as const) {
+      routes.add({
+        method: "POST",
+        path: `/api/schedules/:scheduleId/${verb}`,
+        summary,
+        description: verb === "trigger" ? "Fires one occurrence now (also when paused), honouring the overlap policy." : `A note may say why; it shows in the schedule's state and the Temporal UI.`,
+        tags: ["schedules"],
+        auth: "bearer",
+        params: v.object({ scheduleId: v.string() }),
+        body: NoteBody,
+        responses: { 200: { description: "The schedule after the change", schema: ScheduleSchema } },
+        handler: ({ principal, params, body }) => {
+          requirePermission(principal!, can.manage("schedules"));
+          return verb === "trigger" ? manager().trigger(params.scheduleId) : manager()[verb](params.scheduleId, body.note);
+        },
+      });
+    }
+  },
+});

@@ -1,0 +1,96 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { can, requirePermission } from "../../core/auth/permissions";
+
+const AttemptSchema = v.object({ attempt: v.number(), status: v.picklist(["running", "completed", "failed"]), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) });
+const RunSchema = v.object({
+  id: v.string(),
+  executionId: v.string(),
+  connectorId: v.string(),
+  webhookId: v.string(),
+  idempotencyKey: v.nullable(v.string()),
+  status: v.picklist(["running", "completed", "failed"]),
+  receivedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+  attempts: v.array(AttemptSchema),
+  request: v.object({ contentType: v.nullable(v.string()), headers: v.record(v.string(), v.string()), bodyBytes: v.number() }),
+  response: v.optional(v.object({ status: v.number(), headers: v.record(v.string(), v.string()), body: v.optional(v.unknown()) })),
+  replayOf: v.optional(v.string()),
+});
+
+/**
+ * Inbound webhooks (spec 2.12, 3, 4.1): `POST /api/webhooks/:connectorId/:webhookId` runs the delivery
+ * table (no session: the webhook's own `verify`); operators with `manage:webhooks` list and read
+ * Webhook runs and replay stored deliveries at `/api/webhook-runs`.
+ */
+export default definePlugin({
+  name: "webhooks",
+  setup({ routes, container }) {
+    const deliveries = () => container.resolve(TOKENS.WebhookDeliveries);
+    routes.add({
+      method: "POST",
+      path: "/api/webhooks/:connectorId/:webhookId",
+      summary: "Deliver a webhook",
+      description: [
+        "Receives a provider's delivery (spec 3): verify (401 when the signature check throws) → parse (400) → admit (one run and execution per idempotency key; an already completed or concurrent delivery answers 202) → handle (500 when the handler throws; the provider's retry re-attempts with the same execution) → complete (202, or the handler's response).",
+        "Only POST; bodies over 1 MiB are refused with 413. Not authenticated by token: each webhook verifies its provider's signature.",
+      ].join("\n\n"),
+      tags: ["webhooks"],
+      auth: "none",
+      bodyMode: "raw",
+      rawBodyDoc: { contentType: "*/*", description: "The provider's payload, in the webhook's format (json, text or raw)" },
+      params: v.object({ connectorId: v.string(), webhookId: v.string() }),
+      responses: { 202: { description: "Accepted (handler returned nothing, or the delivery was already completed or is in progress)" }, 200: { description: "The handler's response" } },
+      handler: ({ event, params }) => deliveries().deliver(params.connectorId, params.webhookId, event.req, event.url),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/webhook-runs",
+      summary: "List webhook runs",
+      description: "Newest first. Signature, secret and credential headers are stored redacted.",
+      tags: ["webhooks"],
+      auth: "bearer",
+      query: v.object({
+        connectorId: v.optional(v.string()),
+        webhookId: v.optional(v.string()),
+        status: v.optional(v.picklist(["running", "completed", "failed"])),
+        pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(200))),
+        nextPageToken: v.optional(v.string()),
+      }),
+      responses: { 200: { description: "A page of runs", schema: v.object({ data: v.array(RunSchema), nextPageToken: v.optional(v.string()) }) } },
+      handler: ({ principal, query }) => {
+        requirePermission(principal!, can.manage("webhooks"));
+        return deliveries().list({ ...query, pageSize: query.pageSize ?? 50 });
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/webhook-runs/:runId",
+      summary: "Read a webhook run",
+      description: "Status, attempts with timings and the error of a failed attempt, the redacted request headers, and the response sent.",
+      tags: ["webhooks"],
+      auth: "bearer",
+      params: v.object({ runId: v.string() }),
+      responses: { 200: { description: "The run", schema: RunSchema } },
+      handler: ({ principal, params }) => {
+        requirePermission(principal!, can.manage("webhooks"));
+        return deliveries().get(params.runId);
+      },
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/webhook-runs/:runId/replay",
+      summary: "Replay a stored delivery",
+      description: "Runs the stored body through parse and handle again as a new run with a new execution (verify is skipped: the delivery passed it on arrival).",
+      tags: ["webhooks"],
+      auth: "bearer",
+      params: v.object({ runId: v.string() }),
+      responses: { 200: { description: "The new run and the status its handler answered", schema: v.object({ run: RunSchema, response: v.object({ status: v.number() }) }) } },
+      handler: ({ principal, params }) => {
+        requirePermission(principal!, can.manage("webhooks"));
+        return deliveries().replay(params.runId);
+      },
+    });
+  },
+});

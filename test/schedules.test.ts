@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { ScheduleNotFoundError } from "@temporalio/client";
+import { client, eventually, startApp, tokenFor } from "./helpers";
+import { sandboxProject } from "../sandbox/project";
+
+describe("connector schedules on Temporal", () => {
+  it("upserts declared schedules, lets operators pause, unpause and trigger, and fires exactly once per occurrence", async () => {
+    const taskQueue = `sched-${Math.random().toString(36).slice(2)}`;
+    const app = await startApp({ taskQueue, env: { SVC_SCHEDULES: "true" } });
+    try {
+      const c = client(app);
+      const listed = await c.get("/api/schedules");
+      expect(listed.status).toBe(200);
+      const [scan] = listed.body.data;
+      expect(scan).toMatchObject({ scheduleId: "overdue-scan", connectorId: "billing", cron: "0 * * * *", timezone: "UTC", overlap: "skip", paused: false, temporalScheduleId: `${taskQueue}:overdue-scan` });
+      expect(scan.nextRuns.length).toBeGreaterThan(0);
+      expect(new Date(scan.nextRuns[0]).getUTCMinutes()).toBe(0);
+
+      expect((await c.post("/api/schedules/overdue-scan/pause", { note: "maintenance" })).body).toMatchObject({ paused: true, note: "maintenance" });
+      expect((await c.post("/api/schedules/overdue-scan/unpause", {})).body.paused).toBe(false);
+      expect((await c.post("/api/schedules/nope/trigger", {})).status).toBe(404);
+      expect((await client(app, await tokenFor(app, "alice")).get("/api/schedules")).status).toBe(403);
+
+      const triggered = await c.post("/api/schedules/overdue-scan/trigger", {});
+      expect(triggered.status).toBe(200);
+      const event = await eventually(async () => (await c.get("/api/events?type=schedule.triggered")).body.events[0]);
+      expect(event.payload).toMatchObject({ scheduleId: "overdue-scan", occurrenceAt: expect.any(String), triggeredAt: expect.any(String), occurrenceKey: `overdue-scan@${event.payload.occurrenceAt}` });
+      const invoice = await eventually(async () => {
+        const res = await c.get("/api/objects/invoice/inv_1002");
+        return res.body.properties.status === "overdue" ? res.body : undefined;
+      });
+      expect(invoice.properties.dueDate < event.payload.occurrenceAt.slice(0, 10)).toBe(true);
+      expect((await c.get("/api/objects/invoice/inv_1001")).body.properties.status).toBe("open");
+
+      await new Promise((r) => setTimeout(r, 500));
+      const all = (await c.get("/api/events?limit=1000")).body.events;
+      expect(all.filter((e: any) => e.type === "schedule.triggered")).toHaveLength(1);
+      const writes = all.filter((e: any) => e.correlationId === event.payload.occurrenceKey && e.type === "object.updated");
+      expect(writes.map((e: any) => e.payload.primaryId)).toEqual(["inv_1002"]);
+      expect(writes[0].origin).toMatchObject({ kind: "runtime", connectorId: "billing", scheduleId: "overdue-scan" });
+    } finally {
+      await app.close();
+    }
+
+    // The same runtime without the schedule declared removes it from Temporal.
+    const without = { ...sandboxProject, connectors: sandboxProject.connectors.filter((c) => c.id !== "billing") };
+    const second = await startApp({ taskQueue, env: { SVC_SCHEDULES: "true" }, project: without });
+    try {
+      await eventually(async () => {
+        try {
+          await second.temporal.client.schedule.getHandle(`${taskQueue}:overdue-scan`).describe();
+          return false;
+        } catch (err) {
+          return err instanceof ScheduleNotFoundError;
+        }
+      });
+      expect((await client(second).get("/api/schedules")).body.data).toEqual([]);
+    } finally {
+      await second.close();
+    }
+  });
+});
