@@ -2,6 +2,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { allPermissions, can, defineProject } from "../core";
 import diagnostics from "../connectors/diagnostics";
+import { stripeConnector } from "../connectors/stripe";
+import { githubConnector } from "../connectors/github";
+import { slackConnector } from "../connectors/slack";
+import { standardWebhooksConnector } from "../connectors/standard-webhooks";
 import billing from "./billing";
 import { workflows } from "./workflows";
 
@@ -10,6 +14,18 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** Development token of the sandbox (also in the README); override with SVC_DEV_TOKEN. */
 export const SANDBOX_DEV_TOKEN = "svc_dev_sandbox_token";
 export const SANDBOX_DATA_DIR = path.join(here, ".data");
+
+/**
+ * Development webhook secrets of the sandbox (documented in the README). Each is replaced by its
+ * environment variable when set: STRIPE_WEBHOOK_SECRET, GITHUB_WEBHOOK_SECRET, SLACK_SIGNING_SECRET,
+ * STANDARD_WEBHOOKS_SECRET.
+ */
+export const SANDBOX_WEBHOOK_SECRETS = {
+  stripe: process.env.STRIPE_WEBHOOK_SECRET || "whsec_sandbox_stripe_development_secret",
+  github: process.env.GITHUB_WEBHOOK_SECRET || "sandbox-github-development-secret",
+  slack: process.env.SLACK_SIGNING_SECRET || "sandbox-slack-development-signing-secret",
+  standardWebhooks: process.env.STANDARD_WEBHOOKS_SECRET || "whsec_c2FuZGJveC1zdGFuZGFyZC13ZWJob29rcy1kZXYtc2VjcmV0",
+};
 
 /**
  * The sandbox: a small billing-operations project with customers, invoices, the `billedTo` link,
@@ -44,7 +60,14 @@ export const sandboxProject = defineProject({
   },
   linkTypes: { billedTo: { source: "invoice", target: "customer", description: "The customer an invoice is billed to" } },
   telemetry: { apiCalls: { objectTypeId: "customer", unit: "calls", description: "API calls made for the customer" } },
-  connectors: [billing, diagnostics],
+  connectors: [
+    billing,
+    diagnostics,
+    stripeConnector({ secret: SANDBOX_WEBHOOK_SECRETS.stripe }),
+    githubConnector({ secret: SANDBOX_WEBHOOK_SECRETS.github }),
+    slackConnector({ signingSecret: SANDBOX_WEBHOOK_SECRETS.slack }),
+    standardWebhooksConnector({ secret: SANDBOX_WEBHOOK_SECRETS.standardWebhooks }),
+  ],
   workflows,
   workflowsModule: path.join(here, "workflows.ts"),
   devIdentity: "dev",

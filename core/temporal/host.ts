@@ -77,7 +77,8 @@ export class TemporalHost implements EffectStarter {
     if (!runtimeInstalled) {
       runtimeInstalled = true;
       try {
-        Runtime.install({ logger: new DefaultLogger("WARN", (entry) => this.log.warn({ temporal: entry.meta }, entry.message)) });
+        // shutdownSignals: [] — the app owns SIGINT/SIGTERM (installSignalHandlers) and drains the worker itself
+        Runtime.install({ logger: new DefaultLogger("WARN", (entry) => this.log.warn({ temporal: entry.meta }, entry.message)), shutdownSignals: [] });
       } catch {
         // already installed in this process
       }

@@ -1,0 +1,285 @@
+import { spawn } from "node:child_process";
+import crypto from "node:crypto";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import Stripe from "stripe";
+import { sign as signGitHub } from "@octokit/webhooks-methods";
+import { client, eventually, startApp, tempDir } from "./helpers";
+import { freePort } from "./setup/global";
+import { PROBE_SECRET, webhookProject } from "./fixtures/webhook-project";
+import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
+import { TOKENS } from "../core/tokens";
+import type { App } from "../core/app";
+
+let app: App;
+let dev: ReturnType<typeof client>;
+beforeAll(async () => {
+  app = await startApp({ project: webhookProject });
+  dev = client(app);
+});
+afterAll(() => app?.close());
+
+const probeSigner = new Webhook(PROBE_SECRET);
+
+/** A delivery signed by the `standardwebhooks` reference library, as a Standard Webhooks sender would. */
+function standardDelivery(body: unknown, opts: { id?: string; at?: Date; signer?: Webhook } = {}) {
+  const payload = typeof body === "string" ? body : JSON.stringify(body);
+  const id = opts.id ?? `msg_${crypto.randomUUID()}`;
+  const at = opts.at ?? new Date();
+  const signature = (opts.signer ?? probeSigner).sign(id, at, payload);
+  return { payload, headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": signature } as Record<string, string> };
+}
+
+function post(url: string, payload: string | Uint8Array, headers: Record<string, string>, method = "POST") {
+  return fetch(url, { method, headers, body: method === "GET" ? undefined : (payload as string) });
+}
+
+const probeUrl = () => `${app.url}/api/webhooks/probe/events`;
+async function runs(connectorId = "probe") {
+  return (await dev.get(`/api/webhook-runs?connectorId=${connectorId}&pageSize=200`)).body.data as any[];
+}
+async function eventsOf(correlationId: string) {
+  return ((await dev.get("/api/events?limit=1000")).body.events as any[]).filter((e) => e.correlationId === correlationId);
+}
+
+describe("webhook delivery table (spec 3)", () => {
+  it("verifies, parses, admits, handles and completes a signed delivery: 202, one run, writes with the execution's correlation id", async () => {
+    const d = standardDelivery({ customerId: "cus_probe1", name: "Probe One" });
+    const res = await post(probeUrl(), d.payload, d.headers);
+    expect(res.status).toBe(202);
+    const [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(run).toMatchObject({ status: "completed", connectorId: "probe", webhookId: "events", executionId: expect.stringMatching(/^exec_/), response: { status: 202 } });
+    expect(run.attempts).toHaveLength(1);
+    expect(run.attempts[0]).toMatchObject({ attempt: 1, status: "completed", startedAt: expect.any(String), finishedAt: expect.any(String) });
+    const events = await eventsOf(run.executionId);
+    expect(events.map((e) => e.type)).toEqual(["object.created"]);
+    expect(events[0].origin).toMatchObject({ kind: "runtime", connectorId: "probe", webhookId: "events", runId: run.id });
+    expect(events[0].actor).toBeUndefined();
+  });
+
+  it.each([
+    ["a wrong secret", () => standardDelivery({ customerId: "x", name: "x" }, { signer: new Webhook("whsec_" + Buffer.from("another-secret-entirely-123").toString("base64")) })],
+    ["an altered body", () => ({ ...standardDelivery({ customerId: "x", name: "x" }), payload: JSON.stringify({ customerId: "y", name: "x" }) })],
+    ["a stale timestamp", () => standardDelivery({ customerId: "x", name: "x" }, { at: new Date(Date.now() - 10 * 60_000) })],
+    ["a future timestamp", () => standardDelivery({ customerId: "x", name: "x" }, { at: new Date(Date.now() + 10 * 60_000) })],
+    ["missing signature headers", () => ({ payload: JSON.stringify({ customerId: "x", name: "x" }), headers: { "content-type": "application/json" } })],
+  ])("refuses %s with 401 and creates no execution", async (_name, make) => {
+    const before = (await runs()).length;
+    const d = make();
+    const res = await post(probeUrl(), d.payload, d.headers);
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as any).error.code).toBe("unauthorized");
+    expect((await runs()).length).toBe(before);
+  });
+
+  it("refuses bodies that do not parse or validate with 400, methods other than POST with 405, unknown webhooks with 404, big bodies with 413: none is an execution", async () => {
+    const before = (await runs()).length;
+    const malformed = standardDelivery("{not json");
+    expect((await post(probeUrl(), malformed.payload, malformed.headers)).status).toBe(400);
+    const invalid = standardDelivery({ customerId: 42 });
+    const invalidRes = await post(probeUrl(), invalid.payload, invalid.headers);
+    expect(invalidRes.status).toBe(400);
+    expect(((await invalidRes.json()) as any).error.code).toBe("invalid_request");
+    const get = await fetch(probeUrl());
+    expect(get.status).toBe(405);
+    expect(get.headers.get("allow")).toBe("POST");
+    expect((await fetch(probeUrl(), { method: "PUT", body: "{}" })).status).toBe(405);
+    const ok = standardDelivery({ customerId: "x", name: "x" });
+    expect((await post(`${app.url}/api/webhooks/nobody/events`, ok.payload, ok.headers)).status).toBe(404);
+    expect((await post(`${app.url}/api/webhooks/probe/other`, ok.payload, ok.headers)).status).toBe(404);
+    const big = standardDelivery({ customerId: "x", name: "x".repeat(1024 * 1024) });
+    expect((await post(probeUrl(), big.payload, big.headers)).status).toBe(413);
+    expect((await runs()).length).toBe(before);
+  });
+
+  it("answers a duplicate of a completed delivery 202 without running it again", async () => {
+    const d = standardDelivery({ customerId: "cus_dup", name: "Dup" });
+    expect((await post(probeUrl(), d.payload, d.headers)).status).toBe(202);
+    const again = await post(probeUrl(), d.payload, d.headers);
+    expect(again.status).toBe(202);
+    const mine = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(mine).toHaveLength(1);
+    expect(mine[0].attempts).toHaveLength(1);
+    expect(await eventsOf(mine[0].executionId)).toHaveLength(1);
+  });
+
+  it("runs concurrent duplicates exactly once", async () => {
+    const d = standardDelivery({ customerId: "cus_concurrent", name: "Concurrent" });
+    const answers = await Promise.all(Array.from({ length: 12 }, () => post(probeUrl(), d.payload, d.headers)));
+    expect(answers.map((r) => r.status)).toEqual(Array(12).fill(202));
+    const mine = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(mine).toHaveLength(1);
+    expect(mine[0].attempts).toHaveLength(1);
+    expect((await eventsOf(mine[0].executionId)).map((e) => e.type)).toEqual(["object.created"]);
+  });
+
+  it("marks a throwing handler's run failed with 500, and the provider's retry re-attempts it with the same execution", async () => {
+    const d = standardDelivery({ customerId: "cus_flaky", name: "Flaky", failTimes: 1 });
+    const first = await post(probeUrl(), d.payload, d.headers);
+    expect(first.status).toBe(500);
+    const body = (await first.json()) as any;
+    expect(body.error.code).toBe("internal");
+    expect(JSON.stringify(body)).not.toMatch(/flaky failure|at .*\.ts/);
+    let [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(run).toMatchObject({ status: "failed", attempts: [{ attempt: 1, status: "failed", error: { message: "flaky failure on attempt 1" } }] });
+    expect(await eventsOf(run.executionId)).toHaveLength(0);
+
+    const retry = await post(probeUrl(), d.payload, d.headers);
+    expect(retry.status).toBe(202);
+    const [after] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(after.id).toBe(run.id);
+    expect(after.executionId).toBe(run.executionId);
+    expect(after.status).toBe("completed");
+    expect(after.attempts.map((a: any) => a.status)).toEqual(["failed", "completed"]);
+    expect((await eventsOf(run.executionId)).map((e) => e.type)).toEqual(["object.created"]);
+    run = after;
+  });
+
+  it("answers with the handler's response, and lets handlers start workflows and append events once per delivery", async () => {
+    const d = standardDelivery({ customerId: "cus_resp", name: "Resp", respond: true, startReview: "inv_1003", appendEvent: true, failTimes: 0 });
+    const res = await post(probeUrl(), d.payload, d.headers);
+    expect(res.status).toBe(201);
+    expect(res.headers.get("x-probe")).toBe("yes");
+    expect(await res.json()).toEqual({ received: "cus_resp", attempt: 1 });
+    const [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(run.response).toMatchObject({ status: 201, body: { received: "cus_resp", attempt: 1 } });
+    const wfRunId = `${run.executionId}-wf-1`;
+    const state = await eventually(async () => {
+      const r = await dev.get(`/api/workflow-runs/${wfRunId}`);
+      return r.body.status === "completed" ? r.body : undefined;
+    });
+    expect(state.workflowId).toBe("invoice-review");
+    const events = await eventsOf(run.executionId);
+    expect(events.map((e) => e.type).sort()).toEqual(["object.created", "rule.triggered"]);
+  });
+
+  it("never stores or echoes signature headers, and replays a stored delivery into a new run", async () => {
+    const d = standardDelivery({ customerId: "cus_replay", name: "Replay" });
+    await post(probeUrl(), d.payload, d.headers);
+    const [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(run.request.headers["webhook-signature"]).toBe("[redacted]");
+    expect(run.request.headers["webhook-id"]).toBe(d.headers["webhook-id"]);
+    const rows = await app.container.resolve(TOKENS.Database).all<{ headers: string }>("SELECT headers FROM webhook_runs");
+    expect(rows.some((r) => r.headers.includes(d.headers["webhook-signature"]!.slice(3)))).toBe(false);
+
+    const replay = await dev.post(`/api/webhook-runs/${run.id}/replay`, {});
+    expect(replay.status).toBe(200);
+    expect(replay.body.run).toMatchObject({ status: "completed", replayOf: run.id, idempotencyKey: null });
+    expect(replay.body.run.executionId).not.toBe(run.executionId);
+    expect(replay.body.response.status).toBe(202);
+    expect((await dev.get(`/api/webhook-runs/${run.id}`)).body.id).toBe(run.id);
+    expect((await dev.get("/api/webhook-runs/whrun_nope")).status).toBe(404);
+  });
+});
+
+describe("providers' own signers as senders", () => {
+  it("Stripe: a delivery signed by stripe's test header generator updates invoices and customers, once per event id", async () => {
+    const secret = SANDBOX_WEBHOOK_SECRETS.stripe;
+    const event = {
+      id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+      object: "event",
+      type: "invoice.paid",
+      data: { object: { id: "in_stripe_1", object: "invoice", number: "STR-0001", customer: "cus_stripe_1", customer_name: "Stripe Customer", customer_email: "pay@stripe.test", amount_due: 123456, currency: "eur", status: "paid", due_date: 1798761600 } },
+    };
+    const payload = JSON.stringify(event);
+    const header = new Stripe("sk_test_unused").webhooks.generateTestHeaderString({ payload, secret });
+    const send = () => post(`${app.url}/api/webhooks/stripe/events`, payload, { "content-type": "application/json", "stripe-signature": header });
+    expect((await send()).status).toBe(202);
+    const invoice = (await dev.get("/api/objects/invoice/in_stripe_1")).body;
+    expect(invoice.properties).toMatchObject({ number: "STR-0001", customerId: "cus_stripe_1", amount: 1234.56, currency: "EUR", status: "paid", dueDate: "2027-01-01" });
+    expect((await dev.get("/api/objects/customer/cus_stripe_1")).body.properties).toMatchObject({ name: "Stripe Customer", email: "pay@stripe.test" });
+    expect((await send()).status).toBe(202);
+    expect((await runs("stripe")).filter((r) => r.idempotencyKey === event.id)).toHaveLength(1);
+    const stale = new Stripe("sk_test_unused").webhooks.generateTestHeaderString({ payload, secret, timestamp: Math.floor(Date.now() / 1000) - 3600 });
+    expect((await post(`${app.url}/api/webhooks/stripe/events`, payload, { "content-type": "application/json", "stripe-signature": stale })).status).toBe(401);
+  });
+
+  it("GitHub: @octokit/webhooks-methods signatures pass, X-GitHub-Delivery de-duplicates, a wrong secret is 401", async () => {
+    const payload = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1, repository: { full_name: "acme/app" } });
+    const delivery = crypto.randomUUID();
+    const headers = (signature: string) => ({ "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": delivery, "x-hub-signature-256": signature });
+    const url = `${app.url}/api/webhooks/github/events`;
+    expect((await post(url, payload, headers(await signGitHub(SANDBOX_WEBHOOK_SECRETS.github, payload)))).status).toBe(202);
+    expect((await post(url, payload, headers(await signGitHub(SANDBOX_WEBHOOK_SECRETS.github, payload)))).status).toBe(202);
+    expect((await runs("github")).filter((r) => r.idempotencyKey === delivery)).toHaveLength(1);
+    expect((await post(url, payload, headers(await signGitHub("not-the-secret", payload)))).status).toBe(401);
+  });
+
+  it("Slack: answers url_verification, accepts form bodies, refuses stale timestamps", async () => {
+    // Slack's documented scheme: v0= hex HMAC-SHA256 of "v0:<timestamp>:<raw body>" with the signing secret.
+    const slackHeaders = (body: string, type: string, ts = Math.floor(Date.now() / 1000)) => ({
+      "content-type": type,
+      "x-slack-request-timestamp": String(ts),
+      "x-slack-signature": "v0=" + crypto.createHmac("sha256", SANDBOX_WEBHOOK_SECRETS.slack).update(`v0:${ts}:${body}`).digest("hex"),
+    });
+    const url = `${app.url}/api/webhooks/slack/events`;
+    const challenge = JSON.stringify({ type: "url_verification", token: "x", challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" });
+    const res = await post(url, challenge, slackHeaders(challenge, "application/json"));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" });
+    const form = new URLSearchParams({ command: "/invoices", text: "open", trigger_id: "13345224609.738474920.8088930838d88f008e0", user_id: "U2147483697" }).toString();
+    expect((await post(url, form, slackHeaders(form, "application/x-www-form-urlencoded"))).status).toBeLessThan(300);
+    expect((await post(url, form, slackHeaders(form, "application/x-www-form-urlencoded", Math.floor(Date.now() / 1000) - 600))).status).toBe(401);
+  });
+
+  it("Standard Webhooks connector: the generic connector accepts the reference library's signatures", async () => {
+    const signer = new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks);
+    const d = standardDelivery({ type: "invoice.created", data: { id: "x" } }, { signer });
+    expect((await post(`${app.url}/api/webhooks/standard-webhooks/events`, d.payload, d.headers)).status).toBe(202);
+    expect((await runs("standard-webhooks")).map((r) => r.idempotencyKey)).toContain(d.headers["webhook-id"]);
+  });
+});
+
+describe("a process killed in the middle of a handler", () => {
+  const ROOT = path.resolve(import.meta.dirname, "..");
+  const start = async (dataDir: string, port: number) => {
+    // `node --import tsx` (not the tsx CLI, which forks): the PID we SIGKILL is the server itself
+    const child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/webhook-server.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `kill-${port}`, SVC_SCHEDULES: "false" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      let out = "";
+      child.stdout!.on("data", (d) => {
+        out += d;
+        if (out.includes("READY")) resolve();
+      });
+      child.on("exit", (code) => reject(new Error(`fixture exited ${code}`)));
+    });
+    return Object.assign(child, { exited });
+  };
+
+  it("completes on the provider's retry after restart, with nothing duplicated", async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}/api/webhooks/probe/events`;
+    let child = await start(dataDir, port);
+    const d = standardDelivery({ customerId: "cus_killed", name: "Killed", hangOnAttempt: 1 });
+    const hanging = post(url, d.payload, d.headers).catch((err: Error) => err);
+    const api = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } }).then((r) => r.json() as Promise<any>);
+    await eventually(async () => (await api("/api/webhook-runs?connectorId=probe")).data.some((r: any) => r.status === "running"));
+    child.kill("SIGKILL");
+    expect(await hanging).toBeInstanceOf(Error);
+    await child.exited;
+
+    child = await start(dataDir, port);
+    try {
+      const retry = await post(url, d.payload, d.headers);
+      expect(retry.status).toBe(202);
+      const [run] = (await api("/api/webhook-runs?connectorId=probe")).data;
+      expect(run.status).toBe("completed");
+      expect(run.attempts.map((a: any) => a.status)).toEqual(["failed", "completed"]);
+      expect(run.attempts[0].error.message).toMatch(/interrupted/);
+      const events = (await api("/api/events?limit=1000")).events.filter((e: any) => e.correlationId === run.executionId);
+      expect(events.map((e: any) => e.type)).toEqual(["object.created"]);
+      expect((await post(url, d.payload, d.headers)).status).toBe(202);
+      expect((await api("/api/webhook-runs?connectorId=probe")).data).toHaveLength(1);
+    } finally {
+      child.kill("SIGTERM");
+      await child.exited;
+    }
+  });
+});
