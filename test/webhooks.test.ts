@@ -223,6 +223,20 @@ describe("providers' own signers as senders", () => {
     expect((await post(url, form, slackHeaders(form, "application/x-www-form-urlencoded", Math.floor(Date.now() / 1000) - 600))).status).toBe(401);
   });
 
+  it("without an idempotency key, every accepted request is a new delivery", async () => {
+    const slackHeaders = (body: string, ts = Math.floor(Date.now() / 1000)) => ({
+      "content-type": "application/x-www-form-urlencoded",
+      "x-slack-request-timestamp": String(ts),
+      "x-slack-signature": "v0=" + crypto.createHmac("sha256", SANDBOX_WEBHOOK_SECRETS.slack).update(`v0:${ts}:${body}`).digest("hex"),
+    });
+    const form = new URLSearchParams({ command: "/status", text: "no trigger id here" }).toString();
+    const before = (await runs("slack")).filter((r) => r.idempotencyKey === null).length;
+    for (let i = 0; i < 2; i++) expect((await post(`${app.url}/api/webhooks/slack/events`, form, slackHeaders(form))).status).toBeLessThan(300);
+    const keyless = (await runs("slack")).filter((r) => r.idempotencyKey === null);
+    expect(keyless.length - before).toBe(2);
+    expect(new Set(keyless.map((r) => r.executionId)).size).toBe(keyless.length);
+  });
+
   it("Standard Webhooks connector: the generic connector accepts the reference library's signatures", async () => {
     const signer = new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks);
     const d = standardDelivery({ type: "invoice.created", data: { id: "x" } }, { signer });
