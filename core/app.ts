@@ -96,7 +96,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     await seedOnce(db, opts.project, ontology, events, log);
     if (config.devToken && opts.project.devIdentity) await tokens.ensure(config.devToken, opts.project.devIdentity, "development");
 
-    temporal = await TemporalHost.start({ config, log, activities: createActivities({ events, ontology, actions, project, log }), workflowsModule: opts.project.workflowsModule });
+    temporal = await TemporalHost.start({ config, log, activities: createActivities({ db, events, ontology, actions, project, log }), workflowsModule: opts.project.workflowsModule });
     container.register(TOKENS.Temporal, { useValue: temporal });
     actions.setEffectStarter(temporal);
     workflows.setTemporal(temporal);
@@ -104,13 +104,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.syncSchedules) await schedules.sync();
     container.register(TOKENS.Schedules, { useValue: schedules });
 
-    const routes = new RouteRegistry((req) => tokens.authenticate(req), lifecycle);
+    const routes = new RouteRegistry((req) => tokens.authenticate(req), lifecycle, log);
     for (const plugin of opts.plugins) {
       await plugin.setup({ container, routes, hooks: lifecycle, log: log.child({ plugin: plugin.name }), config, project });
     }
     const h3 = new H3({
       onError: (error, event) => {
-        const cause = (error as { cause?: unknown }).cause ?? event.context.svcError;
+        const cause = (error as { cause?: unknown }).cause;
         if (error.status === 404) return errorResponse(new ApiError("not_found", `No route ${event.req.method} ${event.url.pathname}`));
         if (error.status === 405) return errorResponse(new ApiError("method_not_allowed", `Method ${event.req.method} is not allowed here`));
         if (error.status >= 500) log.error({ err: cause ?? error, path: event.url.pathname }, "request failed");

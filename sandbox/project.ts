@@ -7,7 +7,7 @@ import { githubConnector } from "../connectors/github";
 import { slackConnector } from "../connectors/slack";
 import { standardWebhooksConnector } from "../connectors/standard-webhooks";
 import billing from "./billing";
-import { workflows } from "./workflows";
+import { APPROVE_INVOICE, workflows } from "./workflows";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -31,7 +31,7 @@ export const SANDBOX_WEBHOOK_SECRETS = {
  * The sandbox: a small billing-operations project with customers, invoices, the `billedTo` link,
  * `apiCalls` telemetry, the billing and diagnostics connectors and the `invoice-review` workflow.
  *
- * Identities: `dev` (every permission; the development token), `alice` (an approver), `auditor`
+ * Identities: `dev` (every permission; the development token), `alice` (holds `approve:invoice`), `auditor`
  * (sees customers only), `ops-bot` (a service account for the diagnostics actions).
  */
 export const sandboxProject = defineProject({
@@ -72,8 +72,8 @@ export const sandboxProject = defineProject({
   workflowsModule: path.join(here, "workflows.ts"),
   devIdentity: "dev",
   identities: {
-    dev: { type: "user", name: "Developer", permissions: allPermissions },
-    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review")] },
+    dev: { type: "user", name: "Developer", permissions: (p) => [...allPermissions(p), APPROVE_INVOICE] },
+    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review"), APPROVE_INVOICE] },
     auditor: { type: "user", name: "Auditor", permissions: [can.view("customer")] },
     "ops-bot": { type: "serviceAccount", name: "Operations bot", permissions: [can.runAction("diagnostics.sleep"), can.runAction("diagnostics.fail"), can.runAction("diagnostics.noop"), can.observe("logs")] },
   },

@@ -309,7 +309,7 @@ describe("events (spec 6.4, 5)", () => {
 
 describe("workflow runs on Temporal", () => {
   it("queues a run, reports its state until it finishes, and records its events", async () => {
-    const start = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1002", waitMs: 300 } });
+    const start = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001", waitMs: 300 } });
     expect(start.status).toBe(200);
     const { runId } = start.body;
     expect(runId).toMatch(/^run_/);
@@ -319,9 +319,9 @@ describe("workflow runs on Temporal", () => {
       const res = await dev.get(`/api/workflow-runs/${runId}`);
       return res.body.status === "completed" ? res.body : undefined;
     });
-    expect(done).toMatchObject({ runId, workflowId: "invoice-review", input: { invoiceId: "inv_1002", waitMs: 300 }, result: { invoiceId: "inv_1002", reviewStatus: "reviewed", amount: 15000 }, links: { temporalWorkflowId: runId } });
+    expect(done).toMatchObject({ runId, workflowId: "invoice-review", input: { invoiceId: "inv_1001", waitMs: 300 }, result: { invoiceId: "inv_1001", reviewStatus: "reviewed", amount: 1200 }, links: { temporalWorkflowId: runId } });
     expect(done.nodes.map((n: any) => [n.name, n.status])).toEqual([["read invoice", "completed"], ["write review status", "completed"]]);
-    expect((await dev.get("/api/objects/invoice/inv_1002")).body.properties.reviewStatus).toBe("reviewed");
+    expect((await dev.get("/api/objects/invoice/inv_1001")).body.properties.reviewStatus).toBe("reviewed");
     const events = (await allEvents()).filter((e) => e.correlationId === runId);
     expect(events.map((e) => e.type)).toEqual(["workflow.run.queued", "workflow.run.started", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.node.started", "object.updated", "workflow.run.node.finished", "workflow.run.finished"]);
     const write = events.find((e) => e.type === "object.updated");

@@ -14,6 +14,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/commo
 import { workflows } from "svc-project-workflows";
 import type { SvcActivities } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
+import { installInterventions } from "./interventions";
 
 const activities = proxyActivities<SvcActivities>({
   startToCloseTimeout: "1 minute",
@@ -42,9 +43,11 @@ export async function scheduleFiring(input: { scheduleId: string }): Promise<voi
 function createContext(workflowId: string, runId: string): WorkflowContext {
   let seq = 0;
   const record = (type: string, key: string, payload?: Record<string, unknown>) => activities.recordWorkflowEvent({ type, workflowId, runId, key, payload });
+  const intervention = installInterventions(workflowId, runId, (input) => activities.recordIntervention(input));
   return {
     workflowId,
     runId,
+    intervention,
     async node(name, fn) {
       const n = ++seq;
       await record("workflow.run.node.started", `${runId}:node:${n}:started`, { node: name });

@@ -1,7 +1,8 @@
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { getQuery, type H3, type H3Event } from "h3";
-import { ApiError, errorResponse } from "../errors";
+import { ApiError, errorResponse, isApiError } from "../errors";
+import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
 import { readJsonBody } from "./body";
@@ -58,6 +59,7 @@ export class RouteRegistry {
   constructor(
     private readonly authenticate: Authenticator,
     private readonly lifecycle: Lifecycle,
+    private readonly log: Pick<Logger, "error">,
   ) {}
 
   /**
@@ -96,7 +98,8 @@ export class RouteRegistry {
       if (result instanceof Response) return result;
       return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json; charset=utf-8" } });
     } catch (err) {
-      if (!(err instanceof ApiError)) event.context.svcError = err;
+      // unexpected errors answer a generic 500; their details go to the log, never to the client
+      if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
       return errorResponse(err);
     } finally {
       leave();

@@ -1,5 +1,9 @@
 import { inject, injectable } from "../di";
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from "@temporalio/client";
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from "@temporalio/client";
+import { ApplicationFailure } from "@temporalio/common";
+import { temporal } from "@temporalio/proto";
+import { has, type Principal } from "../auth/permissions";
+import type { InterventionAssignees } from "../sdk/activities-types";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
 import { TOKENS } from "../tokens";
 import type { Database } from "../store/db";
@@ -12,7 +16,7 @@ import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
-export type WorkflowRunStatus = "queued" | "running" | "completed" | "failed" | "cancelled" | "timed_out";
+export type WorkflowRunStatus = "queued" | "running" | "waiting" | "completed" | "failed" | "cancelled" | "timed_out";
 
 /** A node of a run, from its node events. */
 export interface WorkflowNodeState {
@@ -20,6 +24,75 @@ export interface WorkflowNodeState {
   status: "running" | "completed" | "failed" | "cancelled";
   startedAt: string;
   finishedAt?: string;
+}
+
+/** An intervention as the API shows it. */
+export interface InterventionState {
+  id: string;
+  runId: string;
+  workflowId: string;
+  name: string;
+  prompt: string;
+  assignees: InterventionAssignees;
+  answerSchema?: unknown;
+  status: "open" | "submitted" | "cancelled" | "expired";
+  requestedAt: string;
+  expiresAt?: string;
+  resolvedAt?: string;
+  answer?: unknown;
+  by?: { type: string; id: string };
+  reason?: string;
+}
+
+interface InterventionRow {
+  id: string;
+  run_id: string;
+  workflow_id: string;
+  name: string;
+  prompt: string;
+  assignees: string;
+  answer_schema: string | null;
+  status: InterventionState["status"];
+  requested_at: string;
+  expires_at: string | null;
+  resolved_at: string | null;
+  answer: string | null;
+  resolved_by: string | null;
+  reason: string | null;
+}
+
+function toIntervention(r: InterventionRow): InterventionState {
+  return {
+    id: r.id,
+    runId: r.run_id,
+    workflowId: r.workflow_id,
+    name: r.name,
+    prompt: r.prompt,
+    assignees: JSON.parse(r.assignees),
+    ...(r.answer_schema ? { answerSchema: JSON.parse(r.answer_schema) } : {}),
+    status: r.status,
+    requestedAt: r.requested_at,
+    ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
+    ...(r.resolved_at ? { resolvedAt: r.resolved_at } : {}),
+    ...(r.answer ? { answer: JSON.parse(r.answer) } : {}),
+    ...(r.resolved_by ? { by: JSON.parse(r.resolved_by) } : {}),
+    ...(r.reason ? { reason: r.reason } : {}),
+  };
+}
+
+/** True when the principal may answer: a listed identity, or a holder of the named permission. */
+export function mayAnswer(principal: Principal, assignees: InterventionAssignees): boolean {
+  return (assignees.identities?.includes(principal.id) ?? false) || (assignees.permission !== undefined && has(principal, assignees.permission));
+}
+
+/** One event of a run's Temporal history, in order (`GET /api/workflow-runs/:runId/history`). */
+export interface HistoryEvent {
+  eventId: number;
+  eventType: string;
+  eventTime: string;
+  /** The name the designer gave: activity type, timer, update name, workflow type. */
+  name?: string;
+  attributes: Record<string, unknown>;
 }
 
 /** The state of a workflow run (`GET /api/workflow-runs/:runId`). */
@@ -34,6 +107,7 @@ export interface WorkflowRunState {
   startedAt?: string;
   finishedAt?: string;
   nodes: WorkflowNodeState[];
+  interventions: InterventionState[];
   links: { temporalWorkflowId: string; temporalRunId: string; temporalUi?: string };
 }
 
@@ -131,12 +205,13 @@ export class WorkflowRuns {
       queuedAt: row.requested_at,
       ...(started ? { startedAt: started.occurredAt } : {}),
       nodes: [...nodes.values()],
+      interventions: await this.interventions(runId),
       links: { temporalWorkflowId: runId, temporalRunId: description.runId, ...(host.executionUrl(runId, description.runId) ? { temporalUi: host.executionUrl(runId, description.runId) } : {}) },
     };
     if (description.closeTime) state.finishedAt = description.closeTime.toISOString();
     switch (description.status.name) {
       case "RUNNING":
-        state.status = started ? "running" : "queued";
+        state.status = !started ? "queued" : state.interventions.some((i) => i.status === "open") ? "waiting" : "running";
         break;
       case "COMPLETED":
         state.status = "completed";
@@ -159,5 +234,111 @@ export class WorkflowRuns {
       }
     }
     return state;
+  }
+
+  /** A run's interventions, oldest first. */
+  async interventions(runId: string): Promise<InterventionState[]> {
+    const rows = await this.db.all<InterventionRow>("SELECT * FROM interventions WHERE run_id = ? ORDER BY requested_at, id", [runId]);
+    return rows.map(toIntervention);
+  }
+
+  /** Open interventions across runs that the principal may answer, oldest first. */
+  async openFor(principal: Principal): Promise<InterventionState[]> {
+    const rows = await this.db.all<InterventionRow>("SELECT * FROM interventions WHERE status = 'open' ORDER BY requested_at, id");
+    return rows.map(toIntervention).filter((i) => mayAnswer(principal, i.assignees));
+  }
+
+  private async openIntervention(runId: string, name: string, principal: Principal, action: "submit" | "cancel"): Promise<InterventionState> {
+    const rows = await this.db.all<InterventionRow>("SELECT * FROM interventions WHERE run_id = ? AND name = ? ORDER BY requested_at DESC, id DESC LIMIT 1", [runId, name]);
+    const current = rows[0] ? toIntervention(rows[0]) : undefined;
+    if (!current) throw new ApiError("not_found", `Run ${runId} has no intervention "${name}"`);
+    if (!mayAnswer(principal, current.assignees) && !(action === "cancel" && has(principal, `run:workflow:${current.workflowId}`))) {
+      throw new ApiError("forbidden", `This identity may not ${action} intervention "${name}"`, { assignees: current.assignees });
+    }
+    if (current.status !== "open") throw new ApiError("conflict", `Intervention "${name}" is already ${current.status}`, { status: current.status });
+    return current;
+  }
+
+  private async update(runId: string, update: "submitIntervention" | "cancelIntervention", args: unknown): Promise<void> {
+    try {
+      await this.host().client.workflow.getHandle(runId).executeUpdate(update, { args: [args] as [unknown] });
+    } catch (err) {
+      const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
+      if (cause instanceof ApplicationFailure && cause.type === "InvalidAnswer") throw new ApiError("invalid_request", cause.message, { issues: cause.details?.[0] });
+      if (cause instanceof ApplicationFailure && cause.type === "NotOpen") throw new ApiError("conflict", cause.message);
+      if (err instanceof WorkflowNotFoundError) throw new ApiError("conflict", `Run ${runId} is no longer running`);
+      throw new ApiError("unavailable", `Temporal did not take the update: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Submits an answer (a Temporal update whose validator checks the answer; a refused one leaves no
+   * trace in history). Answers the intervention after the update is accepted.
+   * @throws {ApiError} not_found, forbidden (not an assignee), conflict (not open), invalid_request (answer fails the schema)
+   */
+  async submit(runId: string, name: string, answer: unknown, principal: Principal): Promise<InterventionState> {
+    const current = await this.openIntervention(runId, name, principal, "submit");
+    await this.update(runId, "submitIntervention", { name, answer, by: { type: principal.type, id: principal.id } });
+    return { ...current, status: "submitted", by: { type: principal.type, id: principal.id } };
+  }
+
+  /** Cancels an open intervention (assignees, or holders of `run:workflow:<id>`). */
+  async cancelIntervention(runId: string, name: string, principal: Principal, reason?: string): Promise<InterventionState> {
+    const current = await this.openIntervention(runId, name, principal, "cancel");
+    await this.update(runId, "cancelIntervention", { name, by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) });
+    return { ...current, status: "cancelled", by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) };
+  }
+
+  /** Requests cancellation of a run; its open interventions end `cancelled`. */
+  async cancel(runId: string): Promise<void> {
+    try {
+      await this.host().client.workflow.getHandle(runId).cancel();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new ApiError("conflict", `Run ${runId} is not running`);
+      throw new ApiError("unavailable", `Temporal did not cancel the run: ${(err as Error).message}`);
+    }
+  }
+
+  /** The run's Temporal history, event by event, with the names the designer gave. */
+  async history(runId: string): Promise<{ runId: string; events: HistoryEvent[] }> {
+    let history;
+    try {
+      history = await this.host().client.workflow.getHandle(runId).fetchHistory();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
+      throw err;
+    }
+    const parsed = temporal.api.history.v1.History.toObject(history as temporal.api.history.v1.History, { enums: String, longs: String, bytes: String, defaults: false }) as { events?: Array<Record<string, any>> };
+    const time = (t: { seconds?: string; nanos?: number } | undefined) => (t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : "");
+    const events = (parsed.events ?? []).map((e) => {
+      const key = Object.keys(e).find((k) => k.endsWith("EventAttributes"));
+      const attributes = (key ? e[key] : {}) as Record<string, any>;
+      const name = attributes.activityType?.name ?? attributes.workflowType?.name ?? attributes.request?.input?.name ?? attributes.acceptedRequest?.input?.name ?? (attributes.timerId ? `timer ${attributes.timerId}` : undefined);
+      return { eventId: Number(e.eventId), eventType: String(e.eventType).replace(/^EVENT_TYPE_/, ""), eventTime: time(e.eventTime), ...(name ? { name } : {}), attributes };
+    });
+    return { runId, events };
+  }
+
+  /**
+   * Runs of this runtime's task queue by workflow, status and start time (Temporal visibility).
+   * @param q.status one of the API's statuses (queued and waiting are reported as running)
+   */
+  async search(q: { workflowIds: string[]; status?: string; startedAfter?: string; startedBefore?: string; pageSize: number }): Promise<Array<{ runId: string; workflowId: string; status: string; startedAt: string; finishedAt?: string }>> {
+    const host = this.host();
+    const quote = (s: string) => `'${s.replace(/'/g, "")}'`;
+    const clauses = [`TaskQueue = ${quote(host.taskQueue)}`];
+    if (q.workflowIds.length === 0) return [];
+    clauses.push(`WorkflowType IN (${q.workflowIds.map(quote).join(", ")})`);
+    const statuses: Record<string, string> = { running: "Running", queued: "Running", waiting: "Running", completed: "Completed", failed: "Failed", cancelled: "Canceled", timed_out: "TimedOut" };
+    if (q.status) clauses.push(`ExecutionStatus = ${quote(statuses[q.status] ?? "Running")}`);
+    if (q.startedAfter) clauses.push(`StartTime >= ${quote(new Date(q.startedAfter).toISOString())}`);
+    if (q.startedBefore) clauses.push(`StartTime < ${quote(new Date(q.startedBefore).toISOString())}`);
+    const out = [];
+    for await (const w of host.client.workflow.list({ query: clauses.join(" AND "), pageSize: q.pageSize })) {
+      const name = w.status.name;
+      out.push({ runId: w.workflowId, workflowId: w.type, status: name === "RUNNING" ? "running" : name === "COMPLETED" ? "completed" : name === "CANCELLED" || name === "TERMINATED" ? "cancelled" : name === "TIMED_OUT" ? "timed_out" : "failed", startedAt: w.startTime.toISOString(), ...(w.closeTime ? { finishedAt: w.closeTime.toISOString() } : {}) });
+      if (out.length >= q.pageSize) break;
+    }
+    return out;
   }
 }

@@ -13,7 +13,31 @@ export interface RecordWorkflowEventInput {
   key: string;
 }
 
+/** Who may answer an intervention: listed identities, holders of a permission, or both (either suffices). */
+export interface InterventionAssignees {
+  identities?: string[];
+  permission?: string;
+}
+
+/** A phase of an intervention, recorded in the index and as its event. */
+export interface RecordInterventionInput {
+  phase: "requested" | "submitted" | "cancelled" | "expired";
+  workflowId: string;
+  runId: string;
+  interventionId: string;
+  name: string;
+  prompt?: string;
+  assignees?: InterventionAssignees;
+  answerSchema?: unknown;
+  expiresAt?: string;
+  answer?: unknown;
+  by?: { type: string; id: string };
+  reason?: string;
+}
+
 export interface SvcActivities {
+  /** Records an intervention's phase: its index row and events (requested also records run/node waiting). */
+  recordIntervention(input: RecordInterventionInput): Promise<void>;
   recordWorkflowEvent(input: RecordWorkflowEventInput): Promise<void>;
   readObject(input: { objectTypeId: string; primaryId: string }): Promise<ObjectRecord | null>;
   writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string }): Promise<void>;

@@ -4,6 +4,27 @@
  */
 import type * as v from "valibot";
 import type { ActionRunRecord, ObjectRecord, OntologyChange, Subject } from "./context";
+import type { InterventionAssignees } from "./activities-types";
+
+export type { InterventionAssignees };
+
+/** A request for a person's decision inside a run. */
+export interface InterventionRequest<A> {
+  /** Shown to the person answering. */
+  prompt: string;
+  /** valibot schema of the answer; an answer that fails it is refused (400) and the intervention stays open. */
+  answer: v.GenericSchema<unknown, A>;
+  /** Who may answer: identities, or holders of a permission. */
+  assignees: InterventionAssignees;
+  /** Milliseconds until it expires (a durable timer: it expires even while no worker runs). */
+  expiresInMs: number;
+}
+
+/** How an intervention ended: exactly one of these. */
+export type InterventionOutcome<A> =
+  | { status: "submitted"; answer: A; by: { type: string; id: string } }
+  | { status: "cancelled"; by?: { type: string; id: string }; reason?: string }
+  | { status: "expired" };
 
 /**
  * The durable primitives a workflow run uses. Each is recorded in Temporal's history under the name
@@ -21,6 +42,11 @@ export interface WorkflowContext {
   };
   /** Applies ontology changes as one system write (origin runtime, no actor), exactly once. */
   write(changes: OntologyChange[]): Promise<void>;
+  /**
+   * Asks a person for a decision and waits for it: the run is `waiting` until the intervention is
+   * submitted (answer validated), cancelled, or expires. Names are unique among a run's open interventions.
+   */
+  intervention<A>(name: string, request: InterventionRequest<A>): Promise<InterventionOutcome<A>>;
   actions: {
     /** Runs a project action as an activity; the run has its own record and runId. */
     run(actionId: string, input: { subject?: Subject; params?: Record<string, unknown> }): Promise<ActionRunRecord>;

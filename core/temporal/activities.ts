@@ -1,6 +1,7 @@
 import { ApplicationFailure } from "@temporalio/common";
 import type { SvcActivities } from "../sdk/activities-types";
 import type { EventLog } from "../events/log";
+import type { Database } from "../store/db";
 import type { OntologyStore } from "../ontology/store";
 import { WriteBuffer } from "../ontology/store";
 import type { ActionRunner } from "../runtime/actions";
@@ -22,9 +23,44 @@ function toFailure(err: unknown): unknown {
  * The runtime's activities (see {@link SvcActivities}): every write is idempotent on a key derived from
  * the workflow run, so Temporal's retries never record or apply anything twice.
  */
-export function createActivities(deps: { events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; log: Logger }): SvcActivities {
-  const { events, ontology, actions, project, log } = deps;
+export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; log: Logger }): SvcActivities {
+  const { db, events, ontology, actions, project, log } = deps;
   return {
+    async recordIntervention(input) {
+      const now = new Date().toISOString();
+      const payload = { workflowId: input.workflowId, runId: input.runId, interventionId: input.interventionId, intervention: input.name };
+      const common = { correlationId: input.runId, origin: { kind: "runtime" as const, workflowId: input.workflowId, runId: input.runId } };
+      const envelopes =
+        input.phase === "requested"
+          ? [
+              events.envelope({ ...common, type: "workflow.intervention.requested", payload: { ...payload, prompt: input.prompt, assignees: input.assignees, expiresAt: input.expiresAt }, idempotencyKey: `${input.interventionId}:requested` }),
+              events.envelope({ ...common, type: "workflow.run.waiting", payload: { ...payload }, idempotencyKey: `${input.interventionId}:run.waiting` }),
+              events.envelope({ ...common, type: "workflow.run.node.waiting", payload: { ...payload, node: input.name }, idempotencyKey: `${input.interventionId}:node.waiting` }),
+            ]
+          : [
+              events.envelope({
+                ...common,
+                type: `workflow.intervention.${input.phase}`,
+                payload: { ...payload, ...(input.by ? { by: input.by } : {}), ...(input.reason ? { reason: input.reason } : {}), ...(input.phase === "submitted" ? { answer: input.answer } : {}) },
+                idempotencyKey: `${input.interventionId}:${input.phase}`,
+              }),
+            ];
+      await db.transaction(async (tx) => {
+        if (input.phase === "requested") {
+          await tx.run(
+            `INSERT INTO interventions (id, run_id, workflow_id, name, prompt, assignees, answer_schema, status, requested_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (id) DO NOTHING`,
+            [input.interventionId, input.runId, input.workflowId, input.name, input.prompt ?? "", JSON.stringify(input.assignees ?? {}), input.answerSchema === undefined ? null : JSON.stringify(input.answerSchema), now, input.expiresAt ?? null],
+          );
+        } else {
+          await tx.run("UPDATE interventions SET status = ?, resolved_at = COALESCE(resolved_at, ?), answer = ?, resolved_by = ?, reason = ? WHERE id = ?", [
+            input.phase, now, input.answer === undefined ? null : JSON.stringify(input.answer), input.by ? JSON.stringify(input.by) : null, input.reason ?? null, input.interventionId,
+          ]);
+        }
+        await events.writeInTx(tx, envelopes);
+      });
+      await events.drain();
+    },
     async recordWorkflowEvent(input) {
       await events.append([
         {

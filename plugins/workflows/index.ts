@@ -1,12 +1,29 @@
 import * as v from "valibot";
 import { definePlugin } from "../../core/plugin";
 import { TOKENS } from "../../core/tokens";
-import { can, requirePermission } from "../../core/auth/permissions";
+import { can, requirePermission, type Principal } from "../../core/auth/permissions";
+
+const InterventionSchema = v.object({
+  id: v.string(),
+  runId: v.string(),
+  workflowId: v.string(),
+  name: v.string(),
+  prompt: v.string(),
+  assignees: v.object({ identities: v.optional(v.array(v.string())), permission: v.optional(v.string()) }),
+  answerSchema: v.optional(v.unknown()),
+  status: v.picklist(["open", "submitted", "cancelled", "expired"]),
+  requestedAt: v.string(),
+  expiresAt: v.optional(v.string()),
+  resolvedAt: v.optional(v.string()),
+  answer: v.optional(v.unknown()),
+  by: v.optional(v.object({ type: v.string(), id: v.string() })),
+  reason: v.optional(v.string()),
+});
 
 const RunState = v.object({
   runId: v.string(),
   workflowId: v.string(),
-  status: v.picklist(["queued", "running", "completed", "failed", "cancelled", "timed_out"]),
+  status: v.picklist(["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"]),
   input: v.unknown(),
   result: v.optional(v.unknown()),
   error: v.optional(v.object({ message: v.string(), type: v.optional(v.string()) })),
@@ -14,6 +31,7 @@ const RunState = v.object({
   startedAt: v.optional(v.string()),
   finishedAt: v.optional(v.string()),
   nodes: v.array(v.object({ name: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()) })),
+  interventions: v.array(v.looseObject({ id: v.string(), name: v.string(), status: v.string() })),
   links: v.object({ temporalWorkflowId: v.string(), temporalRunId: v.string(), temporalUi: v.optional(v.string()) }),
 });
 
@@ -59,6 +77,111 @@ export default definePlugin({
         requirePermission(principal!, can.runWorkflow(workflowId));
         return runs().get(params.runId);
       },
+    });
+    const runParams = v.object({ runId: v.string() });
+    /** The run's workflow id, after checking the caller may run that workflow. */
+    const authorize = async (principal: Principal, runId: string) => {
+      const workflowId = await runs().workflowOf(runId);
+      requirePermission(principal, can.runWorkflow(workflowId));
+      return workflowId;
+    };
+    routes.add({
+      method: "GET",
+      path: "/api/workflow-runs",
+      summary: "Search workflow runs",
+      description: "Runs by workflow, status and start time, newest first, through Temporal visibility. Only workflows the caller may run are listed. `queued` and `waiting` runs are reported as `running` here; read the run for its exact state.",
+      tags: ["workflows"],
+      auth: "bearer",
+      query: v.object({
+        workflowId: v.optional(v.string()),
+        status: v.optional(v.picklist(["running", "completed", "failed", "cancelled", "timed_out"])),
+        startedAfter: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO timestamp"))),
+        startedBefore: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO timestamp"))),
+        pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(500))),
+      }),
+      responses: { 200: { description: "Runs", schema: v.object({ data: v.array(v.object({ runId: v.string(), workflowId: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()) })) }) } },
+      handler: async ({ principal, query }) => {
+        const allowed = [...project.workflows.keys()].filter((id) => principal!.permissions.has(can.runWorkflow(id)) && (!query.workflowId || id === query.workflowId));
+        return { data: await runs().search({ workflowIds: allowed, status: query.status, startedAfter: query.startedAfter, startedBefore: query.startedBefore, pageSize: query.pageSize ?? 50 }) };
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/workflow-runs/:runId/history",
+      summary: "Read a run's Temporal history",
+      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) and its attributes — the same as `temporal workflow show -w <runId> -o json`.",
+      tags: ["workflows"],
+      auth: "bearer",
+      params: runParams,
+      responses: { 200: { description: "History", schema: v.object({ runId: v.string(), events: v.array(v.looseObject({ eventId: v.number(), eventType: v.string(), eventTime: v.string(), name: v.optional(v.string()) })) }) } },
+      handler: async ({ principal, params }) => {
+        await authorize(principal!, params.runId);
+        return runs().history(params.runId);
+      },
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/workflow-runs/:runId/cancel",
+      summary: "Cancel a workflow run",
+      description: "Requests cancellation; open interventions end `cancelled` and the run ends `cancelled`.",
+      tags: ["workflows"],
+      auth: "bearer",
+      params: runParams,
+      body: v.strictObject({}),
+      responses: { 200: { description: "Cancellation requested", schema: v.object({ runId: v.string(), cancelRequested: v.boolean() }) } },
+      handler: async ({ principal, params }) => {
+        await authorize(principal!, params.runId);
+        await runs().cancel(params.runId);
+        return { runId: params.runId, cancelRequested: true };
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/workflow-runs/:runId/interventions",
+      summary: "List a run's interventions",
+      tags: ["workflows"],
+      auth: "bearer",
+      params: runParams,
+      responses: { 200: { description: "Interventions, oldest first", schema: v.object({ data: v.array(InterventionSchema) }) } },
+      handler: async ({ principal, params }) => {
+        await authorize(principal!, params.runId);
+        return { data: await runs().interventions(params.runId) };
+      },
+    });
+    const interventionParams = v.object({ runId: v.string(), name: v.string() });
+    routes.add({
+      method: "POST",
+      path: "/api/workflow-runs/:runId/interventions/:name/submit",
+      summary: "Submit an intervention's answer",
+      description: "Only an assignee (a listed identity, or a holder of the named permission). The answer is validated by the run itself (a Temporal update validator): an invalid answer is 400 and leaves the intervention open and no trace in history.",
+      tags: ["workflows"],
+      auth: "bearer",
+      params: interventionParams,
+      body: v.strictObject({ answer: v.unknown() }),
+      responses: { 200: { description: "The intervention, submitted", schema: InterventionSchema } },
+      handler: ({ principal, params, body }) => runs().submit(params.runId, params.name, body.answer, principal!),
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/workflow-runs/:runId/interventions/:name/cancel",
+      summary: "Cancel an intervention",
+      description: "An assignee, or a holder of run:workflow:<id>. The run continues with the outcome `cancelled`.",
+      tags: ["workflows"],
+      auth: "bearer",
+      params: interventionParams,
+      body: v.strictObject({ reason: v.optional(v.pipe(v.string(), v.maxLength(500))) }),
+      responses: { 200: { description: "The intervention, cancelled", schema: InterventionSchema } },
+      handler: ({ principal, params, body }) => runs().cancelIntervention(params.runId, params.name, principal!, body.reason),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/interventions",
+      summary: "Open interventions for the caller",
+      description: "Open interventions across runs that the caller may answer, oldest first.",
+      tags: ["workflows"],
+      auth: "bearer",
+      responses: { 200: { description: "Interventions", schema: v.object({ data: v.array(InterventionSchema) }) } },
+      handler: async ({ principal }) => ({ data: await runs().openFor(principal!) }),
     });
   },
 });

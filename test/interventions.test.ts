@@ -1,0 +1,161 @@
+import fs from "node:fs";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { Worker } from "@temporalio/worker";
+import { client, eventually, startApp, tempDir, tokenFor } from "./helpers";
+import type { App } from "../core/app";
+
+let app: App;
+let dev: ReturnType<typeof client>;
+let alice: ReturnType<typeof client>;
+let auditor: ReturnType<typeof client>;
+const finishedRuns: string[] = [];
+
+beforeAll(async () => {
+  app = await startApp();
+  dev = client(app);
+  alice = client(app, await tokenFor(app, "alice"));
+  auditor = client(app, await tokenFor(app, "auditor"));
+});
+afterAll(() => app?.close());
+
+async function startReview(c: ReturnType<typeof client>, input: Record<string, unknown>): Promise<string> {
+  const res = await c.post("/api/workflows/invoice-review/runs", { input: { waitMs: 0, ...input } });
+  expect(res.status).toBe(200);
+  return res.body.runId;
+}
+
+async function until(c: ReturnType<typeof client>, runId: string, status: string) {
+  return eventually(async () => {
+    const r = await c.get(`/api/workflow-runs/${runId}`);
+    return r.body.status === status ? r.body : undefined;
+  }, 20_000);
+}
+
+async function runEvents(runId: string) {
+  return ((await dev.get("/api/events?topic=workflows&limit=1000")).body.events as any[]).filter((e) => e.payload.runId === runId);
+}
+
+describe("interventions", () => {
+  it("waits for an approver, refuses invalid answers without a trace, and continues with the approval", async () => {
+    const runId = await startReview(alice, { invoiceId: "inv_1002", approvalTimeoutMs: 120_000 });
+    const waiting = await until(alice, runId, "waiting");
+    expect(waiting.interventions).toHaveLength(1);
+    const [approve] = waiting.interventions;
+    expect(approve).toMatchObject({ name: "approve", status: "open", assignees: { permission: "approve:invoice" }, prompt: expect.stringMatching(/INV-1002/), expiresAt: expect.any(String) });
+    expect(approve.answerSchema).toMatchObject({ type: "object", properties: { approved: { type: "boolean" } } });
+    expect((await runEvents(runId)).map((e) => e.type)).toEqual(expect.arrayContaining(["workflow.intervention.requested", "workflow.run.waiting", "workflow.run.node.waiting"]));
+
+    const open = await alice.get("/api/interventions");
+    expect(open.body.data.map((i: any) => i.runId)).toContain(runId);
+    expect((await auditor.get("/api/interventions")).body.data).toEqual([]);
+    expect((await auditor.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: true } })).status).toBe(403);
+
+    const invalid = await alice.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: "yes" } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error).toMatchObject({ code: "invalid_request", details: { issues: [{ path: "answer.approved", message: expect.any(String) }] } });
+    expect((await alice.get(`/api/workflow-runs/${runId}/interventions`)).body.data[0].status).toBe("open");
+    const history = (await alice.get(`/api/workflow-runs/${runId}/history`)).body.events;
+    expect(history.some((e: any) => e.eventType.startsWith("WORKFLOW_EXECUTION_UPDATE"))).toBe(false);
+
+    const submitted = await alice.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: true, note: "checked with sales" } });
+    expect(submitted.status).toBe(200);
+    expect(submitted.body).toMatchObject({ status: "submitted", by: { type: "user", id: "alice" } });
+    const done = await until(alice, runId, "completed");
+    expect(done.result).toMatchObject({ reviewStatus: "approved", approvedBy: "alice", actionRunId: expect.stringContaining(`${runId}:action:`) });
+    expect(done.interventions[0]).toMatchObject({ status: "submitted", answer: { approved: true, note: "checked with sales" }, by: { id: "alice" } });
+    expect(done.nodes.map((n: any) => n.name)).toEqual(["read invoice", "approve", "approve invoice", "write review status"]);
+    const invoice = (await dev.get("/api/objects/invoice/inv_1002")).body.properties;
+    expect(invoice).toMatchObject({ status: "approved", approvalNote: "checked with sales", reviewStatus: "approved" });
+    expect((await alice.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: true } })).status).toBe(409);
+
+    const events = await runEvents(runId);
+    expect(events.filter((e) => e.type === "workflow.intervention.submitted")).toHaveLength(1);
+    expect(events.find((e) => e.type === "workflow.intervention.submitted").payload).toMatchObject({ intervention: "approve", by: { id: "alice" }, answer: { approved: true } });
+    const names = ((await alice.get(`/api/workflow-runs/${runId}/history`)).body.events as any[]).map((e) => e.name).filter(Boolean);
+    expect(names).toEqual(expect.arrayContaining(["invoice-review", "readObject", "recordIntervention", "submitIntervention", "runAction"]));
+    finishedRuns.push(runId);
+  });
+
+  it("records a rejection as its own outcome", async () => {
+    const runId = await startReview(dev, { invoiceId: "inv_1004" });
+    await until(dev, runId, "waiting");
+    expect((await dev.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: false } })).status).toBe(200);
+    expect((await until(dev, runId, "completed")).result.reviewStatus).toBe("rejected");
+    expect((await dev.get("/api/objects/invoice/inv_1004")).body.properties).toMatchObject({ status: "open", reviewStatus: "rejected" });
+    finishedRuns.push(runId);
+  });
+
+  it("expires at its deadline, by the workflow's own timer", async () => {
+    const runId = await startReview(dev, { invoiceId: "inv_1006", approvalThreshold: 100, approvalTimeoutMs: 1000 });
+    const waiting = await until(dev, runId, "waiting");
+    const done = await until(dev, runId, "completed");
+    expect(done.result.reviewStatus).toBe("expired");
+    const [intervention] = done.interventions;
+    expect(intervention.status).toBe("expired");
+    const late = Date.parse(intervention.resolvedAt) - Date.parse(waiting.interventions[0].expiresAt);
+    expect(late).toBeLessThan(1000);
+    expect((await runEvents(runId)).filter((e) => e.type === "workflow.intervention.expired")).toHaveLength(1);
+    finishedRuns.push(runId);
+  });
+
+  it("can be cancelled by an authorised caller, and ends cancelled when the run is cancelled", async () => {
+    const first = await startReview(dev, { invoiceId: "inv_1003", approvalThreshold: 100 });
+    await until(dev, first, "waiting");
+    expect((await auditor.post(`/api/workflow-runs/${first}/interventions/approve/cancel`, {})).status).toBe(403);
+    expect((await dev.post(`/api/workflow-runs/${first}/interventions/approve/cancel`, { reason: "duplicate invoice" })).body).toMatchObject({ status: "cancelled", reason: "duplicate invoice" });
+    expect((await until(dev, first, "completed")).result.reviewStatus).toBe("cancelled");
+    finishedRuns.push(first);
+
+    const second = await startReview(dev, { invoiceId: "inv_1003", approvalThreshold: 100 });
+    await until(dev, second, "waiting");
+    expect((await dev.post(`/api/workflow-runs/${second}/cancel`, {})).status).toBe(200);
+    const cancelled = await until(dev, second, "cancelled");
+    expect(cancelled.interventions[0]).toMatchObject({ status: "cancelled", reason: "the run was cancelled" });
+    expect((await runEvents(second)).map((e) => e.type)).toEqual(expect.arrayContaining(["workflow.intervention.cancelled", "workflow.run.finished"]));
+    expect((await dev.post(`/api/workflow-runs/${second}/interventions/approve/submit`, { answer: { approved: true } })).status).toBe(409);
+  });
+
+  it("lists runs by workflow, status and start time", async () => {
+    const since = new Date(Date.now() - 10 * 60_000).toISOString();
+    const listed = await eventually(async () => {
+      const res = await dev.get(`/api/workflow-runs?workflowId=invoice-review&status=completed&startedAfter=${since}`);
+      return finishedRuns.every((id) => res.body.data.some((r: any) => r.runId === id)) ? res.body.data : undefined;
+    });
+    expect(listed.every((r: any) => r.status === "completed" && r.workflowId === "invoice-review")).toBe(true);
+    expect((await auditor.get("/api/workflow-runs")).body.data).toEqual([]);
+  });
+
+  it("replays every recorded history of the sandbox workflow deterministically", async () => {
+    const histories = await Promise.all(finishedRuns.map(async (workflowId) => ({ workflowId, history: await app.temporal.client.workflow.getHandle(workflowId).fetchHistory() })));
+    expect(histories.length).toBeGreaterThanOrEqual(4);
+    const results = [];
+    for await (const result of Worker.runReplayHistories({ workflowBundle: { code: fs.readFileSync(inject("workflowBundle"), "utf8") } }, histories)) results.push(result);
+    expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(histories.map((h) => [h.workflowId, undefined]));
+  });
+});
+
+describe("durability", () => {
+  it("a run waiting on an intervention survives its worker stopping; after restart it can be submitted and nothing is recorded twice", async () => {
+    const dataDir = tempDir();
+    const taskQueue = `durable-${Math.random().toString(36).slice(2)}`;
+    const first = await startApp({ dataDir, taskQueue });
+    const runId = await startReview(client(first), { invoiceId: "inv_1002", approvalTimeoutMs: 300_000 });
+    await until(client(first), runId, "waiting");
+    await first.close(); // the worker is gone while the run waits
+
+    const second = await startApp({ dataDir, taskQueue });
+    try {
+      const c = client(second);
+      expect((await c.get(`/api/workflow-runs/${runId}`)).body.status).toBe("waiting");
+      expect((await c.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: true } })).status).toBe(200);
+      const done = await until(c, runId, "completed");
+      expect(done.result.reviewStatus).toBe("approved");
+      const events = ((await c.get("/api/events?limit=1000")).body.events as any[]).filter((e) => e.correlationId === runId);
+      const counts = events.reduce<Record<string, number>>((acc, e) => ({ ...acc, [e.type]: (acc[e.type] ?? 0) + 1 }), {});
+      expect(counts).toMatchObject({ "workflow.run.started": 1, "workflow.intervention.requested": 1, "workflow.intervention.submitted": 1, "workflow.run.finished": 1 });
+      expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+    } finally {
+      await second.close();
+    }
+  });
+});
