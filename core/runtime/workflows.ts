@@ -1,7 +1,7 @@
 import { inject, injectable } from "../di";
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
-import { temporal } from "@temporalio/proto";
+import proto from "@temporalio/proto";
 import { has, type Principal } from "../auth/permissions";
 import type { InterventionAssignees } from "../sdk/activities-types";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
@@ -308,7 +308,8 @@ export class WorkflowRuns {
       if (err instanceof WorkflowNotFoundError) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
       throw err;
     }
-    const parsed = temporal.api.history.v1.History.toObject(history as temporal.api.history.v1.History, { enums: String, longs: String, bytes: String, defaults: false }) as { events?: Array<Record<string, any>> };
+    const { History } = proto.temporal.api.history.v1;
+    const parsed = History.toObject(history as Parameters<typeof History.toObject>[0], { enums: String, longs: String, bytes: String, defaults: false }) as { events?: Array<Record<string, any>> };
     const time = (t: { seconds?: string; nanos?: number } | undefined) => (t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : "");
     const events = (parsed.events ?? []).map((e) => {
       const key = Object.keys(e).find((k) => k.endsWith("EventAttributes"));
