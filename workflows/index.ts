@@ -16,10 +16,14 @@ import type { SvcActivities } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
 
-const activities = proxyActivities<SvcActivities>({
+const ACTIVITY_OPTIONS = {
   startToCloseTimeout: "1 minute",
   retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "30 seconds", maximumAttempts: 20 },
-});
+} as const;
+const activities = proxyActivities<SvcActivities>(ACTIVITY_OPTIONS);
+
+/** Activities whose history entries carry `summary` (the designer's node name), so history reads as written. */
+const named = (summary: string) => proxyActivities<SvcActivities>({ ...ACTIVITY_OPTIONS, summary });
 
 /** Runs an action's effect as an activity with retries. */
 export async function actionEffect(input: { actionId: string; runId: string }): Promise<void> {
@@ -42,8 +46,10 @@ export async function scheduleFiring(input: { scheduleId: string }): Promise<voi
 
 function createContext(workflowId: string, runId: string): WorkflowContext {
   let seq = 0;
-  const record = (type: string, key: string, payload?: Record<string, unknown>) => activities.recordWorkflowEvent({ type, workflowId, runId, key, payload });
-  const intervention = installInterventions(workflowId, runId, (input) => activities.recordIntervention(input));
+  let node: string | undefined;
+  const record = (type: string, key: string, payload?: Record<string, unknown>) => named(`${type}${payload?.node ? ` ${String(payload.node)}` : ""}`).recordWorkflowEvent({ type, workflowId, runId, key, payload });
+  const inNode = (what: string) => named(node ? `${node}: ${what}` : what);
+  const intervention = installInterventions(workflowId, runId, (input) => named(`intervention ${input.name} ${input.phase}`).recordIntervention(input));
   return {
     workflowId,
     runId,
@@ -51,22 +57,26 @@ function createContext(workflowId: string, runId: string): WorkflowContext {
     async node(name, fn) {
       const n = ++seq;
       await record("workflow.run.node.started", `${runId}:node:${n}:started`, { node: name });
+      const outer = node;
+      node = name;
       try {
         const result = await fn();
+        node = outer;
         await record("workflow.run.node.finished", `${runId}:node:${n}:finished`, { node: name, status: "completed" });
         return result;
       } catch (err) {
+        node = outer;
         await CancellationScope.nonCancellable(() => record("workflow.run.node.finished", `${runId}:node:${n}:finished`, { node: name, status: isCancellation(err) ? "cancelled" : "failed" }));
         throw err;
       }
     },
-    sleep: (ms) => sleep(ms),
+    sleep: (ms, name) => sleep(ms, { summary: name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`) }),
     objects: {
-      get: async (objectTypeId, primaryId) => (await activities.readObject({ objectTypeId, primaryId })) ?? undefined,
+      get: async (objectTypeId, primaryId) => (await inNode(`read ${objectTypeId} ${primaryId}`).readObject({ objectTypeId, primaryId })) ?? undefined,
     },
-    write: (changes) => activities.writeOntology({ workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
+    write: (changes) => inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology({ workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
     actions: {
-      run: (actionId, input) => activities.runAction({ actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
+      run: (actionId, input) => inNode(`run action ${actionId}`).runAction({ actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
     },
   };
 }

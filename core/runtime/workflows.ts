@@ -90,8 +90,10 @@ export interface HistoryEvent {
   eventId: number;
   eventType: string;
   eventTime: string;
-  /** The name the designer gave: activity type, timer, update name, workflow type. */
+  /** The type: activity type, timer id, update name, workflow type. */
   name?: string;
+  /** The designer's words for it (Temporal user metadata): node name and what the step does. */
+  summary?: string;
   attributes: Record<string, unknown>;
 }
 
@@ -315,7 +317,14 @@ export class WorkflowRuns {
       const key = Object.keys(e).find((k) => k.endsWith("EventAttributes"));
       const attributes = (key ? e[key] : {}) as Record<string, any>;
       const name = attributes.activityType?.name ?? attributes.workflowType?.name ?? attributes.request?.input?.name ?? attributes.acceptedRequest?.input?.name ?? (attributes.timerId ? `timer ${attributes.timerId}` : undefined);
-      return { eventId: Number(e.eventId), eventType: String(e.eventType).replace(/^EVENT_TYPE_/, ""), eventTime: time(e.eventTime), ...(name ? { name } : {}), attributes };
+      const summaryData = e.userMetadata?.summary?.data as string | undefined;
+      let summary: string | undefined;
+      try {
+        summary = summaryData ? String(JSON.parse(Buffer.from(summaryData, "base64").toString("utf8"))) : undefined;
+      } catch {
+        summary = undefined;
+      }
+      return { eventId: Number(e.eventId), eventType: String(e.eventType).replace(/^EVENT_TYPE_/, ""), eventTime: time(e.eventTime), ...(name ? { name } : {}), ...(summary ? { summary } : {}), attributes };
     });
     return { runId, events };
   }

@@ -35,8 +35,8 @@ export interface WorkflowContext {
   runId: string;
   /** A named step: records `workflow.run.node.started` / `.finished` around `fn`. */
   node<T>(name: string, fn: () => Promise<T>): Promise<T>;
-  /** A durable timer (survives worker and server restarts). */
-  sleep(ms: number): Promise<void>;
+  /** A durable timer (survives worker and server restarts); `name` labels it in Temporal's history. */
+  sleep(ms: number, name?: string): Promise<void>;
   objects: {
     get(objectTypeId: string, primaryId: string): Promise<ObjectRecord | undefined>;
   };
