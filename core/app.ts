@@ -19,6 +19,7 @@ import { Lifecycle } from "./lifecycle";
 import { TemporalHost } from "./temporal/host";
 import { createActivities } from "./temporal/activities";
 import { ScheduleManager } from "./temporal/schedules";
+import { ConnectorRuns } from "./runtime/connector-runs";
 import { ApiError, errorResponse } from "./errors";
 import { eventsApi, ontologyAccess } from "./runtime/context";
 import type { ProjectDefinition } from "./sdk/project";
@@ -103,6 +104,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const schedules = new ScheduleManager(temporal, project, log);
     if (config.syncSchedules) await schedules.sync();
     container.register(TOKENS.Schedules, { useValue: schedules });
+    container.register(TOKENS.ConnectorRuns, { useValue: new ConnectorRuns(db, events, project, temporal) });
 
     const routes = new RouteRegistry((req) => tokens.authenticate(req), lifecycle, log);
     for (const plugin of opts.plugins) {

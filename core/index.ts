@@ -2,8 +2,8 @@
  * The public authoring SDK: what connector authors, workflow designers and project authors import.
  * Connectors import only this module (or `core/sdk/*` for type-only use inside workflows).
  */
-export { defineConnector, defineAction, defineWebhook, defineSchedule } from "./sdk/connector";
-export type { ActionDefinition, WebhookDefinition, WebhookRequest, WebhookResponse, WebhookContext, WebhookDelivery, ScheduleDefinition, ConnectorDefinition, OverlapPolicy, WebhookFormat } from "./sdk/connector";
+export { defineConnector, defineAction, defineWebhook, defineSchedule, defineSync, definePipeline } from "./sdk/connector";
+export type { ActionDefinition, SyncDefinition, PipelineDefinition, PipelineStep, ConnectorRunContext, WebhookDefinition, WebhookRequest, WebhookResponse, WebhookContext, WebhookDelivery, ScheduleDefinition, ConnectorDefinition, OverlapPolicy, WebhookFormat } from "./sdk/connector";
 export { defineWorkflow } from "./sdk/workflow";
 export type { WorkflowContext, WorkflowDefinition } from "./sdk/workflow";
 export { defineProject } from "./sdk/project";

@@ -12,6 +12,7 @@ import type { WorkflowRuns } from "./runtime/workflows";
 import type { WebhookDeliveries } from "./runtime/webhooks";
 import type { TemporalHost } from "./temporal/host";
 import type { ScheduleManager } from "./temporal/schedules";
+import type { ConnectorRuns } from "./runtime/connector-runs";
 import type { TokenService } from "./auth/tokens";
 import type { Lifecycle } from "./lifecycle";
 
@@ -33,6 +34,7 @@ export const TOKENS = {
   WebhookDeliveries: Symbol("WebhookDeliveries") as InjectionToken<WebhookDeliveries>,
   Temporal: Symbol("Temporal") as InjectionToken<TemporalHost>,
   Schedules: Symbol("Schedules") as InjectionToken<ScheduleManager>,
+  ConnectorRuns: Symbol("ConnectorRuns") as InjectionToken<ConnectorRuns>,
   Tokens: Symbol("Tokens") as InjectionToken<TokenService>,
   Lifecycle: Symbol("Lifecycle") as InjectionToken<Lifecycle>,
 } as const;

@@ -6,8 +6,9 @@ import events from "./events";
 import workflows from "./workflows";
 import webhooks from "./webhooks";
 import schedules from "./schedules";
+import syncs from "./syncs";
 import docs from "./docs";
 import type { Plugin } from "../core/plugin";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin[] = [status, project, objects, actions, events, workflows, webhooks, schedules, docs];
+export const builtinPlugins: readonly Plugin[] = [status, project, objects, actions, events, workflows, webhooks, schedules, syncs, docs];

@@ -1,12 +1,22 @@
 import * as v from "valibot";
-import { ApiError, defineAction, defineConnector, defineSchedule } from "../core";
+import { ApiError, defineAction, defineConnector, definePipeline, defineSchedule, defineSync } from "../core";
 
 /**
  * The sandbox's billing operations. `invoice.approve` approves an invoice: it sets its status,
  * makes sure the `billedTo` link to its customer exists, and records an `apiCalls` telemetry point on
  * the customer, all in one commit. Its effect (on Temporal, after the run) stamps `noticeSentAt`.
  * The `overdue-scan` schedule marks open invoices past their due date as overdue, hourly.
+ * The `customer-sync` sync upserts customers from a CRM export (a built-in sample when none is given);
+ * the `monthly-statement` pipeline totals each customer's unpaid invoices into `balance`.
  */
+
+/** The sample CRM export `customer-sync` uses when its input has none. */
+const SAMPLE_CRM = [
+  { id: "cus_acme", name: "Acme Corp", email: "billing@acme.test", country: "US" },
+  { id: "cus_globex", name: "Globex GmbH", email: "ap@globex.test", country: "DE" },
+  { id: "cus_umbrella", name: "Umbrella Ltd", email: "accounts@umbrella.test", country: "GB" },
+];
+const CrmCustomer = v.object({ id: v.pipe(v.string(), v.minLength(1)), name: v.pipe(v.string(), v.minLength(1)), email: v.optional(v.string()), country: v.optional(v.string()) });
 export default defineConnector({
   id: "billing",
   title: "Billing",
@@ -25,6 +35,54 @@ export default defineConnector({
           nextPageToken = page.nextPageToken;
         } while (nextPageToken);
       },
+    }),
+  },
+  syncs: {
+    "customer-sync": defineSync({
+      title: "Sync customers from the CRM",
+      input: v.object({ customers: v.optional(v.array(CrmCustomer)) }),
+      async run(ctx) {
+        const customers = ctx.input.customers ?? SAMPLE_CRM;
+        for (const { id, ...properties } of customers) ctx.objects.upsert("customer", id, properties);
+        ctx.log.info({ count: customers.length }, "customers synced");
+        return { synced: customers.length };
+      },
+    }),
+  },
+  pipelines: {
+    "monthly-statement": definePipeline({
+      title: "Monthly statement",
+      input: v.object({ month: v.pipe(v.string(), v.regex(/^\d{4}-\d{2}$/, "must be YYYY-MM")) }),
+      steps: [
+        {
+          name: "collect unpaid invoices",
+          async run(ctx) {
+            const totals: Record<string, { amount: number; count: number }> = {};
+            let nextPageToken: string | undefined;
+            do {
+              const page = await ctx.objects.query({ objectTypeId: "invoice", where: { status: { in: ["open", "overdue", "approved"] } }, pageSize: 200, nextPageToken });
+              for (const invoice of page.data) {
+                const p = invoice.properties as { customerId: string; amount: number };
+                const t = (totals[p.customerId] ??= { amount: 0, count: 0 });
+                t.amount = Math.round((t.amount + p.amount) * 100) / 100;
+                t.count++;
+              }
+              nextPageToken = page.nextPageToken;
+            } while (nextPageToken);
+            return totals;
+          },
+        },
+        {
+          name: "update balances",
+          async run(ctx) {
+            const totals = ctx.results["collect unpaid invoices"] as Record<string, { amount: number; count: number }>;
+            for (const [customerId, t] of Object.entries(totals)) {
+              if (await ctx.objects.get("customer", customerId)) ctx.objects.update("customer", customerId, { balance: t.amount, unpaidInvoices: t.count, statementMonth: ctx.input.month });
+            }
+            return { customers: Object.keys(totals).length };
+          },
+        },
+      ],
     }),
   },
   actions: {

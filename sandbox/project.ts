@@ -40,7 +40,7 @@ export const sandboxProject = defineProject({
   objectTypes: {
     customer: {
       title: "Customer",
-      properties: { name: { type: "string", required: true }, email: "string", country: "string", tier: "string" },
+      properties: { name: { type: "string", required: true }, email: "string", country: "string", tier: "string", balance: "number", unpaidInvoices: "integer", statementMonth: "string" },
     },
     invoice: {
       title: "Invoice",

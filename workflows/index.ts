@@ -44,6 +44,58 @@ export async function scheduleFiring(input: { scheduleId: string }): Promise<voi
   await activities.runSchedule({ scheduleId: input.scheduleId, occurrenceAt, triggeredAt: info.startTime.toISOString(), occurrenceKey: `${input.scheduleId}@${occurrenceAt}` });
 }
 
+/** A failure the run reports and ends with (a plain Error would only fail the workflow task and retry forever). */
+function failRun(err: unknown): never {
+  if (err instanceof TemporalFailure) throw err;
+  throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), err instanceof Error ? err.name : "Error");
+}
+
+const messageOf = (err: unknown) => {
+  const cause = (err as { cause?: unknown })?.cause;
+  return (cause instanceof Error ? cause.message : undefined) ?? (err instanceof Error ? err.message : String(err));
+};
+
+/** A sync run (spec 4.3): workflow id = runId; `sync.run.started`, the handler as an activity, `sync.run.finished`. */
+export async function syncRun(args: { syncId: string; input: unknown }): Promise<unknown> {
+  const runId = workflowInfo().workflowId;
+  const event = (type: string, extra: Record<string, unknown> = {}) => named(type).recordRunEvent({ type, runId, key: `${runId}:${type}`, payload: { syncId: args.syncId, runId, ...extra } });
+  await event("sync.run.started");
+  try {
+    const result = await named(`sync ${args.syncId}`).runSync({ syncId: args.syncId, runId, input: args.input });
+    await event("sync.run.finished", { status: "completed" });
+    return result;
+  } catch (err) {
+    await CancellationScope.nonCancellable(() => event("sync.run.finished", { status: isCancellation(err) ? "cancelled" : "failed", error: { message: messageOf(err) } }));
+    return failRun(err);
+  }
+}
+
+/** A pipeline run (spec 4.3): each step an activity, with step events; results flow to later steps. */
+export async function pipelineRun(args: { pipelineId: string; input: unknown; steps: string[] }): Promise<Record<string, unknown>> {
+  const runId = workflowInfo().workflowId;
+  const event = (type: string, key: string, extra: Record<string, unknown> = {}) => named(`${type}${extra.step ? ` ${String(extra.step)}` : ""}`).recordRunEvent({ type, runId, key: `${runId}:${key}`, payload: { pipelineId: args.pipelineId, runId, ...extra } });
+  const results: Record<string, unknown> = {};
+  await event("pipeline.run.started", "started");
+  let current: { index: number; step: string } | undefined;
+  try {
+    for (const [index, step] of args.steps.entries()) {
+      current = { index, step };
+      await event("pipeline.run.step.started", `step:${index}:started`, { step, index });
+      results[step] = await named(`step ${step}`).runPipelineStep({ pipelineId: args.pipelineId, runId, index, input: args.input, results });
+      await event("pipeline.run.step.finished", `step:${index}:finished`, { step, index, status: "completed" });
+    }
+    await event("pipeline.run.finished", "finished", { status: "completed" });
+    return results;
+  } catch (err) {
+    const status = isCancellation(err) ? "cancelled" : "failed";
+    await CancellationScope.nonCancellable(async () => {
+      if (current) await event("pipeline.run.step.finished", `step:${current.index}:finished`, { ...current, status, error: { message: messageOf(err) } });
+      await event("pipeline.run.finished", "finished", { status, error: { message: messageOf(err) } });
+    });
+    return failRun(err);
+  }
+}
+
 function createContext(workflowId: string, runId: string): WorkflowContext {
   let seq = 0;
   let node: string | undefined;

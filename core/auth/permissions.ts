@@ -12,6 +12,7 @@ import type { DomainEventEnvelope } from "../events/catalog";
  * | `can.appendTelemetry()` | `append:telemetry` | direct telemetry appends |
  * | `can.runAction(id)` | `run:action:<id>` | run that action; see its runs and events without a subject |
  * | `can.runWorkflow(id)` | `run:workflow:<id>` | start runs of that workflow, read them and their events |
+ * | `can.runSync(id)` / `can.runPipeline(id)` | `run:sync:<id>` / `run:pipeline:<id>` | start and read runs of that sync or pipeline |
  * | `can.observe("logs")` | `observe:logs` | read handler logs |
  * | `can.viewTopic(topic)` | `view:topic:<topic>` | events of a topic without an object subject (schedules, syncs, ...) |
  * | `can.manage("webhooks")` | `manage:webhooks` | list and read webhook runs, replay deliveries |
@@ -23,6 +24,8 @@ export const can = {
   appendTelemetry: () => "append:telemetry",
   runAction: (actionId: string) => `run:action:${actionId}`,
   runWorkflow: (workflowId: string) => `run:workflow:${workflowId}`,
+  runSync: (syncId: string) => `run:sync:${syncId}`,
+  runPipeline: (pipelineId: string) => `run:pipeline:${pipelineId}`,
   observe: (what: "logs") => `observe:${what}`,
   viewTopic: (topic: string) => `view:topic:${topic}`,
   manage: (what: "webhooks" | "schedules") => `manage:${what}`,

@@ -34,11 +34,13 @@ export class ProjectRegistry {
         this.actions.set(id, { id, connectorId: connector.id, definition: def });
       }
     }
-    const schedules = new Map<string, string>();
-    for (const connector of definition.connectors ?? []) {
-      for (const id of Object.keys(connector.schedules ?? {})) {
-        if (schedules.has(id)) throw new Error(`Schedule "${id}" is declared by both "${schedules.get(id)}" and "${connector.id}"`);
-        schedules.set(id, connector.id);
+    for (const kind of ["schedules", "syncs", "pipelines"] as const) {
+      const seen = new Map<string, string>();
+      for (const connector of definition.connectors ?? []) {
+        for (const id of Object.keys(connector[kind] ?? {})) {
+          if (seen.has(id)) throw new Error(`${kind.slice(0, -1)} "${id}" is declared by both "${seen.get(id)}" and "${connector.id}"`);
+          seen.set(id, connector.id);
+        }
       }
     }
     for (const [id, identity] of Object.entries(definition.identities)) {
@@ -70,6 +72,23 @@ export class ProjectRegistry {
     return [...this.connectors.values()].flatMap((c) => Object.entries(c.webhooks ?? {}).map(([webhookId, definition]) => ({ connectorId: c.id, webhookId, definition })));
   }
 
+  /**
+   * A sync or pipeline by id, with its connector.
+   * @throws {ApiError} not_found
+   */
+  connectorRun<K extends "syncs" | "pipelines">(kind: K, id: string): { connectorId: string; definition: NonNullable<ConnectorDefinition[K]>[string] } {
+    for (const c of this.connectors.values()) {
+      const def = c[kind]?.[id];
+      if (def) return { connectorId: c.id, definition: def as NonNullable<ConnectorDefinition[K]>[string] };
+    }
+    throw new ApiError("not_found", `No ${kind === "syncs" ? "sync" : "pipeline"} "${id}"`);
+  }
+
+  /** Ids of every declared sync or pipeline. */
+  connectorRunIds(kind: "syncs" | "pipelines"): string[] {
+    return [...this.connectors.values()].flatMap((c) => Object.keys(c[kind] ?? {}));
+  }
+
   /** Schedules of all connectors. */
   schedules(): Array<{ connectorId: string; scheduleId: string; definition: ScheduleDefinition }> {
     return [...this.connectors.values()].flatMap((c) => Object.entries(c.schedules ?? {}).map(([scheduleId, definition]) => ({ connectorId: c.id, scheduleId, definition })));
@@ -98,6 +117,7 @@ export function allPermissions(project: ProjectDefinition): string[] {
     can.appendTelemetry(),
     ...actions.map(can.runAction),
     ...Object.keys(project.workflows ?? {}).map(can.runWorkflow),
+    ...(project.connectors ?? []).flatMap((c) => [...Object.keys(c.syncs ?? {}).map(can.runSync), ...Object.keys(c.pipelines ?? {}).map(can.runPipeline)]),
     can.observe("logs"),
     can.manage("webhooks"),
     can.manage("schedules"),

@@ -35,7 +35,20 @@ export interface RecordInterventionInput {
   reason?: string;
 }
 
+/** An event of a sync or pipeline run, recorded once per key. */
+export interface RecordRunEventInput {
+  type: string;
+  payload: Record<string, unknown>;
+  key: string;
+  runId: string;
+}
+
 export interface SvcActivities {
+  recordRunEvent(input: RecordRunEventInput): Promise<void>;
+  /** Runs a sync's handler; its writes are applied once per run. Answers its JSON result. */
+  runSync(input: { syncId: string; runId: string; input: unknown }): Promise<unknown>;
+  /** Runs one pipeline step; its writes are applied once per run and step. Answers its JSON result. */
+  runPipelineStep(input: { pipelineId: string; runId: string; index: number; input: unknown; results: Record<string, unknown> }): Promise<unknown>;
   /** Records an intervention's phase: its index row and events (requested also records run/node waiting). */
   recordIntervention(input: RecordInterventionInput): Promise<void>;
   recordWorkflowEvent(input: RecordWorkflowEventInput): Promise<void>;

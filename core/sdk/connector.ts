@@ -94,7 +94,41 @@ export interface ScheduleDefinition {
   run(ctx: SystemContext & { scheduleId: string; occurrenceAt: string }): Promise<void>;
 }
 
-/** A connector plugin: its id and what it declares. Action ids are global across the project. */
+/** What a sync or pipeline step receives: system writes (committed once per run or step), the run's input. */
+export interface ConnectorRunContext<I> extends SystemContext {
+  runId: string;
+  input: I;
+}
+
+/**
+ * A sync (spec 4.3): brings outside data into the ontology. Runs on Temporal as an activity with
+ * retries; its writes are applied once per run; `sync.run.started` / `sync.run.finished` are recorded.
+ */
+export interface SyncDefinition<I = any> {
+  input?: v.GenericSchema<unknown, I>;
+  title?: string;
+  description?: string;
+  run(ctx: ConnectorRunContext<I> & { syncId: string }): Promise<unknown>;
+}
+
+/** One step of a pipeline; it sees the results of the steps before it. */
+export interface PipelineStep<I = any> {
+  name: string;
+  run(ctx: ConnectorRunContext<I> & { pipelineId: string; results: Record<string, unknown> }): Promise<unknown>;
+}
+
+/**
+ * A pipeline (spec 4.3): ordered steps, each an activity with retries whose writes are applied once;
+ * `pipeline.run.started`, `pipeline.run.step.started` / `.finished` and `pipeline.run.finished` are recorded.
+ */
+export interface PipelineDefinition<I = any> {
+  input?: v.GenericSchema<unknown, I>;
+  title?: string;
+  description?: string;
+  steps: PipelineStep<I>[];
+}
+
+/** A connector plugin: its id and what it declares. Action, schedule, sync and pipeline ids are global across the project. */
 export interface ConnectorDefinition {
   id: string;
   title?: string;
@@ -102,6 +136,23 @@ export interface ConnectorDefinition {
   actions?: Record<string, ActionDefinition<any>>;
   webhooks?: Record<string, WebhookDefinition<any>>;
   schedules?: Record<string, ScheduleDefinition>;
+  syncs?: Record<string, SyncDefinition<any>>;
+  pipelines?: Record<string, PipelineDefinition<any>>;
+}
+
+/** Declares a sync; `input` (a valibot schema) types `ctx.input`. */
+export function defineSync<S extends Schema | undefined = undefined>(def: Omit<SyncDefinition<S extends Schema ? v.InferOutput<S> : undefined>, "input"> & { input?: S }): SyncDefinition<S extends Schema ? v.InferOutput<S> : undefined> {
+  return def as SyncDefinition<any>;
+}
+
+/**
+ * Declares a pipeline.
+ * @throws Error when it has no steps or two steps share a name
+ */
+export function definePipeline<S extends Schema | undefined = undefined>(def: Omit<PipelineDefinition<S extends Schema ? v.InferOutput<S> : undefined>, "input"> & { input?: S }): PipelineDefinition<S extends Schema ? v.InferOutput<S> : undefined> {
+  if (def.steps.length === 0) throw new Error("A pipeline needs at least one step");
+  if (new Set(def.steps.map((s) => s.name)).size !== def.steps.length) throw new Error("Pipeline step names must be unique");
+  return def as PipelineDefinition<any>;
 }
 
 /**

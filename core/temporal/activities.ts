@@ -102,6 +102,35 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
         throw toFailure(err);
       }
     },
+    async recordRunEvent(input) {
+      await events.append([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }]);
+    },
+    async runSync(input) {
+      const { connectorId, definition } = project.connectorRun("syncs", input.syncId);
+      const buffer = new WriteBuffer();
+      const runLog = log.child({ run: { kind: "sync", id: input.runId }, syncId: input.syncId });
+      const result = await definition.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.runId), runId: input.runId, input: input.input, syncId: input.syncId });
+      try {
+        await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId, syncId: input.syncId, runId: input.runId }, correlationId: input.runId, idempotencyKey: `sync:${input.runId}` });
+      } catch (err) {
+        throw toFailure(err);
+      }
+      return result ?? null;
+    },
+    async runPipelineStep(input) {
+      const { connectorId, definition } = project.connectorRun("pipelines", input.pipelineId);
+      const step = definition.steps[input.index];
+      if (!step) throw ApplicationFailure.nonRetryable(`Pipeline ${input.pipelineId} has no step ${input.index}`, "not_found");
+      const buffer = new WriteBuffer();
+      const runLog = log.child({ run: { kind: "pipeline", id: input.runId }, pipelineId: input.pipelineId, step: step.name });
+      const result = await step.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.runId), runId: input.runId, input: input.input, pipelineId: input.pipelineId, results: input.results });
+      try {
+        await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId, pipelineId: input.pipelineId, step: step.name, runId: input.runId }, correlationId: input.runId, idempotencyKey: `pipeline:${input.runId}:${input.index}` });
+      } catch (err) {
+        throw toFailure(err);
+      }
+      return result ?? null;
+    },
     async runActionEffect(input) {
       const run = await actions.get(input.runId);
       const effect = project.action(input.actionId).definition.effect;

@@ -1,0 +1,66 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { can, requirePermission } from "../../core/auth/permissions";
+
+const RunRequest = v.strictObject({
+  input: v.optional(v.unknown()),
+  runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"))),
+});
+const RunState = v.looseObject({
+  runId: v.string(),
+  kind: v.picklist(["sync", "pipeline"]),
+  status: v.picklist(["queued", "running", "completed", "failed", "cancelled", "timed_out"]),
+  input: v.unknown(),
+  result: v.optional(v.unknown()),
+  error: v.optional(v.object({ message: v.string() })),
+  queuedAt: v.string(),
+  startedAt: v.optional(v.string()),
+  finishedAt: v.optional(v.string()),
+  steps: v.optional(v.array(v.looseObject({ name: v.string(), status: v.string(), startedAt: v.string() }))),
+});
+
+/**
+ * Sync and pipeline runs (spec 4.3): `POST /api/syncs/:syncId/runs` and `POST /api/pipelines/:pipelineId/runs`
+ * answer `{ runId }` once queued on Temporal; `GET /api/sync-runs/:runId` and `GET /api/pipeline-runs/:runId`
+ * report completion (pipelines with their steps). Needs `run:sync:<id>` / `run:pipeline:<id>`.
+ */
+export default definePlugin({
+  name: "syncs",
+  setup({ routes, container, project }) {
+    const runs = () => container.resolve(TOKENS.ConnectorRuns);
+    for (const kind of ["sync", "pipeline"] as const) {
+      const plural = kind === "sync" ? "syncs" : "pipelines";
+      const permission = kind === "sync" ? can.runSync : can.runPipeline;
+      routes.add({
+        method: "POST",
+        path: `/api/${plural}/:id/runs`,
+        summary: `Start a ${kind} run`,
+        description: `Queues the ${kind} on Temporal and answers its runId; read completion at GET /api/${kind}-runs/{runId}. Sending the same runId again answers the same run.`,
+        tags: [plural],
+        auth: "bearer",
+        params: v.object({ id: v.string() }),
+        body: RunRequest,
+        responses: { 200: { description: "Queued", schema: v.object({ runId: v.string() }) } },
+        handler: ({ principal, params, body }) => {
+          project.connectorRun(plural, params.id);
+          requirePermission(principal!, permission(params.id));
+          return runs().start(kind, params.id, body.input, { type: principal!.type, id: principal!.id }, body.runId);
+        },
+      });
+      routes.add({
+        method: "GET",
+        path: `/api/${kind}-runs/:runId`,
+        summary: `Read a ${kind} run`,
+        tags: [plural],
+        auth: "bearer",
+        params: v.object({ runId: v.string() }),
+        responses: { 200: { description: "Run state", schema: RunState } },
+        handler: async ({ principal, params }) => {
+          requirePermission(principal!, permission(await runs().definitionOf(kind, params.runId)));
+          return runs().get(kind, params.runId);
+        },
+      });
+    }
+  },
+});
