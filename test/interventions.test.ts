@@ -1,7 +1,10 @@
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Worker } from "@temporalio/worker";
+import path from "node:path";
 import { client, eventually, startApp, tempDir, tokenFor } from "./helpers";
+import { startDevServer } from "../core/temporal/dev-server";
+import { freePort } from "./setup/global";
 import type { App } from "../core/app";
 
 let app: App;
@@ -160,4 +163,37 @@ describe("durability", () => {
       await second.close();
     }
   });
+
+  it("a run waiting on an intervention survives a restart of the Temporal dev server over its database", async () => {
+    const dir = tempDir();
+    const port = await freePort();
+    const serverOptions = { cliPath: inject("temporalCli"), port, ui: false, dbFile: path.join(dir, "temporal.db"), namespace: "default", readyTimeoutMs: 90_000 };
+    let server = await startDevServer(serverOptions);
+    const app = await startApp({ dataDir: dir, env: { TEMPORAL_ADDRESS: server.address } });
+    try {
+      const c = client(app);
+      const runId = await startReview(c, { invoiceId: "inv_1002", approvalTimeoutMs: 300_000 });
+      await until(c, runId, "waiting");
+      await server.stop();
+      server = await startDevServer(serverOptions);
+      const waiting = await eventually(async () => {
+        const r = await c.get(`/api/workflow-runs/${runId}`);
+        return r.status === 200 && r.body.status === "waiting" ? r.body : undefined;
+      }, 30_000, 250);
+      expect(waiting.interventions[0].status).toBe("open");
+      const submit = await eventually(async () => {
+        const r = await c.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: false } });
+        return r.status === 200 ? r : undefined;
+      }, 30_000, 500);
+      expect(submit.body.status).toBe("submitted");
+      const done = await until(c, runId, "completed");
+      expect(done.result.reviewStatus).toBe("rejected");
+      const events = ((await c.get("/api/events?limit=1000")).body.events as any[]).filter((e) => e.correlationId === runId);
+      expect(events.filter((e) => e.type === "workflow.intervention.requested")).toHaveLength(1);
+      expect(events.filter((e) => e.type === "workflow.run.started")).toHaveLength(1);
+    } finally {
+      await app.close();
+      await server.stop();
+    }
+  }, 120_000);
 });
