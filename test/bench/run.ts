@@ -10,6 +10,11 @@
  *    connector, each with its own `webhook-id` — verify (HMAC), parse, admit durably (one transaction),
  *    trivial handler, complete (one transaction), respond 202.
  *
+ * 3. Workflow runs: `POST /api/workflows/invoice-review/runs` (answer = queued on Temporal) at max load,
+ *    then how fast the queued runs complete on the embedded dev server (completed runs per second), then
+ *    intervention latency: from sending a submission to the `workflow.run.node.started` of the next node
+ *    (server timestamps), one run at a time.
+ *
  * Max load: autocannon, closed loop, BENCH_CONCURRENCY connections (default 16) for BENCH_SECONDS
  * (default 10). Half load: an open-loop generator sending at evenly spaced instants at half the
  * measured webhook rate (autocannon's own rate limit sends each second's quota in a burst), reporting
@@ -121,10 +126,70 @@ const action = await closedLoop("action run (POST /api/actions/diagnostics.noop)
 const webhook = await closedLoop("webhook delivery, signed Standard Webhooks, max load", webhookOpts);
 const half = Math.max(1, Math.round(webhook.rps / 2));
 const webhookHalf = await openLoop(`webhook delivery at half that load (${half}/s, paced)`, webhookUrl, half, signedDelivery);
+
+const auth = { ...json, authorization: `Bearer ${SANDBOX_DEV_TOKEN}` };
+const api = async (method: string, path: string, body?: unknown) => {
+  const res = await request(`${app.url}${path}`, { method: method as "GET", headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+  return (await res.body.json()) as any;
+};
+const allEventsOf = async (type: string) => {
+  const out: any[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await api("GET", `/api/events?type=${type}&limit=1000${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
+    if (page.count === 0) return out;
+    out.push(...page.events);
+    cursor = page.events.at(-1).cursor;
+  }
+};
+const finishedBefore = (await allEventsOf("workflow.run.finished")).length;
+const startT0 = Date.now();
+const starts = await closedLoop("workflow run start (POST → queued on Temporal)", { url: `${app.url}/api/workflows/invoice-review/runs`, method: "POST", headers: auth, body: JSON.stringify({ input: { invoiceId: "inv_1001", waitMs: 0 } }) });
+const started = Math.round(starts.rps * seconds);
+let finished = 0;
+const drainDeadline = Date.now() + 600_000;
+while (Date.now() < drainDeadline) {
+  finished = (await allEventsOf("workflow.run.finished")).length - finishedBefore;
+  if (finished >= started) break;
+  await new Promise((r) => setTimeout(r, 1000));
+}
+const completionSeconds = (Date.now() - startT0) / 1000;
+const completed: Figures = { name: `workflow runs completed (${finished} of ~${started} started)`, rps: finished / completionSeconds, p50: NaN, p99: NaN, errors: 0 };
+
+const submitLatencies: number[] = [];
+let cursor: string | undefined;
+const samples = Number(process.env.BENCH_INTERVENTIONS ?? 30);
+for (let i = 0; i < samples; i++) {
+  const { runId } = await api("POST", "/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1004", waitMs: 0, approvalThreshold: 0 } });
+  for (;;) {
+    const state = await api("GET", `/api/workflow-runs/${runId}`);
+    if (state.status === "waiting") break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // move the cursor to the end of the stream, then watch for this run's next node
+  for (;;) {
+    const page = await api("GET", `/api/events?topic=workflows&limit=1000${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
+    if (page.count === 0) break;
+    cursor = page.events.at(-1).cursor;
+  }
+  const sentAt = Date.now();
+  await api("POST", `/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: false } });
+  let found: any;
+  while (!found) {
+    const page = await api("GET", `/api/events?topic=workflows&limit=1000${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
+    if (page.count > 0) cursor = page.events.at(-1).cursor;
+    found = (page.events as any[]).find((e) => e.payload.runId === runId && e.type === "workflow.run.node.started" && String(e.payload.node).startsWith("record"));
+    if (!found) await new Promise((r) => setTimeout(r, 10));
+  }
+  submitLatencies.push(Date.parse(found.occurredAt) - sentAt);
+}
+const sortedSubmit = submitLatencies.sort((a, b) => a - b);
+const submit: Figures = { name: `intervention submit → next node started (${samples} runs, one at a time)`, rps: NaN, p50: percentile(sortedSubmit, 50), p99: percentile(sortedSubmit, 99), errors: 0 };
 await stop(app.child);
 
 console.log("| case | req/s | p50 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|");
-for (const r of [baseline, action, webhook, webhookHalf]) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+for (const r of [baseline, action, webhook, webhookHalf, starts, completed, submit]) console.log(`| ${r.name} | ${Number.isNaN(r.rps) ? "" : r.rps.toFixed(1)} | ${Number.isNaN(r.p50) ? "" : r.p50} | ${Number.isNaN(r.p99) ? "" : r.p99} | ${r.errors} |`);
 console.log(`\naction runs / bare handler:        ${(action.rps / baseline.rps).toFixed(3)}`);
 console.log(`webhook deliveries / bare handler: ${(webhook.rps / baseline.rps).toFixed(3)} (target >= 0.2)`);
-console.log(`webhook p99 at half load:          ${webhookHalf.p99} ms (target < 20 ms)\n`);
+console.log(`webhook p99 at half load:          ${webhookHalf.p99} ms (target < 20 ms)`);
+console.log(`workflow runs completed per second: ${completed.rps.toFixed(1)} (Temporal TS SDK stress floor: 35/s on a 4-core runner)\n`);
