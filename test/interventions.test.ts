@@ -164,6 +164,28 @@ describe("durability", () => {
     }
   });
 
+  it("an intervention expires by the run's own timer while no worker runs, and the run finishes when one returns", async () => {
+    const dataDir = tempDir();
+    const taskQueue = `expiry-${Math.random().toString(36).slice(2)}`;
+    const first = await startApp({ dataDir, taskQueue });
+    const runId = await startReview(client(first), { invoiceId: "inv_1002", approvalTimeoutMs: 1500 });
+    const waiting = await until(client(first), runId, "waiting");
+    await first.close();
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(waiting.interventions[0].expiresAt) - Date.now()) + 1000));
+
+    const second = await startApp({ dataDir, taskQueue });
+    try {
+      const done = await until(client(second), runId, "completed");
+      expect(done.result.reviewStatus).toBe("expired");
+      expect(done.interventions[0].status).toBe("expired");
+      const history = (await client(second).get(`/api/workflow-runs/${runId}/history`)).body.events as any[];
+      const fired = history.find((e) => e.eventType === "TIMER_FIRED");
+      expect(Date.parse(fired.eventTime) - Date.parse(waiting.interventions[0].expiresAt)).toBeLessThan(1000);
+    } finally {
+      await second.close();
+    }
+  });
+
   it("a run waiting on an intervention survives a restart of the Temporal dev server over its database", async () => {
     const dir = tempDir();
     const port = await freePort();
