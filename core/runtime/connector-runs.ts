@@ -1,5 +1,6 @@
 import * as v from "valibot";
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from "@temporalio/client";
+import { WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
+import { readExecution } from "../temporal/execution";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
 import type { Database } from "../store/db";
 import type { EventLog } from "../events/log";
@@ -73,26 +74,22 @@ export class ConnectorRuns {
     const k = KIND[kind];
     const row = await this.db.get<{ definition_id: string; input: string; requested_at: string }>("SELECT definition_id, input, requested_at FROM connector_runs WHERE run_id = ? AND kind = ?", [runId, kind]);
     if (!row) throw new ApiError("not_found", `No ${kind} run "${runId}"`);
-    const handle = this.temporal.client.workflow.getHandle(runId);
-    let d;
-    try {
-      d = await handle.describe();
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new ApiError("not_found", `Run "${runId}" is not known to Temporal`);
-      throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
-    }
+    const execution = await readExecution(this.temporal.client.workflow.getHandle(runId), this.temporal.namespace);
     const events = await this.events.read({ runId, topics: [k.topic], limit: 1000 });
     const started = events.find((e) => e.type.endsWith(".run.started"));
+    const ui = this.temporal.executionUrl(runId, execution.temporalRunId);
     const state: ConnectorRunState = {
       runId,
       kind,
       [k.key]: row.definition_id,
-      status: "running",
+      status: execution.status !== "open" ? execution.status : started ? "running" : "queued",
       input: JSON.parse(row.input),
+      ...(execution.result !== undefined ? { result: execution.result } : {}),
+      ...(execution.error ? { error: { message: execution.error.message } } : {}),
       queuedAt: row.requested_at,
       ...(started ? { startedAt: started.occurredAt } : {}),
-      ...(d.closeTime ? { finishedAt: d.closeTime.toISOString() } : {}),
-      links: { temporalWorkflowId: runId, temporalRunId: d.runId, ...(this.temporal.executionUrl(runId, d.runId) ? { temporalUi: this.temporal.executionUrl(runId, d.runId) } : {}) },
+      ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
+      links: { temporalWorkflowId: runId, temporalRunId: execution.temporalRunId, ...(ui ? { temporalUi: ui } : {}) },
     };
     if (kind === "pipeline") {
       const steps = new Map<number, NonNullable<ConnectorRunState["steps"]>[number]>();
@@ -102,30 +99,6 @@ export class ConnectorRuns {
         if (e.type === "pipeline.run.step.finished" && steps.has(index)) Object.assign(steps.get(index)!, { status: e.payload.status, finishedAt: e.occurredAt, ...(e.payload.error ? { error: e.payload.error } : {}) });
       }
       state.steps = [...steps.values()];
-    }
-    switch (d.status.name) {
-      case "RUNNING":
-        state.status = started ? "running" : "queued";
-        break;
-      case "COMPLETED":
-        state.status = "completed";
-        state.result = await handle.result();
-        break;
-      case "CANCELLED":
-      case "TERMINATED":
-        state.status = "cancelled";
-        break;
-      case "TIMED_OUT":
-        state.status = "timed_out";
-        break;
-      default:
-        state.status = "failed";
-        try {
-          await handle.result();
-        } catch (err) {
-          const cause = err instanceof WorkflowFailedError ? err.cause : err;
-          state.error = { message: (cause as Error)?.message ?? String(cause) };
-        }
     }
     return state;
   }

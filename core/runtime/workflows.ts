@@ -1,5 +1,6 @@
 import { inject, injectable } from "../di";
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from "@temporalio/client";
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from "@temporalio/client";
+import { readExecution } from "../temporal/execution";
 import { ApplicationFailure } from "@temporalio/common";
 import proto from "@temporalio/proto";
 import { has, type Principal } from "../auth/permissions";
@@ -182,14 +183,7 @@ export class WorkflowRuns {
     const row = await this.db.get<{ workflow_id: string; input: string; requested_at: string }>("SELECT workflow_id, input, requested_at FROM workflow_runs WHERE run_id = ?", [runId]);
     if (!row) throw new ApiError("not_found", `No workflow run "${runId}"`);
     const host = this.host();
-    const handle = host.client.workflow.getHandle(runId);
-    let description;
-    try {
-      description = await handle.describe();
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new ApiError("not_found", `Run "${runId}" is not known to Temporal (namespace ${host.namespace})`);
-      throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
-    }
+    const execution = await readExecution(host.client.workflow.getHandle(runId), host.namespace);
     const events = await this.events.read({ runId, topics: ["workflows"], limit: 1000 });
     const started = events.find((e) => e.type === "workflow.run.started");
     const nodes = new Map<number, WorkflowNodeState>();
@@ -199,42 +193,22 @@ export class WorkflowRuns {
       if (e.type === "workflow.run.node.started") nodes.set(n, { name: String(e.payload.node), status: "running", startedAt: e.occurredAt });
       else if (e.type === "workflow.run.node.finished" && nodes.has(n)) Object.assign(nodes.get(n)!, { status: e.payload.status, finishedAt: e.occurredAt });
     }
+    const interventions = await this.interventions(runId);
+    const ui = host.executionUrl(runId, execution.temporalRunId);
     const state: WorkflowRunState = {
       runId,
       workflowId: row.workflow_id,
-      status: "running",
+      status: execution.status !== "open" ? execution.status : !started ? "queued" : interventions.some((i) => i.status === "open") ? "waiting" : "running",
       input: JSON.parse(row.input),
+      ...(execution.result !== undefined ? { result: execution.result } : {}),
+      ...(execution.error ? { error: execution.error } : {}),
       queuedAt: row.requested_at,
       ...(started ? { startedAt: started.occurredAt } : {}),
+      ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
       nodes: [...nodes.values()],
-      interventions: await this.interventions(runId),
-      links: { temporalWorkflowId: runId, temporalRunId: description.runId, ...(host.executionUrl(runId, description.runId) ? { temporalUi: host.executionUrl(runId, description.runId) } : {}) },
+      interventions,
+      links: { temporalWorkflowId: runId, temporalRunId: execution.temporalRunId, ...(ui ? { temporalUi: ui } : {}) },
     };
-    if (description.closeTime) state.finishedAt = description.closeTime.toISOString();
-    switch (description.status.name) {
-      case "RUNNING":
-        state.status = !started ? "queued" : state.interventions.some((i) => i.status === "open") ? "waiting" : "running";
-        break;
-      case "COMPLETED":
-        state.status = "completed";
-        state.result = await handle.result();
-        break;
-      case "CANCELLED":
-        state.status = "cancelled";
-        break;
-      case "TIMED_OUT":
-        state.status = "timed_out";
-        break;
-      default: {
-        state.status = description.status.name === "TERMINATED" ? "cancelled" : "failed";
-        try {
-          await handle.result();
-        } catch (err) {
-          const cause = err instanceof WorkflowFailedError ? err.cause : err;
-          state.error = { message: (cause as Error)?.message ?? String(cause), type: (cause as { type?: string })?.type ?? (cause as Error)?.name };
-        }
-      }
-    }
     return state;
   }
 
