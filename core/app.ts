@@ -14,6 +14,8 @@ import { ActionRunner } from "./runtime/actions";
 import { WorkflowRuns } from "./runtime/workflows";
 import { WebhookDeliveries } from "./runtime/webhooks";
 import { TokenService } from "./auth/tokens";
+import { SessionService } from "./auth/sessions";
+import { authenticateRequest } from "./auth/authenticate";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle } from "./lifecycle";
 import { TemporalHost } from "./temporal/host";
@@ -96,6 +98,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     await outbox.drain();
     await seedOnce(db, opts.project, ontology, events, log);
     if (config.devToken && opts.project.devIdentity) await tokens.ensure(config.devToken, opts.project.devIdentity, "development");
+    const sessions = new SessionService(db, project, config.sessionTtlMs);
+    container.register(TOKENS.Sessions, { useValue: sessions });
+    for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
 
     temporal = await TemporalHost.start({ config, log, activities: createActivities({ db, events, ontology, actions, project, log }), workflowsModule: opts.project.workflowsModule });
     container.register(TOKENS.Temporal, { useValue: temporal });
@@ -106,7 +111,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(TOKENS.Schedules, { useValue: schedules });
     container.register(TOKENS.ConnectorRuns, { useValue: new ConnectorRuns(db, events, project, temporal) });
 
-    const routes = new RouteRegistry((req) => tokens.authenticate(req), lifecycle, log);
+    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log);
     for (const plugin of opts.plugins) {
       await plugin.setup({ container, routes, hooks: lifecycle, log: log.child({ plugin: plugin.name }), config, project });
     }
@@ -123,6 +128,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const server = serve(h3, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false });
     await server.ready();
     const url = (server.url ?? `http://${config.host}:${config.port}/`).replace(/\/$/, "");
+    if (!(opts.env ?? process.env).SVC_ALLOWED_ORIGINS && config.port === 0) {
+      // PORT=0 (tests): allow the origins of the port actually bound
+      const port = new URL(url).port;
+      config.allowedOrigins.push(`http://localhost:${port}`, `http://127.0.0.1:${port}`);
+    }
 
     await actions.startPendingEffects();
     timers.push(setInterval(() => void outbox.drain().then(() => actions.startPendingEffects()), config.outboxRecoveryMs));

@@ -22,6 +22,8 @@ import path from "node:path";
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
  * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
+ * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |
+ * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions |
  * | `SVC_SCHEDULES` | true | upsert the connectors' schedules on Temporal at startup (false: leave them as they are) |
  */
 export interface Config {
@@ -43,6 +45,8 @@ export interface Config {
   eventRetentionMs: number;
   shutdownTimeoutMs: number;
   syncSchedules: boolean;
+  sessionTtlMs: number;
+  allowedOrigins: string[];
 }
 
 /** Thrown when an environment variable has a bad value; `variable` names it. */
@@ -75,6 +79,8 @@ const EnvSchema = v.object({
   SVC_EVENT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(2 * 86_400_000)),
   SVC_SHUTDOWN_TIMEOUT_MS: v.optional(intIn(0, 600_000), "30000"),
   SVC_SCHEDULES: v.optional(bool, "true"),
+  SVC_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(8 * 3_600_000)),
+  SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
 /**
@@ -118,5 +124,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     eventRetentionMs: e.SVC_EVENT_RETENTION_MS,
     shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
     syncSchedules: e.SVC_SCHEDULES,
+    sessionTtlMs: e.SVC_SESSION_TTL_MS,
+    allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

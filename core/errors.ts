@@ -11,6 +11,8 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  csrf_token_invalid: 403,
+  origin_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
   run_in_progress: 409,

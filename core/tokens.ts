@@ -14,6 +14,7 @@ import type { TemporalHost } from "./temporal/host";
 import type { ScheduleManager } from "./temporal/schedules";
 import type { ConnectorRuns } from "./runtime/connector-runs";
 import type { TokenService } from "./auth/tokens";
+import type { SessionService } from "./auth/sessions";
 import type { Lifecycle } from "./lifecycle";
 
 /**
@@ -36,5 +37,6 @@ export const TOKENS = {
   Schedules: Symbol("Schedules") as InjectionToken<ScheduleManager>,
   ConnectorRuns: Symbol("ConnectorRuns") as InjectionToken<ConnectorRuns>,
   Tokens: Symbol("Tokens") as InjectionToken<TokenService>,
+  Sessions: Symbol("Sessions") as InjectionToken<SessionService>,
   Lifecycle: Symbol("Lifecycle") as InjectionToken<Lifecycle>,
 } as const;

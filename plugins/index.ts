@@ -1,4 +1,5 @@
 import status from "./status";
+import auth from "./auth";
 import project from "./project";
 import objects from "./objects";
 import actions from "./actions";
@@ -11,4 +12,4 @@ import docs from "./docs";
 import type { Plugin } from "../core/plugin";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin[] = [status, project, objects, actions, events, workflows, webhooks, schedules, syncs, docs];
+export const builtinPlugins: readonly Plugin[] = [status, auth, project, objects, actions, events, workflows, webhooks, schedules, syncs, docs];

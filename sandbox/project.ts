@@ -72,9 +72,9 @@ export const sandboxProject = defineProject({
   workflowsModule: path.join(here, "workflows.ts"),
   devIdentity: "dev",
   identities: {
-    dev: { type: "user", name: "Developer", permissions: (p) => [...allPermissions(p), APPROVE_INVOICE] },
-    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review"), APPROVE_INVOICE] },
-    auditor: { type: "user", name: "Auditor", permissions: [can.view("customer")] },
+    dev: { type: "user", name: "Developer", permissions: (p) => [...allPermissions(p), APPROVE_INVOICE], devPassword: "dev-sandbox-password" },
+    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review"), APPROVE_INVOICE], devPassword: "alice-sandbox-password" },
+    auditor: { type: "user", name: "Auditor", permissions: [can.view("customer")], devPassword: "auditor-sandbox-password" },
     "ops-bot": { type: "serviceAccount", name: "Operations bot", permissions: [can.runAction("diagnostics.sleep"), can.runAction("diagnostics.fail"), can.runAction("diagnostics.noop"), can.observe("logs")] },
   },
   async seed(ctx) {

@@ -14,8 +14,12 @@ type Out<S> = S extends Schema ? v.InferOutput<S> : undefined;
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
-/** How a route authenticates (spec 5). `bearer` routes accept `Authorization: Bearer <API_TOKEN>`. */
-export type AuthMode = "bearer" | "none";
+/**
+ * How a route authenticates (spec 5): `bearer` routes accept `Authorization: Bearer <API_TOKEN>` or a
+ * browser session; `session` routes accept only a browser session (and refuse bearer tokens); `none`
+ * routes are public or verify requests themselves (webhooks).
+ */
+export type AuthMode = "bearer" | "session" | "none";
 
 /**
  * A route: method, path (h3 syntax, `:name` parameters), auth, valibot schemas for params, query and
@@ -40,8 +44,8 @@ export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined
   handler(ctx: { event: H3Event; principal: Principal | undefined; params: Out<PS>; query: Out<QS>; body: Out<BS> }): unknown;
 }
 
-/** Resolves the caller of a request, or throws `unauthorized`. */
-export type Authenticator = (req: Request) => Promise<Principal>;
+/** Resolves the caller of a request for a route's auth mode, or throws `unauthorized` / 403. */
+export type Authenticator = (req: Request, mode: "bearer" | "session") => Promise<Principal>;
 
 const ErrorBodySchema = v.object({
   error: v.object({ code: v.string(), message: v.string(), details: v.optional(v.unknown()) }),
@@ -90,7 +94,7 @@ export class RouteRegistry {
   private async dispatch(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
     const leave = this.lifecycle.enter();
     try {
-      const principal = def.auth === "bearer" ? await this.authenticate(event.req) : undefined;
+      const principal = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);
       const params = def.params ? parseOrThrow(def.params, event.context.params ?? {}, "path") : undefined;
       const query = def.query ? parseOrThrow(def.query, getQuery(event), "query") : undefined;
       const body = def.body ? parseOrThrow(def.body, await readJsonBody(event.req), "body") : undefined;
@@ -137,7 +141,7 @@ export class RouteRegistry {
         tags: def.tags,
         parameters,
         responses,
-        security: def.auth === "bearer" ? [{ bearerAuth: [] }] : [],
+        security: def.auth === "bearer" ? [{ bearerAuth: [] }, { sessionCookie: [] }] : def.auth === "session" ? [{ sessionCookie: [] }] : [],
         "x-svc-bearer-auth": def.auth === "bearer",
       };
       if (def.body) operation.requestBody = { required: true, content: { "application/json": { schema: json(def.body) } } };
@@ -149,7 +153,10 @@ export class RouteRegistry {
       info,
       paths,
       components: {
-        securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "API token (`Authorization: Bearer <API_TOKEN>`); only on operations marked x-svc-bearer-auth" } },
+        securitySchemes: {
+          bearerAuth: { type: "http", scheme: "bearer", description: "API token (`Authorization: Bearer <API_TOKEN>`); only on operations marked x-svc-bearer-auth" },
+          sessionCookie: { type: "apiKey", in: "cookie", name: "svc_session", description: "Browser session from POST /api/auth/sign-in. Mutating requests also send `x-svc-csrf` and must come from an allowed Origin." },
+        },
         schemas: { Error: json(ErrorBodySchema) },
       },
     };

@@ -39,6 +39,8 @@ export interface IdentityDefinition {
   name?: string;
   /** Permission strings (see `can`), or a function of the project for "every permission there is". */
   permissions: readonly string[] | ((project: ProjectDefinition) => readonly string[]);
+  /** Development password of a user, set at startup when the user has none (sandboxes only). */
+  devPassword?: string;
 }
 
 /**

@@ -1,0 +1,47 @@
+import { timingSafeEqual } from "node:crypto";
+import type { Principal } from "./permissions";
+import type { TokenService } from "./tokens";
+import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService } from "./sessions";
+import { ApiError } from "../errors";
+import { unauthorized } from "../http/routes";
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * Resolves the caller of a request (spec 5):
+ * - `Authorization: Bearer <token>` on routes that support bearer tokens (`mode` "bearer"); a route
+ *   that does not ("session") refuses it with 401;
+ * - otherwise the session cookie. A mutating request authenticated by cookie must come from an allowed
+ *   origin (`origin_not_allowed`, 403) and carry the session's CSRF token in `x-svc-csrf`
+ *   (`csrf_token_invalid`, 403). HTTP use renews the session.
+ *
+ * @throws {ApiError} unauthorized, origin_not_allowed, csrf_token_invalid
+ */
+export async function authenticateRequest(req: Request, mode: "bearer" | "session", deps: { tokens: TokenService; sessions: SessionService; allowedOrigins: readonly string[] }): Promise<Principal> {
+  if (req.headers.has("authorization")) {
+    if (mode !== "bearer") throw unauthorized("This route does not accept bearer tokens; sign in for a browser session");
+    return deps.tokens.authenticate(req);
+  }
+  const token = readCookie(req.headers.get("cookie"), SESSION_COOKIE);
+  if (!token) throw unauthorized(mode === "bearer" ? "Send an API token as Authorization: Bearer <API_TOKEN>, or sign in" : "Sign in first: this route needs a browser session");
+  const session = await deps.sessions.resolve(token, true);
+  if (!session) throw unauthorized("The session has expired or ended; sign in again");
+  if (!SAFE_METHODS.has(req.method)) {
+    assertAllowedOrigin(req, deps.allowedOrigins);
+    const sent = Buffer.from(req.headers.get(CSRF_HEADER) ?? "");
+    const expected = Buffer.from(session.csrfToken);
+    if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) {
+      throw new ApiError("csrf_token_invalid", `Send the session's CSRF token in the ${CSRF_HEADER} header`);
+    }
+  }
+  return session.principal;
+}
+
+/**
+ * Refuses a browser request whose Origin is not in the allowed list.
+ * @throws {ApiError} origin_not_allowed (403)
+ */
+export function assertAllowedOrigin(req: Request, allowed: readonly string[]): void {
+  const origin = req.headers.get("origin");
+  if (!origin || !allowed.includes(origin)) throw new ApiError("origin_not_allowed", origin ? `Origin ${origin} is not allowed` : "The request has no Origin header", { origin });
+}

@@ -1,0 +1,115 @@
+import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
+import type { Database } from "../store/db";
+import type { ProjectRegistry } from "../runtime/registry";
+import type { Principal } from "./permissions";
+import { ApiError } from "../errors";
+import { newSecret, nowIso } from "../ids";
+
+/** Name of the session cookie (HttpOnly, SameSite=Lax, Secure over https). */
+export const SESSION_COOKIE = "svc_session";
+/** Header carrying the session's CSRF token on mutating requests (spec 5). */
+export const CSRF_HEADER = "x-svc-csrf";
+
+const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOptions) =>
+  new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))));
+const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 32 };
+
+/** Hashes a password with scrypt (N=16384, r=8, p=1, 16-byte salt): `scrypt$N$r$p$salt$key`, base64url parts. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password, salt, SCRYPT.keylen, { N: SCRYPT.N, r: SCRYPT.r, p: SCRYPT.p });
+  return ["scrypt", SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString("base64url"), key.toString("base64url")].join("$");
+}
+
+/** Checks a password against a stored scrypt hash in constant time. */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, key] = stored.split("$");
+  if (scheme !== "scrypt" || !salt || !key) return false;
+  const expected = Buffer.from(key, "base64url");
+  const actual = await scrypt(password, Buffer.from(salt, "base64url"), expected.length, { N: Number(n), r: Number(r), p: Number(p) });
+  return timingSafeEqual(actual, expected);
+}
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/** A live browser session. */
+export interface Session {
+  principal: Principal;
+  csrfToken: string;
+  expiresAt: number;
+}
+
+/**
+ * Browser sessions (spec 5): sign-in with a password checked against its scrypt hash, a random session
+ * token in an HttpOnly cookie (only its SHA-256 is stored), a CSRF token per session, expiry after
+ * `ttlMs` renewed by HTTP use (at most once a minute) but never by WebSocket traffic.
+ */
+export class SessionService {
+  private dummyHash: Promise<string> | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly project: ProjectRegistry,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** Sets an identity's password. @throws Error for unknown identities or service accounts */
+  async setPassword(identityId: string, password: string): Promise<void> {
+    if (this.project.identityType(identityId) !== "user") throw new Error(`"${identityId}" is not a user identity of this project`);
+    if (password.length < 8) throw new Error("Passwords need at least 8 characters");
+    const hash = await hashPassword(password);
+    await this.db.transaction((tx) => tx.run("INSERT INTO passwords (identity_id, hash, updated_at) VALUES (?, ?, ?) ON CONFLICT (identity_id) DO UPDATE SET hash = excluded.hash, updated_at = excluded.updated_at", [identityId, hash, nowIso()]));
+  }
+
+  /** Sets a password only when the identity has none (development passwords of a sandbox). */
+  async ensurePassword(identityId: string, password: string): Promise<void> {
+    if (!(await this.db.get("SELECT 1 AS x FROM passwords WHERE identity_id = ?", [identityId]))) await this.setPassword(identityId, password);
+  }
+
+  /**
+   * Signs a user in. Answers the cookie token (shown once) and the session.
+   * @throws {ApiError} unauthorized with one message for any wrong identity or password
+   */
+  async signIn(identityId: string, password: string): Promise<{ token: string; session: Session }> {
+    const row = await this.db.get<{ hash: string }>("SELECT hash FROM passwords WHERE identity_id = ?", [identityId]);
+    const ok = row ? await verifyPassword(password, row.hash) : await verifyPassword(password, await (this.dummyHash ??= hashPassword("no such user"))).then(() => false);
+    const permissions = this.project.identityPermissions(identityId);
+    if (!ok || !permissions || this.project.identityType(identityId) !== "user") throw new ApiError("unauthorized", "Wrong identity or password");
+    const token = newSecret("svcs");
+    const csrfToken = newSecret("csrf");
+    const expiresAt = Date.now() + this.ttlMs;
+    await this.db.transaction((tx) => tx.run("INSERT INTO sessions (id, identity_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)", [sha256(token), identityId, csrfToken, nowIso(), expiresAt]));
+    return { token, session: { principal: { type: "user", id: identityId, permissions }, csrfToken, expiresAt } };
+  }
+
+  /**
+   * The live session of a cookie token, or undefined. `renew` extends its expiry (HTTP use); WebSocket
+   * connects pass false.
+   */
+  async resolve(token: string, renew: boolean): Promise<Session | undefined> {
+    const id = sha256(token);
+    const row = await this.db.get<{ identity_id: string; csrf_token: string; expires_at: number }>("SELECT identity_id, csrf_token, expires_at FROM sessions WHERE id = ? AND ended_at IS NULL", [id]);
+    const permissions = row ? this.project.identityPermissions(row.identity_id) : undefined;
+    if (!row || !permissions || row.expires_at <= Date.now()) return undefined;
+    let expiresAt = row.expires_at;
+    if (renew && expiresAt - Date.now() < this.ttlMs - 60_000) {
+      expiresAt = Date.now() + this.ttlMs;
+      await this.db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE id = ?", [expiresAt, id]));
+    }
+    return { principal: { type: "user", id: row.identity_id, permissions }, csrfToken: row.csrf_token, expiresAt };
+  }
+
+  /** Ends a session. */
+  async signOut(token: string): Promise<void> {
+    await this.db.transaction((tx) => tx.run("UPDATE sessions SET ended_at = ? WHERE id = ?", [nowIso(), sha256(token)]));
+  }
+}
+
+/** Reads one cookie from a Cookie header. */
+export function readCookie(header: string | null, name: string): string | undefined {
+  for (const part of (header ?? "").split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k === name) return decodeURIComponent(v.join("="));
+  }
+  return undefined;
+}

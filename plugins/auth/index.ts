@@ -1,0 +1,64 @@
+import * as v from "valibot";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { SESSION_COOKIE, readCookie } from "../../core/auth/sessions";
+import { assertAllowedOrigin } from "../../core/auth/authenticate";
+
+const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.string() }), csrfToken: v.string(), expiresAt: v.string() });
+
+/**
+ * Browser sessions (spec 5): sign in with an identity and password (scrypt), sign out, read the
+ * session (and its CSRF token). The session cookie is HttpOnly, SameSite=Lax, and Secure over https.
+ */
+export default definePlugin({
+  name: "auth",
+  setup({ routes, container, config }) {
+    const sessions = () => container.resolve(TOKENS.Sessions);
+    const cookie = (value: string, maxAgeSec: number, secure: boolean) =>
+      `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSec}${secure ? "; Secure" : ""}`;
+    const isHttps = (url: URL) => url.protocol === "https:" || config.publicOrigin.startsWith("https:");
+    routes.add({
+      method: "POST",
+      path: "/api/auth/sign-in",
+      summary: "Sign in (browser session)",
+      description: "Checks the password and sets the session cookie. Answers the CSRF token to send as `x-svc-csrf` on mutating requests. A browser request must come from an allowed Origin.",
+      tags: ["auth"],
+      auth: "none",
+      body: v.strictObject({ identity: v.pipe(v.string(), v.minLength(1)), password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)) }),
+      responses: { 200: { description: "Signed in", schema: SessionSchema } },
+      handler: async ({ event, body }) => {
+        if (event.req.headers.has("origin")) assertAllowedOrigin(event.req, config.allowedOrigins);
+        const { token, session } = await sessions().signIn(body.identity, body.password);
+        return new Response(JSON.stringify({ identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() }), {
+          headers: { "content-type": "application/json; charset=utf-8", "set-cookie": cookie(token, Math.floor(config.sessionTtlMs / 1000), isHttps(event.url)), "cache-control": "no-store" },
+        });
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/auth/session",
+      summary: "Read the browser session",
+      description: "The signed-in identity, the CSRF token and the expiry (renewed by this request). Session only: bearer tokens are refused.",
+      tags: ["auth"],
+      auth: "session",
+      responses: { 200: { description: "The session", schema: SessionSchema } },
+      handler: async ({ event }) => {
+        const session = (await sessions().resolve(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "", false))!;
+        return { identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
+      },
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/auth/sign-out",
+      summary: "Sign out",
+      description: "Ends the session and clears its cookie. Session only (with `x-svc-csrf`).",
+      tags: ["auth"],
+      auth: "session",
+      responses: { 200: { description: "Signed out", schema: v.object({ signedOut: v.boolean() }) } },
+      handler: async ({ event }) => {
+        await sessions().signOut(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "");
+        return new Response(JSON.stringify({ signedOut: true }), { headers: { "content-type": "application/json; charset=utf-8", "set-cookie": cookie("", 0, isHttps(event.url)) } });
+      },
+    });
+  },
+});

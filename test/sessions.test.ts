@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startApp } from "./helpers";
+import { TOKENS } from "../core/tokens";
+import type { App } from "../core/app";
+
+let app: App;
+let origin: string;
+beforeAll(async () => {
+  app = await startApp();
+  origin = app.url;
+});
+afterAll(() => app?.close());
+
+async function signIn(identity: string, password: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ identity, password }) });
+  const cookie = res.headers.get("set-cookie") ?? "";
+  return { res, body: (await res.json()) as any, cookie, session: cookie.split(";")[0]! };
+}
+
+describe("browser sessions (spec 5)", () => {
+  it("signs in with a password checked against its scrypt hash, setting an HttpOnly SameSite cookie", async () => {
+    const { res, body, cookie } = await signIn("alice", "alice-sandbox-password", { origin });
+    expect(res.status).toBe(200);
+    expect(body).toMatchObject({ identity: { type: "user", id: "alice" }, csrfToken: expect.stringMatching(/^csrf_/), expiresAt: expect.any(String) });
+    expect(cookie).toMatch(/^svc_session=svcs_[\w-]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=28800$/);
+    const rows = await app.container.resolve(TOKENS.Database).all<{ hash: string }>("SELECT hash FROM passwords");
+    expect(rows.length).toBeGreaterThanOrEqual(3);
+    expect(rows.every((r) => r.hash.startsWith("scrypt$16384$8$1$") && !r.hash.includes("sandbox-password"))).toBe(true);
+  });
+
+  it("refuses wrong passwords, unknown identities, service accounts and foreign origins alike", async () => {
+    for (const [identity, password] of [["alice", "wrong-password"], ["mallory", "whatever-password"], ["ops-bot", "anything-at-all"]]) {
+      const { res, body } = await signIn(identity!, password!);
+      expect(res.status).toBe(401);
+      expect(body.error).toEqual({ code: "unauthorized", message: "Wrong identity or password" });
+    }
+    expect((await signIn("alice", "alice-sandbox-password", { origin: "https://evil.example" })).res.status).toBe(403);
+  });
+
+  it("authenticates API reads by cookie, and requires an allowed Origin and the CSRF token on mutating requests", async () => {
+    const { body, session } = await signIn("dev", "dev-sandbox-password", { origin });
+    const read = await fetch(`${app.url}/api/project`, { headers: { cookie: session } });
+    expect(read.status).toBe(200);
+    const run = (headers: Record<string, string>) => fetch(`${app.url}/api/actions/diagnostics.noop`, { method: "POST", headers: { "content-type": "application/json", cookie: session, ...headers }, body: JSON.stringify({ params: {} }) });
+    const noCsrf = await run({ origin });
+    expect(noCsrf.status).toBe(403);
+    expect(((await noCsrf.json()) as any).error.code).toBe("csrf_token_invalid");
+    const wrongCsrf = await run({ origin, "x-svc-csrf": body.csrfToken.slice(0, -1) + "x" });
+    expect(((await wrongCsrf.json()) as any).error.code).toBe("csrf_token_invalid");
+    const noOrigin = await run({ "x-svc-csrf": body.csrfToken });
+    expect(((await noOrigin.json()) as any).error.code).toBe("origin_not_allowed");
+    const evil = await run({ origin: "https://evil.example", "x-svc-csrf": body.csrfToken });
+    expect(evil.status).toBe(403);
+    const ok = await run({ origin, "x-svc-csrf": body.csrfToken });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as any).status).toBe("succeeded");
+  });
+
+  it("refuses bearer tokens on session-only routes, and says so in /docs", async () => {
+    const res = await fetch(`${app.url}/api/auth/session`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as any).error.message).toMatch(/does not accept bearer tokens/);
+    const doc = (await (await fetch(`${app.url}/docs/openapi.json`)).json()) as any;
+    expect(doc.paths["/api/auth/session"].get["x-svc-bearer-auth"]).toBe(false);
+    expect(doc.paths["/api/auth/session"].get.security).toEqual([{ sessionCookie: [] }]);
+  });
+
+  it("renews sessions on HTTP use, expires them, and ends them at sign-out", async () => {
+    const db = app.container.resolve(TOKENS.Database);
+    const { body, session } = await signIn("auditor", "auditor-sandbox-password", { origin });
+    await db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE identity_id = 'auditor'", [Date.now() + 120_000]));
+    expect((await fetch(`${app.url}/api/auth/session`, { headers: { cookie: session } })).status).toBe(200);
+    await fetch(`${app.url}/api/project`, { headers: { cookie: session } });
+    const renewed = await db.get<{ expires_at: number }>("SELECT MAX(expires_at) AS expires_at FROM sessions WHERE identity_id = 'auditor'");
+    expect(renewed!.expires_at).toBeGreaterThan(Date.now() + 8 * 3_600_000 - 60_000);
+
+    const out = await fetch(`${app.url}/api/auth/sign-out`, { method: "POST", headers: { cookie: session, origin, "x-svc-csrf": body.csrfToken } });
+    expect(out.status).toBe(200);
+    expect(out.headers.get("set-cookie")).toMatch(/^svc_session=; .*Max-Age=0/);
+    expect((await fetch(`${app.url}/api/project`, { headers: { cookie: session } })).status).toBe(401);
+
+    const second = await signIn("auditor", "auditor-sandbox-password", { origin });
+    await db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE identity_id = 'auditor' AND ended_at IS NULL", [Date.now() - 1]));
+    const expired = await fetch(`${app.url}/api/project`, { headers: { cookie: second.session } });
+    expect(expired.status).toBe(401);
+    expect(((await expired.json()) as any).error.message).toMatch(/expired/);
+  });
+});
