@@ -1,6 +1,7 @@
 import path from "node:path";
 import { container as rootContainer, type DependencyContainer } from "./di";
 import { H3, serve } from "h3";
+import { plugin as webSocketPlugin } from "crossws/server/node";
 import { loadConfig, type Config } from "./config";
 import { createLogger, type Logger } from "./logger";
 import { TOKENS } from "./tokens";
@@ -125,7 +126,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       },
     });
     routes.mount(h3);
-    const server = serve(h3, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false });
+    const server = serve(h3, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false, plugins: [webSocketPlugin({})] });
     await server.ready();
     const url = (server.url ?? `http://${config.host}:${config.port}/`).replace(/\/$/, "");
     if (!(opts.env ?? process.env).SVC_ALLOWED_ORIGINS && config.port === 0) {

@@ -45,3 +45,24 @@ export function assertAllowedOrigin(req: Request, allowed: readonly string[]): v
   const origin = req.headers.get("origin");
   if (!origin || !allowed.includes(origin)) throw new ApiError("origin_not_allowed", origin ? `Origin ${origin} is not allowed` : "The request has no Origin header", { origin });
 }
+
+/**
+ * Authenticates a WebSocket upgrade (spec 5): an allowed Origin and a live browser session; bearer
+ * tokens are refused. The session is not renewed (WebSocket traffic never renews it) and the identity
+ * is fixed for the life of the socket.
+ *
+ * @throws {Response} 401 or 403 with the structured error body, which aborts the upgrade
+ */
+export async function authenticateUpgrade(req: Request, deps: { sessions: SessionService; allowedOrigins: readonly string[] }): Promise<Principal> {
+  const refuse = (err: ApiError) => new Response(JSON.stringify(err.toBody()), { status: err.status, headers: { "content-type": "application/json; charset=utf-8" } });
+  if (req.headers.has("authorization")) throw refuse(new ApiError("unauthorized", "WebSockets do not accept bearer tokens; connect with a browser session"));
+  try {
+    assertAllowedOrigin(req, deps.allowedOrigins);
+  } catch (err) {
+    throw refuse(err as ApiError);
+  }
+  const token = readCookie(req.headers.get("cookie"), SESSION_COOKIE);
+  const session = token ? await deps.sessions.resolve(token, false) : undefined;
+  if (!session) throw refuse(new ApiError("unauthorized", "Sign in first: WebSockets need a browser session"));
+  return session.principal;
+}

@@ -159,9 +159,10 @@ export class EventLog {
   /**
    * Streams new events to `handler` in batches (spec 6.3 `events.subscribe`), starting after
    * `query.afterCursor` or, without one, after the newest event at the time of the call. Handler
-   * errors are swallowed and logged. Answers the unsubscribe function.
+   * errors are swallowed and logged. A read error (an expired or foreign cursor) ends the subscription
+   * and goes to `onReadError` when given (else it is logged). Answers the unsubscribe function.
    */
-  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number }, handler: (events: StoredDomainEvent[]) => unknown): () => void {
+  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void): () => void {
     let cursor: string | undefined = query.afterCursor;
     let stopped = false;
     let running = false;
@@ -187,7 +188,11 @@ export class EventLog {
           }
         } while (pending && !stopped);
       } catch (err) {
-        this.log.warn({ err }, "events.subscribe read failed");
+        if (onReadError) {
+          stopped = true;
+          this.stream.notifier.off("appended", onAppended);
+          onReadError(err);
+        } else this.log.warn({ err }, "events.subscribe read failed");
       } finally {
         running = false;
       }

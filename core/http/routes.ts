@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
-import { getQuery, type H3, type H3Event } from "h3";
+import { defineWebSocketHandler, getQuery, type H3, type H3Event } from "h3";
+import type { Hooks as WebSocketHooks } from "crossws";
 import { ApiError, errorResponse, isApiError } from "../errors";
 import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
@@ -58,6 +59,7 @@ const ErrorBodySchema = v.object({
  */
 export class RouteRegistry {
   private readonly routes: RouteDefinition<any, any, any>[] = [];
+  private readonly sockets: Array<{ path: string; summary: string; description: string; hooks: Partial<WebSocketHooks> }> = [];
   private mounted = false;
 
   constructor(
@@ -76,9 +78,19 @@ export class RouteRegistry {
     this.routes.push(def);
   }
 
+  /**
+   * Adds a WebSocket endpoint (crossws hooks). Its `upgrade` hook authenticates; it is documented in
+   * OpenAPI as a GET answering 101 with `x-svc-websocket: true`.
+   */
+  ws(path: string, doc: { summary: string; description: string }, hooks: Partial<WebSocketHooks>): void {
+    if (this.mounted) throw new Error(`WebSocket ${path} added after the server started`);
+    this.sockets.push({ path, ...doc, hooks });
+  }
+
   /** Registers every route on the h3 app. */
   mount(app: H3): void {
     this.mounted = true;
+    for (const socket of this.sockets) app.get(socket.path, defineWebSocketHandler(socket.hooks));
     const methods = new Map<string, string[]>();
     for (const def of this.routes) {
       app.on(def.method, def.path, (event) => this.dispatch(def, event));
@@ -147,6 +159,20 @@ export class RouteRegistry {
       if (def.body) operation.requestBody = { required: true, content: { "application/json": { schema: json(def.body) } } };
       else if (def.bodyMode === "raw" && def.rawBodyDoc) operation.requestBody = { required: true, description: def.rawBodyDoc.description, content: { [def.rawBodyDoc.contentType]: {} } };
       (paths[path] ??= {})[def.method.toLowerCase()] = operation;
+    }
+    for (const socket of this.sockets) {
+      paths[socket.path] = {
+        get: {
+          operationId: `ws${socket.path.replace(/[/-](\w)/g, (_m, c: string) => c.toUpperCase())}`,
+          summary: socket.summary,
+          description: socket.description,
+          tags: ["streams"],
+          responses: { 101: { description: "Switching Protocols: the WebSocket is open" }, 401: { description: "No valid browser session, or a bearer token (refused)" }, 403: { description: "Origin not allowed" } },
+          security: [{ sessionCookie: [] }],
+          "x-svc-bearer-auth": false,
+          "x-svc-websocket": true,
+        },
+      };
     }
     return {
       openapi: "3.1.0",

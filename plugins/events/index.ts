@@ -3,6 +3,8 @@ import { definePlugin } from "../../core/plugin";
 import { TOKENS } from "../../core/tokens";
 import { ApiError } from "../../core/errors";
 import { EVENT_TYPES, TOPICS } from "../../core/events/catalog";
+import { authenticateUpgrade } from "../../core/auth/authenticate";
+import { eventsSocket } from "./socket";
 
 const EventSchema = v.looseObject({
   id: v.string(),
@@ -23,7 +25,15 @@ const EventSchema = v.looseObject({
  */
 export default definePlugin({
   name: "events",
-  setup({ routes, container }) {
+  setup({ routes, container, config }) {
+    routes.ws(
+      "/ws/events",
+      {
+        summary: "Domain events over WebSocket",
+        description: "Spec 6.5. Browser session and allowed Origin only (bearer tokens refused). Send `{type:\"subscribe\", topic?, types?, objectTypeId?, primaryId?, actionId?, runId?, limit?, afterCursor?}`; frames: connected, subscribed, event, unsubscribed, reset {reason: cursor_expired}, error {message}. One subscription per socket: a second subscribe replaces the first. Sockets that cannot keep up are closed with 4008; reconnect with the last cursor.",
+      },
+      eventsSocket(container.resolve(TOKENS.EventLog), (req) => authenticateUpgrade(req, { sessions: container.resolve(TOKENS.Sessions), allowedOrigins: config.allowedOrigins })),
+    );
     routes.add({
       method: "GET",
       path: "/api/events",

@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import NodeWebSocket from "crossws/websocket";
+import { client, eventually, startApp } from "./helpers";
+import { TOKENS } from "../core/tokens";
+import type { App } from "../core/app";
+
+let app: App;
+let dev: ReturnType<typeof client>;
+const open: Array<{ terminate(): void }> = [];
+
+beforeAll(async () => {
+  app = await startApp();
+  dev = client(app);
+});
+afterAll(async () => {
+  for (const s of open) (s as { terminate(): void }).terminate();
+  await app?.close();
+});
+
+async function sessionCookie(identity: string, password: string): Promise<string> {
+  const res = await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity, password }) });
+  return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+}
+
+/** A WebSocket client (the `ws` implementation crossws ships for Node) that collects frames. */
+function connect(headers: Record<string, string>, origin: string | undefined = app.url) {
+  const Ctor = NodeWebSocket as unknown as new (url: string, protocols: string[], opts: { headers: Record<string, string>; origin?: string }) => any;
+  const socket = new Ctor(`${app.url.replace(/^http/, "ws")}/ws/events`, [], { headers, ...(origin ? { origin } : {}) });
+  open.push(socket);
+  socket.on("error", () => undefined); // refused upgrades are asserted through "unexpected-response"
+  const frames: any[] = [];
+  socket.on("message", (data: Buffer) => frames.push(JSON.parse(String(data))));
+  const refused = new Promise<number>((resolve) => socket.on("unexpected-response", (_req: unknown, res: { statusCode: number }) => resolve(res.statusCode)));
+  const opened = new Promise<void>((resolve) => socket.on("open", () => resolve()));
+  const next = (predicate: (f: any) => boolean, timeoutMs = 10_000) => eventually(async () => frames.find(predicate), timeoutMs, 20);
+  return { socket, frames, refused, opened, next, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
+}
+
+const noop = () => dev.post("/api/actions/diagnostics.noop", { params: {} });
+
+describe("/ws/events (spec 6.5)", () => {
+  it("refuses upgrades without a session, with a bearer token, or from a foreign origin", async () => {
+    expect(await connect({}).refused).toBe(401);
+    expect(await connect({ authorization: "Bearer svc_dev_sandbox_token" }).refused).toBe(401);
+    const cookie = await sessionCookie("dev", "dev-sandbox-password");
+    expect(await connect({ cookie }, "https://evil.example").refused).toBe(403);
+  });
+
+  it("sends connected, acknowledges subscribe, and without afterCursor streams only new events", async () => {
+    const ws = connect({ cookie: await sessionCookie("dev", "dev-sandbox-password") });
+    await ws.next((f) => f.type === "connected");
+    ws.send({ type: "subscribe", topic: "actions" });
+    expect(await ws.next((f) => f.type === "subscribed")).toMatchObject({ topic: "actions", limit: 100, afterCursor: null });
+    const { body } = await noop();
+    const frame = await ws.next((f) => f.type === "event" && f.event.payload.runId === body.runId && f.event.type === "action.completed");
+    expect(frame.event).toMatchObject({ id: expect.any(String), topic: "actions", cursor: expect.any(String), occurredAt: expect.any(String), projectId: "sandbox" });
+    expect(ws.frames.filter((f) => f.type === "event").every((f) => f.event.topic === "actions")).toBe(true);
+    expect(ws.frames.some((f) => f.type === "event" && f.event.type === "object.created")).toBe(false);
+  });
+
+  it("replays retained events after a cursor in order, then follows live ones with no gap and no duplicate", async () => {
+    const firstPage = (await dev.get("/api/events?limit=5")).body.events;
+    const cursor = firstPage.at(-1).cursor;
+    const ws = connect({ cookie: await sessionCookie("dev", "dev-sandbox-password") });
+    await ws.next((f) => f.type === "connected");
+    const writes = Promise.all(Array.from({ length: 5 }, () => noop()));
+    ws.send({ type: "subscribe", afterCursor: cursor, limit: 7 });
+    await writes;
+    const last = (await noop()).body.runId;
+    await ws.next((f) => f.type === "event" && f.event.payload.runId === last && f.event.type === "action.completed");
+    const expected: string[] = [];
+    let c = cursor;
+    for (;;) {
+      const page = await dev.get(`/api/events?limit=1000&afterCursor=${encodeURIComponent(c)}`);
+      if (page.body.count === 0) break;
+      expected.push(...page.body.events.map((e: any) => e.id));
+      c = page.body.events.at(-1).cursor;
+    }
+    const received = ws.frames.filter((f) => f.type === "event").map((f) => f.event.id);
+    expect(received).toEqual(expected);
+  });
+
+  it("scopes events to the session identity, replaces a subscription on a second subscribe, and reports bad messages", async () => {
+    const ws = connect({ cookie: await sessionCookie("auditor", "auditor-sandbox-password") });
+    await ws.next((f) => f.type === "connected");
+    ws.send({ type: "subscribe", afterCursor: (await dev.get("/api/events?limit=1")).body.events[0].cursor });
+    await ws.next((f) => f.type === "event" && f.event.payload.objectTypeId === "customer");
+    await new Promise((r) => setTimeout(r, 300));
+    const seen = ws.frames.filter((f) => f.type === "event");
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.every((f) => f.event.subject?.objectTypeId === "customer" && (f.event.payload.targetTypeId ?? "customer") === "customer")).toBe(true);
+
+    ws.send({ type: "subscribe", limit: 1000 });
+    expect(await ws.next((f) => f.type === "error" && /limit/.test(f.message))).toBeTruthy();
+    ws.send({ type: "hello" });
+    expect(await ws.next((f) => f.type === "error" && /Unknown message type/.test(f.message))).toBeTruthy();
+    ws.send({ type: "unsubscribe" });
+    expect(await ws.next((f) => f.type === "unsubscribed")).toBeTruthy();
+  });
+
+  it("answers reset with cursor_expired for a cursor older than the retained events", async () => {
+    const [oldest] = (await dev.get("/api/events?limit=1")).body.events;
+    await noop();
+    await new Promise((r) => setTimeout(r, 20));
+    await app.container.resolve(TOKENS.EventStream).prune(5);
+    const ws = connect({ cookie: await sessionCookie("dev", "dev-sandbox-password") });
+    await ws.next((f) => f.type === "connected");
+    ws.send({ type: "subscribe", afterCursor: oldest.cursor });
+    expect(await ws.next((f) => f.type === "reset")).toEqual({ type: "reset", reason: "cursor_expired" });
+  });
+});
