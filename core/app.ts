@@ -19,6 +19,7 @@ import { SessionService } from "./auth/sessions";
 import { authenticateRequest } from "./auth/authenticate";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle } from "./lifecycle";
+import { LogCapture } from "./logs/capture";
 import { TemporalHost } from "./temporal/host";
 import { createActivities } from "./temporal/activities";
 import { ScheduleManager } from "./temporal/schedules";
@@ -72,6 +73,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const db = await Database.open(path.join(config.dataDir, "svc.db"));
   const stream = await SqliteEventStream.open(db);
   const outbox = new Outbox(db, stream, log);
+  const logs = await LogCapture.open(db);
   container.register(TOKENS.Config, { useValue: config });
   container.register(TOKENS.Logger, { useValue: log });
   container.register(TOKENS.Database, { useValue: db });
@@ -79,6 +81,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   container.register(TOKENS.Outbox, { useValue: outbox });
   container.register(TOKENS.Project, { useValue: project });
   container.register(TOKENS.Lifecycle, { useValue: lifecycle });
+  container.register(TOKENS.Logs, { useValue: logs });
   container.registerSingleton(TOKENS.EventLog, EventLog);
   container.registerSingleton(TOKENS.OntologyStore, OntologyStore);
   container.registerSingleton(TOKENS.ActionRunner, ActionRunner);
@@ -103,7 +106,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(TOKENS.Sessions, { useValue: sessions });
     for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
 
-    temporal = await TemporalHost.start({ config, log, activities: createActivities({ db, events, ontology, actions, project, log }), workflowsModule: opts.project.workflowsModule });
+    temporal = await TemporalHost.start({ config, log, activities: createActivities({ db, events, ontology, actions, project, log, logs }), workflowsModule: opts.project.workflowsModule });
     container.register(TOKENS.Temporal, { useValue: temporal });
     actions.setEffectStarter(temporal);
     workflows.setTemporal(temporal);
@@ -137,7 +140,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
 
     await actions.startPendingEffects();
     timers.push(setInterval(() => void outbox.drain().then(() => actions.startPendingEffects()), config.outboxRecoveryMs));
-    timers.push(setInterval(() => void stream.prune(config.eventRetentionMs).catch((err) => log.warn({ err }, "event retention prune failed")), Math.min(config.eventRetentionMs / 10, 3_600_000)));
+    const prune = () => Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs)]).catch((err) => log.warn({ err }, "retention prune failed"));
+    timers.push(setInterval(() => void prune(), Math.min(config.eventRetentionMs / 10, 3_600_000)));
     for (const t of timers) t.unref();
     await lifecycle.run("ready", (err) => log.error({ err }, "ready hook failed"));
 
@@ -165,6 +169,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
         await outbox.drain();
         await lifecycle.run("shutdown", (err) => log.error({ err }, "shutdown hook failed"));
         await host.shutdown();
+        await logs.flush();
         await db.close();
         log.info("stopped");
       })());

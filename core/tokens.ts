@@ -16,6 +16,7 @@ import type { ConnectorRuns } from "./runtime/connector-runs";
 import type { TokenService } from "./auth/tokens";
 import type { SessionService } from "./auth/sessions";
 import type { Lifecycle } from "./lifecycle";
+import type { LogCapture } from "./logs/capture";
 
 /**
  * DI tokens of the core services. Every constructor parameter is injected explicitly with
@@ -39,4 +40,5 @@ export const TOKENS = {
   Tokens: Symbol("Tokens") as InjectionToken<TokenService>,
   Sessions: Symbol("Sessions") as InjectionToken<SessionService>,
   Lifecycle: Symbol("Lifecycle") as InjectionToken<Lifecycle>,
+  Logs: Symbol("Logs") as InjectionToken<LogCapture>,
 } as const;

@@ -4,6 +4,7 @@ import project from "./project";
 import objects from "./objects";
 import actions from "./actions";
 import events from "./events";
+import logs from "./logs";
 import workflows from "./workflows";
 import webhooks from "./webhooks";
 import schedules from "./schedules";
@@ -12,4 +13,4 @@ import docs from "./docs";
 import type { Plugin } from "../core/plugin";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin[] = [status, auth, project, objects, actions, events, workflows, webhooks, schedules, syncs, docs];
+export const builtinPlugins: readonly Plugin[] = [status, auth, project, objects, actions, events, logs, workflows, webhooks, schedules, syncs, docs];

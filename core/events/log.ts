@@ -6,6 +6,7 @@ import type { Outbox } from "./outbox";
 import type { EventStream, StreamQuery } from "./stream";
 import { EVENT_TOPICS, ONTOLOGY_TOPICS, type Actor, type DomainEventEnvelope, type EventType, type Origin, type StoredDomainEvent } from "./catalog";
 import { ApiError } from "../errors";
+import { cursorPump } from "./pump";
 import { newId, nowIso } from "../ids";
 import type { Logger } from "../logger";
 
@@ -163,46 +164,15 @@ export class EventLog {
    * and goes to `onReadError` when given (else it is logged). Answers the unsubscribe function.
    */
   subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void): () => void {
-    let cursor: string | undefined = query.afterCursor;
-    let stopped = false;
-    let running = false;
-    let pending = false;
-    const ready = query.afterCursor ? Promise.resolve() : this.latestCursor().then((c) => void (cursor = c));
-    const pump = async () => {
-      if (running) return void (pending = true);
-      running = true;
-      try {
-        await ready;
-        do {
-          pending = false;
-          for (;;) {
-            if (stopped) return;
-            const batch = await this.read({ ...query, afterCursor: cursor, limit: query.limit ?? 500 });
-            if (batch.length === 0) break;
-            cursor = batch[batch.length - 1]!.cursor;
-            try {
-              await handler(batch);
-            } catch (err) {
-              this.log.warn({ err }, "events.subscribe handler failed; error swallowed");
-            }
-          }
-        } while (pending && !stopped);
-      } catch (err) {
-        if (onReadError) {
-          stopped = true;
-          this.stream.notifier.off("appended", onAppended);
-          onReadError(err);
-        } else this.log.warn({ err }, "events.subscribe read failed");
-      } finally {
-        running = false;
-      }
-    };
-    const onAppended = () => void pump();
-    this.stream.notifier.on("appended", onAppended);
-    void pump();
-    return () => {
-      stopped = true;
-      this.stream.notifier.off("appended", onAppended);
-    };
+    return cursorPump({
+      read: (afterCursor) => this.read({ ...query, afterCursor, limit: query.limit ?? 500 }),
+      latestCursor: () => this.latestCursor(),
+      notifier: this.stream.notifier,
+      afterCursor: query.afterCursor,
+      handler,
+      onHandlerError: (err) => this.log.warn({ err }, "events.subscribe handler failed; error swallowed"),
+      onReadError: onReadError ?? ((err) => this.log.warn({ err }, "events.subscribe read failed")),
+    });
   }
+
 }

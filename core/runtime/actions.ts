@@ -8,6 +8,7 @@ import { WriteBuffer } from "../ontology/store";
 import { validateChanges } from "../ontology/validate";
 import type { ProjectRegistry } from "./registry";
 import type { Logger } from "../logger";
+import type { LogCapture } from "../logs/capture";
 import type { Actor } from "../events/catalog";
 import type { ActionRunRecord, Subject } from "../sdk/context";
 import { ApiError, isApiError } from "../errors";
@@ -82,6 +83,7 @@ export class ActionRunner {
     @inject(TOKENS.OntologyStore) private readonly ontology: OntologyStore,
     @inject(TOKENS.Project) private readonly project: ProjectRegistry,
     @inject(TOKENS.Logger) private readonly log: Logger,
+    @inject(TOKENS.Logs) private readonly logs: LogCapture,
   ) {}
 
   /** Connects the effect starter (the Temporal host) once it is up. */
@@ -144,7 +146,7 @@ export class ActionRunner {
     void this.events.drain();
 
     const buffer = new WriteBuffer();
-    const log = this.log.child({ run: { kind: "action", id: runId }, actionId: req.actionId });
+    const log = this.logs.logger(this.log, { kind: "action", id: runId }, { actionId: req.actionId });
     let result: unknown;
     let failure: { code: string; message: string } | undefined;
     try {

@@ -9,6 +9,7 @@ import { validateChanges } from "../ontology/validate";
 import type { ProjectRegistry } from "./registry";
 import type { WorkflowRuns } from "./workflows";
 import type { Logger } from "../logger";
+import type { LogCapture } from "../logs/capture";
 import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/connector";
 import type { DomainEventEnvelope, EventType } from "../events/catalog";
 import { ApiError } from "../errors";
@@ -128,6 +129,7 @@ export class WebhookDeliveries {
     @inject(TOKENS.Project) private readonly project: ProjectRegistry,
     @inject(TOKENS.WorkflowRuns) private readonly workflows: WorkflowRuns,
     @inject(TOKENS.Logger) private readonly log: Logger,
+    @inject(TOKENS.Logs) private readonly logs: LogCapture,
   ) {}
 
   private definition(connectorId: string, webhookId: string): WebhookDefinition<unknown> {
@@ -223,7 +225,7 @@ export class WebhookDeliveries {
     const buffer = new WriteBuffer();
     const appended: AppendInput[] = [];
     let workflowStarts = 0;
-    const log = this.log.child({ run: { kind: "webhook", id: row.id }, connectorId: row.connector_id, webhookId: row.webhook_id, attempt });
+    const log = this.logs.logger(this.log, { kind: "webhook", id: row.id }, { connectorId: row.connector_id, webhookId: row.webhook_id, attempt });
     let result: WebhookResponse | void;
     let envelopes: DomainEventEnvelope[];
     try {

@@ -7,6 +7,7 @@ import { WriteBuffer } from "../ontology/store";
 import type { ActionRunner } from "../runtime/actions";
 import type { ProjectRegistry } from "../runtime/registry";
 import type { Logger } from "../logger";
+import type { LogCapture } from "../logs/capture";
 import type { EventType } from "../events/catalog";
 import { isApiError } from "../errors";
 import { eventsApi, ontologyAccess } from "../runtime/context";
@@ -23,8 +24,8 @@ function toFailure(err: unknown): unknown {
  * The runtime's activities (see {@link SvcActivities}): every write is idempotent on a key derived from
  * the workflow run, so Temporal's retries never record or apply anything twice.
  */
-export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; log: Logger }): SvcActivities {
-  const { db, events, ontology, actions, project, log } = deps;
+export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; log: Logger; logs: LogCapture }): SvcActivities {
+  const { db, events, ontology, actions, project, log, logs } = deps;
   return {
     async recordIntervention(input) {
       const now = new Date().toISOString();
@@ -94,7 +95,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       if (!found) throw ApplicationFailure.nonRetryable(`No schedule "${input.scheduleId}" is declared any more`, "not_found");
       await events.append([{ type: "schedule.triggered", payload: { ...input }, idempotencyKey: `schedule.triggered:${input.occurrenceKey}`, correlationId: input.occurrenceKey, partitionKey: input.scheduleId, origin: { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId } }]);
       const buffer = new WriteBuffer();
-      const runLog = log.child({ run: { kind: "schedule", id: input.occurrenceKey }, scheduleId: input.scheduleId });
+      const runLog = logs.logger(log, { kind: "schedule", id: input.occurrenceKey }, { scheduleId: input.scheduleId });
       await found.definition.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.occurrenceKey), scheduleId: input.scheduleId, occurrenceAt: input.occurrenceAt });
       try {
         await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId }, correlationId: input.occurrenceKey, idempotencyKey: `schedule:${input.occurrenceKey}` });
@@ -108,7 +109,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     async runSync(input) {
       const { connectorId, definition } = project.connectorRun("syncs", input.syncId);
       const buffer = new WriteBuffer();
-      const runLog = log.child({ run: { kind: "sync", id: input.runId }, syncId: input.syncId });
+      const runLog = logs.logger(log, { kind: "sync", id: input.runId }, { syncId: input.syncId });
       const result = await definition.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.runId), runId: input.runId, input: input.input, syncId: input.syncId });
       try {
         await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId, syncId: input.syncId, runId: input.runId }, correlationId: input.runId, idempotencyKey: `sync:${input.runId}` });
@@ -122,7 +123,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       const step = definition.steps[input.index];
       if (!step) throw ApplicationFailure.nonRetryable(`Pipeline ${input.pipelineId} has no step ${input.index}`, "not_found");
       const buffer = new WriteBuffer();
-      const runLog = log.child({ run: { kind: "pipeline", id: input.runId }, pipelineId: input.pipelineId, step: step.name });
+      const runLog = logs.logger(log, { kind: "pipeline", id: input.runId }, { pipelineId: input.pipelineId, step: step.name });
       const result = await step.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.runId), runId: input.runId, input: input.input, pipelineId: input.pipelineId, results: input.results });
       try {
         await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId, pipelineId: input.pipelineId, step: step.name, runId: input.runId }, correlationId: input.runId, idempotencyKey: `pipeline:${input.runId}:${input.index}` });
@@ -136,7 +137,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       const effect = project.action(input.actionId).definition.effect;
       if (!effect) return;
       const buffer = new WriteBuffer();
-      const runLog = log.child({ run: { kind: "action", id: input.runId }, actionId: input.actionId, effect: true });
+      const runLog = logs.logger(log, { kind: "action", id: input.runId }, { actionId: input.actionId, effect: true });
       await effect({ ...ontologyAccess(ontology, buffer), run, log: runLog, events: eventsApi(events, input.runId) });
       try {
         await ontology.commit(buffer.changes, { origin: { kind: "runtime", actionId: input.actionId, runId: input.runId, effect: true }, correlationId: input.runId, idempotencyKey: `effect:${input.runId}` });

@@ -1,0 +1,156 @@
+import { EventEmitter } from "node:events";
+import type { Database, SqlParams } from "../store/db";
+import type { Logger } from "../logger";
+import type { HandlerLogger } from "../sdk/context";
+import { decodeCursor, encodeCursor } from "../events/cursor";
+import { ApiError } from "../errors";
+
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A run reference (spec 2.5): `{ kind, id }`, e.g. `{ kind: "action", id: <runId> }`. */
+export interface RunRef {
+  kind: string;
+  id: string;
+}
+
+/** A captured log line (spec 2.5): message, level, fields, run context and cursor. */
+export interface LogLine {
+  message: string;
+  level: LogLevel;
+  fields: Record<string, unknown>;
+  run: RunRef;
+  at: string;
+  cursor: string;
+}
+
+/** A read of captured logs, oldest first. */
+export interface LogQuery {
+  run?: RunRef;
+  kinds?: readonly string[];
+  levels?: readonly LogLevel[];
+  afterCursor?: string;
+  limit: number;
+}
+
+/**
+ * Handler log capture (spec 2.5). {@link LogCapture.logger} gives a handler a logger that writes to the
+ * process log (pino, with the run context bound) and to the `logs` table, batched (flushed every
+ * 100 ms or 500 lines, one transaction per batch). Lines get opaque cursors of their own (not
+ * interchangeable with event cursors) and the same retention as events; pruned cursors answer
+ * `cursor_expired`.
+ */
+export class LogCapture {
+  readonly notifier = new EventEmitter();
+  private buffer: Array<Omit<LogLine, "cursor">> = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private prunedThrough = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly epoch: string,
+  ) {
+    this.notifier.setMaxListeners(0);
+  }
+
+  /** Opens the capture over the database (reads its stream epoch and prune mark). */
+  static async open(db: Database): Promise<LogCapture> {
+    const rows = await db.all<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('stream_epoch', 'logs_pruned_through')");
+    const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
+    const capture = new LogCapture(db, `${meta.stream_epoch}-logs`);
+    capture.prunedThrough = Number(meta.logs_pruned_through ?? 0);
+    return capture;
+  }
+
+  /** A handler's logger: pino child with the run bound, plus capture. */
+  logger(base: Logger, run: RunRef, bindings: Record<string, unknown> = {}): HandlerLogger {
+    const child = base.child({ run, ...bindings });
+    const write = (level: LogLevel) => (obj: object | string, msg?: string) => {
+      if (typeof obj === "string") child[level](obj);
+      else child[level](obj, msg);
+      const fields = typeof obj === "string" ? {} : serializable(obj);
+      this.push({ level, message: typeof obj === "string" ? obj : (msg ?? ""), fields: { ...bindings, ...fields }, run, at: new Date().toISOString() });
+    };
+    return { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") };
+  }
+
+  private push(line: Omit<LogLine, "cursor">): void {
+    this.buffer.push(line);
+    if (this.buffer.length >= 500) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), 100);
+  }
+
+  /** Writes buffered lines now. */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const lines = this.buffer.splice(0);
+    if (lines.length === 0) return this.flushing;
+    this.flushing = this.flushing
+      .then(async () => {
+        const now = Date.now();
+        await this.db.transaction(async (tx) => {
+          for (const l of lines) await tx.run("INSERT INTO logs (at, appended_at, level, message, fields, run_kind, run_id) VALUES (?, ?, ?, ?, ?, ?, ?)", [l.at, now, l.level, l.message, JSON.stringify(l.fields), l.run.kind, l.run.id]);
+        });
+        this.notifier.emit("appended");
+      })
+      .catch(() => undefined);
+    return this.flushing;
+  }
+
+  /** Reads lines oldest first. @throws {ApiError} invalid_request (foreign cursor), cursor_expired */
+  async read(q: LogQuery): Promise<LogLine[]> {
+    const where: string[] = [];
+    const params: SqlParams = [];
+    if (q.afterCursor !== undefined) {
+      const seq = decodeCursor(this.epoch, q.afterCursor);
+      if (seq < this.prunedThrough) throw new ApiError("cursor_expired", "The cursor points before the retained logs", { afterCursor: q.afterCursor });
+      where.push("seq > ?");
+      params.push(seq);
+    }
+    if (q.run) {
+      where.push("run_kind = ? AND run_id = ?");
+      params.push(q.run.kind, q.run.id);
+    }
+    if (q.kinds?.length) {
+      where.push(`run_kind IN (${q.kinds.map(() => "?").join(",")})`);
+      params.push(...q.kinds);
+    }
+    if (q.levels?.length) {
+      where.push(`level IN (${q.levels.map(() => "?").join(",")})`);
+      params.push(...q.levels);
+    }
+    const rows = await this.db.all<{ seq: number; at: string; level: LogLevel; message: string; fields: string; run_kind: string; run_id: string }>(
+      `SELECT * FROM logs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`,
+      [...params, q.limit] as SqlParams,
+    );
+    return rows.map((r) => ({ message: r.message, level: r.level, fields: JSON.parse(r.fields), run: { kind: r.run_kind, id: r.run_id }, at: r.at, cursor: encodeCursor(this.epoch, r.seq) }));
+  }
+
+  /** The newest line's cursor, or undefined. */
+  async latestCursor(): Promise<string | undefined> {
+    const row = await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM logs");
+    return row?.seq ? encodeCursor(this.epoch, row.seq) : undefined;
+  }
+
+  /** Drops lines older than `retentionMs` (the events' retention). */
+  async prune(retentionMs: number): Promise<number> {
+    const cutoff = Date.now() - retentionMs;
+    return this.db.transaction(async (tx) => {
+      const row = await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM logs WHERE appended_at < ?", [cutoff]);
+      if (!row?.seq) return 0;
+      const { changes } = await tx.run("DELETE FROM logs WHERE seq <= ?", [row.seq]);
+      await tx.run("INSERT INTO meta (key, value) VALUES ('logs_pruned_through', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(row.seq)]);
+      this.prunedThrough = row.seq;
+      return changes;
+    });
+  }
+}
+
+/** Fields as JSON can carry them (errors become { type, message }). */
+function serializable(obj: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = v instanceof Error ? { type: v.name, message: v.message } : v;
+  return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;
+}

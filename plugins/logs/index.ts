@@ -1,0 +1,113 @@
+import * as v from "valibot";
+import type { Peer } from "crossws";
+import { definePlugin } from "../../core/plugin";
+import { TOKENS } from "../../core/tokens";
+import { can, has, requirePermission } from "../../core/auth/permissions";
+import { authenticateUpgrade } from "../../core/auth/authenticate";
+import { cursorPump } from "../../core/events/pump";
+import { LOG_LEVELS } from "../../core/logs/capture";
+import { ApiError, isApiError } from "../../core/errors";
+
+const RunRef = v.strictObject({ kind: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) });
+const LineSchema = v.object({ message: v.string(), level: v.picklist(LOG_LEVELS), fields: v.record(v.string(), v.unknown()), run: v.object({ kind: v.string(), id: v.string() }), at: v.string(), cursor: v.string() });
+const commaList = <T extends string>(values: readonly T[]) => v.pipe(v.string(), v.transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)), v.array(v.picklist(values)));
+const Subscribe = v.strictObject({
+  type: v.literal("subscribe"),
+  run: v.optional(RunRef),
+  kinds: v.optional(v.array(v.string())),
+  levels: v.optional(v.array(v.picklist(LOG_LEVELS))),
+  afterCursor: v.optional(v.string()),
+});
+
+/**
+ * Handler logs (spec 2.5, 6.5): `GET /api/logs` and `/ws/logs`, both requiring `can.observe("logs")`.
+ * Lines carry message, level, fields, run context `{ kind, id }` and a cursor.
+ */
+export default definePlugin({
+  name: "logs",
+  setup({ routes, container, config }) {
+    const logs = () => container.resolve(TOKENS.Logs);
+    routes.add({
+      method: "GET",
+      path: "/api/logs",
+      summary: "Read handler logs",
+      description: "Lines written by action, webhook, schedule, sync, pipeline and effect handlers, oldest first. Filter by run (`runKind` + `runId`), `kinds`, exact `levels` (comma-separated); continue with `afterCursor`. Needs observe:logs.",
+      tags: ["logs"],
+      auth: "bearer",
+      query: v.object({
+        runKind: v.optional(v.string()),
+        runId: v.optional(v.string()),
+        kinds: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)))),
+        levels: v.optional(commaList(LOG_LEVELS)),
+        afterCursor: v.optional(v.string()),
+        limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(1000))),
+      }),
+      responses: { 200: { description: "Log lines", schema: v.object({ count: v.number(), logs: v.array(LineSchema) }) } },
+      handler: async ({ principal, query }) => {
+        requirePermission(principal!, can.observe("logs"));
+        if ((query.runKind === undefined) !== (query.runId === undefined)) throw new ApiError("invalid_request", "runKind and runId go together");
+        await logs().flush();
+        const lines = await logs().read({ run: query.runKind ? { kind: query.runKind, id: query.runId! } : undefined, kinds: query.kinds, levels: query.levels, afterCursor: query.afterCursor, limit: query.limit ?? 100 });
+        return { count: lines.length, logs: lines };
+      },
+    });
+
+    const subscriptions = new Map<string, () => void>();
+    const send = (peer: Peer, frame: unknown): void => void peer.send(JSON.stringify(frame));
+    routes.ws(
+      "/ws/logs",
+      {
+        summary: "Handler logs over WebSocket",
+        description: "Spec 6.5. Browser session, allowed Origin and observe:logs. Send `{type:\"subscribe\", run?: {kind,id}, kinds?, levels?, afterCursor?}` (omitted filters: all logs); frames: connected, subscribed, logs {logs: [...]}, reset {reason: cursor_expired}, error {message}. Without afterCursor only new lines arrive.",
+      },
+      {
+        async upgrade(request) {
+          const principal = await authenticateUpgrade(request, { sessions: container.resolve(TOKENS.Sessions), allowedOrigins: config.allowedOrigins });
+          if (!has(principal, can.observe("logs"))) {
+            throw new Response(JSON.stringify(new ApiError("forbidden", "This identity lacks the permission observe:logs").toBody()), { status: 403, headers: { "content-type": "application/json" } });
+          }
+          return { context: { principal } };
+        },
+        open: (peer) => send(peer, { type: "connected" }),
+        message(peer, message) {
+          let data: unknown;
+          try {
+            data = JSON.parse(message.text());
+          } catch {
+            return send(peer, { type: "error", message: "Messages are JSON objects" });
+          }
+          if ((data as { type?: string })?.type === "unsubscribe") {
+            subscriptions.get(peer.id)?.();
+            subscriptions.delete(peer.id);
+            return send(peer, { type: "unsubscribed" });
+          }
+          const parsed = v.safeParse(Subscribe, data);
+          if (!parsed.success) return send(peer, { type: "error", message: `Invalid subscribe: ${v.getDotPath(parsed.issues[0]) ?? "message"} ${parsed.issues[0].message}` });
+          subscriptions.get(peer.id)?.();
+          const sub = parsed.output;
+          send(peer, { type: "subscribed", run: sub.run ?? null, kinds: sub.kinds ?? null, levels: sub.levels ?? null, afterCursor: sub.afterCursor ?? null });
+          const capture = logs();
+          subscriptions.set(
+            peer.id,
+            cursorPump({
+              read: (afterCursor) => capture.read({ run: sub.run, kinds: sub.kinds, levels: sub.levels, afterCursor, limit: 500 }),
+              latestCursor: () => capture.latestCursor(),
+              notifier: capture.notifier,
+              afterCursor: sub.afterCursor,
+              handler: (batch) => send(peer, { type: "logs", logs: batch }),
+              onHandlerError: () => undefined,
+              onReadError: (err) => {
+                subscriptions.delete(peer.id);
+                send(peer, isApiError(err) && err.code === "cursor_expired" ? { type: "reset", reason: "cursor_expired" } : { type: "error", message: isApiError(err) ? err.message : "The subscription failed" });
+              },
+            }),
+          );
+        },
+        close(peer) {
+          subscriptions.get(peer.id)?.();
+          subscriptions.delete(peer.id);
+        },
+      },
+    );
+  },
+});

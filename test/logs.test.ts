@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import NodeWebSocket from "crossws/websocket";
+import { client, eventually, startApp, tokenFor } from "./helpers";
+import type { App } from "../core/app";
+
+let app: App;
+let dev: ReturnType<typeof client>;
+const sockets: any[] = [];
+beforeAll(async () => {
+  app = await startApp();
+  dev = client(app);
+});
+afterAll(async () => {
+  for (const s of sockets) s.terminate();
+  await app?.close();
+});
+
+const approve = (id: string, runId: string) => dev.post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: id }, params: {}, runId });
+
+describe("handler logs (spec 2.5)", () => {
+  it("captures handler logs with level, fields, run context and cursor, readable by run, kind and level", async () => {
+    await approve("inv_1001", "logs-approve-1");
+    await dev.post("/api/actions/diagnostics.fail", { params: { message: "boom for the logs" }, runId: "logs-fail-1" });
+    const ofRun = (await dev.get("/api/logs?runKind=action&runId=logs-approve-1")).body;
+    expect(ofRun.logs).toContainEqual({ message: "invoice approved", level: "info", fields: { actionId: "invoice.approve", invoice: "inv_1001" }, run: { kind: "action", id: "logs-approve-1" }, at: expect.any(String), cursor: expect.any(String) });
+    const warns = (await dev.get("/api/logs?levels=warn,error&kinds=action")).body.logs;
+    expect(warns.some((l: any) => l.run.id === "logs-fail-1" && l.level === "warn" && l.fields.err.message === "boom for the logs")).toBe(true);
+    expect(warns.every((l: any) => ["warn", "error"].includes(l.level) && l.run.kind === "action")).toBe(true);
+
+    const all = (await dev.get("/api/logs?limit=1000")).body.logs.map((l: any) => l.cursor);
+    const paged: string[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = (await dev.get(`/api/logs?limit=1${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`)).body;
+      if (page.count === 0) break;
+      paged.push(...page.logs.map((l: any) => l.cursor));
+      cursor = page.logs.at(-1).cursor;
+    }
+    expect(paged).toEqual(all);
+    const eventCursor = (await dev.get("/api/events?limit=1")).body.events[0].cursor;
+    expect((await dev.get(`/api/logs?afterCursor=${encodeURIComponent(eventCursor)}`)).status).toBe(400);
+  });
+
+  it("requires observe:logs", async () => {
+    expect((await client(app, await tokenFor(app, "alice")).get("/api/logs")).status).toBe(403);
+    expect((await client(app, await tokenFor(app, "ops-bot")).get("/api/logs")).status).toBe(200);
+  });
+
+  it("streams new lines on /ws/logs to a session that may observe logs", async () => {
+    const signIn = async (identity: string, password: string) =>
+      ((await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity, password }) })).headers.get("set-cookie") ?? "").split(";")[0]!;
+    const Ctor = NodeWebSocket as unknown as new (url: string, protocols: string[], opts: object) => any;
+    const url = `${app.url.replace(/^http/, "ws")}/ws/logs`;
+    const refused = new Ctor(url, [], { headers: { cookie: await signIn("alice", "alice-sandbox-password") }, origin: app.url });
+    sockets.push(refused);
+    refused.on("error", () => undefined);
+    expect(await new Promise((r) => refused.on("unexpected-response", (_q: unknown, res: { statusCode: number }) => r(res.statusCode)))).toBe(403);
+
+    const ws = new Ctor(url, [], { headers: { cookie: await signIn("dev", "dev-sandbox-password") }, origin: app.url });
+    sockets.push(ws);
+    const frames: any[] = [];
+    ws.on("message", (d: Buffer) => frames.push(JSON.parse(String(d))));
+    await eventually(async () => frames.some((f) => f.type === "connected"));
+    ws.send(JSON.stringify({ type: "subscribe", run: { kind: "action", id: "logs-approve-ws" } }));
+    await eventually(async () => frames.some((f) => f.type === "subscribed"));
+    await approve("inv_1006", "logs-approve-ws");
+    const lines = await eventually(async () => {
+      const got = frames.filter((f) => f.type === "logs").flatMap((f) => f.logs);
+      return got.some((l) => l.message === "approval notice sent") ? got : undefined;
+    });
+    // the run's own line, then its effect's (run on Temporal afterwards), and nothing of other runs
+    expect(lines.map((l: any) => [l.message, l.run.id])).toEqual([["invoice approved", "logs-approve-ws"], ["approval notice sent", "logs-approve-ws"]]);
+  });
+});
