@@ -109,3 +109,45 @@ describe("/ws/events (spec 6.5)", () => {
     expect(await ws.next((f) => f.type === "reset")).toEqual({ type: "reset", reason: "cursor_expired" });
   });
 });
+
+describe("slow consumers", () => {
+  it("closes a socket that cannot keep up (4008) while writers and other sockets carry on", async () => {
+    const slowApp = await startApp({ env: { SVC_WS_MAX_BUFFERED_BYTES: "65536" } });
+    try {
+      const cookie = ((await fetch(`${slowApp.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: "dev", password: "dev-sandbox-password" }) })).headers.get("set-cookie") ?? "").split(";")[0]!;
+      const Ctor = NodeWebSocket as unknown as new (url: string, protocols: string[], opts: object) => any;
+      const url = `${slowApp.url.replace(/^http/, "ws")}/ws/events`;
+      const make = () => {
+        const ws = new Ctor(url, [], { headers: { cookie }, origin: slowApp.url });
+        open.push(ws);
+        const frames: any[] = [];
+        ws.on("message", (d: Buffer) => frames.push(JSON.parse(String(d))));
+        const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on("close", (code: number, reason: Buffer) => resolve({ code, reason: String(reason) })));
+        return { ws, frames, closed };
+      };
+      const slow = make();
+      const fast = make();
+      for (const s of [slow, fast]) {
+        await eventually(async () => s.frames.some((f) => f.type === "connected"));
+        s.ws.send(JSON.stringify({ type: "subscribe", topic: "schedules", limit: 500 }));
+        await eventually(async () => s.frames.some((f) => f.type === "subscribed"));
+      }
+      slow.ws._socket.pause(); // stop reading: the server's send buffer for this socket grows
+      const events = slowApp.container.resolve(TOKENS.EventLog);
+      const padding = "x".repeat(4096);
+      const total = 1500;
+      const started = Date.now();
+      for (let i = 0; i < total; i += 100) {
+        await events.append(Array.from({ length: 100 }, (_, j) => ({ type: "schedule.triggered" as const, payload: { scheduleId: "slow", occurrenceAt: `${i + j}`, triggeredAt: "t", occurrenceKey: `k${i + j}`, padding } })));
+      }
+      const writeMs = Date.now() - started;
+      slow.ws._socket.resume(); // read again: the frames already sent, then the server's close frame
+      expect(await slow.closed).toEqual({ code: 4008, reason: "slow consumer: reconnect with your last cursor" });
+      await eventually(async () => fast.frames.filter((f) => f.type === "event").length === total, 20_000);
+      expect(fast.frames.filter((f) => f.type === "event").map((f) => f.event.payload.occurrenceKey)).toEqual(Array.from({ length: total }, (_, i) => `k${i}`));
+      expect(writeMs).toBeLessThan(15_000);
+    } finally {
+      await slowApp.close();
+    }
+  });
+});

@@ -32,7 +32,7 @@ export default definePlugin({
         summary: "Domain events over WebSocket",
         description: "Spec 6.5. Browser session and allowed Origin only (bearer tokens refused). Send `{type:\"subscribe\", topic?, types?, objectTypeId?, primaryId?, actionId?, runId?, limit?, afterCursor?}`; frames: connected, subscribed, event, unsubscribed, reset {reason: cursor_expired}, error {message}. One subscription per socket: a second subscribe replaces the first. Sockets that cannot keep up are closed with 4008; reconnect with the last cursor.",
       },
-      eventsSocket(container.resolve(TOKENS.EventLog), (req) => authenticateUpgrade(req, { sessions: container.resolve(TOKENS.Sessions), allowedOrigins: config.allowedOrigins })),
+      eventsSocket(container.resolve(TOKENS.EventLog), (req) => authenticateUpgrade(req, { sessions: container.resolve(TOKENS.Sessions), allowedOrigins: config.allowedOrigins }), config.wsMaxBufferedBytes),
     );
     routes.add({
       method: "GET",

@@ -8,7 +8,6 @@ import { isApiError } from "../../core/errors";
 
 /** Close code and limit for consumers that cannot keep up: the client reconnects with its last cursor. */
 export const SLOW_CONSUMER_CLOSE = 4008;
-export const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 
 const Subscribe = v.strictObject({
   type: v.literal("subscribe"),
@@ -38,9 +37,10 @@ function frameEvent(e: StoredDomainEvent) {
  * events after the cursor are replayed in order and live ones follow with no gap and no duplicate
  * (one cursor-driven reader). An expired cursor answers `reset` with `cursor_expired`. A second
  * `subscribe` replaces the first. Events are scoped to the session identity's view permissions.
- * A socket whose send buffer passes {@link MAX_BUFFERED_BYTES} is closed with 4008.
+ * A socket whose unsent data passes `maxBufferedBytes` is closed with 4008 (writers and other sockets
+ * never wait for it: each socket has its own reader and sends without blocking).
  */
-export function eventsSocket(events: EventLog, authenticate: (req: Request) => Promise<Principal>): Partial<Hooks> {
+export function eventsSocket(events: EventLog, authenticate: (req: Request) => Promise<Principal>, maxBufferedBytes: number): Partial<Hooks> {
   const subscriptions = new Map<string, () => void>();
   const send = (peer: Peer, frame: unknown): void => void peer.send(JSON.stringify(frame));
   return {
@@ -86,7 +86,7 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
         },
         (batch) => {
           for (const e of batch) send(peer, { type: "event", event: frameEvent(e) });
-          if (peer.bufferedAmount > MAX_BUFFERED_BYTES) {
+          if (peer.bufferedAmount > maxBufferedBytes) {
             subscriptions.get(peer.id)?.();
             subscriptions.delete(peer.id);
             peer.close(SLOW_CONSUMER_CLOSE, "slow consumer: reconnect with your last cursor");
