@@ -6,7 +6,8 @@ import { loadConfig, type Config } from "./config";
 import { createLogger, type Logger } from "./logger";
 import { TOKENS } from "./tokens";
 import { Database } from "./store/db";
-import { SqliteEventStream } from "./events/stream";
+import { SqliteEventStream, type EventStream } from "./events/stream";
+import { NatsEventStream } from "./events/nats-stream";
 import { Outbox } from "./events/outbox";
 import { EventLog } from "./events/log";
 import { OntologyStore, WriteBuffer } from "./ontology/store";
@@ -71,7 +72,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const lifecycle = new Lifecycle();
 
   const db = await Database.open(path.join(config.dataDir, "svc.db"));
-  const stream = await SqliteEventStream.open(db);
+  const stream: EventStream =
+    config.eventStream === "nats"
+      ? await NatsEventStream.open({ servers: config.natsUrl, stream: config.natsStream ?? `SVC_${opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_")}`, subjectPrefix: `svc.${opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_")}.events`, retentionMs: config.eventRetentionMs })
+      : await SqliteEventStream.open(db);
   const outbox = new Outbox(db, stream, log);
   const logs = await LogCapture.open(db);
   container.register(TOKENS.Config, { useValue: config });
@@ -170,6 +174,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
         await lifecycle.run("shutdown", (err) => log.error({ err }, "shutdown hook failed"));
         await host.shutdown();
         await logs.flush();
+        await stream.close?.();
         await db.close();
         log.info("stopped");
       })());
@@ -177,6 +182,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   } catch (err) {
     for (const t of timers) clearInterval(t);
     await temporal?.shutdown().catch(() => undefined);
+    await stream.close?.().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw err;
   }

@@ -25,6 +25,9 @@ import path from "node:path";
  * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |
  * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions |
  * | `SVC_WS_MAX_BUFFERED_BYTES` | 4194304 (4 MiB) | a WebSocket whose unsent data passes this is closed (4008, slow consumer) |
+ * | `SVC_EVENT_STREAM` | sqlite | `sqlite` (built-in) or `nats` (NATS JetStream broker stream) |
+ * | `NATS_URL` | nats://127.0.0.1:4222 | NATS server(s) for the broker stream |
+ * | `SVC_NATS_STREAM` | SVC_<project id> | JetStream stream name |
  * | `SVC_SCHEDULES` | true | upsert the connectors' schedules on Temporal at startup (false: leave them as they are) |
  */
 export interface Config {
@@ -49,6 +52,9 @@ export interface Config {
   sessionTtlMs: number;
   allowedOrigins: string[];
   wsMaxBufferedBytes: number;
+  eventStream: "sqlite" | "nats";
+  natsUrl: string;
+  natsStream?: string;
 }
 
 /** Thrown when an environment variable has a bad value; `variable` names it. */
@@ -81,6 +87,9 @@ const EnvSchema = v.object({
   SVC_EVENT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(2 * 86_400_000)),
   SVC_SHUTDOWN_TIMEOUT_MS: v.optional(intIn(0, 600_000), "30000"),
   SVC_SCHEDULES: v.optional(bool, "true"),
+  SVC_EVENT_STREAM: v.optional(v.picklist(["sqlite", "nats"], "must be sqlite or nats"), "sqlite"),
+  NATS_URL: v.optional(v.pipe(v.string(), v.regex(/^nats:\/\/[^\s]+$/, "must be a nats:// URL")), "nats://127.0.0.1:4222"),
+  SVC_NATS_STREAM: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]+$/, "must be letters, digits, _ or -"))),
   SVC_WS_MAX_BUFFERED_BYTES: v.optional(intIn(1024, 1024 * 1024 * 1024), String(4 * 1024 * 1024)),
   SVC_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(8 * 3_600_000)),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
@@ -129,6 +138,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     syncSchedules: e.SVC_SCHEDULES,
     sessionTtlMs: e.SVC_SESSION_TTL_MS,
     wsMaxBufferedBytes: e.SVC_WS_MAX_BUFFERED_BYTES,
+    eventStream: e.SVC_EVENT_STREAM,
+    natsUrl: e.NATS_URL,
+    natsStream: e.SVC_NATS_STREAM,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

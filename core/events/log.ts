@@ -109,9 +109,14 @@ export class EventLog {
     return written;
   }
 
-  /** Appends the outbox to the stream now (never throws; see {@link Outbox.drain}). */
-  drain(): Promise<void> {
-    return this.outbox.drain();
+  /**
+   * Appends the outbox to the stream now (never throws; see {@link Outbox.drain}), waiting at most
+   * `maxWaitMs`: the envelopes are already durable, so a slow or unreachable broker never holds up the
+   * writer (the drain carries on in the background and the recovery pass retries).
+   */
+  drain(maxWaitMs = 250): Promise<void> {
+    const drained = this.outbox.drain();
+    return Promise.race([drained, new Promise<void>((resolve) => setTimeout(resolve, maxWaitMs).unref())]);
   }
 
   /**

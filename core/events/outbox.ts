@@ -23,6 +23,8 @@ export interface OutboxStats {
  */
 export class Outbox {
   static readonly DEGRADED_AFTER = 3;
+  /** A stream append that takes longer than this counts as failed (the batch is retried; ids de-duplicate). */
+  static readonly APPEND_TIMEOUT_MS = 5000;
   private draining: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
@@ -70,7 +72,15 @@ export class Outbox {
       const rows = await this.db.all<{ seq: number; envelope: string }>("SELECT seq, envelope FROM outbox ORDER BY seq LIMIT ?", [this.batchSize]);
       if (rows.length === 0) return;
       try {
-        await this.stream.append(rows.map((r) => JSON.parse(r.envelope) as DomainEventEnvelope));
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`the event stream did not accept the batch within ${Outbox.APPEND_TIMEOUT_MS} ms`)), Outbox.APPEND_TIMEOUT_MS);
+        });
+        try {
+          await Promise.race([this.stream.append(rows.map((r) => JSON.parse(r.envelope) as DomainEventEnvelope)), deadline]);
+        } finally {
+          clearTimeout(timer);
+        }
       } catch (err) {
         this.failures++;
         this.lastError = err instanceof Error ? err.message : String(err);

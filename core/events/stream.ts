@@ -35,6 +35,8 @@ export interface EventStream {
   prune(retentionMs: number): Promise<number>;
   /** Emits `"appended"` after each successful append. */
   readonly notifier: EventEmitter;
+  /** Releases connections (broker streams). */
+  close?(): Promise<void>;
 }
 
 interface EventRow {

@@ -1,0 +1,136 @@
+import { EventEmitter } from "node:events";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { DomainEventEnvelope, StoredDomainEvent } from "./catalog";
+import type { EventStream, StreamQuery } from "./stream";
+import { decodeCursor, encodeCursor } from "./cursor";
+import { eventPermissions } from "../auth/permissions";
+import { ApiError } from "../errors";
+
+/** Options of the NATS JetStream stream. */
+export interface NatsStreamOptions {
+  servers: string;
+  /** JetStream stream name (one per project). */
+  stream: string;
+  /** Subject prefix; events are published on `<prefix>.<topic>.<type>`. */
+  subjectPrefix: string;
+  /** Retention (`max_age`) set on the stream. */
+  retentionMs: number;
+}
+
+/** True when a stored event passes a query's subject filters and permissions (what SQL does for SQLite). */
+export function eventMatches(e: DomainEventEnvelope, q: StreamQuery): boolean {
+  const p = e.payload as Record<string, any>;
+  if (q.topics?.length && !q.topics.includes(e.topic)) return false;
+  if (q.types?.length && !q.types.includes(e.type)) return false;
+  if (q.objectTypeId !== undefined && (p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId) !== q.objectTypeId) return false;
+  if (q.primaryId !== undefined && (p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId) !== q.primaryId) return false;
+  if (q.actionId !== undefined && p.actionId !== q.actionId) return false;
+  if (q.runId !== undefined && p.runId !== q.runId) return false;
+  if (q.permissions) {
+    const [a, b] = eventPermissions(e);
+    if (!q.permissions.includes(a) || (b !== null && !q.permissions.includes(b))) return false;
+  }
+  return true;
+}
+
+/**
+ * A custom broker stream on NATS JetStream (spec 6.2), with the built-in stream's cursor semantics:
+ * cursor = the stream's creation time (epoch) + the JetStream sequence, opaque; `append` publishes with
+ * `msgID` = event id, so the server drops a redelivered id within its duplicate window (2 minutes) and
+ * consumers de-duplicate on id beyond it; retention is the stream's `max_age`. JetStream silently clips
+ * a start sequence older than the first kept message, so expiry is detected here: a cursor below the
+ * first retained sequence answers `cursor_expired`.
+ *
+ * Reads use an ordered consumer from the cursor's next sequence and filter in the client (topic, type,
+ * subject, permissions), since filters are not known to JetStream's subjects.
+ */
+export class NatsEventStream implements EventStream {
+  readonly notifier = new EventEmitter();
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly opts: NatsStreamOptions,
+    private readonly epoch: string,
+  ) {
+    this.notifier.setMaxListeners(0);
+  }
+
+  /**
+   * Connects (reconnecting forever) and creates the stream when missing.
+   * @throws when the server cannot be reached at startup
+   */
+  static async open(opts: NatsStreamOptions): Promise<NatsEventStream> {
+    const nc = await connect({ servers: opts.servers, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "svc" });
+    const jsm = await jetstreamManager(nc);
+    let info;
+    try {
+      info = await jsm.streams.info(opts.stream);
+    } catch {
+      info = await jsm.streams.add({ name: opts.stream, subjects: [`${opts.subjectPrefix}.>`], max_age: opts.retentionMs * 1_000_000, duplicate_window: 120_000 * 1_000_000, storage: StorageType.File });
+    }
+    const epoch = `nats${Date.parse(info.created).toString(36)}`;
+    return new NatsEventStream(nc, jetstream(nc), jsm, opts, epoch);
+  }
+
+  async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    for (const e of envelopes) {
+      await this.js.publish(`${this.opts.subjectPrefix}.${e.topic}.${e.type}`, JSON.stringify(e), { msgID: e.id, timeout: 2000 });
+    }
+    if (envelopes.length) this.notifier.emit("appended");
+  }
+
+  async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
+    const state = (await this.info()).state;
+    let start = state.first_seq;
+    if (q.afterCursor !== undefined) {
+      const seq = decodeCursor(this.epoch, q.afterCursor);
+      if (seq + 1 < state.first_seq && state.messages > 0) throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
+      start = Math.max(seq + 1, state.first_seq);
+    }
+    if (state.messages === 0 || start > state.last_seq) return [];
+    const consumer = await this.js.consumers.get(this.opts.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
+    const out: StoredDomainEvent[] = [];
+    let next = start;
+    while (out.length < q.limit && next <= state.last_seq) {
+      const batch = Math.min(500, state.last_seq - next + 1);
+      const messages = await consumer.fetch({ max_messages: batch, expires: 2000 });
+      let got = 0;
+      for await (const m of messages) {
+        got++;
+        next = m.seq + 1;
+        const e = m.json<DomainEventEnvelope>();
+        if (out.length < q.limit && eventMatches(e, q)) out.push({ ...e, cursor: encodeCursor(this.epoch, m.seq) });
+        if (got >= batch) break;
+      }
+      if (got === 0) break;
+    }
+    await consumer.delete().catch(() => undefined);
+    return out;
+  }
+
+  async latestCursor(): Promise<string | undefined> {
+    const { state } = await this.info();
+    return state.messages > 0 ? encodeCursor(this.epoch, state.last_seq) : undefined;
+  }
+
+  /** Retention is the stream's `max_age`: nothing to prune here. */
+  async prune(): Promise<number> {
+    return 0;
+  }
+
+  private async info() {
+    try {
+      return await this.jsm.streams.info(this.opts.stream);
+    } catch (err) {
+      throw new ApiError("unavailable", `The event broker did not answer: ${(err as Error).message}`);
+    }
+  }
+
+  /** Drains and closes the connection. */
+  async close(): Promise<void> {
+    await this.nc.drain().catch(() => undefined);
+  }
+}
