@@ -64,4 +64,26 @@ describe("NATS JetStream broker stream", () => {
       await nats.stop();
     }
   }, 120_000);
+
+  it("answers cursor_expired for a cursor older than the stream's retention (max_age)", async () => {
+    const bin = ensureNatsServer();
+    const port = await freePort();
+    const nats = await startNats(bin, port, path.join(tempDir("svc-nats-"), "jetstream"));
+    const app = await startApp({ env: { SVC_EVENT_STREAM: "nats", NATS_URL: `nats://127.0.0.1:${port}`, SVC_EVENT_RETENTION_MS: "1500", SVC_NATS_STREAM: "SVC_expiry" } });
+    try {
+      const c = client(app);
+      const [oldest] = (await c.get("/api/events?limit=1")).body.events;
+      expect(oldest).toBeDefined();
+      await new Promise((r) => setTimeout(r, 3000));
+      await c.post("/api/actions/diagnostics.noop", { params: {} });
+      const expired = await eventually(async () => {
+        const res = await c.get(`/api/events?afterCursor=${encodeURIComponent(oldest.cursor)}`);
+        return res.status === 410 ? res : undefined;
+      }, 10_000, 250);
+      expect(expired.body.error.code).toBe("cursor_expired");
+    } finally {
+      await app.close();
+      await nats.stop();
+    }
+  }, 60_000);
 });

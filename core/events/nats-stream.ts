@@ -37,7 +37,8 @@ export function eventMatches(e: DomainEventEnvelope, q: StreamQuery): boolean {
 /**
  * A custom broker stream on NATS JetStream (spec 6.2), with the built-in stream's cursor semantics:
  * cursor = the stream's creation time (epoch) + the JetStream sequence, opaque; `append` publishes with
- * `msgID` = event id, so the server drops a redelivered id within its duplicate window (2 minutes) and
+ * `msgID` = event id, so the server drops a redelivered id within its duplicate window (2 minutes, or
+ * the retention when shorter: JetStream requires it) and
  * consumers de-duplicate on id beyond it; retention is the stream's `max_age`. JetStream silently clips
  * a start sequence older than the first kept message, so expiry is detected here: a cursor below the
  * first retained sequence answers `cursor_expired`.
@@ -69,7 +70,7 @@ export class NatsEventStream implements EventStream {
     try {
       info = await jsm.streams.info(opts.stream);
     } catch {
-      info = await jsm.streams.add({ name: opts.stream, subjects: [`${opts.subjectPrefix}.>`], max_age: opts.retentionMs * 1_000_000, duplicate_window: 120_000 * 1_000_000, storage: StorageType.File });
+      info = await jsm.streams.add({ name: opts.stream, subjects: [`${opts.subjectPrefix}.>`], max_age: opts.retentionMs * 1_000_000, duplicate_window: Math.min(120_000, opts.retentionMs) * 1_000_000, storage: StorageType.File });
     }
     const epoch = `nats${Date.parse(info.created).toString(36)}`;
     return new NatsEventStream(nc, jetstream(nc), jsm, opts, epoch);
