@@ -168,8 +168,9 @@ export class EventLog {
    * errors are swallowed and logged. A read error (an expired or foreign cursor) ends the subscription
    * and goes to `onReadError` when given (else it is logged). Answers the unsubscribe function.
    */
-  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void): () => void {
+  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number; fromStart?: boolean }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void): () => void {
     return cursorPump({
+      fromStart: query.fromStart,
       read: (afterCursor) => this.read({ ...query, afterCursor, limit: query.limit ?? 500 }),
       latestCursor: () => this.latestCursor(),
       notifier: this.stream.notifier,

@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { DomainEventEnvelope, StoredDomainEvent } from "./catalog";
-import type { EventStream, StreamQuery } from "./stream";
+import { eventMatches, type EventStream, type StreamQuery } from "./stream";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
 import { ApiError } from "../errors";
@@ -16,22 +16,6 @@ export interface NatsStreamOptions {
   subjectPrefix: string;
   /** Retention (`max_age`) set on the stream. */
   retentionMs: number;
-}
-
-/** True when a stored event passes a query's subject filters and permissions (what SQL does for SQLite). */
-export function eventMatches(e: DomainEventEnvelope, q: StreamQuery): boolean {
-  const p = e.payload as Record<string, any>;
-  if (q.topics?.length && !q.topics.includes(e.topic)) return false;
-  if (q.types?.length && !q.types.includes(e.type)) return false;
-  if (q.objectTypeId !== undefined && (p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId) !== q.objectTypeId) return false;
-  if (q.primaryId !== undefined && (p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId) !== q.primaryId) return false;
-  if (q.actionId !== undefined && p.actionId !== q.actionId) return false;
-  if (q.runId !== undefined && p.runId !== q.runId) return false;
-  if (q.permissions) {
-    const [a, b] = eventPermissions(e);
-    if (!q.permissions.includes(a) || (b !== null && !q.permissions.includes(b))) return false;
-  }
-  return true;
 }
 
 /**

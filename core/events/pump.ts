@@ -14,6 +14,8 @@ export function cursorPump<T extends { cursor: string }>(opts: {
   latestCursor(): Promise<string | undefined>;
   notifier: EventEmitter;
   afterCursor?: string;
+  /** With no afterCursor: start at the beginning instead of after the newest item. */
+  fromStart?: boolean;
   handler(batch: T[]): unknown;
   onHandlerError(err: unknown): void;
   onReadError(err: unknown): void;
@@ -22,7 +24,7 @@ export function cursorPump<T extends { cursor: string }>(opts: {
   let stopped = false;
   let running = false;
   let pending = false;
-  const ready = opts.afterCursor !== undefined ? Promise.resolve() : opts.latestCursor().then((c) => void (cursor = c));
+  const ready = opts.afterCursor !== undefined || opts.fromStart ? Promise.resolve() : opts.latestCursor().then((c) => void (cursor = c));
   const stop = () => {
     stopped = true;
     opts.notifier.off("appended", onAppended);

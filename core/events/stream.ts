@@ -39,6 +39,22 @@ export interface EventStream {
   close?(): Promise<void>;
 }
 
+/** True when a stored event passes a query's subject filters and permissions (what SQL does for SQLite). */
+export function eventMatches(e: DomainEventEnvelope, q: StreamQuery): boolean {
+  const p = e.payload as Record<string, any>;
+  if (q.topics?.length && !q.topics.includes(e.topic)) return false;
+  if (q.types?.length && !q.types.includes(e.type)) return false;
+  if (q.objectTypeId !== undefined && (p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId) !== q.objectTypeId) return false;
+  if (q.primaryId !== undefined && (p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId) !== q.primaryId) return false;
+  if (q.actionId !== undefined && p.actionId !== q.actionId) return false;
+  if (q.runId !== undefined && p.runId !== q.runId) return false;
+  if (q.permissions) {
+    const [a, b] = eventPermissions(e);
+    if (!q.permissions.includes(a) || (b !== null && !q.permissions.includes(b))) return false;
+  }
+  return true;
+}
+
 interface EventRow {
   seq: number;
   envelope: string;
@@ -51,6 +67,14 @@ interface EventRow {
  */
 export class SqliteEventStream implements EventStream {
   readonly notifier = new EventEmitter();
+  /**
+   * The last {@link SqliteEventStream.TAIL_SIZE} events this process appended, contiguous and in seq
+   * order. This process is the only writer of its data dir, so a read whose cursor falls inside the
+   * tail is answered from memory with the same filters — live subscribers (one reader per socket)
+   * then cost no query per append. Older cursors read SQLite.
+   */
+  private tail: Array<{ seq: number; event: DomainEventEnvelope }> = [];
+  static readonly TAIL_SIZE = 10_000;
 
   private constructor(
     private readonly db: Database,
@@ -70,19 +94,29 @@ export class SqliteEventStream implements EventStream {
   async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     if (envelopes.length === 0) return;
     const now = Date.now();
+    const appended: Array<{ seq: number; event: DomainEventEnvelope }> = [];
     await this.db.transaction(async (tx) => {
       for (const e of envelopes) {
         const [perm1, perm2] = eventPermissions(e);
         const p = e.payload as Record<string, any>;
         const subjectType = p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId ?? null;
         const subjectId = p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId ?? null;
-        await tx.run(
+        const { changes, lastID } = await tx.run(
           `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
           [e.id, e.type, e.topic, e.partitionKey, now, subjectType, subjectId, p.actionId ?? null, p.runId ?? null, perm1, perm2, JSON.stringify(e)],
         );
+        if (changes === 1) appended.push({ seq: lastID, event: e });
       }
     });
+    if (appended.length) {
+      const last = this.tail[this.tail.length - 1];
+      // keep the tail contiguous: it only ever extends what this process appended right after it
+      if (last && appended[0]!.seq !== last.seq + 1) this.tail = [];
+      this.tail.push(...appended);
+      if (this.tail.length > SqliteEventStream.TAIL_SIZE) this.tail.splice(0, this.tail.length - SqliteEventStream.TAIL_SIZE);
+      if (this.tail[this.tail.length - 1]!.seq - this.tail[0]!.seq !== this.tail.length - 1) this.tail = []; // a gap: fall back to SQLite
+    }
     this.notifier.emit("appended");
   }
 
@@ -96,6 +130,15 @@ export class SqliteEventStream implements EventStream {
       }
       where.push("seq > ?");
       params.push(seq);
+      const first = this.tail[0];
+      if (first && seq >= first.seq - 1) {
+        const out: StoredDomainEvent[] = [];
+        for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
+          const { seq: s, event } = this.tail[i]!;
+          if (eventMatches(event, q)) out.push({ ...event, cursor: encodeCursor(this.epoch, s) });
+        }
+        return out;
+      }
     }
     const inList = (column: string, values: readonly string[]) => {
       where.push(`${column} IN (${values.map(() => "?").join(",")})`);
@@ -132,6 +175,7 @@ export class SqliteEventStream implements EventStream {
       await tx.run("DELETE FROM event_keys WHERE created_at < ?", [new Date(cutoff).toISOString()]);
       await tx.run("INSERT INTO meta (key, value) VALUES ('pruned_through', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(row.seq)]);
       this.prunedThrough = row.seq;
+      this.tail = this.tail.filter((t) => t.seq > row.seq!);
       return changes;
     });
   }

@@ -50,7 +50,7 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
     open(peer) {
       send(peer, { type: "connected" });
     },
-    message(peer, message) {
+    async message(peer, message) {
       let data: unknown;
       try {
         data = JSON.parse(message.text());
@@ -70,7 +70,10 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
       }
       const sub = parsed.output;
       subscriptions.get(peer.id)?.();
+      subscriptions.delete(peer.id);
       const principal = peer.context.principal as Principal;
+      // fix the starting point before acknowledging: everything committed after "subscribed" arrives
+      const start = sub.afterCursor ?? (await events.latestCursor());
       send(peer, { type: "subscribed", topic: sub.topic, types: sub.types, objectTypeId: sub.objectTypeId, primaryId: sub.primaryId, actionId: sub.actionId, runId: sub.runId, limit: sub.limit ?? 100, afterCursor: sub.afterCursor ?? null });
       const stop = events.subscribe(
         {
@@ -80,7 +83,8 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
           primaryId: sub.primaryId,
           actionId: sub.actionId,
           runId: sub.runId,
-          afterCursor: sub.afterCursor,
+          afterCursor: start,
+          fromStart: start === undefined,
           limit: sub.limit ?? 100,
           permissions: [...principal.permissions],
         },

@@ -69,7 +69,7 @@ export default definePlugin({
           return { context: { principal } };
         },
         open: (peer) => send(peer, { type: "connected" }),
-        message(peer, message) {
+        async message(peer, message) {
           let data: unknown;
           try {
             data = JSON.parse(message.text());
@@ -84,16 +84,20 @@ export default definePlugin({
           const parsed = v.safeParse(Subscribe, data);
           if (!parsed.success) return send(peer, { type: "error", message: `Invalid subscribe: ${v.getDotPath(parsed.issues[0]) ?? "message"} ${parsed.issues[0].message}` });
           subscriptions.get(peer.id)?.();
+          subscriptions.delete(peer.id);
           const sub = parsed.output;
-          send(peer, { type: "subscribed", run: sub.run ?? null, kinds: sub.kinds ?? null, levels: sub.levels ?? null, afterCursor: sub.afterCursor ?? null });
           const capture = logs();
+          await capture.flush();
+          const start = sub.afterCursor ?? (await capture.latestCursor());
+          send(peer, { type: "subscribed", run: sub.run ?? null, kinds: sub.kinds ?? null, levels: sub.levels ?? null, afterCursor: sub.afterCursor ?? null });
           subscriptions.set(
             peer.id,
             cursorPump({
               read: (afterCursor) => capture.read({ run: sub.run, kinds: sub.kinds, levels: sub.levels, afterCursor, limit: 500 }),
               latestCursor: () => capture.latestCursor(),
               notifier: capture.notifier,
-              afterCursor: sub.afterCursor,
+              afterCursor: start,
+              fromStart: start === undefined,
               handler: (batch) => send(peer, { type: "logs", logs: batch }),
               onHandlerError: () => undefined,
               onReadError: (err) => {
