@@ -10,7 +10,8 @@ import webhooks from "./webhooks";
 import schedules from "./schedules";
 import syncs from "./syncs";
 import docs from "./docs";
+import viewer from "./viewer";
 import type { Plugin } from "../core/plugin";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin[] = [status, auth, project, objects, actions, events, logs, workflows, webhooks, schedules, syncs, docs];
+export const builtinPlugins: readonly Plugin[] = [status, auth, project, objects, actions, events, logs, workflows, webhooks, schedules, syncs, viewer, docs];

@@ -85,4 +85,14 @@ describe("browser sessions (spec 5)", () => {
     expect(expired.status).toBe(401);
     expect(((await expired.json()) as any).error.message).toMatch(/expired/);
   });
+
+  it("serves the live event viewer without any external asset", async () => {
+    const page = await fetch(`${app.url}/viewer`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).not.toMatch(/https?:\/\//);
+    const script = await (await fetch(`${app.url}/viewer/app.js`)).text();
+    expect(script).toContain("/ws/events");
+    expect(script).toContain("x-svc-csrf");
+  });
 });

@@ -1,0 +1,22 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { definePlugin } from "../../core/plugin";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * `/viewer`: a minimal live event viewer. It signs in for a browser session (POST /api/auth/sign-in),
+ * follows /ws/events (resuming from its last cursor on reconnect) and can run `diagnostics.noop` with
+ * the CSRF token to make events appear. Plain HTML and JavaScript, served from this server.
+ */
+export default definePlugin({
+  name: "viewer",
+  setup({ routes }) {
+    const page = fs.readFileSync(path.join(here, "page.html"), "utf8");
+    const script = fs.readFileSync(path.join(here, "app.js"), "utf8");
+    const send = (body: string, type: string) => new Response(body, { headers: { "content-type": type, "cache-control": "no-cache" } });
+    routes.add({ method: "GET", path: "/viewer", summary: "Live event viewer (HTML)", tags: ["viewer"], auth: "none", responses: { 200: { description: "HTML page" } }, handler: () => send(page, "text/html; charset=utf-8") });
+    routes.add({ method: "GET", path: "/viewer/app.js", summary: "Live event viewer script", tags: ["viewer"], auth: "none", responses: { 200: { description: "JavaScript" } }, handler: () => send(script, "application/javascript; charset=utf-8") });
+  },
+});
