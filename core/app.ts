@@ -110,7 +110,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(TOKENS.Sessions, { useValue: sessions });
     for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
 
-    temporal = await TemporalHost.start({ config, log, activities: createActivities({ db, events, ontology, actions, project, log, logs }), workflowsModule: opts.project.workflowsModule });
+    temporal = await TemporalHost.start({ config, log, activities: createActivities({ db, events, ontology, actions, project, log, logs }), workflowsModule: opts.project.workflowsModule, logs });
     container.register(TOKENS.Temporal, { useValue: temporal });
     actions.setEffectStarter(temporal);
     workflows.setTemporal(temporal);

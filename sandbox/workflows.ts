@@ -32,6 +32,7 @@ export const workflows = {
         return found;
       });
       const amount = Number(invoice.properties.amount);
+      ctx.log.info("reviewing invoice", { invoiceId: invoice.primaryId, amount, approvalNeeded: amount > input.approvalThreshold });
       await ctx.sleep(input.waitMs);
       const setStatus = (reviewStatus: string) =>
         ctx.write([{ op: "object.update", objectTypeId: "invoice", primaryId: invoice.primaryId, properties: { reviewStatus, reviewedAt: new Date().toISOString() } }]);
@@ -55,6 +56,7 @@ export const workflows = {
         return { invoiceId: invoice.primaryId, reviewStatus: run.status === "succeeded" ? "approved" : "approval failed", amount, approvedBy: decision.by.id, actionRunId: run.runId };
       }
       const outcome = decision.status === "submitted" ? "rejected" : decision.status;
+      ctx.log.warn(`invoice review ended ${outcome}`, { invoiceId: invoice.primaryId });
       await ctx.node(`record ${outcome}`, () => setStatus(outcome));
       return { invoiceId: invoice.primaryId, reviewStatus: outcome, amount };
     },

@@ -41,6 +41,15 @@ describe("handler logs (spec 2.5)", () => {
     expect((await dev.get(`/api/logs?afterCursor=${encodeURIComponent(eventCursor)}`)).status).toBe(400);
   });
 
+  it("captures workflow code's logs through a sink, under the workflow run", async () => {
+    const { runId } = (await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1003", waitMs: 0 } })).body;
+    const lines = await eventually(async () => {
+      const r = await dev.get(`/api/logs?runKind=workflow&runId=${runId}`);
+      return r.body.count > 0 ? r.body.logs : undefined;
+    });
+    expect(lines).toEqual([expect.objectContaining({ message: "reviewing invoice", level: "info", run: { kind: "workflow", id: runId }, fields: expect.objectContaining({ invoiceId: "inv_1003", amount: 480.5, approvalNeeded: false, workflowId: "invoice-review" }) })]);
+  });
+
   it("requires observe:logs", async () => {
     expect((await client(app, await tokenFor(app, "alice")).get("/api/logs")).status).toBe(403);
     expect((await client(app, await tokenFor(app, "ops-bot")).get("/api/logs")).status).toBe(200);

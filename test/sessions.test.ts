@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "./helpers";
 import { TOKENS } from "../core/tokens";
+import { sandboxProject } from "../sandbox/project";
 import type { App } from "../core/app";
 
 let app: App;
@@ -94,5 +95,18 @@ describe("browser sessions (spec 5)", () => {
     const script = await (await fetch(`${app.url}/viewer/app.js`)).text();
     expect(script).toContain("/ws/events");
     expect(script).toContain("x-svc-csrf");
+  });
+
+  it("answers 403 on GET /api/events to a caller with no view permission at all", async () => {
+    const project = { ...sandboxProject, identities: { ...sandboxProject.identities, "log-reader": { type: "serviceAccount" as const, permissions: ["observe:logs"] } } };
+    const other = await startApp({ project });
+    try {
+      const token = (await other.container.resolve(TOKENS.Tokens).create("log-reader")).token;
+      const res = await fetch(`${other.url}/api/events`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as any).error.code).toBe("forbidden");
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -9,10 +9,12 @@
  *
  * `svc-project-workflows` is an alias set at bundle time to the project's workflows module.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
+import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities, proxySinks, sleep, workflowInfo, TemporalFailure, type Sinks } from "@temporalio/workflow";
 import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
 import { workflows } from "svc-project-workflows";
-import type { SvcActivities } from "../core/sdk/activities-types";
+import type { SvcActivities, SvcSinks } from "../core/sdk/activities-types";
+
+const { handlerLog } = proxySinks<SvcSinks & Sinks>();
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
 
@@ -102,9 +104,11 @@ function createContext(workflowId: string, runId: string): WorkflowContext {
   const record = (type: string, key: string, payload?: Record<string, unknown>) => named(`${type}${payload?.node ? ` ${String(payload.node)}` : ""}`).recordWorkflowEvent({ type, workflowId, runId, key, payload });
   const inNode = (what: string) => named(node ? `${node}: ${what}` : what);
   const intervention = installInterventions(workflowId, runId, (input) => named(`intervention ${input.name} ${input.phase}`).recordIntervention(input));
+  const write = (level: "debug" | "info" | "warn" | "error") => (message: string, fields: Record<string, unknown> = {}) => handlerLog.write(level, message, fields);
   return {
     workflowId,
     runId,
+    log: { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") },
     intervention,
     async node(name, fn) {
       const n = ++seq;

@@ -43,6 +43,13 @@ export interface RecordRunEventInput {
   runId: string;
 }
 
+/** The sink workflow code logs through (Temporal sinks: called after the activation, not during replay). */
+export interface SvcSinks {
+  handlerLog: {
+    write(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void;
+  };
+}
+
 export interface SvcActivities {
   recordRunEvent(input: RecordRunEventInput): Promise<void>;
   /** Runs a sync's handler; its writes are applied once per run. Answers its JSON result. */

@@ -33,6 +33,16 @@ export type InterventionOutcome<A> =
 export interface WorkflowContext {
   workflowId: string;
   runId: string;
+  /**
+   * Handler logs of the run (spec 2.5; run context `{ kind: "workflow", id: runId }`). Written through
+   * a Temporal sink, so replays do not log twice.
+   */
+  log: {
+    debug(message: string, fields?: Record<string, unknown>): void;
+    info(message: string, fields?: Record<string, unknown>): void;
+    warn(message: string, fields?: Record<string, unknown>): void;
+    error(message: string, fields?: Record<string, unknown>): void;
+  };
   /** A named step: records `workflow.run.node.started` / `.finished` around `fn`. */
   node<T>(name: string, fn: () => Promise<T>): Promise<T>;
   /** A durable timer (survives worker and server restarts); `name` labels it in Temporal's history. */

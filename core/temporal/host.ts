@@ -9,6 +9,7 @@ import type { EffectStarter } from "../runtime/actions";
 import { ensureTemporalCli } from "./cli";
 import { startDevServer, type DevServer } from "./dev-server";
 import { loadWorkflowBundle } from "./bundle";
+import type { LogCapture } from "../logs/capture";
 
 /** Health of the Temporal connection, for `/api/status`. */
 export interface TemporalHealth {
@@ -47,7 +48,7 @@ export class TemporalHost implements EffectStarter {
    * @throws {TemporalCliError} when the CLI cannot be found or built; Error when the server or worker
    *   cannot start (the dev server is stopped again then)
    */
-  static async start(opts: { config: Config; log: Logger; activities: SvcActivities; workflowsModule?: string }): Promise<TemporalHost> {
+  static async start(opts: { config: Config; log: Logger; activities: SvcActivities; workflowsModule?: string; logs: LogCapture }): Promise<TemporalHost> {
     const { config, log } = opts;
     const t = config.temporal;
     let devServer: DevServer | undefined;
@@ -64,7 +65,7 @@ export class TemporalHost implements EffectStarter {
       const connection = await Connection.connect({ address, connectTimeout: 10_000 });
       const client = new Client({ connection, namespace: t.namespace });
       const host = new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log);
-      await host.startWorker(opts.activities, opts.workflowsModule);
+      await host.startWorker(opts.activities, opts.workflowsModule, opts.logs);
       return host;
     } catch (err) {
       await devServer?.stop();
@@ -72,7 +73,7 @@ export class TemporalHost implements EffectStarter {
     }
   }
 
-  private async startWorker(activities: SvcActivities, workflowsModule: string | undefined): Promise<void> {
+  private async startWorker(activities: SvcActivities, workflowsModule: string | undefined, logs: LogCapture): Promise<void> {
     const { NativeConnection, Worker, Runtime, DefaultLogger } = await import("@temporalio/worker");
     if (!runtimeInstalled) {
       runtimeInstalled = true;
@@ -91,6 +92,16 @@ export class TemporalHost implements EffectStarter {
       taskQueue: this.taskQueue,
       workflowBundle,
       activities,
+      // workflow code's ctx.log (spec 2.5), captured with run context { kind: "workflow", id: runId }; not during replay
+      sinks: {
+        handlerLog: {
+          write: {
+            fn: (info, level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>) =>
+              logs.logger(this.log, { kind: "workflow", id: info.workflowId }, { workflowId: info.workflowType })[level](fields, message),
+            callDuringReplay: false,
+          },
+        },
+      },
       shutdownGraceTime: "10 seconds",
     });
     this.workerRun = this.worker.run().catch((err) => this.log.error({ err }, "the Temporal worker stopped with an error"));
