@@ -1,12 +1,12 @@
 import * as v from "valibot";
-import type { Hooks, Peer } from "crossws";
+import type { Hooks } from "crossws";
 import type { EventLog } from "../../core/events/log";
 import type { StoredDomainEvent, Topic } from "../../core/events/catalog";
 import { EVENT_TYPES, TOPICS } from "../../core/events/catalog";
 import type { Principal } from "../../core/auth/permissions";
-import { isApiError } from "../../core/errors";
+import { sendFrame, subscriptionSocket } from "../../core/http/socket";
 
-/** Close code and limit for consumers that cannot keep up: the client reconnects with its last cursor. */
+/** Close code for consumers that cannot keep up: the client reconnects with its last cursor. */
 export const SLOW_CONSUMER_CLOSE = 4008;
 
 const Subscribe = v.strictObject({
@@ -20,7 +20,6 @@ const Subscribe = v.strictObject({
   limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(500))),
   afterCursor: v.optional(v.string()),
 });
-const Unsubscribe = v.strictObject({ type: v.literal("unsubscribe") });
 
 /** The event as an `event` frame carries it: the stored event plus its subject (spec 6.5). */
 function frameEvent(e: StoredDomainEvent) {
@@ -33,49 +32,23 @@ function frameEvent(e: StoredDomainEvent) {
 /**
  * `/ws/events` (spec 6.5): after `connected`, the client sends `subscribe` (topic, types, objectTypeId,
  * primaryId, actionId, runId, limit ≤ 500 = read batch size, afterCursor); the server answers
- * `subscribed`, then `event` frames. Without `afterCursor` only new events arrive; with it, retained
- * events after the cursor are replayed in order and live ones follow with no gap and no duplicate
- * (one cursor-driven reader). An expired cursor answers `reset` with `cursor_expired`. A second
- * `subscribe` replaces the first. Events are scoped to the session identity's view permissions.
- * A socket whose unsent data passes `maxBufferedBytes` is closed with 4008 (writers and other sockets
- * never wait for it: each socket has its own reader and sends without blocking).
+ * `subscribed`, then `event` frames. Without `afterCursor` only events committed after `subscribed`
+ * arrive; with it, retained events after the cursor are replayed in order and live ones follow with no
+ * gap and no duplicate (one cursor-driven reader). An expired cursor answers `reset` with
+ * `cursor_expired`. Events are scoped to the session identity's view permissions. A socket whose
+ * unsent data passes `maxBufferedBytes` is closed with 4008 (writers and other sockets never wait for
+ * it: each socket has its own reader and sends without blocking).
  */
 export function eventsSocket(events: EventLog, authenticate: (req: Request) => Promise<Principal>, maxBufferedBytes: number): Partial<Hooks> {
-  const subscriptions = new Map<string, () => void>();
-  const send = (peer: Peer, frame: unknown): void => void peer.send(JSON.stringify(frame));
-  return {
-    async upgrade(request) {
-      return { context: { principal: await authenticate(request) } };
-    },
-    open(peer) {
-      send(peer, { type: "connected" });
-    },
-    async message(peer, message) {
-      let data: unknown;
-      try {
-        data = JSON.parse(message.text());
-      } catch {
-        return send(peer, { type: "error", message: "Messages are JSON objects" });
-      }
-      const type = (data as { type?: unknown })?.type;
-      if (type === "unsubscribe" && v.is(Unsubscribe, data)) {
-        subscriptions.get(peer.id)?.();
-        subscriptions.delete(peer.id);
-        return send(peer, { type: "unsubscribed" });
-      }
-      const parsed = v.safeParse(Subscribe, data);
-      if (!parsed.success) {
-        const issue = parsed.issues[0];
-        return send(peer, { type: "error", message: type === "subscribe" ? `Invalid subscribe: ${v.getDotPath(issue) ?? "message"} ${issue.message}` : `Unknown message type ${JSON.stringify(type)}` });
-      }
-      const sub = parsed.output;
-      subscriptions.get(peer.id)?.();
-      subscriptions.delete(peer.id);
-      const principal = peer.context.principal as Principal;
+  return subscriptionSocket({
+    authenticate,
+    schema: Subscribe,
+    async start(peer, principal, sub, onReadError) {
       // fix the starting point before acknowledging: everything committed after "subscribed" arrives
       const start = sub.afterCursor ?? (await events.latestCursor());
-      send(peer, { type: "subscribed", topic: sub.topic, types: sub.types, objectTypeId: sub.objectTypeId, primaryId: sub.primaryId, actionId: sub.actionId, runId: sub.runId, limit: sub.limit ?? 100, afterCursor: sub.afterCursor ?? null });
-      const stop = events.subscribe(
+      sendFrame(peer, { type: "subscribed", topic: sub.topic, types: sub.types, objectTypeId: sub.objectTypeId, primaryId: sub.primaryId, actionId: sub.actionId, runId: sub.runId, limit: sub.limit ?? 100, afterCursor: sub.afterCursor ?? null });
+      let stop = () => {};
+      stop = events.subscribe(
         {
           topics: sub.topic ? [sub.topic as Topic] : undefined,
           types: sub.types,
@@ -89,24 +62,15 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
           permissions: [...principal.permissions],
         },
         (batch) => {
-          for (const e of batch) send(peer, { type: "event", event: frameEvent(e) });
+          for (const e of batch) sendFrame(peer, { type: "event", event: frameEvent(e) });
           if (peer.bufferedAmount > maxBufferedBytes) {
-            subscriptions.get(peer.id)?.();
-            subscriptions.delete(peer.id);
+            stop();
             peer.close(SLOW_CONSUMER_CLOSE, "slow consumer: reconnect with your last cursor");
           }
         },
-        (err) => {
-          subscriptions.delete(peer.id);
-          if (isApiError(err) && err.code === "cursor_expired") send(peer, { type: "reset", reason: "cursor_expired" });
-          else send(peer, { type: "error", message: isApiError(err) ? err.message : "The subscription failed" });
-        },
+        onReadError,
       );
-      subscriptions.set(peer.id, stop);
+      return () => stop();
     },
-    close(peer) {
-      subscriptions.get(peer.id)?.();
-      subscriptions.delete(peer.id);
-    },
-  };
+  });
 }

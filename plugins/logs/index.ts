@@ -1,12 +1,12 @@
 import * as v from "valibot";
-import type { Peer } from "crossws";
 import { definePlugin } from "../../core/plugin";
 import { TOKENS } from "../../core/tokens";
 import { can, has, requirePermission } from "../../core/auth/permissions";
 import { authenticateUpgrade } from "../../core/auth/authenticate";
 import { cursorPump } from "../../core/events/pump";
 import { LOG_LEVELS } from "../../core/logs/capture";
-import { ApiError, isApiError } from "../../core/errors";
+import { ApiError } from "../../core/errors";
+import { sendFrame, subscriptionSocket } from "../../core/http/socket";
 
 const RunRef = v.strictObject({ kind: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) });
 const LineSchema = v.object({ message: v.string(), level: v.picklist(LOG_LEVELS), fields: v.record(v.string(), v.unknown()), run: v.object({ kind: v.string(), id: v.string() }), at: v.string(), cursor: v.string() });
@@ -52,66 +52,38 @@ export default definePlugin({
       },
     });
 
-    const subscriptions = new Map<string, () => void>();
-    const send = (peer: Peer, frame: unknown): void => void peer.send(JSON.stringify(frame));
     routes.ws(
       "/ws/logs",
       {
         summary: "Handler logs over WebSocket",
-        description: "Spec 6.5. Browser session, allowed Origin and observe:logs. Send `{type:\"subscribe\", run?: {kind,id}, kinds?, levels?, afterCursor?}` (omitted filters: all logs); frames: connected, subscribed, logs {logs: [...]}, reset {reason: cursor_expired}, error {message}. Without afterCursor only new lines arrive.",
+        description: "Spec 6.5. Browser session, allowed Origin and observe:logs. Send `{type:\"subscribe\", run?: {kind,id}, kinds?, levels?, afterCursor?}` (omitted filters: all logs); frames: connected, subscribed, logs {logs: [...]}, unsubscribed, reset {reason: cursor_expired}, error {message}. Without afterCursor only new lines arrive; a second subscribe replaces the first.",
       },
-      {
-        async upgrade(request) {
+      subscriptionSocket({
+        authenticate: async (request) => {
           const principal = await authenticateUpgrade(request, { sessions: container.resolve(TOKENS.Sessions), allowedOrigins: config.allowedOrigins });
           if (!has(principal, can.observe("logs"))) {
             throw new Response(JSON.stringify(new ApiError("forbidden", "This identity lacks the permission observe:logs").toBody()), { status: 403, headers: { "content-type": "application/json" } });
           }
-          return { context: { principal } };
+          return principal;
         },
-        open: (peer) => send(peer, { type: "connected" }),
-        async message(peer, message) {
-          let data: unknown;
-          try {
-            data = JSON.parse(message.text());
-          } catch {
-            return send(peer, { type: "error", message: "Messages are JSON objects" });
-          }
-          if ((data as { type?: string })?.type === "unsubscribe") {
-            subscriptions.get(peer.id)?.();
-            subscriptions.delete(peer.id);
-            return send(peer, { type: "unsubscribed" });
-          }
-          const parsed = v.safeParse(Subscribe, data);
-          if (!parsed.success) return send(peer, { type: "error", message: `Invalid subscribe: ${v.getDotPath(parsed.issues[0]) ?? "message"} ${parsed.issues[0].message}` });
-          subscriptions.get(peer.id)?.();
-          subscriptions.delete(peer.id);
-          const sub = parsed.output;
+        schema: Subscribe,
+        async start(peer, _principal, sub, onReadError) {
           const capture = logs();
           await capture.flush();
           const start = sub.afterCursor ?? (await capture.latestCursor());
-          send(peer, { type: "subscribed", run: sub.run ?? null, kinds: sub.kinds ?? null, levels: sub.levels ?? null, afterCursor: sub.afterCursor ?? null });
-          subscriptions.set(
-            peer.id,
-            cursorPump({
-              read: (afterCursor) => capture.read({ run: sub.run, kinds: sub.kinds, levels: sub.levels, afterCursor, limit: 500 }),
-              latestCursor: () => capture.latestCursor(),
-              notifier: capture.notifier,
-              afterCursor: start,
-              fromStart: start === undefined,
-              handler: (batch) => send(peer, { type: "logs", logs: batch }),
-              onHandlerError: () => undefined,
-              onReadError: (err) => {
-                subscriptions.delete(peer.id);
-                send(peer, isApiError(err) && err.code === "cursor_expired" ? { type: "reset", reason: "cursor_expired" } : { type: "error", message: isApiError(err) ? err.message : "The subscription failed" });
-              },
-            }),
-          );
+          sendFrame(peer, { type: "subscribed", run: sub.run ?? null, kinds: sub.kinds ?? null, levels: sub.levels ?? null, afterCursor: sub.afterCursor ?? null });
+          return cursorPump({
+            read: (afterCursor) => capture.read({ run: sub.run, kinds: sub.kinds, levels: sub.levels, afterCursor, limit: 500 }),
+            latestCursor: () => capture.latestCursor(),
+            notifier: capture.notifier,
+            afterCursor: start,
+            fromStart: start === undefined,
+            handler: (batch) => sendFrame(peer, { type: "logs", logs: batch }),
+            onHandlerError: () => undefined,
+            onReadError,
+          });
         },
-        close(peer) {
-          subscriptions.get(peer.id)?.();
-          subscriptions.delete(peer.id);
-        },
-      },
+      }),
     );
   },
 });

@@ -22,18 +22,14 @@
  */
 import crypto from "node:crypto";
 import os from "node:os";
-import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import autocannon from "autocannon";
 import { Agent, request } from "undici";
 import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
-import { tempDir } from "../helpers-fs";
-import { freePort } from "../setup/global";
+import { startBenchServer } from "./server-process";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONCURRENCY ?? 16);
-const ROOT = path.resolve(import.meta.dirname, "../..");
 
 interface Figures {
   name: string;
@@ -41,28 +37,6 @@ interface Figures {
   p50: number;
   p99: number;
   errors: number;
-}
-
-async function start(kind: "bare" | "app"): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const env = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn" };
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean), "--import", "tsx", "test/bench/server.ts", kind], { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d) => {
-      out += d;
-      const m = /READY (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`${kind} server exited with ${code}`)));
-  });
-  return { url, child };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  await exited;
 }
 
 async function closedLoop(name: string, opts: autocannon.Options): Promise<Figures> {
@@ -112,11 +86,11 @@ const signedDelivery = () => {
 };
 
 console.log(`\nsvc bench: ${connections} connections, ${seconds} s per case, node ${process.version}, ${os.cpus().length} cores\n`);
-const bare = await start("bare");
+const bare = await startBenchServer("bare");
 const baseline = await closedLoop("bare h3 handler (POST /bare)", { url: `${bare.url}/bare`, method: "POST", headers: json, body: "{}" });
-await stop(bare.child);
+await bare.stop();
 
-const app = await start("app");
+const app = await startBenchServer("app");
 const actionOpts: autocannon.Options = { url: `${app.url}/api/actions/diagnostics.noop`, method: "POST", headers: { ...json, authorization: `Bearer ${SANDBOX_DEV_TOKEN}` }, body: JSON.stringify({ params: {} }) };
 const webhookUrl = `${app.url}/api/webhooks/standard-webhooks/events`;
 const webhookOpts: autocannon.Options = { url: webhookUrl, method: "POST", requests: [{ setupRequest: (req) => ({ ...req, ...signedDelivery() }) }] };
@@ -185,7 +159,7 @@ for (let i = 0; i < samples; i++) {
 }
 const sortedSubmit = submitLatencies.sort((a, b) => a - b);
 const submit: Figures = { name: `intervention submit → next node started (${samples} runs, one at a time)`, rps: NaN, p50: percentile(sortedSubmit, 50), p99: percentile(sortedSubmit, 99), errors: 0 };
-await stop(app.child);
+await app.stop();
 
 console.log("| case | req/s | p50 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|");
 for (const r of [baseline, action, webhook, webhookHalf, starts, completed, submit]) console.log(`| ${r.name} | ${Number.isNaN(r.rps) ? "" : r.rps.toFixed(1)} | ${Number.isNaN(r.p50) ? "" : r.p50} | ${Number.isNaN(r.p99) ? "" : r.p99} | ${r.errors} |`);

@@ -7,32 +7,18 @@
  *    `GET /api/events?limit=500` page after page; pages and events per second.
  * The server runs in its own process; clients run here.
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
 import NodeWebSocket from "crossws/websocket";
 import { request } from "undici";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
-import { tempDir } from "../helpers-fs";
-import { freePort } from "../setup/global";
+import { startBenchServer } from "./server-process";
 
 const CLIENTS = Number(process.env.BENCH_WS_CLIENTS ?? 1000);
 const RUNS = Number(process.env.BENCH_WS_RUNS ?? 100);
 const REPLAY_EVENTS = Number(process.env.BENCH_REPLAY_EVENTS ?? 20_000);
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
-const port = await freePort();
-const env = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-ws-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", SVC_WS_MAX_BUFFERED_BYTES: String(64 * 1024 * 1024) };
-const child = spawn(process.execPath, ["--import", "tsx", "test/bench/server.ts", "app"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
-const base = await new Promise<string>((resolve, reject) => {
-  let out = "";
-  child.stdout!.on("data", (d) => {
-    out += d;
-    const m = /READY (\S+)/.exec(out);
-    if (m) resolve(m[1]!);
-  });
-  child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
-});
+const server = await startBenchServer("app", { SVC_WS_MAX_BUFFERED_BYTES: String(64 * 1024 * 1024) });
+const base = server.url;
 const api = async (method: "GET" | "POST", p: string, body?: unknown) => {
   const res = await request(`${base}${p}`, { method, headers: { "content-type": "application/json", authorization: `Bearer ${SANDBOX_DEV_TOKEN}` }, body: body === undefined ? undefined : JSON.stringify(body) });
   return (await res.body.json()) as any;
@@ -104,6 +90,4 @@ console.log(`| fan-out deliveries per second | ${(received / fanSeconds).toFixed
 console.log(`| commit → receipt p50 / p99 | ${percentile(latencies, 50)} ms / ${percentile(latencies, 99)} ms |`);
 console.log(`| replay GET /api/events pages of 500 | ${(pages / replaySeconds).toFixed(1)} pages/s, ${(events / replaySeconds).toFixed(0)} events/s (${events} events) |\n`);
 
-const exited = new Promise((r) => child.once("exit", r));
-child.kill("SIGTERM");
-await exited;
+await server.stop();

@@ -1,0 +1,32 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { tempDir } from "../helpers-fs";
+import { freePort } from "../setup/global";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/**
+ * Starts a benchmark target (test/bench/server.ts) in its own process on free ports with a fresh data
+ * dir and its own embedded Temporal dev server. BENCH_NODE_FLAGS adds node flags (e.g. --cpu-prof).
+ */
+export async function startBenchServer(kind: "bare" | "app", env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+  const port = await freePort();
+  const fullEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
+  const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...flags, "--import", "tsx", "test/bench/server.ts", kind], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const m = /READY (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`${kind} server exited with ${code}`)));
+  });
+  const stop = async () => {
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    await exited;
+  };
+  return { url, child, stop };
+}
