@@ -345,5 +345,11 @@ describe("workflow runs on Temporal", () => {
     expect((await dev.post("/api/workflows/nope/runs", { input: {} })).status).toBe(404);
     expect((await client(app, tokens.auditor).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" } })).status).toBe(403);
     expect((await dev.get("/api/workflow-runs/run_unknown")).status).toBe(404);
+    // an execution the API did not start (an action's effect) cannot be adopted by naming its id
+    await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "effect-owner" });
+    await eventually(async () => (await app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe().catch(() => undefined)) !== undefined);
+    const hijack = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId: "action-effect:effect-owner" });
+    expect(hijack.status).toBe(409);
+    expect((await dev.get("/api/workflow-runs/action-effect:effect-owner")).status).toBe(404);
   });
 });

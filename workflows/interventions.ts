@@ -13,9 +13,9 @@ import type { InterventionOutcome, InterventionRequest } from "../core/sdk/workf
 type By = { type: string; id: string };
 
 /** Update: submit an answer. Rejected (type `NotOpen` or `InvalidAnswer`) by its validator. */
-export const submitIntervention = defineUpdate<{ interventionId: string }, [{ name: string; answer: unknown; by: By }]>("submitIntervention");
+export const submitIntervention = defineUpdate<{ interventionId: string }, [{ name: string; interventionId?: string; answer: unknown; by: By }]>("submitIntervention");
 /** Update: cancel an open intervention. Rejected (type `NotOpen`) by its validator. */
-export const cancelIntervention = defineUpdate<{ interventionId: string }, [{ name: string; by?: By; reason?: string }]>("cancelIntervention");
+export const cancelIntervention = defineUpdate<{ interventionId: string }, [{ name: string; interventionId?: string; by?: By; reason?: string }]>("cancelIntervention");
 
 interface Entry {
   id: string;
@@ -33,24 +33,25 @@ interface Entry {
 export function installInterventions(workflowId: string, runId: string, record: (input: RecordInterventionInput) => Promise<void>) {
   const entries = new Map<string, Entry>();
   let seq = 0;
-  const openEntry = (name: string): Entry => {
+  /** The open intervention of that name — and, when the caller names one, exactly that one (the API checked its assignees). */
+  const openEntry = (name: string, interventionId?: string): Entry => {
     const entry = entries.get(name);
-    if (!entry || entry.status !== "open") throw ApplicationFailure.create({ type: "NotOpen", message: `Run ${runId} has no open intervention "${name}"`, nonRetryable: true });
+    if (!entry || entry.status !== "open" || (interventionId !== undefined && entry.id !== interventionId)) throw ApplicationFailure.create({ type: "NotOpen", message: `Run ${runId} has no open intervention "${name}"`, nonRetryable: true });
     return entry;
   };
 
   setHandler(
     submitIntervention,
-    ({ name, answer, by }) => {
-      const entry = openEntry(name);
+    ({ name, interventionId, answer, by }) => {
+      const entry = openEntry(name, interventionId);
       entry.status = "submitted";
       entry.answer = v.parse(entry.schema, answer);
       entry.by = by;
       return { interventionId: entry.id };
     },
     {
-      validator: ({ name, answer }) => {
-        const result = v.safeParse(openEntry(name).schema, answer);
+      validator: ({ name, interventionId, answer }) => {
+        const result = v.safeParse(openEntry(name, interventionId).schema, answer);
         if (!result.success) {
           const issues = result.issues.map((i) => ({ path: v.getDotPath(i) ? `answer.${v.getDotPath(i)}` : "answer", message: i.message }));
           throw ApplicationFailure.create({ type: "InvalidAnswer", message: `Invalid answer: ${issues[0]!.path} ${issues[0]!.message}`, details: [issues], nonRetryable: true });
@@ -60,14 +61,14 @@ export function installInterventions(workflowId: string, runId: string, record: 
   );
   setHandler(
     cancelIntervention,
-    ({ name, by, reason }) => {
-      const entry = openEntry(name);
+    ({ name, interventionId, by, reason }) => {
+      const entry = openEntry(name, interventionId);
       entry.status = "cancelled";
       entry.by = by;
       entry.reason = reason;
       return { interventionId: entry.id };
     },
-    { validator: ({ name }) => void openEntry(name) },
+    { validator: ({ name, interventionId }) => void openEntry(name, interventionId) },
   );
 
   return async function intervention<A>(name: string, request: InterventionRequest<A>): Promise<InterventionOutcome<A>> {
@@ -86,7 +87,7 @@ export function installInterventions(workflowId: string, runId: string, record: 
       const resolved = await condition(() => entry.status !== "open", request.expiresInMs);
       if (!resolved) {
         entry.status = "expired";
-        await record({ ...base, phase: "expired" });
+        await CancellationScope.nonCancellable(() => record({ ...base, phase: "expired" }));
         return { status: "expired" };
       }
     } catch (err) {
@@ -96,11 +97,12 @@ export function installInterventions(workflowId: string, runId: string, record: 
       }
       throw err;
     }
+    // terminal records survive a run cancellation arriving meanwhile, so the index never stays "open"
     if (entry.status === "submitted") {
-      await record({ ...base, phase: "submitted", answer: entry.answer, by: entry.by });
+      await CancellationScope.nonCancellable(() => record({ ...base, phase: "submitted", answer: entry.answer, by: entry.by }));
       return { status: "submitted", answer: entry.answer as A, by: entry.by! };
     }
-    await record({ ...base, phase: "cancelled", by: entry.by, reason: entry.reason });
+    await CancellationScope.nonCancellable(() => record({ ...base, phase: "cancelled", by: entry.by, reason: entry.reason }));
     return { status: "cancelled", ...(entry.by ? { by: entry.by } : {}), ...(entry.reason ? { reason: entry.reason } : {}) };
   };
 }

@@ -14,8 +14,8 @@ export interface OutboxStats {
 /**
  * The transactional outbox (spec 6.2): envelopes are written in the same SQLite transaction as the
  * rows they describe ({@link Outbox.enqueue}), then the drainer appends them to the stream right after
- * commit ({@link Outbox.drain}) and deletes them. A recovery pass every `recoveryMs` (60 s by default)
- * drains anything left behind by a crash or a stream outage.
+ * commit ({@link Outbox.drain}) and deletes them. The app's recovery pass (every
+ * `SVC_OUTBOX_RECOVERY_MS`, 60 s by default) drains anything left behind by a crash or a stream outage.
  *
  * Delivery is at-least-once in commit order: a crash between append and delete re-appends the same
  * ids, which the stream ignores. An envelope the stream rejects stays in the outbox with its attempt
@@ -27,7 +27,6 @@ export class Outbox {
   static readonly APPEND_TIMEOUT_MS = 5000;
   private draining: Promise<void> | undefined;
   private again = false;
-  private timer: NodeJS.Timeout | undefined;
   private failures = 0;
   private lastError: string | undefined;
 
@@ -95,18 +94,6 @@ export class Outbox {
       await this.db.transaction((tx) => tx.run("DELETE FROM outbox WHERE seq <= ?", [last]));
       if (rows.length < this.batchSize) return;
     }
-  }
-
-  /** Starts the periodic recovery pass. */
-  startRecovery(intervalMs: number): void {
-    this.stopRecovery();
-    this.timer = setInterval(() => void this.drain(), intervalMs);
-    this.timer.unref();
-  }
-
-  stopRecovery(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
   }
 
   /** Backlog size, age of the oldest envelope and the failure streak. */

@@ -128,8 +128,6 @@ export class SqliteEventStream implements EventStream {
       if (seq < this.prunedThrough) {
         throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
       }
-      where.push("seq > ?");
-      params.push(seq);
       const first = this.tail[0];
       if (first && seq >= first.seq - 1) {
         const out: StoredDomainEvent[] = [];
@@ -139,6 +137,8 @@ export class SqliteEventStream implements EventStream {
         }
         return out;
       }
+      where.push("seq > ?");
+      params.push(seq);
     }
     const inList = (column: string, values: readonly string[]) => {
       where.push(`${column} IN (${values.map(() => "?").join(",")})`);
@@ -168,15 +168,18 @@ export class SqliteEventStream implements EventStream {
 
   async prune(retentionMs: number): Promise<number> {
     const cutoff = Date.now() - retentionMs;
-    return this.db.transaction(async (tx) => {
+    const pruned = await this.db.transaction(async (tx) => {
       const row = await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events WHERE appended_at < ?", [cutoff]);
-      if (!row?.seq) return 0;
+      if (!row?.seq) return undefined;
       const { changes } = await tx.run("DELETE FROM events WHERE seq <= ?", [row.seq]);
       await tx.run("DELETE FROM event_keys WHERE created_at < ?", [new Date(cutoff).toISOString()]);
       await tx.run("INSERT INTO meta (key, value) VALUES ('pruned_through', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(row.seq)]);
-      this.prunedThrough = row.seq;
-      this.tail = this.tail.filter((t) => t.seq > row.seq!);
-      return changes;
+      return { through: row.seq, changes };
     });
+    if (!pruned) return 0;
+    // only once committed: readers never see a cursor expire that is still retained
+    this.prunedThrough = pruned.through;
+    this.tail = this.tail.filter((t) => t.seq > pruned.through);
+    return pruned.changes;
   }
 }

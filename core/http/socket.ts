@@ -21,7 +21,10 @@ export function subscriptionSocket<S>(opts: {
   start(peer: Peer, principal: Principal, subscribe: S, onReadError: (err: unknown) => void): Promise<() => void>;
 }): Partial<Hooks> {
   const subscriptions = new Map<string, () => void>();
+  /** Bumped by every subscribe, unsubscribe and close: a subscription started for an older one is stopped at once. */
+  const generations = new Map<string, number>();
   const stop = (peer: Peer) => {
+    generations.set(peer.id, (generations.get(peer.id) ?? 0) + 1);
     subscriptions.get(peer.id)?.();
     subscriptions.delete(peer.id);
   };
@@ -46,12 +49,20 @@ export function subscriptionSocket<S>(opts: {
       const parsed = v.safeParse(opts.schema, data);
       if (!parsed.success) return sendFrame(peer, { type: "error", message: `Invalid subscribe: ${v.getDotPath(parsed.issues[0]) ?? "message"} ${parsed.issues[0].message}` });
       stop(peer);
+      const generation = generations.get(peer.id)!;
+      const current = () => generations.get(peer.id) === generation;
       const onReadError = (err: unknown) => {
+        if (!current()) return;
         subscriptions.delete(peer.id);
         sendFrame(peer, isApiError(err) && err.code === "cursor_expired" ? { type: "reset", reason: "cursor_expired" } : { type: "error", message: isApiError(err) ? err.message : "The subscription failed" });
       };
-      subscriptions.set(peer.id, await opts.start(peer, peer.context.principal as Principal, parsed.output, onReadError));
+      const unsubscribe = await opts.start(peer, peer.context.principal as Principal, parsed.output, onReadError);
+      if (current()) subscriptions.set(peer.id, unsubscribe);
+      else unsubscribe(); // superseded or closed while starting
     },
-    close: (peer) => stop(peer),
+    close: (peer) => {
+      stop(peer);
+      generations.delete(peer.id);
+    },
   };
 }

@@ -137,14 +137,16 @@ export class LogCapture {
   /** Drops lines older than `retentionMs` (the events' retention). */
   async prune(retentionMs: number): Promise<number> {
     const cutoff = Date.now() - retentionMs;
-    return this.db.transaction(async (tx) => {
+    const pruned = await this.db.transaction(async (tx) => {
       const row = await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM logs WHERE appended_at < ?", [cutoff]);
-      if (!row?.seq) return 0;
+      if (!row?.seq) return undefined;
       const { changes } = await tx.run("DELETE FROM logs WHERE seq <= ?", [row.seq]);
       await tx.run("INSERT INTO meta (key, value) VALUES ('logs_pruned_through', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(row.seq)]);
-      this.prunedThrough = row.seq;
-      return changes;
+      return { through: row.seq, changes };
     });
+    if (!pruned) return 0;
+    this.prunedThrough = pruned.through;
+    return pruned.changes;
   }
 }
 

@@ -26,7 +26,7 @@ function bindable(value: unknown, at: string): SqlValue {
  *
  * @throws {ApiError} invalid_request for unknown properties, operators, or a token of another query
  */
-export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): { sql: string; params: SqlValue[]; pageSize: number; hash: string; sortIsPrimaryId: boolean } {
+export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): { sql: string; params: SqlValue[]; pageSize: number; hash: string } {
   const type = project.objectTypes[q.objectTypeId];
   if (!type) throw new ApiError("not_found", `Unknown object type "${q.objectTypeId}"`);
   const pageSize = q.pageSize ?? DEFAULT_PAGE_SIZE;
@@ -115,7 +115,7 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
   const orderParams = sortProperty === "primaryId" ? [] : [...sort.params, ...sort.params];
   const sql = `SELECT object_type_id, primary_id, properties, version, created_at, updated_at, ${sort.expr} AS sort_value
     FROM objects WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`;
-  return { sql, params: [...sort.params, ...params, ...orderParams, pageSize + 1], pageSize, hash, sortIsPrimaryId: sortProperty === "primaryId" };
+  return { sql, params: [...sort.params, ...params, ...orderParams, pageSize + 1], pageSize, hash };
 }
 
 /** Encodes the position after a row as an opaque page token. */

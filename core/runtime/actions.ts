@@ -135,7 +135,8 @@ export class ActionRunner {
       actor: req.actor,
     });
     await this.db.transaction(async (tx) => {
-      if (stale) await tx.run("UPDATE action_runs SET attempts = attempts + 1, started_at = ? WHERE id = ?", [startedAt, id]);
+      // a rerun records what it actually runs with
+      if (stale) await tx.run("UPDATE action_runs SET attempts = attempts + 1, started_at = ?, subject = ?, params = ?, actor = ? WHERE id = ?", [startedAt, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, id]);
       else {
         await tx.run("INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)", [
           id, runId, req.actionId, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, startedAt,
@@ -182,8 +183,10 @@ export class ActionRunner {
       await finish(failure);
     } catch (err) {
       if (failure) throw err;
-      // the writes were refused at commit (e.g. an update of a missing object): the run fails, nothing was written
-      failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
+      // the writes were refused at commit (e.g. an update of a missing object): the run fails, nothing was written.
+      // A store error's text stays in the log, never in the record or the response.
+      if (!isApiError(err)) log.error({ err }, "committing the action run failed");
+      failure = isApiError(err) ? { code: err.code, message: err.message } : { code: "commit_failed", message: "The run's writes could not be committed; nothing was written" };
       await finish(failure);
     }
     await this.events.drain();
@@ -222,17 +225,10 @@ export class ActionRunner {
     this.accepting = false;
   }
 
-  get isAccepting(): boolean {
-    return this.accepting;
-  }
-
   /** Resolves when no run is in flight and every effect start has settled. */
   async idle(): Promise<void> {
     if (this.inFlight.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     await Promise.all([...this.pendingEffects]);
   }
 
-  get inFlightCount(): number {
-    return this.inFlight.size;
-  }
 }

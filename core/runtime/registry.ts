@@ -1,5 +1,5 @@
 import type { ProjectDefinition } from "../sdk/project";
-import type { ActionDefinition, ConnectorDefinition, ScheduleDefinition, WebhookDefinition } from "../sdk/connector";
+import type { ActionDefinition, ConnectorDefinition, ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
 import { can } from "../auth/permissions";
 import { TOPICS } from "../events/catalog";
@@ -67,11 +67,6 @@ export class ProjectRegistry {
     return w;
   }
 
-  /** Webhooks of all connectors, as `connectorId/webhookId`. */
-  webhooks(): Array<{ connectorId: string; webhookId: string; definition: WebhookDefinition<any> }> {
-    return [...this.connectors.values()].flatMap((c) => Object.entries(c.webhooks ?? {}).map(([webhookId, definition]) => ({ connectorId: c.id, webhookId, definition })));
-  }
-
   /**
    * A sync or pipeline by id, with its connector.
    * @throws {ApiError} not_found
@@ -82,11 +77,6 @@ export class ProjectRegistry {
       if (def) return { connectorId: c.id, definition: def as NonNullable<ConnectorDefinition[K]>[string] };
     }
     throw new ApiError("not_found", `No ${kind === "syncs" ? "sync" : "pipeline"} "${id}"`);
-  }
-
-  /** Ids of every declared sync or pipeline. */
-  connectorRunIds(kind: "syncs" | "pipelines"): string[] {
-    return [...this.connectors.values()].flatMap((c) => Object.keys(c[kind] ?? {}));
   }
 
   /** Schedules of all connectors. */

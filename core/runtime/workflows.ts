@@ -161,6 +161,9 @@ export class WorkflowRuns {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
       const row = await this.db.get<{ workflow_id: string }>("SELECT workflow_id FROM workflow_runs WHERE run_id = ?", [runId]);
       if (row && row.workflow_id !== workflowId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${row.workflow_id}`);
+      // an execution we did not record (an effect, a schedule firing, a sync): never adopt it
+      const existing = row ? undefined : await host.client.workflow.getHandle(runId).describe().catch(() => undefined);
+      if (!row && existing?.type !== workflowId) throw new ApiError("conflict", `runId ${runId} is taken by another execution`);
     }
     const queued = this.events.envelope({ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor });
     await this.db.transaction(async (tx) => {
@@ -254,14 +257,14 @@ export class WorkflowRuns {
    */
   async submit(runId: string, name: string, answer: unknown, principal: Principal): Promise<InterventionState> {
     const current = await this.openIntervention(runId, name, principal, "submit");
-    await this.update(runId, "submitIntervention", { name, answer, by: { type: principal.type, id: principal.id } });
+    await this.update(runId, "submitIntervention", { name, interventionId: current.id, answer, by: { type: principal.type, id: principal.id } });
     return { ...current, status: "submitted", by: { type: principal.type, id: principal.id } };
   }
 
   /** Cancels an open intervention (assignees, or holders of `run:workflow:<id>`). */
   async cancelIntervention(runId: string, name: string, principal: Principal, reason?: string): Promise<InterventionState> {
     const current = await this.openIntervention(runId, name, principal, "cancel");
-    await this.update(runId, "cancelIntervention", { name, by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) });
+    await this.update(runId, "cancelIntervention", { name, interventionId: current.id, by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) });
     return { ...current, status: "cancelled", by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) };
   }
 
