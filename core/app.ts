@@ -136,10 +136,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const server = serve(h3, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false, plugins: [webSocketPlugin({})] });
     await server.ready();
     const url = (server.url ?? `http://${config.host}:${config.port}/`).replace(/\/$/, "");
-    if (!(opts.env ?? process.env).SVC_ALLOWED_ORIGINS && config.port === 0) {
-      // PORT=0 (tests): allow the origins of the port actually bound
+    if (!(opts.env ?? process.env).SVC_ALLOWED_ORIGINS) {
+      // the default allows this server's own origins, on the port actually bound (PORT=0 picks one)
       const port = new URL(url).port;
-      config.allowedOrigins.push(`http://localhost:${port}`, `http://127.0.0.1:${port}`);
+      for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`]) if (!config.allowedOrigins.includes(origin)) config.allowedOrigins.push(origin);
     }
 
     await actions.startPendingEffects();

@@ -93,6 +93,17 @@ export interface StoredDomainEvent {
 /** An envelope before the stream assigns its cursor. */
 export type DomainEventEnvelope = Omit<StoredDomainEvent, "cursor">;
 
+/**
+ * The object an event is about (spec 6.5 "subject"): the object of object and telemetry events, the
+ * source of link events, the subject of action and rule events; undefined for the others. Stream
+ * filters (`objectTypeId`, `primaryId`) and `event` frames use it.
+ */
+export function eventSubject(payload: Record<string, any>): { objectTypeId: string; primaryId: string } | undefined {
+  const objectTypeId = payload.objectTypeId ?? payload.sourceTypeId ?? payload.subject?.objectTypeId;
+  if (objectTypeId === undefined) return undefined;
+  return { objectTypeId, primaryId: payload.primaryId ?? payload.objectId ?? payload.sourceId ?? payload.subject?.primaryId };
+}
+
 /** The subject an event is about, as used for authorization and stream filters. */
 export interface EventSubject {
   objectTypeId?: string;

@@ -1,9 +1,10 @@
 import { EventEmitter } from "node:events";
 import type { Database, SqlParams } from "../store/db";
-import type { DomainEventEnvelope, StoredDomainEvent, Topic } from "./catalog";
+import { eventSubject, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
 import { ApiError } from "../errors";
+import { pruneBefore } from "../store/retention";
 
 /** A read of the stream, oldest first (spec 6.3 `events.read`). */
 export interface StreamQuery {
@@ -44,8 +45,9 @@ export function eventMatches(e: DomainEventEnvelope, q: StreamQuery): boolean {
   const p = e.payload as Record<string, any>;
   if (q.topics?.length && !q.topics.includes(e.topic)) return false;
   if (q.types?.length && !q.types.includes(e.type)) return false;
-  if (q.objectTypeId !== undefined && (p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId) !== q.objectTypeId) return false;
-  if (q.primaryId !== undefined && (p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId) !== q.primaryId) return false;
+  const subject = eventSubject(p);
+  if (q.objectTypeId !== undefined && subject?.objectTypeId !== q.objectTypeId) return false;
+  if (q.primaryId !== undefined && subject?.primaryId !== q.primaryId) return false;
   if (q.actionId !== undefined && p.actionId !== q.actionId) return false;
   if (q.runId !== undefined && p.runId !== q.runId) return false;
   if (q.permissions) {
@@ -99,8 +101,9 @@ export class SqliteEventStream implements EventStream {
       for (const e of envelopes) {
         const [perm1, perm2] = eventPermissions(e);
         const p = e.payload as Record<string, any>;
-        const subjectType = p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId ?? null;
-        const subjectId = p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId ?? null;
+        const subject = eventSubject(p);
+        const subjectType = subject?.objectTypeId ?? null;
+        const subjectId = subject?.primaryId ?? null;
         const { changes, lastID } = await tx.run(
           `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
@@ -169,12 +172,9 @@ export class SqliteEventStream implements EventStream {
   async prune(retentionMs: number): Promise<number> {
     const cutoff = Date.now() - retentionMs;
     const pruned = await this.db.transaction(async (tx) => {
-      const row = await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events WHERE appended_at < ?", [cutoff]);
-      if (!row?.seq) return undefined;
-      const { changes } = await tx.run("DELETE FROM events WHERE seq <= ?", [row.seq]);
-      await tx.run("DELETE FROM event_keys WHERE created_at < ?", [new Date(cutoff).toISOString()]);
-      await tx.run("INSERT INTO meta (key, value) VALUES ('pruned_through', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(row.seq)]);
-      return { through: row.seq, changes };
+      const done = await pruneBefore(tx, "events", "pruned_through", cutoff);
+      if (done) await tx.run("DELETE FROM event_keys WHERE created_at < ?", [new Date(cutoff).toISOString()]);
+      return done;
     });
     if (!pruned) return 0;
     // only once committed: readers never see a cursor expire that is still retained

@@ -4,6 +4,7 @@ import type { Logger } from "../logger";
 import type { HandlerLogger } from "../sdk/context";
 import { decodeCursor, encodeCursor } from "../events/cursor";
 import { ApiError } from "../errors";
+import { pruneBefore } from "../store/retention";
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -137,13 +138,7 @@ export class LogCapture {
   /** Drops lines older than `retentionMs` (the events' retention). */
   async prune(retentionMs: number): Promise<number> {
     const cutoff = Date.now() - retentionMs;
-    const pruned = await this.db.transaction(async (tx) => {
-      const row = await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM logs WHERE appended_at < ?", [cutoff]);
-      if (!row?.seq) return undefined;
-      const { changes } = await tx.run("DELETE FROM logs WHERE seq <= ?", [row.seq]);
-      await tx.run("INSERT INTO meta (key, value) VALUES ('logs_pruned_through', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(row.seq)]);
-      return { through: row.seq, changes };
-    });
+    const pruned = await this.db.transaction((tx) => pruneBefore(tx, "logs", "logs_pruned_through", cutoff));
     if (!pruned) return 0;
     this.prunedThrough = pruned.through;
     return pruned.changes;

@@ -16,7 +16,7 @@ import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { readBodyBytes } from "../http/body";
 import { formatIssues } from "../http/validation";
-import { ontologyAccess } from "./context";
+import { eventsApi, ontologyAccess } from "./context";
 
 /** One handling attempt of a Webhook run. */
 export interface WebhookAttempt {
@@ -235,11 +235,8 @@ export class WebhookDeliveries {
         body,
         request,
         delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
-        events: {
-          read: (input) => this.events.read({ topics: input.topics as never, types: input.types, afterCursor: input.afterCursor, limit: Math.min(input.limit ?? 100, 1000) }),
-          latestCursor: () => this.events.latestCursor(),
-          append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))),
-        },
+        // reads as every handler has them; appends buffered and committed with the run's completion
+        events: { ...eventsApi(this.events, executionId), append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))) },
         workflows: { start: (workflowId, input) => this.workflows.start(workflowId, input, undefined, `${executionId}-wf-${++workflowStarts}`) },
       });
       validateChanges(this.project.definition, buffer.changes);

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import type { Hooks } from "crossws";
 import type { EventLog } from "../../core/events/log";
 import type { StoredDomainEvent, Topic } from "../../core/events/catalog";
-import { EVENT_TYPES, TOPICS } from "../../core/events/catalog";
+import { EVENT_TYPES, TOPICS, eventSubject } from "../../core/events/catalog";
 import type { Principal } from "../../core/auth/permissions";
 import { sendFrame, subscriptionSocket } from "../../core/http/socket";
 
@@ -23,10 +23,8 @@ const Subscribe = v.strictObject({
 
 /** The event as an `event` frame carries it: the stored event plus its subject (spec 6.5). */
 function frameEvent(e: StoredDomainEvent) {
-  const p = e.payload as Record<string, any>;
-  const objectTypeId = p.objectTypeId ?? p.sourceTypeId ?? p.subject?.objectTypeId;
-  const primaryId = p.primaryId ?? p.objectId ?? p.sourceId ?? p.subject?.primaryId;
-  return { ...e, ...(objectTypeId ? { subject: { objectTypeId, primaryId } } : {}) };
+  const subject = eventSubject(e.payload);
+  return { ...e, ...(subject ? { subject } : {}) };
 }
 
 /**
