@@ -2,38 +2,48 @@ import path from "node:path";
 import { container as rootContainer, type DependencyContainer } from "./di";
 import { H3, serve } from "h3";
 import { plugin as webSocketPlugin } from "crossws/server/node";
-import { loadConfig, type Config } from "./config";
-import { createLogger, type Logger } from "./logger";
-import { TOKENS } from "./tokens";
+import { CONFIG, loadConfig, type Config } from "./config";
+import { LOGGER, createLogger, type Logger } from "./logger";
 import { Database } from "./store/db";
-import { SqliteEventStream, type EventStream } from "./events/stream";
+import { EVENT_STREAM, SqliteEventStream, type EventStream } from "./events/stream";
 import { NatsEventStream } from "./events/nats-stream";
 import { Outbox } from "./events/outbox";
 import { EventLog } from "./events/log";
-import { OntologyStore, WriteBuffer } from "./ontology/store";
-import { ProjectRegistry } from "./runtime/registry";
+import { OntologyStore } from "./ontology/store";
+import { ProjectRegistry } from "./project/registry";
 import { ActionRunner } from "./runtime/actions";
 import { WorkflowRuns } from "./runtime/workflows";
 import { WebhookDeliveries } from "./runtime/webhooks";
+import { ConnectorRuns } from "./runtime/connector-runs";
+import { ScheduleManager } from "./runtime/schedules";
+import { HandlerRunner } from "./runtime/handler";
+import { createActivities, createSinks } from "./runtime/activities";
 import { TokenService } from "./auth/tokens";
 import { SessionService } from "./auth/sessions";
-import { authenticateRequest } from "./auth/authenticate";
+import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
 import { TemporalHost } from "./temporal/host";
-import { createActivities } from "./temporal/activities";
-import { ScheduleManager } from "./temporal/schedules";
-import { ConnectorRuns } from "./runtime/connector-runs";
+import { loadWorkflowBundle } from "./temporal/bundle";
 import { ApiError, errorResponse } from "./errors";
-import { eventsApi, ontologyAccess } from "./runtime/context";
 import type { ProjectDefinition } from "./sdk/project";
-import type { Plugin } from "./plugin";
+import type { Plugin, PluginDeps, ResolvedDeps } from "./plugin-api";
+
+/** Where the workflow-isolate code lives (see `workflows/modules.ts`): the app bundles it for the worker. */
+export interface WorkflowEngine {
+  /** Absolute path of the run engine module. */
+  module: string;
+  /** Absolute path of a module exporting `workflows = {}`, for projects without a workflows module. */
+  emptyProjectWorkflows: string;
+}
 
 /** Options of {@link createApp}. */
 export interface AppOptions {
   project: ProjectDefinition;
-  plugins: readonly Plugin[];
+  plugins: readonly Plugin<any>[];
+  /** The workflow engine to bundle with the project's workflows. */
+  workflowEngine: WorkflowEngine;
   /** Environment to read the config from (default `process.env`). */
   env?: Record<string, string | undefined>;
   /** Project defaults for the config (data dir, dev token). */
@@ -48,21 +58,25 @@ export interface App {
   container: DependencyContainer;
   temporal: TemporalHost;
   log: Logger;
+  /** Dispatches a request in-process through the same h3 app the server runs (no socket). */
+  fetch(request: Request): Promise<Response>;
   /** Graceful shutdown (idempotent): see {@link createApp}. */
   close(): Promise<void>;
 }
 
 /**
  * Assembles and starts the service: config (valibot, from the environment), SQLite store with
- * migrations, event log (outbox + built-in stream, recovery pass), ontology store, action runner,
- * Temporal (embedded dev server unless `TEMPORAL_ADDRESS`), plugins (routes), then the HTTP server.
+ * migrations, event log (outbox + stream, recovery pass), Temporal (embedded dev server unless
+ * `TEMPORAL_ADDRESS`), the runtime services, the worker, plugins (routes), then the HTTP server.
+ * Each part registers its own lifecycle hooks as it is created.
  *
- * `close()` shuts down gracefully: new action runs and workflow runs get 503 `shutting_down` while
- * in-flight requests finish (up to `SVC_SHUTDOWN_TIMEOUT_MS`); then the server stops listening, the
- * outbox drains, plugins' shutdown hooks run, the worker drains, the dev server stops and the database
- * closes.
+ * `close()` shuts down gracefully: `preClose` hooks stop new action and workflow runs (503
+ * `shutting_down`) while in-flight requests finish (up to `SVC_SHUTDOWN_TIMEOUT_MS`, then handlers'
+ * abort signal fires); the server stops listening; timers stop; `close` hooks run in reverse order of
+ * registration (plugins, runs, worker and dev server, outbox drain, log flush, stream, database).
  *
  * @throws {ConfigError} on a bad environment variable; Error when the store, Temporal or the port fail
+ *   (whatever was opened is closed again)
  */
 export async function createApp(opts: AppOptions): Promise<App> {
   const config = loadConfig(opts.env ?? process.env, opts.defaults);
@@ -70,58 +84,70 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const project = new ProjectRegistry(opts.project);
   const container = rootContainer.createChildContainer();
   const lifecycle = new Lifecycle();
+  const logError = (what: string) => (err: unknown) => log.error({ err }, what);
 
-  const db = await Database.open(path.join(config.dataDir, "svc.db"));
-  const stream: EventStream =
-    config.eventStream === "nats"
-      ? await NatsEventStream.open({ servers: config.natsUrl, stream: config.natsStream ?? `SVC_${opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_")}`, subjectPrefix: `svc.${opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_")}.events`, retentionMs: config.eventRetentionMs })
-      : await SqliteEventStream.open(db);
-  const outbox = new Outbox(db, stream, log);
-  const logs = await LogCapture.open(db);
-  container.register(TOKENS.Config, { useValue: config });
-  container.register(TOKENS.Logger, { useValue: log });
-  container.register(TOKENS.Database, { useValue: db });
-  container.register(TOKENS.EventStream, { useValue: stream });
-  container.register(TOKENS.Outbox, { useValue: outbox });
-  container.register(TOKENS.Project, { useValue: project });
-  container.register(TOKENS.Lifecycle, { useValue: lifecycle });
-  container.register(TOKENS.Logs, { useValue: logs });
-  container.registerSingleton(TOKENS.EventLog, EventLog);
-  container.registerSingleton(TOKENS.OntologyStore, OntologyStore);
-  container.registerSingleton(TOKENS.ActionRunner, ActionRunner);
-  container.registerSingleton(TOKENS.WorkflowRuns, WorkflowRuns);
-  container.registerSingleton(TOKENS.Tokens, TokenService);
-  container.registerSingleton(TOKENS.WebhookDeliveries, WebhookDeliveries);
-
-  const events = container.resolve(TOKENS.EventLog);
-  const ontology = container.resolve(TOKENS.OntologyStore);
-  const actions = container.resolve(TOKENS.ActionRunner);
-  const workflows = container.resolve(TOKENS.WorkflowRuns);
-  const tokens = container.resolve(TOKENS.Tokens);
-
-  let temporal: TemporalHost | undefined;
-  const timers: NodeJS.Timeout[] = [];
   try {
+    const db = await Database.open(path.join(config.dataDir, "svc.db"));
+    lifecycle.hook("close", () => db.close());
+    const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");
+    const stream: EventStream =
+      config.eventStream === "nats"
+        ? await NatsEventStream.open({ servers: config.natsUrl, stream: config.natsStream ?? `SVC_${slug}`, subjectPrefix: `svc.${slug}.events`, retentionMs: config.eventRetentionMs })
+        : await SqliteEventStream.open(db);
+    lifecycle.hook("close", () => stream.close?.());
+    const logs = await LogCapture.open(db);
+    lifecycle.hook("close", () => logs.flush());
+    const outbox = new Outbox(db, stream, log);
+    lifecycle.hook("close", () => outbox.drain());
+    lifecycle.every(config.outboxRecoveryMs, () => outbox.drain());
+    lifecycle.every(Math.min(config.eventRetentionMs / 10, 3_600_000), () =>
+      Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs)]).catch((err) => log.warn({ err }, "retention prune failed")),
+    );
+    const temporal = await TemporalHost.connect({ config, log });
+    lifecycle.hook("close", () => temporal.shutdown());
+
+    container.register(CONFIG, { useValue: config });
+    container.register(LOGGER, { useValue: log });
+    container.register(Lifecycle, { useValue: lifecycle });
+    container.register(ProjectRegistry, { useValue: project });
+    container.register(Database, { useValue: db });
+    container.register(EVENT_STREAM, { useValue: stream });
+    container.register(Outbox, { useValue: outbox });
+    container.register(LogCapture, { useValue: logs });
+    container.register(TemporalHost, { useValue: temporal });
+    container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager]) {
+      container.registerSingleton(service as never, service as never);
+    }
+
     // Anything committed but not drained before the last stop (crash between commit and drain).
     await outbox.drain();
-    await seedOnce(db, opts.project, ontology, events, log);
+    const handlers = container.resolve(HandlerRunner);
+    await seedOnce(db, opts.project, handlers, log);
+    await container.resolve(EventLog).drain();
+    const tokens = container.resolve(TokenService);
+    const sessions = container.resolve(SessionService);
     if (config.devToken && opts.project.devIdentity) await tokens.ensure(config.devToken, opts.project.devIdentity, "development");
-    const sessions = new SessionService(db, project, config.sessionTtlMs);
-    container.register(TOKENS.Sessions, { useValue: sessions });
     for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
 
-    temporal = await TemporalHost.start({ config, log, activities: createActivities({ db, events, ontology, actions, project, log, logs }), workflowsModule: opts.project.workflowsModule, logs });
-    container.register(TOKENS.Temporal, { useValue: temporal });
-    actions.setEffectStarter(temporal);
-    workflows.setTemporal(temporal);
-    const schedules = new ScheduleManager(temporal, project, log);
-    if (config.syncSchedules) await schedules.sync();
-    container.register(TOKENS.Schedules, { useValue: schedules });
-    container.register(TOKENS.ConnectorRuns, { useValue: new ConnectorRuns(db, events, project, temporal) });
+    // the runtime services register their own lifecycle hooks when created
+    const actions = container.resolve(ActionRunner);
+    container.resolve(WorkflowRuns);
+    const workflowBundle = await loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
+    await temporal.startWorker({
+      workflowBundle,
+      activities: createActivities({ db, events: container.resolve(EventLog), ontology: container.resolve(OntologyStore), actions, project, handlers }),
+      sinks: createSinks(logs, log),
+    });
+    if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
 
     const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log);
     for (const plugin of opts.plugins) {
-      await plugin.setup({ container, routes, hooks: lifecycle, log: log.child({ plugin: plugin.name }), config, project });
+      const deps = Object.fromEntries(Object.entries((plugin.deps ?? {}) as PluginDeps).map(([name, token]) => [name, container.resolve(token)])) as ResolvedDeps<PluginDeps>;
+      await plugin.setup(
+        { routes, hooks: lifecycle, log: log.child({ plugin: plugin.name }), config, project, authenticateUpgrade: (req) => authenticateUpgrade(req, { sessions, allowedOrigins: config.allowedOrigins }) },
+        deps,
+      );
     }
     const h3 = new H3({
       onError: (error, event) => {
@@ -141,63 +167,48 @@ export async function createApp(opts: AppOptions): Promise<App> {
       const port = new URL(url).port;
       for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`]) if (!config.allowedOrigins.includes(origin)) config.allowedOrigins.push(origin);
     }
-
-    await actions.startPendingEffects();
-    timers.push(setInterval(() => void outbox.drain().then(() => actions.startPendingEffects()), config.outboxRecoveryMs));
-    const prune = () => Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs)]).catch((err) => log.warn({ err }, "retention prune failed"));
-    timers.push(setInterval(() => void prune(), Math.min(config.eventRetentionMs / 10, 3_600_000)));
-    for (const t of timers) t.unref();
-    await lifecycle.run("ready", (err) => log.error({ err }, "ready hook failed"));
+    await lifecycle.run("ready", logError("ready hook failed"));
 
     let closing: Promise<void> | undefined;
-    const host = temporal;
     const close = () =>
       (closing ??= (async () => {
         lifecycle.shuttingDown = true;
-        actions.stopAccepting();
-        workflows.accepting = false;
         log.info("shutting down: finishing in-flight requests");
-        const idle = await lifecycle.idle(config.shutdownTimeoutMs);
-        if (!idle) {
-          log.warn({ inFlight: lifecycle.inFlight }, "shutdown timeout: aborting the remaining action handlers");
-          actions.abort.abort();
+        await lifecycle.run("preClose", logError("preClose hook failed"));
+        if (!(await lifecycle.idle(config.shutdownTimeoutMs))) {
+          log.warn({ inFlight: lifecycle.inFlight }, "shutdown timeout: aborting the remaining handlers");
+          lifecycle.abortInFlight();
         }
-        await actions.idle();
         // stop listening; idle keep-alive sockets close now, busy ones once their response is written
         const nodeServer = server.node?.server as import("node:http").Server | undefined;
         const sweeper = setInterval(() => nodeServer?.closeIdleConnections(), 25);
         const graceful = await Promise.race([server.close().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
         clearInterval(sweeper);
         if (!graceful) await server.close(true);
-        for (const t of timers) clearInterval(t);
-        await outbox.drain();
-        await lifecycle.run("shutdown", (err) => log.error({ err }, "shutdown hook failed"));
-        await host.shutdown();
-        await logs.flush();
-        await stream.close?.();
-        await db.close();
+        lifecycle.stopTimers();
+        await lifecycle.run("close", logError("close hook failed"));
         log.info("stopped");
       })());
-    return { url, config, container, temporal, log, close };
+    return { url, config, container, temporal, log, fetch: (request) => Promise.resolve(h3.fetch(request)), close };
   } catch (err) {
-    for (const t of timers) clearInterval(t);
-    await temporal?.shutdown().catch(() => undefined);
-    await stream.close?.().catch(() => undefined);
-    await db.close().catch(() => undefined);
+    lifecycle.stopTimers();
+    await lifecycle.run("close", () => undefined);
     throw err;
   }
 }
 
-/** Runs the project's seed once, on a fresh database (origin runtime, no actor). */
-async function seedOnce(db: Database, project: ProjectDefinition, ontology: OntologyStore, events: EventLog, log: Logger): Promise<void> {
+/** Runs the project's seed once, on a fresh database (origin runtime, no actor; spec 2.3). */
+async function seedOnce(db: Database, project: ProjectDefinition, handlers: HandlerRunner, log: Logger): Promise<void> {
   if (!project.seed) return;
   const done = await db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'seeded'");
   if (done) return;
-  const buffer = new WriteBuffer();
-  await project.seed({ ...ontologyAccess(ontology, buffer), log: log.child({ run: { kind: "seed", id: "seed" } }), events: eventsApi(events, "seed") });
-  await ontology.commit(buffer.changes, { origin: { kind: "runtime", seed: true }, correlationId: "seed", idempotencyKey: "seed" });
-  await db.transaction((tx) => tx.run("INSERT INTO meta (key, value) VALUES ('seeded', ?)", [new Date().toISOString()]));
-  log.info({ changes: buffer.changes.length }, "seeded the project");
+  const spec = { run: { kind: "seed", id: "seed" }, correlationId: "seed", key: "seed" };
+  const buffered = await handlers.execute(spec, (ctx) => project.seed!(ctx));
+  await db.transaction(async (tx) => {
+    await handlers.commitInTx(tx, buffered, spec, { origin: { kind: "runtime", seed: true }, idempotencyKey: "seed" });
+    await tx.run("INSERT INTO meta (key, value) VALUES ('seeded', ?)", [new Date().toISOString()]);
+  });
+  log.info({ changes: buffered.changes.length }, "seeded the project");
 }
 
 /**

@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import path from "node:path";
+import type { InjectionToken } from "./di";
 
 /**
  * Runtime configuration, read from the environment once at startup and validated with valibot.
@@ -56,6 +57,9 @@ export interface Config {
   natsUrl: string;
   natsStream?: string;
 }
+
+/** DI token of the runtime {@link Config}. */
+export const CONFIG = Symbol("svc.Config") as InjectionToken<Config>;
 
 /** Thrown when an environment variable has a bad value; `variable` names it. */
 export class ConfigError extends Error {

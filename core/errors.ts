@@ -18,8 +18,11 @@ export const ERROR_STATUS = {
   run_in_progress: 409,
   conflict: 409,
   cursor_expired: 410,
+  download_url_expired: 410,
+  download_url_revoked: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  range_not_satisfiable: 416,
   internal: 500,
   shutting_down: 503,
   unavailable: 503,
@@ -77,4 +80,9 @@ export function errorResponse(err: unknown): Response {
     status: apiError.status,
     headers: { "content-type": "application/json; charset=utf-8", ...apiError.headers },
   });
+}
+
+/** `unauthorized` (401) with the `WWW-Authenticate: Bearer` challenge. */
+export function unauthorized(message: string): ApiError {
+  return new ApiError("unauthorized", message, undefined, { "www-authenticate": 'Bearer realm="svc"' });
 }

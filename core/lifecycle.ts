@@ -1,22 +1,36 @@
+/** The lifecycle hook names, in the order they run (Fastify's `onReady`, `preClose`, `onClose`). */
+export type LifecycleHook = "ready" | "preClose" | "close";
+
 /**
- * Process lifetime: in-flight request tracking and ordered hooks (Fastify's `onReady` / `onClose`,
- * in plugin form). Plugins register `ready` and `shutdown` hooks; shutdown hooks run in reverse order
- * of registration, each awaited.
+ * Process lifetime: in-flight request tracking, ordered hooks and the service timers. Services and
+ * plugins register here instead of being stopped by hand:
+ *
+ * - `ready`: after every plugin is set up and the server listens (in registration order);
+ * - `preClose`: shutdown has begun; stop accepting new work (in registration order);
+ * - `close`: the server no longer listens and in-flight requests are done (or timed out); release
+ *   resources, in REVERSE registration order, so what was opened first closes last.
+ *
+ * Timers registered with {@link Lifecycle.every} stop before the `close` hooks run.
  */
 export class Lifecycle {
   private requests = 0;
   private idleWaiters: Array<() => void> = [];
-  private readonly hooks = { ready: [] as Array<() => unknown>, shutdown: [] as Array<() => unknown> };
+  private readonly hooks: Record<LifecycleHook, Array<() => unknown>> = { ready: [], preClose: [], close: [] };
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly timedOut = new AbortController();
   shuttingDown = false;
 
-  /** Registers a hook: `ready` after every plugin is set up and the server listens; `shutdown` on close. */
-  hook(name: "ready" | "shutdown", fn: () => unknown): void {
+  /** Registers a hook (see the class comment for when each runs). */
+  hook(name: LifecycleHook, fn: () => unknown): void {
     this.hooks[name].push(fn);
   }
 
-  /** Runs the hooks of `name` (shutdown ones in reverse), awaiting each; errors go to `onError`. */
-  async run(name: "ready" | "shutdown", onError: (err: unknown) => void): Promise<void> {
-    const list = name === "shutdown" ? [...this.hooks.shutdown].reverse() : this.hooks.ready;
+  /**
+   * Runs the hooks of `name` (`close` ones in reverse), awaiting each; a hook's error goes to
+   * `onError` and the next hook still runs.
+   */
+  async run(name: LifecycleHook, onError: (err: unknown) => void): Promise<void> {
+    const list = name === "close" ? [...this.hooks.close].reverse() : this.hooks[name];
     for (const fn of list) {
       try {
         await fn();
@@ -24,6 +38,35 @@ export class Lifecycle {
         onError(err);
       }
     }
+  }
+
+  /**
+   * Calls `fn` every `ms` milliseconds until shutdown (an unref'd timer: it never keeps the process
+   * alive). Errors are the callback's to handle.
+   */
+  every(ms: number, fn: () => unknown): void {
+    const timer = setInterval(() => void fn(), ms);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  /** Stops every timer registered with {@link Lifecycle.every}. */
+  stopTimers(): void {
+    for (const t of this.timers) clearInterval(t);
+    this.timers.clear();
+  }
+
+  /**
+   * Aborted when shutdown stops waiting for in-flight requests (`SVC_SHUTDOWN_TIMEOUT_MS` passed):
+   * long-running handlers watch it to give up.
+   */
+  get closeTimeout(): AbortSignal {
+    return this.timedOut.signal;
+  }
+
+  /** Signals {@link Lifecycle.closeTimeout}. */
+  abortInFlight(): void {
+    this.timedOut.abort();
   }
 
   /** Marks a request as started; call the returned function when it ends. */

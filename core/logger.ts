@@ -1,6 +1,11 @@
 import pino, { type Logger } from "pino";
 
+import type { InjectionToken } from "./di";
+
 export type { Logger };
+
+/** DI token of the process logger (pino). */
+export const LOGGER = Symbol("svc.Logger") as InjectionToken<Logger>;
 
 /**
  * Creates the process logger: pretty, colourised lines when stdout is a terminal, JSON lines

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, defineAction, defineConnector, definePipeline, defineSchedule, defineSync } from "../core";
+import { ApiError, defineAction, defineConnector, definePipeline, defineSchedule, defineSync } from "../core/sdk";
 
 /**
  * The sandbox's billing operations. `invoice.approve` approves an invoice: it sets its status,

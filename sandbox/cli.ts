@@ -12,7 +12,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { Database } from "../core/store/db";
 import { TokenService } from "../core/auth/tokens";
-import { ProjectRegistry } from "../core/runtime/registry";
+import { ProjectRegistry } from "../core/project/registry";
 import { SANDBOX_DATA_DIR, sandboxProject } from "./project";
 
 const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name>]

@@ -3,6 +3,7 @@
  * Temporal dev server (building the Temporal CLI on first start) unless TEMPORAL_ADDRESS is set.
  */
 import { createApp, installSignalHandlers } from "../core";
+import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { ConfigError } from "../core/config";
 import { TemporalCliError } from "../core/temporal/cli";
 import { builtinPlugins } from "../plugins";
@@ -10,7 +11,7 @@ import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN, sandboxProject } from "./project";
 
 const started = Date.now();
 try {
-  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, defaults: { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN } });
+  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, defaults: { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN } });
   installSignalHandlers(app);
   const lines = [
     "",

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { allPermissions, can, defineProject } from "../core";
-import diagnostics from "../connectors/diagnostics";
+import { allPermissions, can, defineProject } from "../core/sdk";
+import { diagnosticsConnector } from "../connectors/diagnostics";
 import { stripeConnector } from "../connectors/stripe";
 import { githubConnector } from "../connectors/github";
 import { slackConnector } from "../connectors/slack";
@@ -62,7 +62,7 @@ export const sandboxProject = defineProject({
   telemetry: { apiCalls: { objectTypeId: "customer", unit: "calls", description: "API calls made for the customer" } },
   connectors: [
     billing,
-    diagnostics,
+    diagnosticsConnector(),
     stripeConnector({ secret: SANDBOX_WEBHOOK_SECRETS.stripe }),
     githubConnector({ secret: SANDBOX_WEBHOOK_SECRETS.github }),
     slackConnector({ signingSecret: SANDBOX_WEBHOOK_SECRETS.slack }),

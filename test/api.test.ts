@@ -1,7 +1,8 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client, eventually, invoiceSubject, startApp, tokenFor } from "./helpers";
-import { TOKENS } from "../core/tokens";
+import { Database } from "../core/store/db";
+import { TokenService } from "../core/auth/tokens";
 import type { App } from "../core/app";
 
 let app: App;
@@ -38,7 +39,7 @@ describe("authentication and permissions (spec 5)", () => {
   });
 
   it("stores tokens hashed, never in clear", async () => {
-    const rows = await app.container.resolve(TOKENS.Database).all<{ token_hash: string }>("SELECT token_hash FROM api_tokens");
+    const rows = await app.container.resolve(Database).all<{ token_hash: string }>("SELECT token_hash FROM api_tokens");
     expect(rows.length).toBeGreaterThanOrEqual(4);
     for (const secret of [...Object.values(tokens), "svc_dev_sandbox_token"]) expect(rows.some((r) => r.token_hash.includes(secret))).toBe(false);
   });
@@ -53,7 +54,7 @@ describe("authentication and permissions (spec 5)", () => {
   });
 
   it("a revoked token stops working", async () => {
-    const service = app.container.resolve(TOKENS.Tokens);
+    const service = app.container.resolve(TokenService);
     const { token, info } = await service.create("alice", "to-revoke");
     expect((await client(app, token).get("/api/project")).status).toBe(200);
     await service.revoke(info.id);

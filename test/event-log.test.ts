@@ -5,7 +5,7 @@ import { Database } from "../core/store/db";
 import { SqliteEventStream } from "../core/events/stream";
 import { Outbox } from "../core/events/outbox";
 import { EventLog } from "../core/events/log";
-import { ProjectRegistry } from "../core/runtime/registry";
+import { ProjectRegistry } from "../core/project/registry";
 import { OntologyStore } from "../core/ontology/store";
 import { ApiError } from "../core/errors";
 import { sandboxProject } from "../sandbox/project";

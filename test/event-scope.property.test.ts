@@ -11,7 +11,7 @@ import { Database } from "../core/store/db";
 import { SqliteEventStream } from "../core/events/stream";
 import { Outbox } from "../core/events/outbox";
 import { EventLog } from "../core/events/log";
-import { ProjectRegistry } from "../core/runtime/registry";
+import { ProjectRegistry } from "../core/project/registry";
 import { OntologyStore } from "../core/ontology/store";
 import type { OntologyChange } from "../core/sdk/context";
 import type { StoredDomainEvent } from "../core/events/catalog";

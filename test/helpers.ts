@@ -1,7 +1,8 @@
 import { inject } from "vitest";
 import pino from "pino";
 import { createApp, type App } from "../core/app";
-import { TOKENS } from "../core/tokens";
+import { TokenService } from "../core/auth/tokens";
+import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { builtinPlugins } from "../plugins";
 import { sandboxProject, SANDBOX_DEV_TOKEN } from "../sandbox/project";
 import type { ProjectDefinition } from "../core/sdk/project";
@@ -21,6 +22,7 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
   const app = await createApp({
     project: opts.project ?? sandboxProject,
     plugins: builtinPlugins,
+    workflowEngine: WORKFLOW_ENGINE,
     defaults: { devToken: DEV_TOKEN },
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
     env: {
@@ -37,7 +39,7 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
 
 /** A token for one of the sandbox's identities. */
 export async function tokenFor(app: App, identity: string): Promise<string> {
-  return (await app.container.resolve(TOKENS.Tokens).create(identity)).token;
+  return (await app.container.resolve(TokenService).create(identity)).token;
 }
 
 /** A small JSON client over real HTTP. */

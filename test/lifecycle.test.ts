@@ -1,9 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { client, eventually, startApp, tempDir } from "./helpers";
 import { Database } from "../core/store/db";
-import { TOKENS } from "../core/tokens";
+import { EventLog } from "../core/events/log";
 
 describe("graceful shutdown", () => {
   it("lets in-flight runs finish, answers new action runs 503 and starts nothing, then stops", async () => {
@@ -44,8 +44,8 @@ describe("status", () => {
     try {
       const c = client(app);
       expect((await c.get("/api/status")).body.status).toBe("ok");
-      const db = app.container.resolve(TOKENS.Database);
-      const events = app.container.resolve(TOKENS.EventLog);
+      const db = app.container.resolve(Database);
+      const events = app.container.resolve(EventLog);
       const envelope = events.envelope({ type: "schedule.triggered", payload: { scheduleId: "s", occurrenceAt: "a", triggeredAt: "b", occurrenceKey: "k" } });
       await db.transaction((tx) => tx.run("INSERT INTO outbox (event_id, envelope, created_at) VALUES (?, ?, ?)", [envelope.id, JSON.stringify(envelope), new Date(Date.now() - 10_000).toISOString()]));
       const degraded = (await c.get("/api/status")).body;
@@ -100,8 +100,8 @@ describe("restart over the same files", () => {
   it("starts an effect recorded as pending when Temporal was not reached before the stop", async () => {
     const dataDir = tempDir();
     const first = await startApp({ dataDir });
-    const runs = first.container.resolve(TOKENS.ActionRunner);
-    runs.setEffectStarter({ startEffect: async () => { throw new Error("Temporal unreachable"); } });
+    // the effect's start fails as if Temporal were unreachable; the run itself is recorded with the effect pending
+    vi.spyOn(first.temporal.client.workflow, "start").mockRejectedValue(new Error("Temporal unreachable"));
     const res = await client(first).post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1002" }, params: {}, runId: "effect-later" });
     expect(res.body.status).toBe("succeeded");
     await first.close();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "./helpers";
-import { TOKENS } from "../core/tokens";
+import { Database } from "../core/store/db";
+import { TokenService } from "../core/auth/tokens";
 import { sandboxProject } from "../sandbox/project";
 import type { App } from "../core/app";
 
@@ -24,7 +25,7 @@ describe("browser sessions (spec 5)", () => {
     expect(res.status).toBe(200);
     expect(body).toMatchObject({ identity: { type: "user", id: "alice" }, csrfToken: expect.stringMatching(/^csrf_/), expiresAt: expect.any(String) });
     expect(cookie).toMatch(/^svc_session=svcs_[\w-]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=28800$/);
-    const rows = await app.container.resolve(TOKENS.Database).all<{ hash: string }>("SELECT hash FROM passwords");
+    const rows = await app.container.resolve(Database).all<{ hash: string }>("SELECT hash FROM passwords");
     expect(rows.length).toBeGreaterThanOrEqual(3);
     expect(rows.every((r) => r.hash.startsWith("scrypt$16384$8$1$") && !r.hash.includes("sandbox-password"))).toBe(true);
   });
@@ -67,7 +68,7 @@ describe("browser sessions (spec 5)", () => {
   });
 
   it("renews sessions on HTTP use, expires them, and ends them at sign-out", async () => {
-    const db = app.container.resolve(TOKENS.Database);
+    const db = app.container.resolve(Database);
     const { body, session } = await signIn("auditor", "auditor-sandbox-password", { origin });
     await db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE identity_id = 'auditor'", [Date.now() + 120_000]));
     expect((await fetch(`${app.url}/api/auth/session`, { headers: { cookie: session } })).status).toBe(200);
@@ -101,7 +102,7 @@ describe("browser sessions (spec 5)", () => {
     const project = { ...sandboxProject, identities: { ...sandboxProject.identities, "log-reader": { type: "serviceAccount" as const, permissions: ["observe:logs"] } } };
     const other = await startApp({ project });
     try {
-      const token = (await other.container.resolve(TOKENS.Tokens).create("log-reader")).token;
+      const token = (await other.container.resolve(TokenService).create("log-reader")).token;
       const res = await fetch(`${other.url}/api/events`, { headers: { authorization: `Bearer ${token}` } });
       expect(res.status).toBe(403);
       expect(((await res.json()) as any).error.code).toBe("forbidden");

@@ -9,7 +9,7 @@ import { client, eventually, startApp, tempDir } from "./helpers";
 import { freePort } from "./setup/global";
 import { PROBE_SECRET, webhookProject } from "./fixtures/webhook-project";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
-import { TOKENS } from "../core/tokens";
+import { Database } from "../core/store/db";
 import type { App } from "../core/app";
 
 let app: App;
@@ -160,7 +160,7 @@ describe("webhook delivery table (spec 3)", () => {
     const [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
     expect(run.request.headers["webhook-signature"]).toBe("[redacted]");
     expect(run.request.headers["webhook-id"]).toBe(d.headers["webhook-id"]);
-    const rows = await app.container.resolve(TOKENS.Database).all<{ headers: string }>("SELECT headers FROM webhook_runs");
+    const rows = await app.container.resolve(Database).all<{ headers: string }>("SELECT headers FROM webhook_runs");
     expect(rows.some((r) => r.headers.includes(d.headers["webhook-signature"]!.slice(3)))).toBe(false);
 
     const replay = await dev.post(`/api/webhook-runs/${run.id}/replay`, {});

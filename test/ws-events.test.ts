@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import NodeWebSocket from "crossws/websocket";
 import { client, eventually, startApp } from "./helpers";
-import { TOKENS } from "../core/tokens";
+import { EventLog } from "../core/events/log";
+import { EVENT_STREAM } from "../core/events/stream";
 import type { App } from "../core/app";
 
 let app: App;
@@ -102,7 +103,7 @@ describe("/ws/events (spec 6.5)", () => {
     const [oldest] = (await dev.get("/api/events?limit=1")).body.events;
     await noop();
     await new Promise((r) => setTimeout(r, 20));
-    await app.container.resolve(TOKENS.EventStream).prune(5);
+    await app.container.resolve(EVENT_STREAM).prune(5);
     const ws = connect({ cookie: await sessionCookie("dev", "dev-sandbox-password") });
     await ws.next((f) => f.type === "connected");
     ws.send({ type: "subscribe", afterCursor: oldest.cursor });
@@ -133,7 +134,7 @@ describe("slow consumers", () => {
         await eventually(async () => s.frames.some((f) => f.type === "subscribed"));
       }
       slow.ws._socket.pause(); // stop reading: the server's send buffer for this socket grows
-      const events = slowApp.container.resolve(TOKENS.EventLog);
+      const events = slowApp.container.resolve(EventLog);
       const padding = "x".repeat(4096);
       const total = 1500;
       const started = Date.now();

@@ -14,7 +14,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/commo
 import { workflows } from "svc-project-workflows";
 import type { SvcActivities, SvcSinks } from "../core/sdk/activities-types";
 
-const { handlerLog } = proxySinks<SvcSinks & Sinks>();
+const { handlerLog } = proxySinks<SvcSinks>();
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
 

@@ -1,4 +1,4 @@
-import { defineConnector, defineWebhook, verifyGitHubSignature } from "../../core";
+import { defineConnector, defineWebhook, verifyGitHubSignature } from "../../core/sdk";
 
 /** Options of `githubConnector`. */
 export interface GitHubConnectorOptions {

@@ -1,4 +1,4 @@
-import { defineConnector, defineWebhook, verifySlackSignature, type WebhookRequest, type WebhookResponse } from "../../core";
+import { defineConnector, defineWebhook, verifySlackSignature, type WebhookRequest, type WebhookResponse } from "../../core/sdk";
 
 /** Options of `slackConnector`. */
 export interface SlackConnectorOptions {

@@ -1,4 +1,4 @@
-import { defineConnector, defineWebhook, verifyStandardWebhook } from "../../core";
+import { defineConnector, defineWebhook, verifyStandardWebhook } from "../../core/sdk";
 
 /** Options of `standardWebhooksConnector`. */
 export interface StandardWebhooksConnectorOptions {

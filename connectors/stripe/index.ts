@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { defineConnector, defineWebhook, verifyStripeSignature } from "../../core";
+import { defineConnector, defineWebhook, verifyStripeSignature } from "../../core/sdk";
 
 /** Options of `stripeConnector`. */
 export interface StripeConnectorOptions {

@@ -2,8 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { Principal } from "./permissions";
 import type { TokenService } from "./tokens";
 import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService } from "./sessions";
-import { ApiError } from "../errors";
-import { unauthorized } from "../http/routes";
+import { ApiError, unauthorized } from "../errors";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
 import type { Database } from "../store/db";
-import type { ProjectRegistry } from "../runtime/registry";
+import type { ProjectRegistry } from "../project/registry";
 import type { Principal } from "./permissions";
 import { ApiError } from "../errors";
 import { newSecret, nowIso } from "../ids";

@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
 import { inject, injectable } from "../di";
-import { TOKENS } from "../tokens";
-import type { Database } from "../store/db";
-import type { ProjectRegistry } from "../runtime/registry";
+import { Database } from "../store/db";
+import { ProjectRegistry } from "../project/registry";
 import type { Principal } from "./permissions";
 import { newId, newSecret, nowIso } from "../ids";
-import { unauthorized } from "../http/routes";
+import { unauthorized } from "../errors";
 
 /** A token as listed (never with its secret). */
 export interface TokenInfo {
@@ -32,8 +31,8 @@ export class TokenService {
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
 
   constructor(
-    @inject(TOKENS.Database) private readonly db: Database,
-    @inject(TOKENS.Project) private readonly project: ProjectRegistry,
+    @inject(Database) private readonly db: Database,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
   ) {}
 
   /**

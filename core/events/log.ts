@@ -1,14 +1,13 @@
 import { inject, injectable } from "../di";
-import { TOKENS } from "../tokens";
-import type { Database, SqlWriter } from "../store/db";
-import type { ProjectRegistry } from "../runtime/registry";
-import type { Outbox } from "./outbox";
-import type { EventStream, StreamQuery } from "./stream";
+import { Database, type SqlWriter } from "../store/db";
+import { ProjectRegistry } from "../project/registry";
+import { Outbox } from "./outbox";
+import { EVENT_STREAM, type EventStream, type StreamQuery } from "./stream";
 import { EVENT_TOPICS, ONTOLOGY_TOPICS, type Actor, type DomainEventEnvelope, type EventType, type Origin, type StoredDomainEvent } from "./catalog";
 import { ApiError } from "../errors";
 import { cursorPump } from "./pump";
 import { newId, nowIso } from "../ids";
-import type { Logger } from "../logger";
+import { LOGGER, type Logger } from "../logger";
 
 /** One event to append: `type` and `payload`, plus optional envelope fields (spec 2.3, 6.2). */
 export interface AppendInput {
@@ -62,11 +61,11 @@ export class EventLog {
   private readonly projectId: string;
 
   constructor(
-    @inject(TOKENS.Database) private readonly db: Database,
-    @inject(TOKENS.Outbox) private readonly outbox: Outbox,
-    @inject(TOKENS.EventStream) private readonly stream: EventStream,
-    @inject(TOKENS.Project) project: ProjectRegistry,
-    @inject(TOKENS.Logger) private readonly log: Logger,
+    @inject(Database) private readonly db: Database,
+    @inject(Outbox) private readonly outbox: Outbox,
+    @inject(EVENT_STREAM) private readonly stream: EventStream,
+    @inject(ProjectRegistry) project: ProjectRegistry,
+    @inject(LOGGER) private readonly log: Logger,
   ) {
     this.projectId = project.id;
   }

@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { Database, SqlParams } from "../store/db";
+import type { InjectionToken } from "../di";
 import { eventSubject, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
@@ -20,6 +21,9 @@ export interface StreamQuery {
   /** When set, only events whose required permissions are all in this list (spec 5). */
   permissions?: readonly string[];
 }
+
+/** DI token of the process's {@link EventStream} (built-in SQLite or NATS JetStream). */
+export const EVENT_STREAM = Symbol("svc.EventStream") as InjectionToken<EventStream>;
 
 /**
  * Where envelopes go after the outbox (spec 6.2). The built-in one is {@link SqliteEventStream};

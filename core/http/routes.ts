@@ -193,8 +193,3 @@ export class RouteRegistry {
     return this.routes;
   }
 }
-
-/** Throws `unauthorized` with the `WWW-Authenticate` challenge. */
-export function unauthorized(message: string): ApiError {
-  return new ApiError("unauthorized", message, undefined, { "www-authenticate": 'Bearer realm="svc"' });
-}

@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import * as v from "valibot";
 import type { Database, SqlParams } from "../store/db";
 import type { Logger } from "../logger";
 import type { HandlerLogger } from "../sdk/context";
@@ -10,20 +11,12 @@ export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** A run reference (spec 2.5): `{ kind, id }`, e.g. `{ kind: "action", id: <runId> }`. */
-export interface RunRef {
-  kind: string;
-  id: string;
-}
+export const RunRefSchema = v.object({ kind: v.string(), id: v.string() });
+export type RunRef = v.InferOutput<typeof RunRefSchema>;
 
-/** A captured log line (spec 2.5): message, level, fields, run context and cursor. */
-export interface LogLine {
-  message: string;
-  level: LogLevel;
-  fields: Record<string, unknown>;
-  run: RunRef;
-  at: string;
-  cursor: string;
-}
+/** A captured log line (spec 2.5): message, level, fields, run context, time (ISO) and cursor. */
+export const LogLineSchema = v.object({ message: v.string(), level: v.picklist(LOG_LEVELS), fields: v.record(v.string(), v.unknown()), run: RunRefSchema, at: v.string(), cursor: v.string() });
+export type LogLine = v.InferOutput<typeof LogLineSchema>;
 
 /** A read of captured logs, oldest first. */
 export interface LogQuery {

@@ -1,8 +1,7 @@
 import { inject, injectable } from "../di";
-import { TOKENS } from "../tokens";
-import type { Database, SqlReader, SqlWriter } from "../store/db";
-import type { ProjectRegistry } from "../runtime/registry";
-import type { EventLog } from "../events/log";
+import { Database, type SqlReader, type SqlWriter } from "../store/db";
+import { ProjectRegistry } from "../project/registry";
+import { EventLog } from "../events/log";
 import type { Actor, DomainEventEnvelope, Origin, PropertyChange } from "../events/catalog";
 import type { ProjectDefinition } from "../sdk/project";
 import type { ObjectPage, ObjectQuery, ObjectRecord, OntologyChange, OntologyWrites } from "../sdk/context";
@@ -76,9 +75,9 @@ export class OntologyStore {
   private readonly project: ProjectDefinition;
 
   constructor(
-    @inject(TOKENS.Database) private readonly db: Database,
-    @inject(TOKENS.EventLog) private readonly events: EventLog,
-    @inject(TOKENS.Project) registry: ProjectRegistry,
+    @inject(Database) private readonly db: Database,
+    @inject(EventLog) private readonly events: EventLog,
+    @inject(ProjectRegistry) registry: ProjectRegistry,
   ) {
     this.project = registry.definition;
   }

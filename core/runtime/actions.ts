@@ -1,20 +1,20 @@
 import { inject, injectable } from "../di";
 import * as v from "valibot";
-import { TOKENS } from "../tokens";
-import type { Database } from "../store/db";
-import type { EventLog } from "../events/log";
-import type { OntologyStore } from "../ontology/store";
-import { WriteBuffer } from "../ontology/store";
-import { validateChanges } from "../ontology/validate";
-import type { ProjectRegistry } from "./registry";
-import type { Logger } from "../logger";
-import type { LogCapture } from "../logs/capture";
+import { Database } from "../store/db";
+import { EventLog } from "../events/log";
+import { OntologyStore } from "../ontology/store";
+import { ProjectRegistry } from "../project/registry";
+import { LOGGER, type Logger } from "../logger";
+import { CONFIG, type Config } from "../config";
+import { Lifecycle } from "../lifecycle";
+import { TemporalHost } from "../temporal/host";
+import { startRun } from "../temporal/start";
 import type { Actor } from "../events/catalog";
 import type { ActionRunRecord, Subject } from "../sdk/context";
 import { ApiError, isApiError } from "../errors";
 import { newId, nowIso } from "../ids";
-import { ontologyAccess } from "./context";
 import { formatIssues } from "../http/validation";
+import { HandlerRunner, type BufferedHandler, type HandlerRun } from "./handler";
 
 /** A request to run an action (spec 2.2). */
 export interface ActionRunRequest {
@@ -23,11 +23,6 @@ export interface ActionRunRequest {
   params: Record<string, unknown>;
   runId?: string;
   actor?: Actor;
-}
-
-/** Starts an action's declared effect on Temporal; implemented by the Temporal host. */
-export interface EffectStarter {
-  startEffect(run: ActionRunRecord): Promise<void>;
 }
 
 interface RunRow {
@@ -67,6 +62,10 @@ function toRecord(r: RunRow): ActionRunRecord {
  *
  * The handler's ontology writes are buffered and committed in one transaction with the run's
  * completion and its `action.completed` event, so a run either has all its writes or none.
+ *
+ * Lifecycle: stops accepting at `preClose`, aborts handlers' `signal` when shutdown stops waiting,
+ * waits for runs and effect starts at `close`; retries pending effect starts when ready and on every
+ * recovery pass (`SVC_OUTBOX_RECOVERY_MS`).
  */
 @injectable()
 export class ActionRunner {
@@ -74,21 +73,22 @@ export class ActionRunner {
   private readonly pendingEffects = new Set<Promise<void>>();
   private accepting = true;
   private idleWaiters: Array<() => void> = [];
-  private effects: EffectStarter | undefined;
-  readonly abort = new AbortController();
 
   constructor(
-    @inject(TOKENS.Database) private readonly db: Database,
-    @inject(TOKENS.EventLog) private readonly events: EventLog,
-    @inject(TOKENS.OntologyStore) private readonly ontology: OntologyStore,
-    @inject(TOKENS.Project) private readonly project: ProjectRegistry,
-    @inject(TOKENS.Logger) private readonly log: Logger,
-    @inject(TOKENS.Logs) private readonly logs: LogCapture,
-  ) {}
-
-  /** Connects the effect starter (the Temporal host) once it is up. */
-  setEffectStarter(effects: EffectStarter): void {
-    this.effects = effects;
+    @inject(Database) private readonly db: Database,
+    @inject(EventLog) private readonly events: EventLog,
+    @inject(OntologyStore) private readonly ontology: OntologyStore,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
+    @inject(HandlerRunner) private readonly handlers: HandlerRunner,
+    @inject(TemporalHost) private readonly temporal: TemporalHost,
+    @inject(Lifecycle) private readonly lifecycle: Lifecycle,
+    @inject(CONFIG) config: Config,
+    @inject(LOGGER) private readonly log: Logger,
+  ) {
+    lifecycle.hook("ready", () => this.startPendingEffects());
+    lifecycle.every(config.outboxRecoveryMs, () => this.startPendingEffects().catch((err) => log.warn({ err }, "starting pending effects failed")));
+    lifecycle.hook("preClose", () => this.stopAccepting());
+    lifecycle.hook("close", () => this.idle());
   }
 
   /**
@@ -146,28 +146,24 @@ export class ActionRunner {
     });
     void this.events.drain();
 
-    const buffer = new WriteBuffer();
-    const log = this.logs.logger(this.log, { kind: "action", id: runId }, { actionId: req.actionId });
-    let result: unknown;
+    const spec: HandlerRun = { run: { kind: "action", id: runId }, logFields: { actionId: req.actionId }, correlationId: runId, key: `action:${runId}` };
+    let buffered: BufferedHandler<unknown> | undefined;
     let failure: { code: string; message: string } | undefined;
     try {
-      result = await definition.run({ ...ontologyAccess(this.ontology, buffer), actionId: req.actionId, runId, subject, params, actor: req.actor, log, signal: this.abort.signal });
-      validateChanges(this.project.definition, buffer.changes);
+      buffered = await this.handlers.execute(spec, (ctx) => definition.run({ ...ctx, actionId: req.actionId, runId, subject, params, actor: req.actor, signal: this.lifecycle.closeTimeout }));
     } catch (err) {
       failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
-      log.warn({ err }, "action run failed");
+      this.handlers.logger(spec).warn({ err }, "action run failed");
     }
 
     const origin = { kind: "action" as const, actionId: req.actionId, runId };
     const finish = async (fail: typeof failure) => {
       const finishedAt = nowIso();
       await this.db.transaction(async (tx) => {
-        if (!fail) {
-          await this.ontology.applyInTx(tx, buffer.changes, { origin, correlationId: runId, causationId: requested.id });
-        }
+        if (!fail && buffered) await this.handlers.commitInTx(tx, buffered, spec, { origin, causationId: requested.id });
         const hasEffect = !fail && definition.effect ? "pending" : null;
         await tx.run("UPDATE action_runs SET status = ?, finished_at = ?, result = ?, error = ?, effect_status = ? WHERE id = ?", [
-          fail ? "failed" : "succeeded", finishedAt, !fail && result !== undefined ? JSON.stringify(result) : null, fail ? JSON.stringify(fail) : null, hasEffect, id,
+          fail ? "failed" : "succeeded", finishedAt, !fail && buffered?.result !== undefined ? JSON.stringify(buffered.result) : null, fail ? JSON.stringify(fail) : null, hasEffect, id,
         ]);
         const done = this.events.envelope({
           type: fail ? "action.failed" : "action.completed",
@@ -185,7 +181,7 @@ export class ActionRunner {
       if (failure) throw err;
       // the writes were refused at commit (e.g. an update of a missing object): the run fails, nothing was written.
       // A store error's text stays in the log, never in the record or the response.
-      if (!isApiError(err)) log.error({ err }, "committing the action run failed");
+      if (!isApiError(err)) this.handlers.logger(spec).error({ err }, "committing the action run failed");
       failure = isApiError(err) ? { code: err.code, message: err.message } : { code: "commit_failed", message: "The run's writes could not be committed; nothing was written" };
       await finish(failure);
     }
@@ -195,10 +191,9 @@ export class ActionRunner {
     return record;
   }
 
+  /** Starts the effect's workflow (`action-effect:<runId>`, once per run) and records it started. */
   private trackEffect(record: ActionRunRecord): void {
-    if (!this.effects) return; // started by the recovery pass once Temporal is up
-    const p = this.effects
-      .startEffect(record)
+    const p = startRun(this.temporal.client, { workflowType: "actionEffect", workflowId: `action-effect:${record.runId}`, taskQueue: this.temporal.taskQueue, args: [{ actionId: record.actionId, runId: record.runId }] })
       .then(() => this.db.transaction((tx) => tx.run("UPDATE action_runs SET effect_status = 'started' WHERE id = ?", [record.id])).then(() => undefined))
       .catch((err) => this.log.warn({ err, runId: record.runId }, "starting the action's effect failed; the recovery pass will retry"))
       .finally(() => this.pendingEffects.delete(p));

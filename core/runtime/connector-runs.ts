@@ -1,32 +1,33 @@
 import * as v from "valibot";
-import { WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
-import { readExecution } from "../temporal/execution";
-import { WorkflowIdReusePolicy } from "@temporalio/common";
-import type { Database } from "../store/db";
-import type { EventLog } from "../events/log";
-import type { ProjectRegistry } from "./registry";
-import type { TemporalHost } from "../temporal/host";
+import { inject, injectable } from "../di";
+import { Database } from "../store/db";
+import { EventLog } from "../events/log";
+import { ProjectRegistry } from "../project/registry";
+import { TemporalHost } from "../temporal/host";
+import { startRun } from "../temporal/start";
 import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
+import { readRunState, RunLinksSchema } from "./run-state";
 
 /** A sync or pipeline run's state (`GET /api/sync-runs/:runId`, `GET /api/pipeline-runs/:runId`). */
-export interface ConnectorRunState {
-  runId: string;
-  kind: "sync" | "pipeline";
-  syncId?: string;
-  pipelineId?: string;
-  status: "queued" | "running" | "completed" | "failed" | "cancelled" | "timed_out";
-  input: unknown;
-  result?: unknown;
-  error?: { message: string };
-  queuedAt: string;
-  startedAt?: string;
-  finishedAt?: string;
-  steps?: Array<{ name: string; status: string; startedAt: string; finishedAt?: string; error?: { message: string } }>;
-  links: { temporalWorkflowId: string; temporalRunId: string; temporalUi?: string };
-}
+export const ConnectorRunStateSchema = v.object({
+  runId: v.string(),
+  kind: v.picklist(["sync", "pipeline"]),
+  syncId: v.optional(v.string()),
+  pipelineId: v.optional(v.string()),
+  status: v.picklist(["queued", "running", "completed", "failed", "cancelled", "timed_out"]),
+  input: v.unknown(),
+  result: v.optional(v.unknown()),
+  error: v.optional(v.object({ message: v.string() })),
+  queuedAt: v.string(),
+  startedAt: v.optional(v.string()),
+  finishedAt: v.optional(v.string()),
+  steps: v.optional(v.array(v.object({ name: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) }))),
+  links: RunLinksSchema,
+});
+export type ConnectorRunState = v.InferOutput<typeof ConnectorRunStateSchema>;
 
 const KIND = { sync: { table: "syncs", workflow: "syncRun", key: "syncId", topic: "syncs" }, pipeline: { table: "pipelines", workflow: "pipelineRun", key: "pipelineId", topic: "pipelines" } } as const;
 
@@ -34,16 +35,18 @@ const KIND = { sync: { table: "syncs", workflow: "syncRun", key: "syncId", topic
  * Sync and pipeline runs on Temporal (spec 4.3): a run request answers `{ runId }` once queued
  * (workflow id = runId; workflow type `syncRun` / `pipelineRun`); the run endpoint reports completion.
  */
+@injectable()
 export class ConnectorRuns {
   constructor(
-    private readonly db: Database,
-    private readonly events: EventLog,
-    private readonly project: ProjectRegistry,
-    private readonly temporal: TemporalHost,
+    @inject(Database) private readonly db: Database,
+    @inject(EventLog) private readonly events: EventLog,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
+    @inject(TemporalHost) private readonly temporal: TemporalHost,
   ) {}
 
   /**
-   * Queues a run; sending the same runId again answers the same run.
+   * Records the run, then queues it on Temporal; when Temporal refuses, the row is removed again (an
+   * execution never exists unrecorded). Sending the same runId again answers the same run.
    * @throws {ApiError} not_found, invalid_request (input), conflict (runId of another run), unavailable
    */
   async start(kind: "sync" | "pipeline", id: string, input: unknown, actor: Actor | undefined, runId = newId("run")): Promise<{ runId: string }> {
@@ -51,14 +54,24 @@ export class ConnectorRuns {
     const { definition } = this.project.connectorRun(k.table, id);
     const parsed = definition.input ? parseOrThrow(definition.input as v.GenericSchema<unknown, unknown>, input ?? {}, "input") : (input ?? null);
     const args = kind === "sync" ? { syncId: id, input: parsed } : { pipelineId: id, input: parsed, steps: (definition as { steps: Array<{ name: string }> }).steps.map((s) => s.name) };
+    const recorded = await this.db.transaction(async (tx) => {
+      const row = await tx.get<{ kind: string; definition_id: string }>("SELECT kind, definition_id FROM connector_runs WHERE run_id = ?", [runId]);
+      if (row && (row.kind !== kind || row.definition_id !== id)) throw new ApiError("conflict", `runId ${runId} belongs to another run`);
+      if (!row) await tx.run("INSERT INTO connector_runs (run_id, kind, definition_id, input, actor, requested_at) VALUES (?, ?, ?, ?, ?, ?)", [runId, kind, id, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
+      return row !== undefined;
+    });
+    const forget = () => (recorded ? Promise.resolve() : this.db.transaction((tx) => tx.run("DELETE FROM connector_runs WHERE run_id = ?", [runId])).then(() => undefined));
+    let started: boolean;
     try {
-      await this.temporal.client.workflow.start(k.workflow, { workflowId: runId, taskQueue: this.temporal.taskQueue, args: [args], workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE, memo: actor ? { actor } : undefined });
+      ({ started } = await startRun(this.temporal.client, { workflowType: k.workflow, workflowId: runId, taskQueue: this.temporal.taskQueue, args: [args], memo: actor ? { actor } : undefined }));
     } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
-      const row = await this.db.get<{ kind: string; definition_id: string }>("SELECT kind, definition_id FROM connector_runs WHERE run_id = ?", [runId]);
-      if (!row || row.kind !== kind || row.definition_id !== id) throw new ApiError("conflict", `runId ${runId} belongs to another run`);
+      await forget();
+      throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
     }
-    await this.db.transaction((tx) => tx.run("INSERT INTO connector_runs (run_id, kind, definition_id, input, actor, requested_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", [runId, kind, id, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]));
+    if (!started && !recorded) {
+      await forget();
+      throw new ApiError("conflict", `runId ${runId} is taken by another execution`);
+    }
     return { runId };
   }
 
@@ -74,23 +87,9 @@ export class ConnectorRuns {
     const k = KIND[kind];
     const row = await this.db.get<{ definition_id: string; input: string; requested_at: string }>("SELECT definition_id, input, requested_at FROM connector_runs WHERE run_id = ? AND kind = ?", [runId, kind]);
     if (!row) throw new ApiError("not_found", `No ${kind} run "${runId}"`);
-    const execution = await readExecution(this.temporal.client.workflow.getHandle(runId), this.temporal.namespace);
     const events = await this.events.read({ runId, topics: [k.topic], limit: 1000 });
-    const started = events.find((e) => e.type.endsWith(".run.started"));
-    const ui = this.temporal.executionUrl(runId, execution.temporalRunId);
-    const state: ConnectorRunState = {
-      runId,
-      kind,
-      [k.key]: row.definition_id,
-      status: execution.status !== "open" ? execution.status : started ? "running" : "queued",
-      input: JSON.parse(row.input),
-      ...(execution.result !== undefined ? { result: execution.result } : {}),
-      ...(execution.error ? { error: { message: execution.error.message } } : {}),
-      queuedAt: row.requested_at,
-      ...(started ? { startedAt: started.occurredAt } : {}),
-      ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
-      links: { temporalWorkflowId: runId, temporalRunId: execution.temporalRunId, ...(ui ? { temporalUi: ui } : {}) },
-    };
+    const { execution: _execution, error, ...base } = await readRunState(this.temporal, runId, row.requested_at, events.find((e) => e.type.endsWith(".run.started"))?.occurredAt);
+    const state: ConnectorRunState = { runId, kind, [k.key]: row.definition_id, input: JSON.parse(row.input), ...base, ...(error ? { error: { message: error.message } } : {}) };
     if (kind === "pipeline") {
       const steps = new Map<number, NonNullable<ConnectorRunState["steps"]>[number]>();
       for (const e of events) {

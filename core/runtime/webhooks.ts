@@ -1,46 +1,50 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { TOKENS } from "../tokens";
-import type { Database } from "../store/db";
-import type { EventLog, AppendInput } from "../events/log";
-import type { OntologyStore } from "../ontology/store";
-import { WriteBuffer } from "../ontology/store";
-import { validateChanges } from "../ontology/validate";
-import type { ProjectRegistry } from "./registry";
-import type { WorkflowRuns } from "./workflows";
-import type { Logger } from "../logger";
-import type { LogCapture } from "../logs/capture";
+import { Database } from "../store/db";
+import { EventLog } from "../events/log";
+import { ProjectRegistry } from "../project/registry";
+import { WorkflowRuns } from "./workflows";
 import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/connector";
-import type { DomainEventEnvelope, EventType } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
-import { readBodyBytes } from "../http/body";
 import { formatIssues } from "../http/validation";
-import { eventsApi, ontologyAccess } from "./context";
+import { HandlerRunner, type BufferedHandler, type HandlerRun } from "./handler";
 
 /** One handling attempt of a Webhook run. */
-export interface WebhookAttempt {
-  attempt: number;
-  status: "running" | "completed" | "failed";
-  startedAt: string;
-  finishedAt?: string;
-  error?: { message: string };
-}
+export const WebhookAttemptSchema = v.object({
+  attempt: v.number(),
+  status: v.picklist(["running", "completed", "failed"]),
+  startedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+  error: v.optional(v.object({ message: v.string() })),
+});
+export type WebhookAttempt = v.InferOutput<typeof WebhookAttemptSchema>;
 
-/** A Webhook run as operators read it (`GET /api/webhook-runs/:runId`). */
-export interface WebhookRun {
-  id: string;
-  executionId: string;
-  connectorId: string;
-  webhookId: string;
-  idempotencyKey: string | null;
-  status: "running" | "completed" | "failed";
-  receivedAt: string;
-  finishedAt?: string;
-  attempts: WebhookAttempt[];
-  request: { contentType: string | null; headers: Record<string, string>; bodyBytes: number };
-  response?: { status: number; headers: Record<string, string>; body?: unknown };
-  replayOf?: string;
+/** A Webhook run as operators read it (`GET /api/webhook-runs/:runId`). Sensitive headers are `[redacted]`. */
+export const WebhookRunSchema = v.object({
+  id: v.string(),
+  executionId: v.string(),
+  connectorId: v.string(),
+  webhookId: v.string(),
+  idempotencyKey: v.nullable(v.string()),
+  status: v.picklist(["running", "completed", "failed"]),
+  receivedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+  attempts: v.array(WebhookAttemptSchema),
+  request: v.object({ contentType: v.nullable(v.string()), headers: v.record(v.string(), v.string()), bodyBytes: v.number() }),
+  response: v.optional(v.object({ status: v.number(), headers: v.record(v.string(), v.string()), body: v.optional(v.unknown()) })),
+  replayOf: v.optional(v.string()),
+});
+export type WebhookRun = v.InferOutput<typeof WebhookRunSchema>;
+
+/**
+ * What to answer the provider: a status, headers and a body (a string or bytes are sent as they are,
+ * anything else as JSON). The HTTP layer turns it into a response.
+ */
+export interface WebhookAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body?: unknown;
 }
 
 interface RunRow {
@@ -72,9 +76,7 @@ export function redactHeaders(headers: Headers): Record<string, string> {
   return out;
 }
 
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
-}
+const answer = (status: number, body: unknown): WebhookAnswer => ({ status, headers: {}, body });
 
 /**
  * Parses a delivery's body in the webhook's format (spec 2.12): `json` (then the optional valibot
@@ -123,13 +125,11 @@ export class WebhookDeliveries {
   private readonly inFlight = new Set<string>();
 
   constructor(
-    @inject(TOKENS.Database) private readonly db: Database,
-    @inject(TOKENS.EventLog) private readonly events: EventLog,
-    @inject(TOKENS.OntologyStore) private readonly ontology: OntologyStore,
-    @inject(TOKENS.Project) private readonly project: ProjectRegistry,
-    @inject(TOKENS.WorkflowRuns) private readonly workflows: WorkflowRuns,
-    @inject(TOKENS.Logger) private readonly log: Logger,
-    @inject(TOKENS.Logs) private readonly logs: LogCapture,
+    @inject(Database) private readonly db: Database,
+    @inject(EventLog) private readonly events: EventLog,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
+    @inject(WorkflowRuns) private readonly workflows: WorkflowRuns,
+    @inject(HandlerRunner) private readonly handlers: HandlerRunner,
   ) {}
 
   private definition(connectorId: string, webhookId: string): WebhookDefinition<unknown> {
@@ -139,14 +139,12 @@ export class WebhookDeliveries {
   }
 
   /**
-   * Receives one delivery. Answers the HTTP response to send to the provider.
-   * @throws {ApiError} not_found (404), payload_too_large (413), unauthorized (401, verify threw),
-   *   invalid_request (400, parse failed) — none of these creates an execution
+   * Receives one delivery (its raw bytes already read, at most 1 MiB) and answers what to send back.
+   * @throws {ApiError} not_found (404), unauthorized (401, verify threw), invalid_request (400, parse
+   *   failed) — none of these creates an execution
    */
-  async deliver(connectorId: string, webhookId: string, req: Request, url: URL): Promise<Response> {
+  async deliver(connectorId: string, webhookId: string, request: WebhookRequest): Promise<WebhookAnswer> {
     const def = this.definition(connectorId, webhookId);
-    const rawBody = await readBodyBytes(req);
-    const request: WebhookRequest = { method: req.method, headers: req.headers, rawBody, url };
     if (def.verify) {
       try {
         await def.verify(request);
@@ -165,11 +163,11 @@ export class WebhookDeliveries {
     if (key !== null && typeof key !== "string") key = String(key);
 
     const flightKey = key === null ? undefined : `${connectorId}\u0000${webhookId}\u0000${key}`;
-    if (flightKey && this.inFlight.has(flightKey)) return json(202, { status: "in_progress" });
+    if (flightKey && this.inFlight.has(flightKey)) return answer(202, { status: "in_progress" });
     if (flightKey) this.inFlight.add(flightKey);
     try {
       const admitted = await this.admit(connectorId, webhookId, key, request, undefined);
-      if (!admitted) return json(202, { status: "duplicate" });
+      if (!admitted) return answer(202, { status: "duplicate" });
       return await this.handle(def, admitted, body, request);
     } finally {
       if (flightKey) this.inFlight.delete(flightKey);
@@ -219,58 +217,45 @@ export class WebhookDeliveries {
   }
 
   /** Handle + Complete. */
-  private async handle(def: WebhookDefinition<unknown>, admitted: { row: RunRow; attempt: number }, body: unknown, request: WebhookRequest): Promise<Response> {
+  private async handle(def: WebhookDefinition<unknown>, admitted: { row: RunRow; attempt: number }, body: unknown, request: WebhookRequest): Promise<WebhookAnswer> {
     const { row, attempt } = admitted;
     const executionId = row.execution_id;
-    const buffer = new WriteBuffer();
-    const appended: AppendInput[] = [];
+    const spec: HandlerRun = { run: { kind: "webhook", id: row.id }, logFields: { connectorId: row.connector_id, webhookId: row.webhook_id, attempt }, correlationId: executionId, key: `webhook:${executionId}` };
     let workflowStarts = 0;
-    const log = this.logs.logger(this.log, { kind: "webhook", id: row.id }, { connectorId: row.connector_id, webhookId: row.webhook_id, attempt });
-    let result: WebhookResponse | void;
-    let envelopes: DomainEventEnvelope[];
+    let buffered: BufferedHandler<WebhookResponse | void>;
     try {
-      result = await def.handle({
-        ...ontologyAccess(this.ontology, buffer),
-        log,
-        body,
-        request,
-        delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
-        // reads as every handler has them; appends buffered and committed with the run's completion
-        events: { ...eventsApi(this.events, executionId), append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))) },
-        workflows: { start: (workflowId, input) => this.workflows.start(workflowId, input, undefined, `${executionId}-wf-${++workflowStarts}`) },
-      });
-      validateChanges(this.project.definition, buffer.changes);
-      envelopes = this.events.prepare(appended.map((e, i) => ({ ...e, correlationId: executionId, idempotencyKey: e.idempotencyKey ?? `${executionId}:event:${i}` })));
+      buffered = await this.handlers.execute(spec, (ctx) =>
+        def.handle({
+          ...ctx,
+          body,
+          request,
+          delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
+          workflows: { start: (workflowId, input) => this.workflows.start(workflowId, input, undefined, `${executionId}-wf-${++workflowStarts}`) },
+        }),
+      );
     } catch (err) {
-      log.warn({ err }, "webhook handler failed; the provider may retry");
+      this.handlers.logger(spec).warn({ err }, "webhook handler failed; the provider may retry");
       await this.fail(row.id, attempt, err);
-      return json(500, { error: { code: "internal", message: "The webhook handler failed; retry the delivery", details: { runId: row.id } } });
+      return answer(500, { error: { code: "internal", message: "The webhook handler failed; retry the delivery", details: { runId: row.id } } });
     }
 
+    const result = buffered.result;
     const response = result ? { status: result.status ?? 200, headers: result.headers ?? {}, body: result.body } : { status: 202, headers: {}, body: undefined };
     try {
       await this.db.transaction(async (tx) => {
-        await this.ontology.applyInTx(tx, buffer.changes, { origin: { kind: "runtime", connectorId: row.connector_id, webhookId: row.webhook_id, runId: row.id }, correlationId: executionId, idempotencyKey: `webhook:${executionId}` });
-        await this.events.writeInTx(tx, envelopes);
+        await this.handlers.commitInTx(tx, buffered, spec, { origin: { kind: "runtime", connectorId: row.connector_id, webhookId: row.webhook_id, runId: row.id }, idempotencyKey: `webhook:${executionId}` });
         const now = nowIso();
         await tx.run("UPDATE webhook_runs SET status = 'completed', finished_at = ?, response = ? WHERE id = ?", [now, JSON.stringify(response), row.id]);
         await tx.run("UPDATE webhook_attempts SET status = 'completed', finished_at = ? WHERE run_id = ? AND attempt = ?", [now, row.id, attempt]);
       });
     } catch (err) {
-      log.warn({ err }, "webhook completion failed; nothing of the attempt was written");
+      this.handlers.logger(spec).warn({ err }, "webhook completion failed; nothing of the attempt was written");
       await this.fail(row.id, attempt, err);
-      return json(500, { error: { code: "internal", message: "The webhook handler's writes were refused; retry the delivery", details: { runId: row.id } } });
+      return answer(500, { error: { code: "internal", message: "The webhook handler's writes were refused; retry the delivery", details: { runId: row.id } } });
     }
     await this.events.drain();
-    if (!result) return json(202, { status: "accepted", runId: row.id });
-    const headers = { ...response.headers };
-    let payload: string | Uint8Array | undefined;
-    if (response.body instanceof Uint8Array || typeof response.body === "string") payload = response.body;
-    else if (response.body !== undefined) {
-      payload = JSON.stringify(response.body);
-      if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json; charset=utf-8";
-    }
-    return new Response(payload as string | undefined, { status: response.status, headers });
+    if (!result) return answer(202, { status: "accepted", runId: row.id });
+    return response;
   }
 
   private async fail(runId: string, attempt: number, err: unknown): Promise<void> {

@@ -1,49 +1,86 @@
+import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from "@temporalio/client";
-import { readExecution } from "../temporal/execution";
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import proto from "@temporalio/proto";
 import { has, type Principal } from "../auth/permissions";
-import type { InterventionAssignees } from "../sdk/activities-types";
-import { WorkflowIdReusePolicy } from "@temporalio/common";
-import { TOKENS } from "../tokens";
-import type { Database } from "../store/db";
-import type { EventLog } from "../events/log";
-import type { ProjectRegistry } from "./registry";
-import type { TemporalHost } from "../temporal/host";
+import { Database } from "../store/db";
+import { EventLog } from "../events/log";
+import { ProjectRegistry } from "../project/registry";
+import { TemporalHost } from "../temporal/host";
+import { startRun } from "../temporal/start";
+import { Lifecycle } from "../lifecycle";
 import type { Actor } from "../events/catalog";
+import type { InterventionAssignees } from "../sdk/activities-types";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
+import { readRunState, RunLinksSchema } from "./run-state";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
-export type WorkflowRunStatus = "queued" | "running" | "waiting" | "completed" | "failed" | "cancelled" | "timed_out";
+export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
+export type WorkflowRunStatus = (typeof WORKFLOW_RUN_STATUSES)[number];
 
 /** A node of a run, from its node events. */
-export interface WorkflowNodeState {
-  name: string;
-  status: "running" | "completed" | "failed" | "cancelled";
-  startedAt: string;
-  finishedAt?: string;
-}
+export const WorkflowNodeStateSchema = v.object({
+  name: v.string(),
+  status: v.picklist(["running", "completed", "failed", "cancelled"]),
+  startedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+});
+export type WorkflowNodeState = v.InferOutput<typeof WorkflowNodeStateSchema>;
 
 /** An intervention as the API shows it. */
-export interface InterventionState {
-  id: string;
-  runId: string;
-  workflowId: string;
-  name: string;
-  prompt: string;
-  assignees: InterventionAssignees;
-  answerSchema?: unknown;
-  status: "open" | "submitted" | "cancelled" | "expired";
-  requestedAt: string;
-  expiresAt?: string;
-  resolvedAt?: string;
-  answer?: unknown;
-  by?: { type: string; id: string };
-  reason?: string;
-}
+export const InterventionStateSchema = v.object({
+  id: v.string(),
+  runId: v.string(),
+  workflowId: v.string(),
+  name: v.string(),
+  prompt: v.string(),
+  assignees: v.object({ identities: v.optional(v.array(v.string())), permission: v.optional(v.string()) }),
+  answerSchema: v.optional(v.unknown()),
+  status: v.picklist(["open", "submitted", "cancelled", "expired"]),
+  requestedAt: v.string(),
+  expiresAt: v.optional(v.string()),
+  resolvedAt: v.optional(v.string()),
+  answer: v.optional(v.unknown()),
+  by: v.optional(v.object({ type: v.string(), id: v.string() })),
+  reason: v.optional(v.string()),
+});
+export type InterventionState = v.InferOutput<typeof InterventionStateSchema>;
+
+/** The state of a workflow run (`GET /api/workflow-runs/:runId`). */
+export const WorkflowRunStateSchema = v.object({
+  runId: v.string(),
+  workflowId: v.string(),
+  status: v.picklist(WORKFLOW_RUN_STATUSES),
+  input: v.unknown(),
+  result: v.optional(v.unknown()),
+  error: v.optional(v.object({ message: v.string(), type: v.optional(v.string()) })),
+  queuedAt: v.string(),
+  startedAt: v.optional(v.string()),
+  finishedAt: v.optional(v.string()),
+  nodes: v.array(WorkflowNodeStateSchema),
+  interventions: v.array(InterventionStateSchema),
+  links: RunLinksSchema,
+});
+export type WorkflowRunState = v.InferOutput<typeof WorkflowRunStateSchema>;
+
+/** One event of a run's Temporal history, in order (`GET /api/workflow-runs/:runId/history`). */
+export const HistoryEventSchema = v.object({
+  eventId: v.number(),
+  eventType: v.string(),
+  eventTime: v.string(),
+  /** The type: activity type, timer id, update name, workflow type. */
+  name: v.optional(v.string()),
+  /** The designer's words for it (Temporal user metadata): node name and what the step does. */
+  summary: v.optional(v.string()),
+  attributes: v.record(v.string(), v.unknown()),
+});
+export type HistoryEvent = v.InferOutput<typeof HistoryEventSchema>;
+
+/** A run found by {@link WorkflowRuns.search}. */
+export const WorkflowRunSummarySchema = v.object({ runId: v.string(), workflowId: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()) });
 
 interface InterventionRow {
   id: string;
@@ -86,91 +123,66 @@ export function mayAnswer(principal: Principal, assignees: InterventionAssignees
   return (assignees.identities?.includes(principal.id) ?? false) || (assignees.permission !== undefined && has(principal, assignees.permission));
 }
 
-/** One event of a run's Temporal history, in order (`GET /api/workflow-runs/:runId/history`). */
-export interface HistoryEvent {
-  eventId: number;
-  eventType: string;
-  eventTime: string;
-  /** The type: activity type, timer id, update name, workflow type. */
-  name?: string;
-  /** The designer's words for it (Temporal user metadata): node name and what the step does. */
-  summary?: string;
-  attributes: Record<string, unknown>;
-}
-
-/** The state of a workflow run (`GET /api/workflow-runs/:runId`). */
-export interface WorkflowRunState {
-  runId: string;
-  workflowId: string;
-  status: WorkflowRunStatus;
-  input: unknown;
-  result?: unknown;
-  error?: { message: string; type?: string };
-  queuedAt: string;
-  startedAt?: string;
-  finishedAt?: string;
-  nodes: WorkflowNodeState[];
-  interventions: InterventionState[];
-  links: { temporalWorkflowId: string; temporalRunId: string; temporalUi?: string };
-}
-
 /**
  * Workflow runs over Temporal (spec 4.1, 4.3): a run is a Temporal execution whose workflow id is the
  * runId and whose workflow type is the designer's workflow id.
  */
 @injectable()
 export class WorkflowRuns {
-  private temporal: TemporalHost | undefined;
-  accepting = true;
+  private accepting = true;
 
   constructor(
-    @inject(TOKENS.Database) private readonly db: Database,
-    @inject(TOKENS.EventLog) private readonly events: EventLog,
-    @inject(TOKENS.Project) private readonly project: ProjectRegistry,
-  ) {}
-
-  setTemporal(host: TemporalHost): void {
-    this.temporal = host;
+    @inject(Database) private readonly db: Database,
+    @inject(EventLog) private readonly events: EventLog,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
+    @inject(TemporalHost) private readonly temporal: TemporalHost,
+    @inject(Lifecycle) lifecycle: Lifecycle,
+  ) {
+    lifecycle.hook("preClose", () => {
+      this.accepting = false;
+    });
   }
 
   private host(): TemporalHost {
-    if (!this.temporal) throw new ApiError("unavailable", "Temporal is not connected yet");
     return this.temporal;
   }
 
   /**
-   * Queues a run on Temporal, then records it and `workflow.run.queued`. Sending the same `runId`
-   * again answers the same run without starting another.
+   * Records the run, queues it on Temporal (workflow id = runId), then records `workflow.run.queued`.
+   * The row is written first, so an execution never exists unrecorded; when Temporal refuses the start
+   * the row is removed again. Sending the same `runId` again answers the same run without starting
+   * another.
    * @throws {ApiError} not_found (workflow), invalid_request (input), conflict (runId of another
-   *   workflow), shutting_down, unavailable (Temporal unreachable)
+   *   workflow or execution), shutting_down, unavailable (Temporal unreachable)
    */
   async start(workflowId: string, input: unknown, actor: Actor | undefined, runId = newId("run")): Promise<{ runId: string }> {
     if (!this.accepting) throw new ApiError("shutting_down", "The server is shutting down; the run was not queued");
     const definition = this.project.workflow(workflowId);
     const parsed = parseOrThrow(definition.input, input ?? {}, "input");
     const host = this.host();
-    try {
-      await host.client.workflow.start(workflowId, {
-        workflowId: runId,
-        taskQueue: host.taskQueue,
-        args: [parsed],
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        memo: actor ? { actor } : undefined,
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
-      const row = await this.db.get<{ workflow_id: string }>("SELECT workflow_id FROM workflow_runs WHERE run_id = ?", [runId]);
+    const recorded = await this.db.transaction(async (tx) => {
+      const row = await tx.get<{ workflow_id: string }>("SELECT workflow_id FROM workflow_runs WHERE run_id = ?", [runId]);
       if (row && row.workflow_id !== workflowId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${row.workflow_id}`);
-      // an execution we did not record (an effect, a schedule firing, a sync): never adopt it
-      const existing = row ? undefined : await host.client.workflow.getHandle(runId).describe().catch(() => undefined);
-      if (!row && existing?.type !== workflowId) throw new ApiError("conflict", `runId ${runId} is taken by another execution`);
-    }
-    const queued = this.events.envelope({ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor });
-    await this.db.transaction(async (tx) => {
-      await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, actor, requested_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", [runId, workflowId, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
-      await this.events.writeInTx(tx, [queued]);
+      if (!row) await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, actor, requested_at) VALUES (?, ?, ?, ?, ?)", [runId, workflowId, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
+      return row !== undefined;
     });
-    await this.events.drain();
+    const forget = () => (recorded ? Promise.resolve() : this.db.transaction((tx) => tx.run("DELETE FROM workflow_runs WHERE run_id = ?", [runId])).then(() => undefined));
+    let started: boolean;
+    try {
+      ({ started } = await startRun(host.client, { workflowType: workflowId, workflowId: runId, taskQueue: host.taskQueue, args: [parsed], memo: actor ? { actor } : undefined }));
+    } catch (err) {
+      await forget();
+      throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
+    }
+    if (!started && !recorded) {
+      // an execution this API did not record (an effect, a schedule firing, a sync): never adopt it
+      const existing = await host.client.workflow.getHandle(runId).describe().catch(() => undefined);
+      if (existing?.type !== workflowId) {
+        await forget();
+        throw new ApiError("conflict", `runId ${runId} is taken by another execution`);
+      }
+    }
+    await this.events.append([{ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor }]);
     return { runId };
   }
 
@@ -185,10 +197,7 @@ export class WorkflowRuns {
   async get(runId: string): Promise<WorkflowRunState> {
     const row = await this.db.get<{ workflow_id: string; input: string; requested_at: string }>("SELECT workflow_id, input, requested_at FROM workflow_runs WHERE run_id = ?", [runId]);
     if (!row) throw new ApiError("not_found", `No workflow run "${runId}"`);
-    const host = this.host();
-    const execution = await readExecution(host.client.workflow.getHandle(runId), host.namespace);
     const events = await this.events.read({ runId, topics: ["workflows"], limit: 1000 });
-    const started = events.find((e) => e.type === "workflow.run.started");
     const nodes = new Map<number, WorkflowNodeState>();
     for (const e of events) {
       const n = Number(/:node:(\d+):/.exec(e.idempotencyKey ?? "")?.[1]);
@@ -197,22 +206,16 @@ export class WorkflowRuns {
       else if (e.type === "workflow.run.node.finished" && nodes.has(n)) Object.assign(nodes.get(n)!, { status: e.payload.status, finishedAt: e.occurredAt });
     }
     const interventions = await this.interventions(runId);
-    const ui = host.executionUrl(runId, execution.temporalRunId);
-    const state: WorkflowRunState = {
+    const { execution: _execution, status, ...base } = await readRunState(this.host(), runId, row.requested_at, events.find((e) => e.type === "workflow.run.started")?.occurredAt);
+    return {
       runId,
       workflowId: row.workflow_id,
-      status: execution.status !== "open" ? execution.status : !started ? "queued" : interventions.some((i) => i.status === "open") ? "waiting" : "running",
+      status: status === "running" && interventions.some((i) => i.status === "open") ? "waiting" : status,
       input: JSON.parse(row.input),
-      ...(execution.result !== undefined ? { result: execution.result } : {}),
-      ...(execution.error ? { error: execution.error } : {}),
-      queuedAt: row.requested_at,
-      ...(started ? { startedAt: started.occurredAt } : {}),
-      ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
+      ...base,
       nodes: [...nodes.values()],
       interventions,
-      links: { temporalWorkflowId: runId, temporalRunId: execution.temporalRunId, ...(ui ? { temporalUi: ui } : {}) },
     };
-    return state;
   }
 
   /** A run's interventions, oldest first. */

@@ -2,6 +2,7 @@
  * The activities the runtime registers on its Temporal worker, as workflow code calls them. Type-only
  * (shared by the isolate engine in `workflows/` and the Node implementation in `core/temporal`).
  */
+import type { Sinks } from "@temporalio/workflow";
 import type { ActionRunRecord, ObjectRecord, OntologyChange, Subject } from "./context";
 
 export interface RecordWorkflowEventInput {
@@ -44,7 +45,7 @@ export interface RecordRunEventInput {
 }
 
 /** The sink workflow code logs through (Temporal sinks: called after the activation, not during replay). */
-export interface SvcSinks {
+export interface SvcSinks extends Sinks {
   handlerLog: {
     write(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void;
   };

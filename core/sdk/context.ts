@@ -2,19 +2,14 @@
  * Types of what handlers receive: records, ontology changes and the contexts of actions and system
  * code. Type-only, so workflow code (Temporal's isolate) can import it too.
  */
+import type * as v from "valibot";
 import type { Actor, AppendInputLike, StoredDomainEventLike } from "./events-types";
+import type { ActionRunRecordSchema, ObjectRecordSchema, SubjectSchema } from "./records";
 
 export type { Actor };
 
-/** An object record (spec 2.1). */
-export interface ObjectRecord {
-  objectTypeId: string;
-  primaryId: string;
-  properties: Record<string, unknown>;
-  version: number;
-  createdAt: string;
-  updatedAt: string;
-}
+/** An object record (spec 2.1); see {@link ObjectRecordSchema}. */
+export type ObjectRecord = v.InferOutput<typeof ObjectRecordSchema>;
 
 /** The identity of one link (spec 2.1). */
 export interface LinkKey {
@@ -109,12 +104,8 @@ export interface HandlerLogger {
   error(obj: object | string, msg?: string): void;
 }
 
-/** The subject of an action run (spec 2.2). */
-export interface Subject {
-  kind: "object";
-  objectTypeId: string;
-  primaryId: string;
-}
+/** The subject of an action run (spec 2.2); see {@link SubjectSchema}. */
+export type Subject = v.InferOutput<typeof SubjectSchema>;
 
 /** What an action handler receives (spec 4.2). Writes are applied with origin `action`, no actor. */
 export interface ActionContext<P> extends OntologyAccess {
@@ -129,20 +120,8 @@ export interface ActionContext<P> extends OntologyAccess {
   signal: AbortSignal;
 }
 
-/** The finished record of an action run (spec 2.2). */
-export interface ActionRunRecord {
-  id: string;
-  actionId: string;
-  runId: string;
-  status: "running" | "succeeded" | "failed";
-  subject?: Subject;
-  params: Record<string, unknown>;
-  result?: unknown;
-  startedAt: string;
-  finishedAt?: string;
-  error?: { code: string; message: string };
-  attempts: number;
-}
+/** The finished record of an action run (spec 2.2); see {@link ActionRunRecordSchema}. */
+export type ActionRunRecord = v.InferOutput<typeof ActionRunRecordSchema>;
 
 /** What an action's effect receives: the finished run, reads, and buffered system writes. */
 export interface EffectContext extends OntologyAccess {

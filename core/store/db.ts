@@ -89,7 +89,7 @@ export class Database implements SqlReader {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
-  private constructor(
+  constructor(
     readonly file: string,
     private readonly writer: ReturnType<typeof wrap>,
     private readonly reader: ReturnType<typeof wrap>,

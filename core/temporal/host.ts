@@ -1,15 +1,10 @@
 import path from "node:path";
-import { Client, Connection, WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
-import { WorkflowIdReusePolicy } from "@temporalio/common";
+import { Client, Connection } from "@temporalio/client";
+import type { InjectedSinks } from "@temporalio/worker";
 import type { Config } from "../config";
 import type { Logger } from "../logger";
-import type { SvcActivities } from "../sdk/activities-types";
-import type { ActionRunRecord } from "../sdk/context";
-import type { EffectStarter } from "../runtime/actions";
 import { ensureTemporalCli } from "./cli";
 import { startDevServer, type DevServer } from "./dev-server";
-import { loadWorkflowBundle } from "./bundle";
-import type { LogCapture } from "../logs/capture";
 
 /** Health of the Temporal connection, for `/api/status`. */
 export interface TemporalHealth {
@@ -23,16 +18,17 @@ export interface TemporalHealth {
 let runtimeInstalled = false;
 
 /**
- * Everything Temporal for one runtime process: the embedded dev server when `TEMPORAL_ADDRESS` is
- * unset (or the configured cluster), a client, and one worker on the runtime's task queue that runs
- * the project's workflows and the runtime's activities.
+ * Temporal as infrastructure for one runtime process: the embedded dev server when `TEMPORAL_ADDRESS`
+ * is unset (or the configured cluster), a client, and one worker on the runtime's task queue. It knows
+ * nothing of what runs on it: the app passes the workflow bundle and the runtime's activities to
+ * {@link TemporalHost.startWorker}.
  */
-export class TemporalHost implements EffectStarter {
+export class TemporalHost {
   private workerRun: Promise<void> | undefined;
   private worker: import("@temporalio/worker").Worker | undefined;
   private nativeConnection: import("@temporalio/worker").NativeConnection | undefined;
 
-  private constructor(
+  constructor(
     readonly client: Client,
     private readonly connection: Connection,
     readonly address: string,
@@ -44,11 +40,11 @@ export class TemporalHost implements EffectStarter {
   ) {}
 
   /**
-   * Connects (starting the dev server first when no address is configured) and starts the worker.
-   * @throws {TemporalCliError} when the CLI cannot be found or built; Error when the server or worker
-   *   cannot start (the dev server is stopped again then)
+   * Connects, starting the dev server first when no address is configured (`TEMPORAL_ADDRESS` unset).
+   * @throws {TemporalCliError} when the CLI cannot be found or built; Error when the server cannot
+   *   start or does not answer (the dev server is stopped again then)
    */
-  static async start(opts: { config: Config; log: Logger; activities: SvcActivities; workflowsModule?: string; logs: LogCapture }): Promise<TemporalHost> {
+  static async connect(opts: { config: Config; log: Logger }): Promise<TemporalHost> {
     const { config, log } = opts;
     const t = config.temporal;
     let devServer: DevServer | undefined;
@@ -64,16 +60,21 @@ export class TemporalHost implements EffectStarter {
     try {
       const connection = await Connection.connect({ address, connectTimeout: 10_000 });
       const client = new Client({ connection, namespace: t.namespace });
-      const host = new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log);
-      await host.startWorker(opts.activities, opts.workflowsModule, opts.logs);
-      return host;
+      return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log);
     } catch (err) {
       await devServer?.stop();
       throw err;
     }
   }
 
-  private async startWorker(activities: SvcActivities, workflowsModule: string | undefined, logs: LogCapture): Promise<void> {
+  /**
+   * Starts the one worker of this process on the runtime's task queue.
+   * @param opts.activities the activity implementations, by name
+   * @param opts.workflowBundle the bundled workflow code (see `loadWorkflowBundle`)
+   * @param opts.sinks Temporal sinks the workflow code calls (not during replay)
+   * @throws Error when the worker cannot be created (bundle invalid, server unreachable)
+   */
+  async startWorker(opts: { activities: object; workflowBundle: { code: string }; sinks?: InjectedSinks<any> }): Promise<void> {
     const { NativeConnection, Worker, Runtime, DefaultLogger } = await import("@temporalio/worker");
     if (!runtimeInstalled) {
       runtimeInstalled = true;
@@ -84,41 +85,17 @@ export class TemporalHost implements EffectStarter {
         // already installed in this process
       }
     }
-    const workflowBundle = await loadWorkflowBundle(workflowsModule, (line) => this.log.info(line));
     this.nativeConnection = await NativeConnection.connect({ address: this.address });
     this.worker = await Worker.create({
       connection: this.nativeConnection,
       namespace: this.namespace,
       taskQueue: this.taskQueue,
-      workflowBundle,
-      activities,
-      // workflow code's ctx.log (spec 2.5), captured with run context { kind: "workflow", id: runId }; not during replay
-      sinks: {
-        handlerLog: {
-          write: {
-            fn: (info, level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>) =>
-              logs.logger(this.log, { kind: "workflow", id: info.workflowId }, { workflowId: info.workflowType })[level](fields, message),
-            callDuringReplay: false,
-          },
-        },
-      },
+      workflowBundle: opts.workflowBundle,
+      activities: opts.activities,
+      sinks: opts.sinks,
       shutdownGraceTime: "10 seconds",
     });
     this.workerRun = this.worker.run().catch((err) => this.log.error({ err }, "the Temporal worker stopped with an error"));
-  }
-
-  /** Starts an action's effect workflow; a second start for the same run is a no-op. */
-  async startEffect(run: ActionRunRecord): Promise<void> {
-    try {
-      await this.client.workflow.start("actionEffect", {
-        workflowId: `action-effect:${run.runId}`,
-        taskQueue: this.taskQueue,
-        args: [{ actionId: run.actionId, runId: run.runId }],
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
   }
 
   /** Link to an execution in the Temporal UI, when the UI is served. */

@@ -1,31 +1,10 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { can, requirePermission } from "../../core/auth/permissions";
-import { ApiError } from "../../core/errors";
+import { ActionRunRecordSchema, ActionRunner, ApiError, SubjectSchema, can, definePlugin, requirePermission } from "../../core/plugin-api";
 
-const SubjectSchema = v.strictObject({
-  kind: v.literal("object"),
-  objectTypeId: v.pipe(v.string(), v.minLength(1)),
-  primaryId: v.pipe(v.string(), v.minLength(1)),
-});
 const RunRequest = v.strictObject({
   subject: v.optional(SubjectSchema),
   params: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.description("Action parameters; validated by the action's own schema")), {}),
   runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"), v.description("Identifies the run for retry (spec 4.2)"))),
-});
-const RunRecord = v.object({
-  id: v.string(),
-  actionId: v.string(),
-  runId: v.string(),
-  status: v.picklist(["running", "succeeded", "failed"]),
-  subject: v.optional(SubjectSchema),
-  params: v.record(v.string(), v.unknown()),
-  result: v.optional(v.unknown()),
-  startedAt: v.string(),
-  finishedAt: v.optional(v.string()),
-  error: v.optional(v.object({ code: v.string(), message: v.string() })),
-  attempts: v.number(),
 });
 
 /**
@@ -34,8 +13,8 @@ const RunRecord = v.object({
  */
 export default definePlugin({
   name: "actions",
-  setup({ routes, container, project }) {
-    const runner = () => container.resolve(TOKENS.ActionRunner);
+  deps: { runner: ActionRunner },
+  setup({ routes, project }, { runner }) {
     routes.add({
       method: "POST",
       path: "/api/actions/:actionId",
@@ -51,12 +30,12 @@ export default definePlugin({
       auth: "bearer",
       params: v.object({ actionId: v.string() }),
       body: RunRequest,
-      responses: { 200: { description: "The finished run record (including failed runs)", schema: RunRecord } },
+      responses: { 200: { description: "The finished run record (including failed runs)", schema: ActionRunRecordSchema } },
       handler: ({ principal, params, body }) => {
         project.action(params.actionId); // 404 for an unknown action, before the permission check
         requirePermission(principal!, can.runAction(params.actionId));
         if (body.subject) requirePermission(principal!, can.view(body.subject.objectTypeId));
-        return runner().run({ actionId: params.actionId, subject: body.subject, params: body.params, runId: body.runId, actor: { type: principal!.type, id: principal!.id } });
+        return runner.run({ actionId: params.actionId, subject: body.subject, params: body.params, runId: body.runId, actor: { type: principal!.type, id: principal!.id } });
       },
     });
     routes.add({
@@ -66,10 +45,10 @@ export default definePlugin({
       tags: ["actions"],
       auth: "bearer",
       params: v.object({ actionId: v.string(), runId: v.string() }),
-      responses: { 200: { description: "The run record", schema: RunRecord } },
+      responses: { 200: { description: "The run record", schema: ActionRunRecordSchema } },
       handler: async ({ principal, params }) => {
         requirePermission(principal!, can.runAction(params.actionId));
-        const run = await runner().get(params.runId);
+        const run = await runner.get(params.runId);
         if (run.actionId !== params.actionId) throw new ApiError("not_found", `No run "${params.runId}" of ${params.actionId}`);
         return run;
       },

@@ -1,8 +1,5 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { SESSION_COOKIE, readCookie } from "../../core/auth/sessions";
-import { assertAllowedOrigin } from "../../core/auth/authenticate";
+import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, readCookie } from "../../core/plugin-api";
 
 const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.string() }), csrfToken: v.string(), expiresAt: v.string() });
 
@@ -12,8 +9,8 @@ const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.st
  */
 export default definePlugin({
   name: "auth",
-  setup({ routes, container, config }) {
-    const sessions = () => container.resolve(TOKENS.Sessions);
+  deps: { sessions: SessionService },
+  setup({ routes, config }, { sessions }) {
     const cookie = (value: string, maxAgeSec: number, secure: boolean) =>
       `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSec}${secure ? "; Secure" : ""}`;
     const isHttps = (url: URL) => url.protocol === "https:" || config.publicOrigin.startsWith("https:");
@@ -28,7 +25,7 @@ export default definePlugin({
       responses: { 200: { description: "Signed in", schema: SessionSchema } },
       handler: async ({ event, body }) => {
         if (event.req.headers.has("origin")) assertAllowedOrigin(event.req, config.allowedOrigins);
-        const { token, session } = await sessions().signIn(body.identity, body.password);
+        const { token, session } = await sessions.signIn(body.identity, body.password);
         return new Response(JSON.stringify({ identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() }), {
           headers: { "content-type": "application/json; charset=utf-8", "set-cookie": cookie(token, Math.floor(config.sessionTtlMs / 1000), isHttps(event.url)), "cache-control": "no-store" },
         });
@@ -43,7 +40,7 @@ export default definePlugin({
       auth: "session",
       responses: { 200: { description: "The session", schema: SessionSchema } },
       handler: async ({ event }) => {
-        const session = (await sessions().resolve(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "", false))!;
+        const session = (await sessions.resolve(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "", false))!;
         return { identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
       },
     });
@@ -56,7 +53,7 @@ export default definePlugin({
       auth: "session",
       responses: { 200: { description: "Signed out", schema: v.object({ signedOut: v.boolean() }) } },
       handler: async ({ event }) => {
-        await sessions().signOut(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "");
+        await sessions.signOut(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "");
         return new Response(JSON.stringify({ signedOut: true }), { headers: { "content-type": "application/json; charset=utf-8", "set-cookie": cookie("", 0, isHttps(event.url)) } });
       },
     });

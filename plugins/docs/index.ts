@@ -2,8 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { ApiError } from "../../core/errors";
+import { ApiError, definePlugin } from "../../core/plugin-api";
 
 const require = createRequire(import.meta.url);
 const SWAGGER_DIR = path.dirname(require.resolve("swagger-ui-dist/package.json"));

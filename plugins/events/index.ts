@@ -1,9 +1,5 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { ApiError } from "../../core/errors";
-import { EVENT_TYPES, TOPICS } from "../../core/events/catalog";
-import { authenticateUpgrade } from "../../core/auth/authenticate";
+import { ApiError, EVENT_TYPES, EventLog, TOPICS, definePlugin } from "../../core/plugin-api";
 import { eventsSocket } from "./socket";
 
 const EventSchema = v.looseObject({
@@ -25,14 +21,15 @@ const EventSchema = v.looseObject({
  */
 export default definePlugin({
   name: "events",
-  setup({ routes, container, config }) {
+  deps: { events: EventLog },
+  setup({ routes, config, authenticateUpgrade }, { events }) {
     routes.ws(
       "/ws/events",
       {
         summary: "Domain events over WebSocket",
         description: "Spec 6.5. Browser session and allowed Origin only (bearer tokens refused). Send `{type:\"subscribe\", topic?, types?, objectTypeId?, primaryId?, actionId?, runId?, limit?, afterCursor?}`; frames: connected, subscribed, event, unsubscribed, reset {reason: cursor_expired}, error {message}. One subscription per socket: a second subscribe replaces the first. Sockets that cannot keep up are closed with 4008; reconnect with the last cursor.",
       },
-      eventsSocket(container.resolve(TOKENS.EventLog), (req) => authenticateUpgrade(req, { sessions: container.resolve(TOKENS.Sessions), allowedOrigins: config.allowedOrigins }), config.wsMaxBufferedBytes),
+      eventsSocket(events, authenticateUpgrade, config.wsMaxBufferedBytes),
     );
     routes.add({
       method: "GET",
@@ -53,14 +50,14 @@ export default definePlugin({
         if (!permissions.some((p) => p.startsWith("view:") || p.startsWith("run:"))) {
           throw new ApiError("forbidden", "This identity may not view any events");
         }
-        const events = await container.resolve(TOKENS.EventLog).read({
+        const page = await events.read({
           topics: query.topic ? [query.topic] : undefined,
           types: query.type ? [query.type] : undefined,
           afterCursor: query.afterCursor,
           limit: query.limit ?? 100,
           permissions,
         });
-        return { count: events.length, events };
+        return { count: page.length, events: page };
       },
     });
   },

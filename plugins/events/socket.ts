@@ -1,10 +1,6 @@
 import * as v from "valibot";
 import type { Hooks } from "crossws";
-import type { EventLog } from "../../core/events/log";
-import type { StoredDomainEvent, Topic } from "../../core/events/catalog";
-import { EVENT_TYPES, TOPICS, eventSubject } from "../../core/events/catalog";
-import type { Principal } from "../../core/auth/permissions";
-import { sendFrame, subscriptionSocket } from "../../core/http/socket";
+import { EVENT_TYPES, TOPICS, eventSubject, sendFrame, subscriptionSocket, type EventLog, type Principal, type StoredDomainEvent, type Topic } from "../../core/plugin-api";
 
 /** Close code for consumers that cannot keep up: the client reconnects with its last cursor. */
 export const SLOW_CONSUMER_CLOSE = 4008;

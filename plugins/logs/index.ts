@@ -1,15 +1,7 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { can, has, requirePermission } from "../../core/auth/permissions";
-import { authenticateUpgrade } from "../../core/auth/authenticate";
-import { cursorPump } from "../../core/events/pump";
-import { LOG_LEVELS } from "../../core/logs/capture";
-import { ApiError } from "../../core/errors";
-import { sendFrame, subscriptionSocket } from "../../core/http/socket";
+import { ApiError, LOG_LEVELS, LogCapture, LogLineSchema, can, cursorPump, definePlugin, has, requirePermission, sendFrame, subscriptionSocket } from "../../core/plugin-api";
 
 const RunRef = v.strictObject({ kind: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) });
-const LineSchema = v.object({ message: v.string(), level: v.picklist(LOG_LEVELS), fields: v.record(v.string(), v.unknown()), run: v.object({ kind: v.string(), id: v.string() }), at: v.string(), cursor: v.string() });
 const commaList = <T extends string>(values: readonly T[]) => v.pipe(v.string(), v.transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)), v.array(v.picklist(values)));
 const Subscribe = v.strictObject({
   type: v.literal("subscribe"),
@@ -25,8 +17,8 @@ const Subscribe = v.strictObject({
  */
 export default definePlugin({
   name: "logs",
-  setup({ routes, container, config }) {
-    const logs = () => container.resolve(TOKENS.Logs);
+  deps: { logs: LogCapture },
+  setup({ routes, authenticateUpgrade }, { logs }) {
     routes.add({
       method: "GET",
       path: "/api/logs",
@@ -42,12 +34,12 @@ export default definePlugin({
         afterCursor: v.optional(v.string()),
         limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(1000))),
       }),
-      responses: { 200: { description: "Log lines", schema: v.object({ count: v.number(), logs: v.array(LineSchema) }) } },
+      responses: { 200: { description: "Log lines", schema: v.object({ count: v.number(), logs: v.array(LogLineSchema) }) } },
       handler: async ({ principal, query }) => {
         requirePermission(principal!, can.observe("logs"));
         if ((query.runKind === undefined) !== (query.runId === undefined)) throw new ApiError("invalid_request", "runKind and runId go together");
-        await logs().flush();
-        const lines = await logs().read({ run: query.runKind ? { kind: query.runKind, id: query.runId! } : undefined, kinds: query.kinds, levels: query.levels, afterCursor: query.afterCursor, limit: query.limit ?? 100 });
+        await logs.flush();
+        const lines = await logs.read({ run: query.runKind ? { kind: query.runKind, id: query.runId! } : undefined, kinds: query.kinds, levels: query.levels, afterCursor: query.afterCursor, limit: query.limit ?? 100 });
         return { count: lines.length, logs: lines };
       },
     });
@@ -60,7 +52,7 @@ export default definePlugin({
       },
       subscriptionSocket({
         authenticate: async (request) => {
-          const principal = await authenticateUpgrade(request, { sessions: container.resolve(TOKENS.Sessions), allowedOrigins: config.allowedOrigins });
+          const principal = await authenticateUpgrade(request);
           if (!has(principal, can.observe("logs"))) {
             throw new Response(JSON.stringify(new ApiError("forbidden", "This identity lacks the permission observe:logs").toBody()), { status: 403, headers: { "content-type": "application/json" } });
           }
@@ -68,14 +60,13 @@ export default definePlugin({
         },
         schema: Subscribe,
         async start(peer, _principal, sub, onReadError) {
-          const capture = logs();
-          await capture.flush();
-          const start = sub.afterCursor ?? (await capture.latestCursor());
+          await logs.flush();
+          const start = sub.afterCursor ?? (await logs.latestCursor());
           sendFrame(peer, { type: "subscribed", run: sub.run ?? null, kinds: sub.kinds ?? null, levels: sub.levels ?? null, afterCursor: sub.afterCursor ?? null });
           return cursorPump({
-            read: (afterCursor) => capture.read({ run: sub.run, kinds: sub.kinds, levels: sub.levels, afterCursor, limit: 500 }),
-            latestCursor: () => capture.latestCursor(),
-            notifier: capture.notifier,
+            read: (afterCursor) => logs.read({ run: sub.run, kinds: sub.kinds, levels: sub.levels, afterCursor, limit: 500 }),
+            latestCursor: () => logs.latestCursor(),
+            notifier: logs.notifier,
             afterCursor: start,
             fromStart: start === undefined,
             handler: (batch) => sendFrame(peer, { type: "logs", logs: batch }),

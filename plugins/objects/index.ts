@@ -1,19 +1,7 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { can, requirePermission, type Principal } from "../../core/auth/permissions";
-import { ApiError } from "../../core/errors";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../core/ontology/query";
+import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, OntologyStore, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
-const ObjectSchema = v.object({
-  objectTypeId: v.string(),
-  primaryId: v.string(),
-  properties: v.record(v.string(), v.unknown()),
-  version: v.number(),
-  createdAt: v.string(),
-  updatedAt: v.string(),
-});
-const PageSchema = v.object({ data: v.array(ObjectSchema), nextPageToken: v.optional(v.string()) });
+const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: v.optional(v.string()) });
 
 const pageSize = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE));
 const scalar = v.union([v.string(), v.number(), v.boolean(), v.null()]);
@@ -39,13 +27,13 @@ const QueryBody = v.strictObject({
  */
 export default definePlugin({
   name: "objects",
-  setup({ routes, container, project }) {
+  deps: { ontology: OntologyStore },
+  setup({ routes, project }, { ontology }) {
     /** 404 for an unknown type, then 403 without view permission. */
     const canView = (principal: Principal, objectTypeId: string) => {
       if (!project.definition.objectTypes[objectTypeId]) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);
       requirePermission(principal, can.view(objectTypeId));
     };
-    const ontology = () => container.resolve(TOKENS.OntologyStore);
     routes.add({
       method: "GET",
       path: "/api/objects",
@@ -61,7 +49,7 @@ export default definePlugin({
       responses: { 200: { description: "A page of objects", schema: PageSchema } },
       handler: ({ principal, query }) => {
         canView(principal!, query.objectTypeId);
-        return ontology().query({ objectTypeId: query.objectTypeId, pageSize: query.pageSize, nextPageToken: query.nextPageToken });
+        return ontology.query({ objectTypeId: query.objectTypeId, pageSize: query.pageSize, nextPageToken: query.nextPageToken });
       },
     });
     routes.add({
@@ -71,10 +59,10 @@ export default definePlugin({
       tags: ["objects"],
       auth: "bearer",
       params: v.object({ objectTypeId: v.string(), primaryId: v.string() }),
-      responses: { 200: { description: "The object", schema: ObjectSchema } },
+      responses: { 200: { description: "The object", schema: ObjectRecordSchema } },
       handler: async ({ principal, params }) => {
         canView(principal!, params.objectTypeId);
-        const object = await ontology().getObject(params.objectTypeId, params.primaryId);
+        const object = await ontology.getObject(params.objectTypeId, params.primaryId);
         if (!object) throw new ApiError("not_found", `No ${params.objectTypeId} "${params.primaryId}"`);
         return object;
       },
@@ -90,7 +78,7 @@ export default definePlugin({
       responses: { 200: { description: "A result page with `nextPageToken` when more remain", schema: PageSchema } },
       handler: ({ principal, body }) => {
         canView(principal!, body.objectTypeId);
-        return ontology().query(body);
+        return ontology.query(body);
       },
     });
   },

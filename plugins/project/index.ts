@@ -1,6 +1,5 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { propertyDef } from "../../core/sdk/project";
+import { definePlugin, propertyDef } from "../../core/plugin-api";
 
 const ProjectSchema = v.object({
   id: v.string(),

@@ -1,21 +1,5 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { can, requirePermission } from "../../core/auth/permissions";
-
-const ScheduleSchema = v.object({
-  scheduleId: v.string(),
-  connectorId: v.string(),
-  cron: v.optional(v.string()),
-  every: v.optional(v.number()),
-  timezone: v.string(),
-  overlap: v.string(),
-  paused: v.boolean(),
-  note: v.optional(v.string()),
-  nextRuns: v.array(v.string()),
-  recentRuns: v.array(v.object({ scheduledAt: v.string(), takenAt: v.string(), runId: v.string() })),
-  temporalScheduleId: v.string(),
-});
+import { ScheduleManager, ScheduleStateSchema, can, definePlugin, requirePermission } from "../../core/plugin-api";
 
 /**
  * Connectors' schedules on Temporal, for operators with `manage:schedules`: list with next runs,
@@ -23,8 +7,8 @@ const ScheduleSchema = v.object({
  */
 export default definePlugin({
   name: "schedules",
-  setup({ routes, container }) {
-    const manager = () => container.resolve(TOKENS.Schedules);
+  deps: { manager: ScheduleManager },
+  setup({ routes }, { manager }) {
     routes.add({
       method: "GET",
       path: "/api/schedules",
@@ -32,10 +16,10 @@ export default definePlugin({
       description: "Every schedule the connectors declare, with its Temporal state: paused, the next five run times and the recent runs.",
       tags: ["schedules"],
       auth: "bearer",
-      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleSchema) }) } },
+      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleStateSchema) }) } },
       handler: async ({ principal }) => {
         requirePermission(principal!, can.manage("schedules"));
-        return { data: await manager().list() };
+        return { data: await manager.list() };
       },
     });
     const NoteBody = v.strictObject({ note: v.optional(v.pipe(v.string(), v.maxLength(500))) });
@@ -49,10 +33,10 @@ export default definePlugin({
         auth: "bearer",
         params: v.object({ scheduleId: v.string() }),
         body: NoteBody,
-        responses: { 200: { description: "The schedule after the change", schema: ScheduleSchema } },
+        responses: { 200: { description: "The schedule after the change", schema: ScheduleStateSchema } },
         handler: ({ principal, params, body }) => {
           requirePermission(principal!, can.manage("schedules"));
-          return verb === "trigger" ? manager().trigger(params.scheduleId) : manager()[verb](params.scheduleId, body.note);
+          return verb === "trigger" ? manager.trigger(params.scheduleId) : manager[verb](params.scheduleId, body.note);
         },
       });
     }

@@ -1,7 +1,5 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { Outbox } from "../../core/events/outbox";
+import { Database, Lifecycle, Outbox, TemporalHost, definePlugin } from "../../core/plugin-api";
 
 const PartSchema = v.looseObject({ status: v.picklist(["ok", "unhealthy"]) });
 const StatusSchema = v.object({
@@ -18,7 +16,8 @@ const StatusSchema = v.object({
  */
 export default definePlugin({
   name: "status",
-  setup({ routes, container, config }) {
+  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost },
+  setup({ routes, config }, { db, lifecycle, outbox, temporal }) {
     routes.add({
       method: "GET",
       path: "/api/status",
@@ -28,10 +27,6 @@ export default definePlugin({
       auth: "bearer",
       responses: { 200: { description: "Health report", schema: StatusSchema } },
       async handler() {
-        const db = container.resolve(TOKENS.Database);
-        const lifecycle = container.resolve(TOKENS.Lifecycle);
-        const outbox = container.resolve(TOKENS.Outbox);
-        const temporal = container.resolve(TOKENS.Temporal);
         const started = Date.now();
         const store = await db.get("SELECT 1 AS ok").then(
           () => ({ status: "ok" as const, latencyMs: Date.now() - started }),

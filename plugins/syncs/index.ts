@@ -1,23 +1,9 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { can, requirePermission } from "../../core/auth/permissions";
+import { ConnectorRunStateSchema, ConnectorRuns, can, definePlugin, requirePermission } from "../../core/plugin-api";
 
 const RunRequest = v.strictObject({
   input: v.optional(v.unknown()),
   runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"))),
-});
-const RunState = v.looseObject({
-  runId: v.string(),
-  kind: v.picklist(["sync", "pipeline"]),
-  status: v.picklist(["queued", "running", "completed", "failed", "cancelled", "timed_out"]),
-  input: v.unknown(),
-  result: v.optional(v.unknown()),
-  error: v.optional(v.object({ message: v.string() })),
-  queuedAt: v.string(),
-  startedAt: v.optional(v.string()),
-  finishedAt: v.optional(v.string()),
-  steps: v.optional(v.array(v.looseObject({ name: v.string(), status: v.string(), startedAt: v.string() }))),
 });
 
 /**
@@ -27,8 +13,8 @@ const RunState = v.looseObject({
  */
 export default definePlugin({
   name: "syncs",
-  setup({ routes, container, project }) {
-    const runs = () => container.resolve(TOKENS.ConnectorRuns);
+  deps: { runs: ConnectorRuns },
+  setup({ routes, project }, { runs }) {
     for (const kind of ["sync", "pipeline"] as const) {
       const plural = kind === "sync" ? "syncs" : "pipelines";
       const permission = kind === "sync" ? can.runSync : can.runPipeline;
@@ -45,7 +31,7 @@ export default definePlugin({
         handler: ({ principal, params, body }) => {
           project.connectorRun(plural, params.id);
           requirePermission(principal!, permission(params.id));
-          return runs().start(kind, params.id, body.input, { type: principal!.type, id: principal!.id }, body.runId);
+          return runs.start(kind, params.id, body.input, { type: principal!.type, id: principal!.id }, body.runId);
         },
       });
       routes.add({
@@ -55,10 +41,10 @@ export default definePlugin({
         tags: [plural],
         auth: "bearer",
         params: v.object({ runId: v.string() }),
-        responses: { 200: { description: "Run state", schema: RunState } },
+        responses: { 200: { description: "Run state", schema: ConnectorRunStateSchema } },
         handler: async ({ principal, params }) => {
-          requirePermission(principal!, permission(await runs().definitionOf(kind, params.runId)));
-          return runs().get(kind, params.runId);
+          requirePermission(principal!, permission(await runs.definitionOf(kind, params.runId)));
+          return runs.get(kind, params.runId);
         },
       });
     }

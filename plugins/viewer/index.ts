@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { definePlugin } from "../../core/plugin";
+import { definePlugin } from "../../core/plugin-api";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

@@ -1,23 +1,18 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { can, requirePermission } from "../../core/auth/permissions";
+import { WebhookDeliveries, WebhookRunSchema, can, definePlugin, readBodyBytes, requirePermission, type WebhookAnswer } from "../../core/plugin-api";
 
-const AttemptSchema = v.object({ attempt: v.number(), status: v.picklist(["running", "completed", "failed"]), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) });
-const RunSchema = v.object({
-  id: v.string(),
-  executionId: v.string(),
-  connectorId: v.string(),
-  webhookId: v.string(),
-  idempotencyKey: v.nullable(v.string()),
-  status: v.picklist(["running", "completed", "failed"]),
-  receivedAt: v.string(),
-  finishedAt: v.optional(v.string()),
-  attempts: v.array(AttemptSchema),
-  request: v.object({ contentType: v.nullable(v.string()), headers: v.record(v.string(), v.string()), bodyBytes: v.number() }),
-  response: v.optional(v.object({ status: v.number(), headers: v.record(v.string(), v.string()), body: v.optional(v.unknown()) })),
-  replayOf: v.optional(v.string()),
-});
+/** The provider's answer as HTTP: strings and bytes as they are, anything else as JSON. */
+function toResponse(answer: WebhookAnswer): Response {
+  const headers = { ...answer.headers };
+  let payload: string | Uint8Array | undefined;
+  if (answer.body instanceof Uint8Array || typeof answer.body === "string") payload = answer.body;
+  else if (answer.body !== undefined) {
+    payload = JSON.stringify(answer.body);
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json; charset=utf-8";
+  }
+  return new Response(payload as string | undefined, { status: answer.status, headers });
+}
+
 
 /**
  * Inbound webhooks (spec 2.12, 3, 4.1): `POST /api/webhooks/:connectorId/:webhookId` runs the delivery
@@ -26,8 +21,8 @@ const RunSchema = v.object({
  */
 export default definePlugin({
   name: "webhooks",
-  setup({ routes, container }) {
-    const deliveries = () => container.resolve(TOKENS.WebhookDeliveries);
+  deps: { deliveries: WebhookDeliveries },
+  setup({ routes }, { deliveries }) {
     routes.add({
       method: "POST",
       path: "/api/webhooks/:connectorId/:webhookId",
@@ -42,7 +37,8 @@ export default definePlugin({
       rawBodyDoc: { contentType: "*/*", description: "The provider's payload, in the webhook's format (json, text or raw)" },
       params: v.object({ connectorId: v.string(), webhookId: v.string() }),
       responses: { 202: { description: "Accepted (handler returned nothing, or the delivery was already completed or is in progress)" }, 200: { description: "The handler's response" } },
-      handler: ({ event, params }) => deliveries().deliver(params.connectorId, params.webhookId, event.req, event.url),
+      handler: async ({ event, params }) =>
+        toResponse(await deliveries.deliver(params.connectorId, params.webhookId, { method: event.req.method, headers: event.req.headers, rawBody: await readBodyBytes(event.req), url: event.url })),
     });
     routes.add({
       method: "GET",
@@ -58,10 +54,10 @@ export default definePlugin({
         pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(200))),
         nextPageToken: v.optional(v.string()),
       }),
-      responses: { 200: { description: "A page of runs", schema: v.object({ data: v.array(RunSchema), nextPageToken: v.optional(v.string()) }) } },
+      responses: { 200: { description: "A page of runs", schema: v.object({ data: v.array(WebhookRunSchema), nextPageToken: v.optional(v.string()) }) } },
       handler: ({ principal, query }) => {
         requirePermission(principal!, can.manage("webhooks"));
-        return deliveries().list({ ...query, pageSize: query.pageSize ?? 50 });
+        return deliveries.list({ ...query, pageSize: query.pageSize ?? 50 });
       },
     });
     routes.add({
@@ -72,10 +68,10 @@ export default definePlugin({
       tags: ["webhooks"],
       auth: "bearer",
       params: v.object({ runId: v.string() }),
-      responses: { 200: { description: "The run", schema: RunSchema } },
+      responses: { 200: { description: "The run", schema: WebhookRunSchema } },
       handler: ({ principal, params }) => {
         requirePermission(principal!, can.manage("webhooks"));
-        return deliveries().get(params.runId);
+        return deliveries.get(params.runId);
       },
     });
     routes.add({
@@ -86,10 +82,10 @@ export default definePlugin({
       tags: ["webhooks"],
       auth: "bearer",
       params: v.object({ runId: v.string() }),
-      responses: { 200: { description: "The new run and the status its handler answered", schema: v.object({ run: RunSchema, response: v.object({ status: v.number() }) }) } },
+      responses: { 200: { description: "The new run and the status its handler answered", schema: v.object({ run: WebhookRunSchema, response: v.object({ status: v.number() }) }) } },
       handler: ({ principal, params }) => {
         requirePermission(principal!, can.manage("webhooks"));
-        return deliveries().replay(params.runId);
+        return deliveries.replay(params.runId);
       },
     });
   },

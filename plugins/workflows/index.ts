@@ -1,39 +1,5 @@
 import * as v from "valibot";
-import { definePlugin } from "../../core/plugin";
-import { TOKENS } from "../../core/tokens";
-import { can, requirePermission, type Principal } from "../../core/auth/permissions";
-
-const InterventionSchema = v.object({
-  id: v.string(),
-  runId: v.string(),
-  workflowId: v.string(),
-  name: v.string(),
-  prompt: v.string(),
-  assignees: v.object({ identities: v.optional(v.array(v.string())), permission: v.optional(v.string()) }),
-  answerSchema: v.optional(v.unknown()),
-  status: v.picklist(["open", "submitted", "cancelled", "expired"]),
-  requestedAt: v.string(),
-  expiresAt: v.optional(v.string()),
-  resolvedAt: v.optional(v.string()),
-  answer: v.optional(v.unknown()),
-  by: v.optional(v.object({ type: v.string(), id: v.string() })),
-  reason: v.optional(v.string()),
-});
-
-const RunState = v.object({
-  runId: v.string(),
-  workflowId: v.string(),
-  status: v.picklist(["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"]),
-  input: v.unknown(),
-  result: v.optional(v.unknown()),
-  error: v.optional(v.object({ message: v.string(), type: v.optional(v.string()) })),
-  queuedAt: v.string(),
-  startedAt: v.optional(v.string()),
-  finishedAt: v.optional(v.string()),
-  nodes: v.array(v.object({ name: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()) })),
-  interventions: v.array(v.looseObject({ id: v.string(), name: v.string(), status: v.string() })),
-  links: v.object({ temporalWorkflowId: v.string(), temporalRunId: v.string(), temporalUi: v.optional(v.string()) }),
-});
+import { HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 /**
  * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once queued on
@@ -42,8 +8,8 @@ const RunState = v.object({
  */
 export default definePlugin({
   name: "workflows",
-  setup({ routes, container, project }) {
-    const runs = () => container.resolve(TOKENS.WorkflowRuns);
+  deps: { runs: WorkflowRuns },
+  setup({ routes, project }, { runs }) {
     routes.add({
       method: "POST",
       path: "/api/workflows/:id/runs",
@@ -60,7 +26,7 @@ export default definePlugin({
       handler: ({ principal, params, body }) => {
         project.workflow(params.id); // 404 for an unknown workflow, before the permission check
         requirePermission(principal!, can.runWorkflow(params.id));
-        return runs().start(params.id, body.input, { type: principal!.type, id: principal!.id }, body.runId);
+        return runs.start(params.id, body.input, { type: principal!.type, id: principal!.id }, body.runId);
       },
     });
     routes.add({
@@ -71,17 +37,17 @@ export default definePlugin({
       tags: ["workflows"],
       auth: "bearer",
       params: v.object({ runId: v.string() }),
-      responses: { 200: { description: "Run state", schema: RunState } },
+      responses: { 200: { description: "Run state", schema: WorkflowRunStateSchema } },
       handler: async ({ principal, params }) => {
-        const workflowId = await runs().workflowOf(params.runId);
+        const workflowId = await runs.workflowOf(params.runId);
         requirePermission(principal!, can.runWorkflow(workflowId));
-        return runs().get(params.runId);
+        return runs.get(params.runId);
       },
     });
     const runParams = v.object({ runId: v.string() });
     /** The run's workflow id, after checking the caller may run that workflow. */
     const authorize = async (principal: Principal, runId: string) => {
-      const workflowId = await runs().workflowOf(runId);
+      const workflowId = await runs.workflowOf(runId);
       requirePermission(principal, can.runWorkflow(workflowId));
       return workflowId;
     };
@@ -99,10 +65,10 @@ export default definePlugin({
         startedBefore: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO timestamp"))),
         pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(500))),
       }),
-      responses: { 200: { description: "Runs", schema: v.object({ data: v.array(v.object({ runId: v.string(), workflowId: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()) })) }) } },
+      responses: { 200: { description: "Runs", schema: v.object({ data: v.array(WorkflowRunSummarySchema) }) } },
       handler: async ({ principal, query }) => {
         const allowed = [...project.workflows.keys()].filter((id) => principal!.permissions.has(can.runWorkflow(id)) && (!query.workflowId || id === query.workflowId));
-        return { data: await runs().search({ workflowIds: allowed, status: query.status, startedAfter: query.startedAfter, startedBefore: query.startedBefore, pageSize: query.pageSize ?? 50 }) };
+        return { data: await runs.search({ workflowIds: allowed, status: query.status, startedAfter: query.startedAfter, startedBefore: query.startedBefore, pageSize: query.pageSize ?? 50 }) };
       },
     });
     routes.add({
@@ -113,10 +79,10 @@ export default definePlugin({
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
-      responses: { 200: { description: "History", schema: v.object({ runId: v.string(), events: v.array(v.looseObject({ eventId: v.number(), eventType: v.string(), eventTime: v.string(), name: v.optional(v.string()) })) }) } },
+      responses: { 200: { description: "History", schema: v.object({ runId: v.string(), events: v.array(HistoryEventSchema) }) } },
       handler: async ({ principal, params }) => {
         await authorize(principal!, params.runId);
-        return runs().history(params.runId);
+        return runs.history(params.runId);
       },
     });
     routes.add({
@@ -131,7 +97,7 @@ export default definePlugin({
       responses: { 200: { description: "Cancellation requested", schema: v.object({ runId: v.string(), cancelRequested: v.boolean() }) } },
       handler: async ({ principal, params }) => {
         await authorize(principal!, params.runId);
-        await runs().cancel(params.runId);
+        await runs.cancel(params.runId);
         return { runId: params.runId, cancelRequested: true };
       },
     });
@@ -142,10 +108,10 @@ export default definePlugin({
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
-      responses: { 200: { description: "Interventions, oldest first", schema: v.object({ data: v.array(InterventionSchema) }) } },
+      responses: { 200: { description: "Interventions, oldest first", schema: v.object({ data: v.array(InterventionStateSchema) }) } },
       handler: async ({ principal, params }) => {
         await authorize(principal!, params.runId);
-        return { data: await runs().interventions(params.runId) };
+        return { data: await runs.interventions(params.runId) };
       },
     });
     const interventionParams = v.object({ runId: v.string(), name: v.string() });
@@ -158,8 +124,8 @@ export default definePlugin({
       auth: "bearer",
       params: interventionParams,
       body: v.strictObject({ answer: v.unknown() }),
-      responses: { 200: { description: "The intervention, submitted", schema: InterventionSchema } },
-      handler: ({ principal, params, body }) => runs().submit(params.runId, params.name, body.answer, principal!),
+      responses: { 200: { description: "The intervention, submitted", schema: InterventionStateSchema } },
+      handler: ({ principal, params, body }) => runs.submit(params.runId, params.name, body.answer, principal!),
     });
     routes.add({
       method: "POST",
@@ -170,8 +136,8 @@ export default definePlugin({
       auth: "bearer",
       params: interventionParams,
       body: v.strictObject({ reason: v.optional(v.pipe(v.string(), v.maxLength(500))) }),
-      responses: { 200: { description: "The intervention, cancelled", schema: InterventionSchema } },
-      handler: ({ principal, params, body }) => runs().cancelIntervention(params.runId, params.name, principal!, body.reason),
+      responses: { 200: { description: "The intervention, cancelled", schema: InterventionStateSchema } },
+      handler: ({ principal, params, body }) => runs.cancelIntervention(params.runId, params.name, principal!, body.reason),
     });
     routes.add({
       method: "GET",
@@ -180,8 +146,8 @@ export default definePlugin({
       description: "Open interventions across runs that the caller may answer, oldest first.",
       tags: ["workflows"],
       auth: "bearer",
-      responses: { 200: { description: "Interventions", schema: v.object({ data: v.array(InterventionSchema) }) } },
-      handler: async ({ principal }) => ({ data: await runs().openFor(principal!) }),
+      responses: { 200: { description: "Interventions", schema: v.object({ data: v.array(InterventionStateSchema) }) } },
+      handler: async ({ principal }) => ({ data: await runs.openFor(principal!) }),
     });
   },
 });

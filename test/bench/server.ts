@@ -6,6 +6,7 @@
 import { H3, serve } from "h3";
 import pino from "pino";
 import { createApp } from "../../core/app";
+import { WORKFLOW_ENGINE } from "../../workflows/modules";
 import { builtinPlugins } from "../../plugins";
 import { sandboxProject, SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 
@@ -16,7 +17,7 @@ if (kind === "bare") {
   process.stdout.write(`READY http://127.0.0.1:${process.env.PORT}\n`);
   process.once("SIGTERM", () => void server.close(true).then(() => process.exit(0)));
 } else {
-  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, defaults: { devToken: SANDBOX_DEV_TOKEN }, logger: pino({ level: "warn" }) });
+  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, defaults: { devToken: SANDBOX_DEV_TOKEN }, logger: pino({ level: "warn" }) });
   process.stdout.write(`READY ${app.url}\n`);
   process.once("SIGTERM", () => void app.close().then(() => process.exit(0)));
 }

@@ -1,16 +1,17 @@
 import { ApplicationFailure } from "@temporalio/common";
-import type { SvcActivities } from "../sdk/activities-types";
+import type { InjectedSinks } from "@temporalio/worker";
+import type { SvcActivities, SvcSinks } from "../sdk/activities-types";
+import type { LogCapture } from "../logs/capture";
+import type { Logger } from "../logger";
 import type { EventLog } from "../events/log";
 import type { Database } from "../store/db";
 import type { OntologyStore } from "../ontology/store";
-import { WriteBuffer } from "../ontology/store";
-import type { ActionRunner } from "../runtime/actions";
-import type { ProjectRegistry } from "../runtime/registry";
-import type { Logger } from "../logger";
-import type { LogCapture } from "../logs/capture";
+import type { ActionRunner } from "./actions";
+import type { ProjectRegistry } from "../project/registry";
 import type { EventType } from "../events/catalog";
+import type { HandlerRunner, HandlerCommit, HandlerRun } from "./handler";
+import type { SystemContext } from "../sdk/context";
 import { isApiError } from "../errors";
-import { eventsApi, ontologyAccess } from "../runtime/context";
 
 /** Errors that retrying cannot fix become non-retryable failures; others are retried. */
 function toFailure(err: unknown): unknown {
@@ -21,11 +22,20 @@ function toFailure(err: unknown): unknown {
 }
 
 /**
- * The runtime's activities (see {@link SvcActivities}): every write is idempotent on a key derived from
- * the workflow run, so Temporal's retries never record or apply anything twice.
+ * The runtime's activities (see {@link SvcActivities}), registered on the Temporal worker by the app:
+ * every write — ontology changes and appended events alike — is idempotent on a key derived from the
+ * workflow run, so Temporal's retries never record or apply anything twice.
  */
-export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; log: Logger; logs: LogCapture }): SvcActivities {
-  const { db, events, ontology, actions, project, log, logs } = deps;
+export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; handlers: HandlerRunner }): SvcActivities {
+  const { db, events, ontology, actions, project, handlers } = deps;
+  /** Runs connector code and commits its buffered writes and events once per `spec.key`. */
+  const runHandler = async <T>(spec: HandlerRun, origin: HandlerCommit["origin"], fn: (ctx: SystemContext) => T | Promise<T>): Promise<T> => {
+    try {
+      return await handlers.run(spec, { origin, idempotencyKey: spec.key }, fn);
+    } catch (err) {
+      throw toFailure(err);
+    }
+  };
   return {
     async recordIntervention(input) {
       const now = new Date().toISOString();
@@ -94,56 +104,59 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       const found = project.schedules().find((s) => s.scheduleId === input.scheduleId);
       if (!found) throw ApplicationFailure.nonRetryable(`No schedule "${input.scheduleId}" is declared any more`, "not_found");
       await events.append([{ type: "schedule.triggered", payload: { ...input }, idempotencyKey: `schedule.triggered:${input.occurrenceKey}`, correlationId: input.occurrenceKey, partitionKey: input.scheduleId, origin: { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId } }]);
-      const buffer = new WriteBuffer();
-      const runLog = logs.logger(log, { kind: "schedule", id: input.occurrenceKey }, { scheduleId: input.scheduleId });
-      await found.definition.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.occurrenceKey), scheduleId: input.scheduleId, occurrenceAt: input.occurrenceAt });
-      try {
-        await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId }, correlationId: input.occurrenceKey, idempotencyKey: `schedule:${input.occurrenceKey}` });
-      } catch (err) {
-        throw toFailure(err);
-      }
+      await runHandler(
+        { run: { kind: "schedule", id: input.occurrenceKey }, logFields: { scheduleId: input.scheduleId }, correlationId: input.occurrenceKey, key: `schedule:${input.occurrenceKey}` },
+        { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId },
+        (ctx) => found.definition.run({ ...ctx, scheduleId: input.scheduleId, occurrenceAt: input.occurrenceAt }),
+      );
     },
     async recordRunEvent(input) {
       await events.append([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }]);
     },
     async runSync(input) {
       const { connectorId, definition } = project.connectorRun("syncs", input.syncId);
-      const buffer = new WriteBuffer();
-      const runLog = logs.logger(log, { kind: "sync", id: input.runId }, { syncId: input.syncId });
-      const result = await definition.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.runId), runId: input.runId, input: input.input, syncId: input.syncId });
-      try {
-        await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId, syncId: input.syncId, runId: input.runId }, correlationId: input.runId, idempotencyKey: `sync:${input.runId}` });
-      } catch (err) {
-        throw toFailure(err);
-      }
+      const result = await runHandler(
+        { run: { kind: "sync", id: input.runId }, logFields: { syncId: input.syncId }, correlationId: input.runId, key: `sync:${input.runId}` },
+        { kind: "runtime", connectorId, syncId: input.syncId, runId: input.runId },
+        (ctx) => definition.run({ ...ctx, runId: input.runId, input: input.input, syncId: input.syncId }),
+      );
       return result ?? null;
     },
     async runPipelineStep(input) {
       const { connectorId, definition } = project.connectorRun("pipelines", input.pipelineId);
       const step = definition.steps[input.index];
       if (!step) throw ApplicationFailure.nonRetryable(`Pipeline ${input.pipelineId} has no step ${input.index}`, "not_found");
-      const buffer = new WriteBuffer();
-      const runLog = logs.logger(log, { kind: "pipeline", id: input.runId }, { pipelineId: input.pipelineId, step: step.name });
-      const result = await step.run({ ...ontologyAccess(ontology, buffer), log: runLog, events: eventsApi(events, input.runId), runId: input.runId, input: input.input, pipelineId: input.pipelineId, results: input.results });
-      try {
-        await ontology.commit(buffer.changes, { origin: { kind: "runtime", connectorId, pipelineId: input.pipelineId, step: step.name, runId: input.runId }, correlationId: input.runId, idempotencyKey: `pipeline:${input.runId}:${input.index}` });
-      } catch (err) {
-        throw toFailure(err);
-      }
+      const result = await runHandler(
+        { run: { kind: "pipeline", id: input.runId }, logFields: { pipelineId: input.pipelineId, step: step.name }, correlationId: input.runId, key: `pipeline:${input.runId}:${input.index}` },
+        { kind: "runtime", connectorId, pipelineId: input.pipelineId, step: step.name, runId: input.runId },
+        (ctx) => step.run({ ...ctx, runId: input.runId, input: input.input, pipelineId: input.pipelineId, results: input.results }),
+      );
       return result ?? null;
     },
     async runActionEffect(input) {
       const run = await actions.get(input.runId);
       const effect = project.action(input.actionId).definition.effect;
       if (!effect) return;
-      const buffer = new WriteBuffer();
-      const runLog = logs.logger(log, { kind: "action", id: input.runId }, { actionId: input.actionId, effect: true });
-      await effect({ ...ontologyAccess(ontology, buffer), run, log: runLog, events: eventsApi(events, input.runId) });
-      try {
-        await ontology.commit(buffer.changes, { origin: { kind: "runtime", actionId: input.actionId, runId: input.runId, effect: true }, correlationId: input.runId, idempotencyKey: `effect:${input.runId}` });
-      } catch (err) {
-        throw toFailure(err);
-      }
+      await runHandler(
+        { run: { kind: "action", id: input.runId }, logFields: { actionId: input.actionId, effect: true }, correlationId: input.runId, key: `effect:${input.runId}` },
+        { kind: "runtime", actionId: input.actionId, runId: input.runId, effect: true },
+        (ctx) => effect({ ...ctx, run }),
+      );
+    },
+  };
+}
+
+/**
+ * The sinks workflow code logs through (spec 2.5): `ctx.log` of a workflow run is captured with run
+ * context `{ kind: "workflow", id: runId }`, after the activation and never during replay.
+ */
+export function createSinks(logs: LogCapture, log: Logger): InjectedSinks<SvcSinks> {
+  return {
+    handlerLog: {
+      write: {
+        fn: (info, level, message, fields) => logs.logger(log, { kind: "workflow", id: info.workflowId }, { workflowId: info.workflowType })[level](fields, message),
+        callDuringReplay: false,
+      },
     },
   };
 }

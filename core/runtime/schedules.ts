@@ -1,8 +1,10 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleSpec } from "@temporalio/client";
-import type { TemporalHost } from "./host";
-import type { ProjectRegistry } from "../runtime/registry";
+import * as v from "valibot";
+import { inject, injectable } from "../di";
+import { TemporalHost } from "../temporal/host";
+import { ProjectRegistry } from "../project/registry";
 import type { OverlapPolicy, ScheduleDefinition } from "../sdk/connector";
-import type { Logger } from "../logger";
+import { LOGGER, type Logger } from "../logger";
 import { ApiError } from "../errors";
 
 const OVERLAP: Record<OverlapPolicy, ScheduleOverlapPolicy> = {
@@ -14,20 +16,21 @@ const OVERLAP: Record<OverlapPolicy, ScheduleOverlapPolicy> = {
   allowAll: ScheduleOverlapPolicy.ALLOW_ALL,
 };
 
-/** A schedule as operators read it (`GET /api/schedules`). */
-export interface ScheduleState {
-  scheduleId: string;
-  connectorId: string;
-  cron?: string;
-  every?: number;
-  timezone: string;
-  overlap: OverlapPolicy;
-  paused: boolean;
-  note?: string;
-  nextRuns: string[];
-  recentRuns: Array<{ scheduledAt: string; takenAt: string; runId: string }>;
-  temporalScheduleId: string;
-}
+/** A schedule as operators read it (`GET /api/schedules`): Temporal's state, next five and recent runs. */
+export const ScheduleStateSchema = v.object({
+  scheduleId: v.string(),
+  connectorId: v.string(),
+  cron: v.optional(v.string()),
+  every: v.optional(v.number()),
+  timezone: v.string(),
+  overlap: v.picklist(["skip", "bufferOne", "bufferAll", "cancelOther", "terminateOther", "allowAll"]),
+  paused: v.boolean(),
+  note: v.optional(v.string()),
+  nextRuns: v.array(v.string()),
+  recentRuns: v.array(v.object({ scheduledAt: v.string(), takenAt: v.string(), runId: v.string() })),
+  temporalScheduleId: v.string(),
+});
+export type ScheduleState = v.InferOutput<typeof ScheduleStateSchema>;
 
 /**
  * Connectors' schedules as Temporal Schedules. Each declared schedule is upserted at startup under the
@@ -35,11 +38,12 @@ export interface ScheduleState {
  * a schedule under that prefix that no connector declares any more is deleted. A firing starts the
  * `scheduleFiring` workflow, which appends `schedule.triggered` and runs the handler as an activity.
  */
+@injectable()
 export class ScheduleManager {
   constructor(
-    private readonly host: TemporalHost,
-    private readonly project: ProjectRegistry,
-    private readonly log: Logger,
+    @inject(TemporalHost) private readonly host: TemporalHost,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
+    @inject(LOGGER) private readonly log: Logger,
   ) {}
 
   private temporalId(scheduleId: string): string {

@@ -1,0 +1,80 @@
+/**
+ * The plugin-facing API: the one module built-in plugins import (Backstage's `backend-plugin-api`).
+ * A plugin declares the services it uses as `deps` (DI tokens: the service classes themselves, or the
+ * symbol tokens of configuration values) and receives them, resolved, in `setup`; it never reaches
+ * into the container or into core's folders.
+ */
+import type { InjectionToken } from "./di";
+import type { Config } from "./config";
+import type { Logger } from "./logger";
+import type { RouteRegistry } from "./http/routes";
+import type { Lifecycle } from "./lifecycle";
+import type { ProjectRegistry } from "./project/registry";
+import type { Principal } from "./auth/permissions";
+
+/** What every plugin's `setup` receives besides its declared deps. */
+export interface PluginContext {
+  /** Routes and WebSocket endpoints (validated with valibot, documented in OpenAPI). */
+  routes: RouteRegistry;
+  /** Lifecycle hooks (`ready`, `preClose`, `close`) and timers that stop at shutdown. */
+  hooks: Pick<Lifecycle, "hook" | "every">;
+  /** A child logger bound to `{ plugin: name }`. */
+  log: Logger;
+  config: Config;
+  project: ProjectRegistry;
+  /**
+   * Authenticates a WebSocket upgrade (spec 5): a live browser session and an allowed Origin;
+   * bearer tokens are refused. Throws a `Response` (401/403) that aborts the upgrade.
+   */
+  authenticateUpgrade(request: Request): Promise<Principal>;
+}
+
+/** DI tokens a plugin depends on, by the name it wants them under. */
+export type PluginDeps = Record<string, InjectionToken<any>>;
+
+/** The resolved services of {@link PluginDeps}. */
+export type ResolvedDeps<D extends PluginDeps> = { [K in keyof D]: D[K] extends InjectionToken<infer T> ? T : never };
+
+/** A plugin: a name, the services it uses, and a setup function awaited in order before the server starts. */
+export interface Plugin<D extends PluginDeps = PluginDeps> {
+  name: string;
+  deps?: D;
+  setup(ctx: PluginContext, deps: ResolvedDeps<D>): void | Promise<void>;
+}
+
+/**
+ * Declares a plugin. A plugin builds only on this module and never imports another plugin.
+ * @example definePlugin({ name: "status", deps: { outbox: Outbox }, setup({ routes }, { outbox }) { routes.add({ ... }) } })
+ */
+export function definePlugin<D extends PluginDeps = {}>(plugin: Plugin<D>): Plugin<D> {
+  return plugin;
+}
+
+export { ApiError, isApiError } from "./errors";
+export type { ErrorCode } from "./errors";
+export { can, has, requirePermission, type Principal } from "./auth/permissions";
+export { assertAllowedOrigin } from "./auth/authenticate";
+export { SESSION_COOKIE, readCookie, SessionService } from "./auth/sessions";
+export { TokenService } from "./auth/tokens";
+export { CONFIG, type Config } from "./config";
+export { LOGGER, type Logger } from "./logger";
+export { Lifecycle } from "./lifecycle";
+export { Database } from "./store/db";
+export { EVENT_TYPES, TOPICS, eventSubject, type StoredDomainEvent, type Topic } from "./events/catalog";
+export { EventLog } from "./events/log";
+export { Outbox } from "./events/outbox";
+export { cursorPump } from "./events/pump";
+export { LOG_LEVELS, LogCapture, LogLineSchema } from "./logs/capture";
+export { OntologyStore } from "./ontology/store";
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./ontology/query";
+export { propertyDef } from "./sdk/project";
+export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema } from "./sdk/records";
+export { sendFrame, subscriptionSocket } from "./http/socket";
+export { readBodyBytes } from "./http/body";
+export type { RouteRegistry } from "./http/routes";
+export { TemporalHost } from "./temporal/host";
+export { ActionRunner } from "./runtime/actions";
+export { WorkflowRuns, WorkflowRunStateSchema, InterventionStateSchema, HistoryEventSchema, WorkflowRunSummarySchema, WORKFLOW_RUN_STATUSES } from "./runtime/workflows";
+export { WebhookDeliveries, WebhookRunSchema, type WebhookAnswer } from "./runtime/webhooks";
+export { ConnectorRuns, ConnectorRunStateSchema } from "./runtime/connector-runs";
+export { ScheduleManager, ScheduleStateSchema } from "./runtime/schedules";

@@ -1,0 +1,112 @@
+import { inject, injectable } from "../di";
+import { Database, type SqlWriter } from "../store/db";
+import { EventLog, type AppendInput } from "../events/log";
+import { OntologyStore, WriteBuffer, type CommitResult } from "../ontology/store";
+import { validateChanges } from "../ontology/validate";
+import { ProjectRegistry } from "../project/registry";
+import { LogCapture, type RunRef } from "../logs/capture";
+import { LOGGER, type Logger } from "../logger";
+import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/catalog";
+import type { HandlerLogger, OntologyChange, SystemContext } from "../sdk/context";
+import { eventsApi, ontologyAccess } from "./context";
+
+/** Who a handler runs for: where its logs go and how its writes are keyed. */
+export interface HandlerRun {
+  /** Run context of its log lines (spec 2.5), e.g. `{ kind: "sync", id: runId }`. */
+  run: RunRef;
+  /** Extra fields bound to every log line (connector, schedule, step, attempt, …). */
+  logFields?: Record<string, unknown>;
+  /** correlationId of everything it writes: the execution's id (spec 2.3). */
+  correlationId: string;
+  /**
+   * Base of the idempotency keys derived from the run: appended event i is keyed `<key>:event:<i>`,
+   * so a retried handler (an activity retry, a provider retry) never appends twice.
+   */
+  key: string;
+}
+
+/** How the buffered writes are committed (spec 2.3 origin/actor table). */
+export interface HandlerCommit {
+  origin: Origin;
+  /** The principal of a direct write; absent for actions and system code. */
+  actor?: Actor;
+  causationId?: string;
+  /** Makes the ontology write exactly-once across retries (a second commit with it writes nothing). */
+  idempotencyKey?: string;
+}
+
+/** What a handler produced, validated but not written yet. */
+export interface BufferedHandler<T> {
+  result: T;
+  changes: OntologyChange[];
+  events: DomainEventEnvelope[];
+  log: HandlerLogger;
+}
+
+/**
+ * Runs connector code (action, effect, webhook, schedule, sync and pipeline handlers, the project
+ * seed) with a write buffer: reads go to committed data, ontology writes and `events.append` calls are
+ * buffered, and nothing reaches the store until the caller commits — in one transaction, possibly
+ * with its own run-record rows. A handler that throws writes nothing.
+ */
+@injectable()
+export class HandlerRunner {
+  constructor(
+    @inject(Database) private readonly db: Database,
+    @inject(EventLog) private readonly events: EventLog,
+    @inject(OntologyStore) private readonly ontology: OntologyStore,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
+    @inject(LogCapture) private readonly logs: LogCapture,
+    @inject(LOGGER) private readonly log: Logger,
+  ) {}
+
+  /** The handler logger of a run (captured with its run context, spec 2.5). */
+  logger(spec: Pick<HandlerRun, "run" | "logFields">): HandlerLogger {
+    return this.logs.logger(this.log, spec.run, spec.logFields ?? {});
+  }
+
+  /**
+   * Runs `fn` with a system context (reads, buffered writes, buffered appends, the run's logger) and
+   * answers what it produced. The changes are validated against the project's types and the appended
+   * events against the catalog (ontology types refused) before anything is answered.
+   *
+   * @throws whatever `fn` throws; {@link ApiError} invalid_request for invalid changes or events
+   */
+  async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>): Promise<BufferedHandler<T>> {
+    const buffer = new WriteBuffer();
+    const appended: AppendInput[] = [];
+    const log = this.logger(spec);
+    const ctx: SystemContext = {
+      ...ontologyAccess(this.ontology, buffer),
+      log,
+      events: { ...eventsApi(this.events, spec.correlationId), append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))) },
+    };
+    const result = await fn(ctx);
+    validateChanges(this.project.definition, buffer.changes);
+    const events = this.events.prepare(appended.map((e, i) => ({ ...e, correlationId: spec.correlationId, idempotencyKey: e.idempotencyKey ?? `${spec.key}:event:${i}` })));
+    return { result, changes: buffer.changes, events, log };
+  }
+
+  /**
+   * Writes a handler's buffered changes and events inside the caller's transaction. The caller drains
+   * the event log after it commits.
+   * @throws {ApiError} when a change is refused at commit (e.g. an update of a missing object)
+   */
+  async commitInTx(tx: SqlWriter, buffered: BufferedHandler<unknown>, spec: HandlerRun, commit: HandlerCommit): Promise<CommitResult> {
+    const result = await this.ontology.applyInTx(tx, buffered.changes, { ...commit, correlationId: spec.correlationId });
+    await this.events.writeInTx(tx, buffered.events);
+    return result;
+  }
+
+  /**
+   * {@link HandlerRunner.execute} then commit in a transaction of its own, then drain: for handlers
+   * whose run record lives elsewhere (Temporal activities, the seed).
+   * @throws as `execute` and `commitInTx`
+   */
+  async run<T>(spec: HandlerRun, commit: HandlerCommit, fn: (ctx: SystemContext) => T | Promise<T>): Promise<T> {
+    const buffered = await this.execute(spec, fn);
+    await this.db.transaction((tx) => this.commitInTx(tx, buffered, spec, commit));
+    await this.events.drain();
+    return buffered.result;
+  }
+}

@@ -1,0 +1,37 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from "@temporalio/client";
+import { WorkflowIdReusePolicy } from "@temporalio/common";
+
+/** What {@link startRun} starts: a workflow type with its arguments under a workflow id. */
+export interface StartRunOptions {
+  /** Temporal workflow type (the designer's workflow id, `syncRun`, `actionEffect`, …). */
+  workflowType: string;
+  /** Temporal workflow id: the run's id, so a resend cannot start a second execution. */
+  workflowId: string;
+  taskQueue: string;
+  args: unknown[];
+  /** Stored on the execution (e.g. the requesting actor), readable by describe. */
+  memo?: Record<string, unknown>;
+}
+
+/**
+ * Starts a workflow execution once per workflow id (`REJECT_DUPLICATE`): the one place that owns
+ * "already started". Answers `{ started: false }` when an execution with that id exists already,
+ * whatever its type: callers decide whether that one is theirs.
+ *
+ * @throws the client's error for anything else (server unreachable, namespace missing, …)
+ */
+export async function startRun(client: Client, opts: StartRunOptions): Promise<{ started: boolean }> {
+  try {
+    await client.workflow.start(opts.workflowType, {
+      workflowId: opts.workflowId,
+      taskQueue: opts.taskQueue,
+      args: opts.args,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      ...(opts.memo ? { memo: opts.memo } : {}),
+    });
+    return { started: true };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return { started: false };
+    throw err;
+  }
+}
