@@ -1,0 +1,126 @@
+/**
+ * Connector code runs with a write buffer (core/runtime/handler.ts): what a handler writes or appends
+ * is committed once per run, even when Temporal retries the activity after a commit whose completion
+ * it never heard of; and run records are written before their executions are started.
+ */
+import * as v from "valibot";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WorkflowNotFoundError } from "@temporalio/client";
+import { client, startApp } from "./helpers";
+import { defineAction, defineConnector, definePipeline, defineProject, defineSchedule, defineSync } from "../core/sdk";
+import { sandboxProject } from "../sandbox/project";
+import { createActivities } from "../core/runtime/activities";
+import { Database } from "../core/store/db";
+import { EventLog } from "../core/events/log";
+import { OntologyStore } from "../core/ontology/store";
+import { ActionRunner } from "../core/runtime/actions";
+import { ProjectRegistry } from "../core/project/registry";
+import { HandlerRunner } from "../core/runtime/handler";
+import type { App } from "../core/app";
+import type { SvcActivities } from "../core/sdk/activities-types";
+import type { SystemContext } from "../core/sdk/context";
+
+/** Writes one customer and appends one non-ontology event, named after the caller. */
+async function writeAndAppend(ctx: SystemContext, who: string) {
+  ctx.objects.upsert("customer", `cus_${who}`, { name: who });
+  await ctx.events.append([{ type: "rule.triggered", payload: { ruleId: `probe-${who}`, subject: { kind: "object", objectTypeId: "customer", primaryId: `cus_${who}` } } }]);
+}
+
+const probe = defineConnector({
+  id: "handler-probe",
+  actions: {
+    "probe.effect": defineAction({ params: v.object({}), run: () => ({ ok: true }), effect: (ctx) => writeAndAppend(ctx, "effect") }),
+  },
+  schedules: { "probe-schedule": defineSchedule({ every: 3_600_000, paused: true, run: (ctx) => writeAndAppend(ctx, "schedule") }) },
+  syncs: { "probe-sync": defineSync({ run: async (ctx) => (await writeAndAppend(ctx, "sync"), { ok: true }) }) },
+  pipelines: { "probe-pipeline": definePipeline({ steps: [{ name: "only", run: async (ctx) => (await writeAndAppend(ctx, "pipeline"), { ok: true }) }] }) },
+});
+const project = defineProject({ ...sandboxProject, connectors: [...sandboxProject.connectors, probe] });
+
+let app: App;
+let activities: SvcActivities;
+beforeAll(async () => {
+  app = await startApp({ project });
+  const c = app.container;
+  activities = createActivities({ db: c.resolve(Database), events: c.resolve(EventLog), ontology: c.resolve(OntologyStore), actions: c.resolve(ActionRunner), project: c.resolve(ProjectRegistry), handlers: c.resolve(HandlerRunner) });
+});
+afterAll(() => app?.close());
+
+async function eventsOf(correlationId: string) {
+  const res = await client(app).get("/api/events?limit=1000");
+  return (res.body.events as Array<{ type: string; correlationId?: string; idempotencyKey?: string }>).filter((e) => e.correlationId === correlationId);
+}
+
+describe("a retried activity writes and appends once (spec 6.2: ids and keys stable across redelivery)", () => {
+  it.each([
+    ["sync", "probe-sync-run", () => activities.runSync({ syncId: "probe-sync", runId: "probe-sync-run", input: null })],
+    ["pipeline step", "probe-pipeline-run", () => activities.runPipelineStep({ pipelineId: "probe-pipeline", runId: "probe-pipeline-run", index: 0, input: null, results: {} })],
+    ["schedule", "probe-schedule@2026-01-01T00:00:00.000Z", () => activities.runSchedule({ scheduleId: "probe-schedule", occurrenceAt: "2026-01-01T00:00:00.000Z", triggeredAt: "2026-01-01T00:00:01.000Z", occurrenceKey: "probe-schedule@2026-01-01T00:00:00.000Z" })],
+  ])("%s", async (_kind, correlationId, attempt) => {
+    await attempt();
+    await attempt(); // Temporal's retry of an activity whose first completion was lost
+    const events = await eventsOf(correlationId);
+    expect(events.filter((e) => e.type === "rule.triggered")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "object.created")).toHaveLength(1);
+    expect(events.find((e) => e.type === "rule.triggered")!.idempotencyKey).toMatch(/:event:0$/);
+  });
+
+  it("action effect", async () => {
+    const run = await client(app).post("/api/actions/probe.effect", { params: {}, runId: "probe-effect-run" });
+    expect(run.body.status).toBe("succeeded");
+    await activities.runActionEffect({ actionId: "probe.effect", runId: "probe-effect-run" });
+    await activities.runActionEffect({ actionId: "probe.effect", runId: "probe-effect-run" });
+    const events = await eventsOf("probe-effect-run");
+    // the effect workflow started by the run may run it too: still once
+    expect(events.filter((e) => e.type === "rule.triggered")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "object.created")).toHaveLength(1);
+  });
+
+  it("a handler that throws after appending writes nothing", async () => {
+    const handlers = app.container.resolve(HandlerRunner);
+    const spec = { run: { kind: "sync", id: "throws" }, correlationId: "throws-run", key: "sync:throws-run" };
+    await expect(handlers.run(spec, { origin: { kind: "runtime" }, idempotencyKey: spec.key }, async (ctx) => {
+      await writeAndAppend(ctx, "throws");
+      throw new Error("handler failed after appending");
+    })).rejects.toThrow("handler failed after appending");
+    expect(await eventsOf("throws-run")).toEqual([]);
+  });
+});
+
+describe("run records are written before their executions start", () => {
+  /** Makes every insert into `table` fail, as a full disk or a broken store would. */
+  const refuseInserts = (table: string) => app.container.resolve(Database).transaction((tx) => tx.run(`CREATE TRIGGER refuse_${table} BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`));
+  const allowInserts = (table: string) => app.container.resolve(Database).transaction((tx) => tx.run(`DROP TRIGGER refuse_${table}`));
+  const execution = (runId: string) => app.temporal.client.workflow.getHandle(runId).describe().then(() => "exists", (err) => (err instanceof WorkflowNotFoundError ? "none" : `error: ${err}`));
+
+  it("a workflow run whose row cannot be written is never started on Temporal", async () => {
+    await refuseInserts("workflow_runs");
+    try {
+      const res = await client(app).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId: "unrecordable-workflow-run" });
+      expect(res.status).toBe(500);
+    } finally {
+      await allowInserts("workflow_runs");
+    }
+    expect(await execution("unrecordable-workflow-run")).toBe("none");
+  });
+
+  it("a sync run whose row cannot be written is never started on Temporal", async () => {
+    await refuseInserts("connector_runs");
+    try {
+      const res = await client(app).post("/api/syncs/probe-sync/runs", { input: {}, runId: "unrecordable-sync-run" });
+      expect(res.status).toBe(500);
+    } finally {
+      await allowInserts("connector_runs");
+    }
+    expect(await execution("unrecordable-sync-run")).toBe("none");
+  });
+
+  it("a sync run naming another execution's id is refused and leaves no row (compensated)", async () => {
+    const run = await client(app).post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1004" }, params: {}, runId: "sync-hijack" });
+    expect(run.body.status).toBe("succeeded");
+    await expect.poll(() => execution("action-effect:sync-hijack")).toBe("exists");
+    const res = await client(app).post("/api/syncs/probe-sync/runs", { input: {}, runId: "action-effect:sync-hijack" });
+    expect(res.status).toBe(409);
+    expect((await client(app).get("/api/sync-runs/action-effect:sync-hijack")).status).toBe(404);
+  });
+});
