@@ -112,3 +112,20 @@ describe("architecture", () => {
     expect(violations(isolate, allowed)).toEqual([]);
   });
 });
+
+describe("connectors: only the public SDK and valibot, a README, and one factory export", () => {
+  const connectors = fs.readdirSync(path.join(ROOT, "connectors"), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+  const factoryOf = (dir: string) => `${dir.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase())}Connector`;
+  it("covers every connector folder", () => {
+    expect(connectors).toEqual(expect.arrayContaining(["diagnostics", "github", "slack", "standard-webhooks", "stripe"]));
+  });
+  it.each(connectors.map((dir) => [dir, factoryOf(dir)]))("connectors/%s", async (dir, factory) => {
+    const source = fs.readFileSync(path.join(ROOT, "connectors", dir, "index.ts"), "utf8");
+    const specifiers = [...source.matchAll(/\bfrom\s+["']([^"']+)["']/g)].map((m) => m[1]);
+    expect(specifiers.length).toBeGreaterThan(0);
+    for (const s of specifiers) expect(["../../core/sdk", "valibot"]).toContain(s);
+    expect(fs.existsSync(path.join(ROOT, "connectors", dir, "README.md"))).toBe(true);
+    const mod = await import(`../connectors/${dir}/index.ts`);
+    expect(Object.keys(mod)).toEqual([factory]);
+  });
+});

@@ -1,4 +1,4 @@
-import { inject } from "vitest";
+import { describe, inject } from "vitest";
 import pino from "pino";
 import { createApp, type App } from "../core/app";
 import { TokenService } from "../core/auth/tokens";
@@ -42,14 +42,28 @@ export async function tokenFor(app: App, identity: string): Promise<string> {
   return (await app.container.resolve(TokenService).create(identity)).token;
 }
 
-/** A small JSON client over real HTTP. */
-export function client(app: App, token: string | null = DEV_TOKEN) {
+/** How a test reaches the app: over real HTTP on loopback, or in-process through the same h3 app (no socket). */
+export type Transport = "http" | "in-process";
+export const TRANSPORTS: readonly Transport[] = ["in-process", "http"];
+
+/**
+ * Runs a suite once per transport (h3's `describeMatrix`): every case in-process and against the real
+ * server, for routes that need no Temporal run.
+ */
+export function describeMatrix(name: string, fn: (transport: Transport) => void): void {
+  describe.each(TRANSPORTS)(`${name} [%s]`, fn);
+}
+
+/** A small JSON client, over real HTTP by default. `app` may be a function, read at each call. */
+export function client(target: App | (() => App), token: string | null = DEV_TOKEN, transport: Transport = "http") {
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(app.url + path, {
+    const app = typeof target === "function" ? target() : target;
+    const init: RequestInit = {
       method,
       headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-    });
+    };
+    const res = transport === "http" ? await fetch(app.url + path, init) : await app.fetch(new Request(app.url + path, init));
     const text = await res.text();
     let json: any;
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../core/config";
+import { ConfigError, loadConfig } from "./config";
 
 describe("config (valibot, from the environment)", () => {
   it("applies defaults: port 3002, the project's data dir, embedded Temporal", () => {

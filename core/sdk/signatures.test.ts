@@ -8,7 +8,7 @@ import { sign as githubSign } from "@octokit/webhooks-methods";
 import { Webhook } from "standardwebhooks";
 import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
-import type { WebhookRequest } from "../core/sdk/connector";
+import type { WebhookRequest } from "./connector";
 import {
   verifyGitHubSignature,
   verifySlackSignature,
@@ -16,7 +16,7 @@ import {
   verifyStripeSignature,
   WebhookVerificationError,
   type WebhookVerificationReason,
-} from "../core/sdk/signatures";
+} from "./signatures";
 
 /** A fixed clock: 2023-11-14T22:13:20Z, in ms. */
 const NOW_MS = 1_700_000_000_000;
@@ -373,7 +373,7 @@ describe("WebhookVerificationError", () => {
   });
 
   it("is, with the four helpers, all the module exports at run time", async () => {
-    const sdk = await import("../core/sdk/signatures");
+    const sdk = await import("./signatures");
     expect(Object.keys(sdk).sort()).toEqual(["WebhookVerificationError", "verifyGitHubSignature", "verifySlackSignature", "verifyStandardWebhook", "verifyStripeSignature"]);
   });
 });

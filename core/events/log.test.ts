@@ -1,15 +1,15 @@
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import pino from "pino";
-import { Database } from "../core/store/db";
-import { SqliteEventStream } from "../core/events/stream";
-import { Outbox } from "../core/events/outbox";
-import { EventLog } from "../core/events/log";
-import { ProjectRegistry } from "../core/project/registry";
-import { OntologyStore } from "../core/ontology/store";
-import { ApiError } from "../core/errors";
-import { sandboxProject } from "../sandbox/project";
-import { tempDir } from "./helpers";
+import { Database } from "../store/db";
+import { SqliteEventStream } from "../events/stream";
+import { Outbox } from "../events/outbox";
+import { EventLog } from "../events/log";
+import { ProjectRegistry } from "../project/registry";
+import { OntologyStore } from "../ontology/store";
+import { ApiError } from "../errors";
+import { sandboxProject } from "../../sandbox/project";
+import { tempDir } from "../../test/helpers-fs";
 
 const log = pino({ level: "silent" });
 const opened: Database[] = [];

@@ -1,0 +1,158 @@
+/** Action runs (spec 4.2) over HTTP with effects on the real Temporal dev server, and the request body limit (spec 8). */
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { client, eventually, invoiceSubject, startApp, tokenFor } from "./helpers";
+import type { App } from "../core/app";
+
+let app: App;
+let tokens: Record<string, string>;
+
+beforeAll(async () => {
+  app = await startApp();
+  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
+});
+afterAll(() => app?.close());
+
+async function allEvents(c: ReturnType<typeof client>, query = "") {
+  const out: any[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const res = await c.get(`/api/events?limit=1000${query}${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
+    expect(res.status).toBe(200);
+    if (res.body.count === 0) return out;
+    out.push(...res.body.events);
+    cursor = res.body.events.at(-1).cursor;
+  }
+}
+
+let dev: ReturnType<typeof client>;
+beforeAll(() => {
+  dev = client(app);
+});
+
+describe("action runs (spec 4.2)", () => {
+  it("answers the finished run record and writes rows and events in one commit", async () => {
+    const res = await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1004"), params: { note: "looks right" }, runId: "approve-1004" });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: expect.stringMatching(/^run_/), actionId: "invoice.approve", runId: "approve-1004", status: "succeeded", subject: invoiceSubject("inv_1004"), params: { note: "looks right" }, startedAt: expect.any(String), finishedAt: expect.any(String) });
+    expect(res.body.error).toBeUndefined();
+
+    const invoice = await dev.get("/api/objects/invoice/inv_1004");
+    expect(invoice.body.properties).toMatchObject({ status: "approved", approvalNote: "looks right" });
+
+    const events = (await allEvents(dev)).filter((e) => e.correlationId === "approve-1004");
+    const types = events.map((e) => e.type);
+    expect(types).toEqual(["action.requested", "object.updated", "telemetry.appended", "action.completed"]);
+    const [requested, updated, telemetry, completed] = events;
+    expect(requested).toMatchObject({ schemaVersion: 1, projectId: "sandbox", topic: "actions", actor: { type: "user", id: "dev" }, payload: { actionId: "invoice.approve", runId: "approve-1004", subject: invoiceSubject("inv_1004"), params: { note: "looks right" } } });
+    for (const fact of [updated, telemetry]) {
+      expect(fact.origin).toEqual({ kind: "action", actionId: "invoice.approve", runId: "approve-1004" });
+      expect(fact.actor).toBeUndefined();
+      expect(fact.causationId).toBe(requested.id);
+      expect(fact.commitId).toBe(updated.commitId);
+    }
+    expect([updated.commitOrdinal, telemetry.commitOrdinal]).toEqual([0, 1]);
+    expect(updated.payload.propertyChanges).toEqual(expect.arrayContaining([{ property: "status", before: "open", after: "approved" }, { property: "approvalNote", after: "looks right" }]));
+    expect(updated.partitionKey).toBe("invoice:inv_1004");
+    expect(telemetry.payload).toMatchObject({ objectTypeId: "customer", objectId: "cus_globex", propertyId: "apiCalls", value: 1, unit: "calls" });
+    expect(completed.payload).toMatchObject({ actionId: "invoice.approve", runId: "approve-1004", finishedAt: res.body.finishedAt });
+    expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+  });
+
+  it("starts the declared effect on Temporal once per runId", async () => {
+    await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "approve-1006" });
+    await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "approve-1006" });
+    const invoice = await eventually(async () => {
+      const res = await dev.get("/api/objects/invoice/inv_1006");
+      return res.body.properties.noticeSentAt ? res.body : undefined;
+    });
+    expect(invoice.properties.noticeSentAt).toEqual(expect.any(String));
+    const executions = [];
+    for await (const e of app.temporal.client.workflow.list({ query: `WorkflowId = "action-effect:approve-1006"` })) executions.push(e);
+    expect(executions).toHaveLength(1);
+    const effectEvents = (await allEvents(dev)).filter((e) => e.correlationId === "approve-1006" && e.type === "object.updated" && e.origin?.effect);
+    expect(effectEvents).toHaveLength(1);
+  });
+
+  it("records a failed run as 200 with status failed and its error, writing nothing", async () => {
+    const before = (await dev.get("/api/objects/invoice/inv_1005")).body;
+    const res = await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1005"), params: {} });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: "failed", error: { code: "invalid_request", message: expect.stringMatching(/void/) } });
+    expect((await dev.get("/api/objects/invoice/inv_1005")).body).toEqual(before);
+    const failed = (await allEvents(dev)).filter((e) => e.correlationId === res.body.runId);
+    expect(failed.map((e) => e.type)).toEqual(["action.requested", "action.failed"]);
+    expect(failed[1].payload.error).toEqual(res.body.error);
+
+    const thrown = await dev.post("/api/actions/diagnostics.fail", { params: { message: "boom" } });
+    expect(thrown.body).toMatchObject({ status: "failed", error: { code: "action_failed", message: "boom" } });
+    expect(thrown.text).not.toMatch(/at .*\.ts/);
+  });
+
+  it("refuses invalid params, subjects and bodies with 400 and records no run", async () => {
+    const count = (await allEvents(dev)).length;
+    const cases = [
+      ["/api/actions/diagnostics.sleep", { params: { ms: "soon" } }],
+      ["/api/actions/diagnostics.sleep", { params: {}, extra: 1 }],
+      ["/api/actions/invoice.approve", { params: {} }],
+      ["/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "customer", primaryId: "cus_acme" }, params: {} }],
+      ["/api/actions/diagnostics.sleep", "{not json"],
+    ] as const;
+    for (const [path, body] of cases) {
+      const res = await dev.post(path, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    expect((await dev.post("/api/actions/diagnostics.sleep", "ms=1", { "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
+    expect((await dev.post("/api/actions/nope", { params: {} })).status).toBe(404);
+    expect((await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_9999"), params: {} })).status).toBe(404);
+    expect((await allEvents(dev)).length).toBe(count);
+  });
+
+  it("answers a resent runId with the recorded run without running it again", async () => {
+    const first = await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: "noop-once" });
+    const count = (await allEvents(dev)).length;
+    const again = await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: "noop-once" });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect((await allEvents(dev)).length).toBe(count);
+    const other = await dev.post("/api/actions/diagnostics.fail", { params: { message: "x" }, runId: "noop-once" });
+    expect(other.body.error.code).toBe("conflict");
+  });
+
+  it("answers 409 run_in_progress for a runId still running on this server", async () => {
+    const slow = dev.post("/api/actions/diagnostics.sleep", { params: { ms: 800 }, runId: "slow-1" });
+    await new Promise((r) => setTimeout(r, 150));
+    const dup = await dev.post("/api/actions/diagnostics.sleep", { params: { ms: 800 }, runId: "slow-1" });
+    expect(dup.status).toBe(409);
+    expect(dup.body.error.code).toBe("run_in_progress");
+    expect((await slow).body.status).toBe("succeeded");
+    expect((await dev.post("/api/actions/diagnostics.sleep", { params: { ms: 800 }, runId: "slow-1" })).body.status).toBe("succeeded");
+  });
+});
+
+describe("request limits (spec 8)", () => {
+  const big = JSON.stringify({ params: { message: "x".repeat(1024 * 1024 + 10) } });
+
+  it("answers 413 for a body over 1 MiB sent with Content-Length", async () => {
+    const res = await dev.post("/api/actions/diagnostics.fail", big);
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe("payload_too_large");
+  });
+
+  it("answers 413 for a chunked body over 1 MiB (no Content-Length)", async () => {
+    const url = new URL(`${app.url}/api/actions/diagnostics.fail`);
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { authorization: "Bearer svc_dev_sandbox_token", "content-type": "application/json", "transfer-encoding": "chunked" } }, (res) => {
+        let data = "";
+        res.on("data", (d) => (data += d));
+        res.on("end", () => resolve({ status: res.statusCode!, body: data }));
+      });
+      req.on("error", reject);
+      for (let i = 0; i < big.length; i += 64 * 1024) req.write(big.slice(i, i + 64 * 1024));
+      req.end();
+    });
+    expect(status).toBe(413);
+    expect(JSON.parse(body).error.code).toBe("payload_too_large");
+  });
+});

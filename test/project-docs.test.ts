@@ -1,0 +1,55 @@
+/** Status, project information and the OpenAPI reference (spec 1, 4.1), in-process and over HTTP. */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { DEV_TOKEN, client, describeMatrix, startApp, tokenFor } from "./helpers";
+import type { App } from "../core/app";
+
+let app: App;
+let tokens: Record<string, string>;
+
+beforeAll(async () => {
+  app = await startApp();
+  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
+});
+afterAll(() => app?.close());
+
+describeMatrix("status, project, docs", (transport) => {
+  const dev = client(() => app, DEV_TOKEN, transport);
+
+  it("reports health with its parts", async () => {
+    const res = await dev.get("/api/status");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: "ok", parts: { store: { status: "ok" }, temporal: { status: "ok", embedded: false }, outbox: { status: "ok", backlog: expect.any(Number) } } });
+  });
+
+  it("describes the project", async () => {
+    const res = await dev.get("/api/project");
+    expect(res.body).toMatchObject({ id: "sandbox", name: "Sandbox billing" });
+    expect(res.body.objectTypes.map((t: any) => t.id)).toEqual(["customer", "invoice"]);
+    expect(res.body.actions.map((a: any) => a.id)).toEqual(expect.arrayContaining(["invoice.approve", "diagnostics.sleep", "diagnostics.fail"]));
+    expect(res.body.workflows).toEqual([{ id: "invoice-review", title: "Review an invoice" }]);
+    expect(res.body.linkTypes).toEqual([{ id: "billedTo", source: "invoice", target: "customer" }]);
+    expect(res.body.connectors).toContainEqual({ id: "billing", actions: ["invoice.approve"], webhooks: [], schedules: ["overdue-scan"] });
+  });
+
+  it("serves the OpenAPI reference without a CDN, covering every route and marking bearer auth", async () => {
+    const page = await client(app, null, transport).get("/docs");
+    expect(page.status).toBe(200);
+    expect(page.text).not.toMatch(/https?:\/\//);
+    const asset = await fetch(`${app.url}/docs/assets/swagger-ui-bundle.js`);
+    expect(asset.status).toBe(200);
+    const doc = (await client(app, null, transport).get("/docs/openapi.json")).body;
+    expect(doc.openapi).toBe("3.1.0");
+    for (const [path, method] of [["/api/status", "get"], ["/api/project", "get"], ["/api/objects", "get"], ["/api/objects/query", "post"], ["/api/actions/{actionId}", "post"], ["/api/events", "get"], ["/api/workflows/{id}/runs", "post"], ["/api/workflow-runs/{runId}", "get"]] as const) {
+      expect(doc.paths[path]?.[method], `${method} ${path}`).toBeDefined();
+      expect(doc.paths[path][method]["x-svc-bearer-auth"]).toBe(true);
+      expect(doc.paths[path][method].security).toContainEqual({ bearerAuth: [] });
+    }
+    expect(doc.paths["/api/objects/query"].post.requestBody.content["application/json"].schema.properties.objectTypeId.type).toBe("string");
+    expect(doc.paths["/docs"].get["x-svc-bearer-auth"]).toBe(false);
+  });
+
+  it("answers unknown routes with a structured 404", async () => {
+    const res = await dev.get("/api/nothing-here");
+    expect(res).toMatchObject({ status: 404, body: { error: { code: "not_found" } } });
+  });
+});

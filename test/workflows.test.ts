@@ -1,0 +1,77 @@
+/** Workflow runs on the real Temporal dev server (spec 4.1, 4.3). */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { client, eventually, invoiceSubject, startApp, tokenFor } from "./helpers";
+import type { App } from "../core/app";
+
+let app: App;
+let tokens: Record<string, string>;
+
+beforeAll(async () => {
+  app = await startApp();
+  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
+});
+afterAll(() => app?.close());
+
+async function allEvents(c: ReturnType<typeof client>, query = "") {
+  const out: any[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const res = await c.get(`/api/events?limit=1000${query}${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
+    expect(res.status).toBe(200);
+    if (res.body.count === 0) return out;
+    out.push(...res.body.events);
+    cursor = res.body.events.at(-1).cursor;
+  }
+}
+
+let dev: ReturnType<typeof client>;
+beforeAll(() => {
+  dev = client(app);
+});
+
+describe("workflow runs on Temporal", () => {
+  it("queues a run, reports its state until it finishes, and records its events", async () => {
+    const start = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001", waitMs: 300 } });
+    expect(start.status).toBe(200);
+    const { runId } = start.body;
+    expect(runId).toMatch(/^run_/);
+    const first = await dev.get(`/api/workflow-runs/${runId}`);
+    expect(["queued", "running", "completed"]).toContain(first.body.status);
+    const done = await eventually(async () => {
+      const res = await dev.get(`/api/workflow-runs/${runId}`);
+      return res.body.status === "completed" ? res.body : undefined;
+    });
+    expect(done).toMatchObject({ runId, workflowId: "invoice-review", input: { invoiceId: "inv_1001", waitMs: 300 }, result: { invoiceId: "inv_1001", reviewStatus: "reviewed", amount: 1200 }, links: { temporalWorkflowId: runId } });
+    expect(done.nodes.map((n: any) => [n.name, n.status])).toEqual([["read invoice", "completed"], ["write review status", "completed"]]);
+    expect((await dev.get("/api/objects/invoice/inv_1001")).body.properties.reviewStatus).toBe("reviewed");
+    const events = (await allEvents(dev)).filter((e) => e.correlationId === runId);
+    expect(events.map((e) => e.type)).toEqual(["workflow.run.queued", "workflow.run.started", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.node.started", "object.updated", "workflow.run.node.finished", "workflow.run.finished"]);
+    const write = events.find((e) => e.type === "object.updated");
+    expect(write.origin).toMatchObject({ kind: "runtime", workflowId: "invoice-review", runId });
+    expect(write.actor).toBeUndefined();
+    const described = await app.temporal.client.workflow.getHandle(runId).describe();
+    expect(described.type).toBe("invoice-review");
+  });
+
+  it("reports a failed run with its error", async () => {
+    const { body } = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_missing", waitMs: 0 } });
+    const failed = await eventually(async () => {
+      const res = await dev.get(`/api/workflow-runs/${body.runId}`);
+      return res.body.status === "failed" ? res.body : undefined;
+    });
+    expect(failed.error.message).toMatch(/No invoice "inv_missing"/);
+  });
+
+  it("validates input and permissions before queuing", async () => {
+    expect((await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: 7 } })).status).toBe(400);
+    expect((await dev.post("/api/workflows/nope/runs", { input: {} })).status).toBe(404);
+    expect((await client(app, tokens.auditor).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" } })).status).toBe(403);
+    expect((await dev.get("/api/workflow-runs/run_unknown")).status).toBe(404);
+    // an execution the API did not start (an action's effect) cannot be adopted by naming its id
+    await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "effect-owner" });
+    await eventually(async () => (await app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe().catch(() => undefined)) !== undefined);
+    const hijack = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId: "action-effect:effect-owner" });
+    expect(hijack.status).toBe(409);
+    expect((await dev.get("/api/workflow-runs/action-effect:effect-owner")).status).toBe(404);
+  });
+});
