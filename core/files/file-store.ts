@@ -1,0 +1,551 @@
+/**
+ * Stored files (spec 2.6, 4.1, 4.3, 8): file rows in SQLite over a content-addressed {@link BlobStore},
+ * the references that hold them, the removal of files nobody ever referenced, and revocable download
+ * URLs.
+ *
+ * - A file is stored first ({@link FileStore.upload}, answering a {@link FileReference}) and then
+ *   referenced from objects, runs or artifacts ({@link FileStore.addReference}, inside the owner's own
+ *   write transaction).
+ * - Reading goes through the owner (spec 4.3); this service does not check permissions: the routes and
+ *   the SDK check access to the owner first, then call {@link FileStore.open}.
+ * - A download URL (`<SVC_API_PUBLIC_ORIGIN>/api/download/<secret>`) is a row holding the SHA-256 of a
+ *   random secret, an expiry and a revocation time; the secret itself is never stored.
+ *
+ * Concurrency: rows and blobs change under a per-SHA-256 lock held across "commit the blob + insert the
+ * row" (upload) and "delete the row + delete the blob" (collection), so a collection can never delete
+ * a blob that a concurrent upload of the same bytes is about to point at. The lock is in-process: run
+ * collection in the process that serves uploads.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { addAbortSignal, Readable } from "node:stream";
+import { fileTypeFromBuffer } from "file-type";
+import { ApiError, isApiError } from "../errors";
+import { newId } from "../ids";
+import type { Database, SqlWriter } from "../store/db";
+import { assertRange, type BlobStore, type ByteRange } from "./blob-store";
+
+/** The largest file `POST /api/files` accepts: 25 MiB (spec 8). */
+export const FILE_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
+/** How long a download URL lives unless `expiresInMs` says otherwise: 1 hour (spec 8). */
+export const DEFAULT_DOWNLOAD_URL_TTL_MS = 3_600_000;
+/** The longest lifetime a download URL may be given: 7 days. */
+export const MAX_DOWNLOAD_URL_TTL_MS = 7 * 86_400_000;
+/** How long a file nobody has referenced is kept: 24 hours. */
+export const DEFAULT_UNREFERENCED_RETENTION_MS = 86_400_000;
+/** The longest file name kept, in UTF-8 bytes (what common filesystems allow). */
+export const MAX_FILE_NAME_BYTES = 255;
+/** How many leading bytes are kept to detect the content type. */
+const SNIFF_BYTES = 64 * 1024;
+
+/**
+ * A stored file, as the API answers it (spec 2.6). `contentType` is what the bytes are when they could
+ * be recognized and differed from the declared type (then `declaredContentType` keeps what the
+ * uploader said); otherwise the declared type, or `application/octet-stream`.
+ */
+export interface FileReference {
+  /** `file_<ulid>` */
+  id: string;
+  /** Sanitized name: no path, no control characters, at most 255 UTF-8 bytes. */
+  name: string;
+  contentType: string;
+  /** Present only when the bytes said something else than the uploader. */
+  declaredContentType?: string;
+  /** Bytes. */
+  size: number;
+  /** Lowercase hex SHA-256 of the bytes (also a strong ETag). */
+  sha256: string;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+}
+
+/** Who holds a file reference, and where: e.g. `{ kind: "object", id: "invoice/inv_1001", path: "/properties/pdf" }`. */
+export interface FileOwner {
+  /** `object`, `run`, `artifact`, … (free text, at most 100 characters). */
+  kind: string;
+  /** The owner's id within its kind (at most 500 characters). */
+  id: string;
+  /** Where in the owner the reference is, e.g. `/properties/pdf` (at most 500 characters). */
+  path: string;
+}
+
+/** Options of {@link FileStore.upload}. */
+export interface UploadOptions {
+  /** The uploader's file name; sanitized with {@link sanitizeFileName} (missing: `file`). */
+  name?: string;
+  /** The uploader's content type, e.g. from the multipart part header; checked against the bytes. */
+  declaredContentType?: string;
+  /** The most bytes accepted (inclusive), e.g. {@link FILE_UPLOAD_MAX_BYTES}. */
+  maxBytes: number;
+  /** Aborts the upload (client gone); nothing is left behind. */
+  signal?: AbortSignal;
+}
+
+/** An open file: its reference, its bytes (all or the range), and what to put in the response headers. */
+export interface OpenedFile {
+  reference: FileReference;
+  /** The bytes; destroy it when the response is abandoned. */
+  stream: Readable;
+  /** The inclusive range being served (answer 206 with `Content-Range: bytes start-end/size`), or undefined for all. */
+  range?: ByteRange;
+  /** Total size of the file in bytes. */
+  size: number;
+  /** Bytes in `stream` (the `Content-Length`). */
+  contentLength: number;
+}
+
+/** A created download URL (spec 2.6): the URL is shown once; only its id can be used afterwards. */
+export interface DownloadUrl {
+  /** `dl_<ulid>`, used to revoke it. */
+  id: string;
+  /** `<publicOrigin>/api/download/<secret>`: whoever holds it reads the file, with no session, until it expires. */
+  url: string;
+  /** ISO 8601 UTC. */
+  expiresAt: string;
+}
+
+/** Options of {@link FileStore.createDownloadUrl}. */
+export interface CreateDownloadUrlOptions {
+  /** Lifetime in ms, 1 to {@link MAX_DOWNLOAD_URL_TTL_MS}; default {@link DEFAULT_DOWNLOAD_URL_TTL_MS} (1 hour). */
+  expiresInMs?: number;
+  /** The API's public origin (`SVC_API_PUBLIC_ORIGIN`), e.g. `https://api.example.com`; required. */
+  publicOrigin: string | undefined;
+  /** Who created it (identity or run id), kept for audit. */
+  createdBy?: string;
+}
+
+/** Options of the {@link FileStore} constructor. */
+export interface FileStoreOptions {
+  /** The clock, in epoch ms (tests move it to expire URLs and age files). */
+  now?: () => number;
+}
+
+interface FileRow {
+  id: string;
+  name: string;
+  content_type: string;
+  declared_content_type: string | null;
+  size: number;
+  sha256: string;
+  created_at: string;
+}
+
+function toReference(row: FileRow): FileReference {
+  const ref: FileReference = { id: row.id, name: row.name, contentType: row.content_type, size: row.size, sha256: row.sha256, createdAt: row.created_at };
+  if (row.declared_content_type) ref.declaredContentType = row.declared_content_type;
+  return ref;
+}
+
+const FILE_COLUMNS = "id, name, content_type, declared_content_type, size, sha256, created_at";
+
+/** Runs callbacks one at a time per key, in call order (an in-process lock per blob address). */
+class KeyedMutex {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key) ?? Promise.resolve();
+    const result = prev.then(fn, fn);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+  }
+}
+
+// --- names and content types -------------------------------------------------------------------
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+// control characters, bidirectional overrides and isolates (used to disguise extensions), line and
+// paragraph separators, and the byte order mark; joiners and other format characters stay (emoji)
+const UNSAFE_CHARS = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\u2028\u2029\uFEFF]/gu;
+
+/** Cuts `s` to at most `maxBytes` UTF-8 bytes without splitting a code point. */
+function cutUtf8(s: string, maxBytes: number): string {
+  if (Buffer.byteLength(s, "utf8") <= maxBytes) return s;
+  let out = "";
+  let bytes = 0;
+  for (const ch of s) {
+    const n = Buffer.byteLength(ch, "utf8");
+    if (bytes + n > maxBytes) break;
+    out += ch;
+    bytes += n;
+  }
+  return out;
+}
+
+/**
+ * Makes an uploader's file name safe to store and to send back in `Content-Disposition`: keeps only the
+ * last path segment (`/` and `\` both separate), removes control characters and bidirectional
+ * overrides, normalizes to NFC, trims spaces and trailing dots, and caps it at 255 UTF-8 bytes keeping
+ * the extension. Unicode letters, emoji and spaces inside the name stay.
+ *
+ * @param name what the uploader sent (may be undefined)
+ * @param fallback used when nothing is left (e.g. `..` or an empty name): `file`
+ * @example sanitizeFileName("../../etc/passwd") === "passwd"
+ */
+export function sanitizeFileName(name: string | undefined, fallback = "file"): string {
+  let s = (name ?? "").replace(LONE_SURROGATE, "").normalize("NFC");
+  s = s.split(/[/\\]/).pop() ?? "";
+  s = s.replace(/[\t\n\v\f\r]/g, " ").replace(UNSAFE_CHARS, "").replace(/\s+/gu, " ").trim().replace(/[.\s]+$/u, "");
+  if (s === "" || s === "." || s === "..") return fallback;
+  if (Buffer.byteLength(s, "utf8") > MAX_FILE_NAME_BYTES) {
+    const dot = s.lastIndexOf(".");
+    const ext = dot > 0 && s.length - dot <= 20 ? s.slice(dot) : "";
+    s = cutUtf8(s.slice(0, s.length - ext.length), MAX_FILE_NAME_BYTES - Buffer.byteLength(ext, "utf8")).trimEnd() + ext;
+  }
+  return s;
+}
+
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const MEDIA_TYPE = new RegExp(`^(${TOKEN})/(${TOKEN})((?:\\s*;\\s*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\p{Cc}]|\\\\[^\\p{Cc}])*"))*)\\s*;?\\s*$`, "u");
+
+/**
+ * Normalizes a declared media type: lowercases type, subtype and parameter names, and spaces the
+ * parameters as `type/subtype; name=value`. Empty or missing answers undefined.
+ *
+ * @throws {ApiError} `invalid_request` (details `{ field: "contentType" }`) when it is not a media type
+ *   (`type/subtype` with optional `; name=value` parameters, at most 255 characters)
+ */
+export function normalizeContentType(value: string | undefined): string | undefined {
+  const s = value?.trim();
+  if (!s) return undefined;
+  const m = s.length <= 255 ? MEDIA_TYPE.exec(s) : null;
+  if (!m) throw new ApiError("invalid_request", "The declared content type is not a media type such as image/png", { field: "contentType" });
+  const params = [...(m[3] ?? "").matchAll(new RegExp(`;\\s*(${TOKEN})=(${TOKEN}|"(?:[^"\\\\]|\\\\.)*")`, "gu"))].map(([, k, v]) => `; ${k!.toLowerCase()}=${v}`);
+  return `${m[1]!.toLowerCase()}/${m[2]!.toLowerCase()}${params.join("")}`;
+}
+
+/** The `type/subtype` part of a media type, without parameters. */
+function essence(mediaType: string): string {
+  return mediaType.split(";")[0]!.trim();
+}
+
+/**
+ * Container formats that `file-type` reports generically: a declared type of that family agrees with
+ * the bytes (an SVG is XML, an EPUB a zip, a .doc a compound file), so it is kept.
+ */
+const CONTAINER_FAMILIES: Record<string, RegExp> = {
+  "application/xml": /^(text\/xml|application\/xml|[a-z]+\/[^;]*\+xml)$/,
+  "application/zip": /^(application\/zip|[a-z]+\/[^;]*\+zip|application\/epub\+zip|application\/java-archive|application\/vnd\.(oasis\.opendocument|openxmlformats-officedocument|android\.package-archive)[^;]*)$/,
+  "application/x-cfb": /^(application\/x-cfb|application\/msword|application\/vnd\.ms-[^;]+|application\/vnd\.visio|application\/x-msi)$/,
+};
+
+/**
+ * Decides the stored content type from the declared one and what the bytes were detected as
+ * (issue 10: "a mismatch is stored as what the bytes are, and the reference says so").
+ *
+ * @returns `contentType`, and `declaredContentType` only when it was overridden
+ */
+export function decideContentType(declared: string | undefined, detected: string | undefined): { contentType: string; declaredContentType?: string } {
+  if (!detected) return { contentType: declared ?? "application/octet-stream" };
+  if (!declared) return { contentType: detected };
+  const d = essence(declared);
+  if (d === detected || CONTAINER_FAMILIES[detected]?.test(d)) return { contentType: declared };
+  return { contentType: detected, declaredContentType: declared };
+}
+
+// --- download URL secrets ------------------------------------------------------------------------
+
+const SECRET_FORMAT = /^[A-Za-z0-9_-]{43}$/;
+
+/** The stored form of a download URL secret: SHA-256, base64url. */
+function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("base64url");
+}
+
+function checkOwner(owner: FileOwner, pathRequired: boolean): void {
+  const ok = (s: unknown, max: number) => typeof s === "string" && s.length > 0 && s.length <= max;
+  if (!ok(owner?.kind, 100) || !ok(owner?.id, 500) || (pathRequired ? !ok(owner?.path, 500) : owner.path !== undefined && !ok(owner.path, 500))) {
+    throw new ApiError("invalid_request", "A file owner needs a kind (1-100 characters), an id and a path (1-500 characters each)", { owner });
+  }
+}
+
+/**
+ * The file service: uploads, reads, references, collection of unreferenced files and download URLs.
+ * Construct it once per runtime over the runtime's database and blob store.
+ */
+export class FileStore {
+  private readonly locks = new KeyedMutex();
+  private readonly now: () => number;
+
+  /**
+   * @param db the runtime's database (migration 007 creates `files`, `file_references`, `download_urls`, `blob_deletions`)
+   * @param blobs where the bytes go (see `blobStoreFromEnv`)
+   */
+  constructor(
+    private readonly db: Database,
+    readonly blobs: BlobStore,
+    options: FileStoreOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Streams `body` into the blob store and records a file (spec 4.1 `POST /api/files`). Memory stays
+   * flat (only the first 64 KiB are kept, to recognize the content type with `file-type`). 0-byte
+   * files are valid.
+   *
+   * @returns the stored file reference
+   * @throws {ApiError} `invalid_request` when `declaredContentType` is not a media type (nothing read)
+   * @throws {ApiError} `payload_too_large` (413, details `{ limitBytes }`) over `maxBytes`; nothing stored
+   * @throws the body's error, or the abort reason; nothing stored
+   */
+  async upload(body: Readable | AsyncIterable<Uint8Array>, options: UploadOptions): Promise<FileReference> {
+    const declared = normalizeContentType(options.declaredContentType);
+    const name = sanitizeFileName(options.name);
+    if (options.signal && body instanceof Readable) addAbortSignal(options.signal, body);
+
+    const head: Buffer[] = [];
+    let headBytes = 0;
+    async function* sniff(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<Uint8Array | string> {
+      for await (const chunk of source) {
+        if (headBytes < SNIFF_BYTES) {
+          const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
+          const part = Buffer.from(bytes.subarray(0, SNIFF_BYTES - headBytes));
+          head.push(part);
+          headBytes += part.length;
+        }
+        yield chunk;
+      }
+    }
+    const staged = await this.blobs.stage(sniff(body as AsyncIterable<Uint8Array | string>) as AsyncIterable<Uint8Array>, { maxBytes: options.maxBytes, signal: options.signal });
+
+    let detected: string | undefined;
+    try {
+      detected = headBytes > 0 ? (await fileTypeFromBuffer(Buffer.concat(head, headBytes)))?.mime : undefined;
+    } catch {
+      detected = undefined; // a truncated or odd header is simply not recognized
+    }
+    const { contentType, declaredContentType } = decideContentType(declared, detected);
+    const row: FileRow = { id: newId("file"), name, content_type: contentType, declared_content_type: declaredContentType ?? null, size: staged.size, sha256: staged.sha256, created_at: new Date(this.now()).toISOString() };
+
+    await this.locks.run(staged.sha256, async () => {
+      try {
+        await staged.commit();
+      } catch (err) {
+        await staged.discard();
+        throw err;
+      }
+      try {
+        await this.db.transaction(async (tx) => {
+          await tx.run(`INSERT INTO files (${FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`, [row.id, row.name, row.content_type, row.declared_content_type, row.size, row.sha256, row.created_at]);
+          // a deletion of these bytes queued by an earlier collection must not happen any more
+          await tx.run("DELETE FROM blob_deletions WHERE sha256 = ?", [row.sha256]);
+        });
+      } catch (err) {
+        // no row points at the blob we just committed: drop it unless another file uses it
+        const other = await this.db.get("SELECT 1 AS one FROM files WHERE sha256 = ? LIMIT 1", [row.sha256]).catch(() => ({ one: 1 }));
+        if (!other) await this.blobs.delete(row.sha256).catch(() => undefined);
+        throw err;
+      }
+    });
+    return toReference(row);
+  }
+
+  /** The file `fileId`, or undefined when there is none. */
+  async get(fileId: string): Promise<FileReference | undefined> {
+    const row = await this.db.get<FileRow>(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`, [fileId]);
+    return row ? toReference(row) : undefined;
+  }
+
+  /**
+   * Opens the bytes of `fileId`, all of them or the inclusive `range` (parse a `Range` header with
+   * `parseRangeHeader`). The caller checks access to the owner first (spec 4.3).
+   *
+   * @throws {ApiError} `not_found` when there is no such file
+   * @throws {ApiError} `range_not_satisfiable` (416, details `{ size }`, header `content-range: bytes * /size`) for a range outside the file
+   * @throws Error when the file row exists but its blob is missing (an internal inconsistency, 500)
+   */
+  async open(fileId: string, range?: ByteRange): Promise<OpenedFile> {
+    const reference = await this.get(fileId);
+    if (!reference) throw new ApiError("not_found", `No file "${fileId}"`);
+    if (range) assertRange(range, reference.size);
+    let stream: Readable;
+    try {
+      stream = await this.blobs.read(reference.sha256, range);
+    } catch (err) {
+      if (isApiError(err) && err.code === "not_found") throw new Error(`The bytes of file ${fileId} (sha256 ${reference.sha256}) are missing from the ${this.blobs.kind} blob store`);
+      throw err;
+    }
+    return { reference, stream, range, size: reference.size, contentLength: range ? range.end - range.start + 1 : reference.size };
+  }
+
+  /**
+   * Records that `owner` holds `fileId`, inside the caller's write transaction (the ontology's or a
+   * run's), so the reference commits or rolls back with the write that made it. A referenced file is
+   * never collected, even after its references are removed (run records and events may still hold it).
+   * Adding the same reference twice is a no-op.
+   *
+   * @throws {ApiError} `invalid_request` (details `{ fileId }`) when there is no such file, or the owner is malformed
+   */
+  async addReference(tx: SqlWriter, fileId: string, owner: FileOwner): Promise<void> {
+    checkOwner(owner, true);
+    const file = await tx.get<{ id: string }>("SELECT id FROM files WHERE id = ?", [fileId]);
+    if (!file) throw new ApiError("invalid_request", `No file "${fileId}": upload it first (POST /api/files)`, { fileId });
+    const at = new Date(this.now()).toISOString();
+    await tx.run("INSERT OR IGNORE INTO file_references (file_id, owner_kind, owner_id, path, created_at) VALUES (?, ?, ?, ?, ?)", [fileId, owner.kind, owner.id, owner.path, at]);
+    await tx.run("UPDATE files SET referenced_at = ? WHERE id = ? AND referenced_at IS NULL", [at, fileId]);
+  }
+
+  /**
+   * Removes the references `owner` holds (all of them, or only those at `owner.path` when given),
+   * inside the caller's write transaction.
+   * @returns how many references were removed
+   */
+  async removeReferences(tx: SqlWriter, owner: { kind: string; id: string; path?: string }): Promise<number> {
+    checkOwner(owner as FileOwner, false);
+    const res =
+      owner.path === undefined
+        ? await tx.run("DELETE FROM file_references WHERE owner_kind = ? AND owner_id = ?", [owner.kind, owner.id])
+        : await tx.run("DELETE FROM file_references WHERE owner_kind = ? AND owner_id = ? AND path = ?", [owner.kind, owner.id, owner.path]);
+    return res.changes;
+  }
+
+  /** The references that hold `fileId`, oldest first. */
+  async references(fileId: string): Promise<(FileOwner & { createdAt: string })[]> {
+    const rows = await this.db.all<{ owner_kind: string; owner_id: string; path: string; created_at: string }>("SELECT owner_kind, owner_id, path, created_at FROM file_references WHERE file_id = ? ORDER BY created_at, owner_kind, owner_id, path", [fileId]);
+    return rows.map((r) => ({ kind: r.owner_kind, id: r.owner_id, path: r.path, createdAt: r.created_at }));
+  }
+
+  /**
+   * Deletes files that were never referenced, were created more than `olderThanMs` ago, and have no
+   * live (unexpired, unrevoked) download URL; deletes a file's blob only when no other file row has the
+   * same SHA-256. Blob deletions that failed earlier are retried first. Meant for a background pass.
+   *
+   * @param olderThanMs retention in ms; default {@link DEFAULT_UNREFERENCED_RETENTION_MS} (24 h)
+   * @returns how many files were deleted
+   * @throws the blob store's error when a blob cannot be deleted (the deletion stays queued and is retried next time)
+   */
+  async collectUnreferenced(olderThanMs = DEFAULT_UNREFERENCED_RETENTION_MS): Promise<number> {
+    await this.retryBlobDeletions();
+    const now = this.now();
+    const cutoff = new Date(now - olderThanMs).toISOString();
+    const eligible = "referenced_at IS NULL AND created_at < ? AND NOT EXISTS (SELECT 1 FROM download_urls d WHERE d.file_id = files.id AND d.revoked_at IS NULL AND d.expires_at > ?)";
+    let deleted = 0;
+    for (;;) {
+      const batch = await this.db.all<{ id: string; sha256: string }>(`SELECT id, sha256 FROM files WHERE ${eligible} ORDER BY created_at LIMIT 200`, [cutoff, now]);
+      let progress = 0;
+      for (const file of batch) {
+        await this.locks.run(file.sha256, async () => {
+          const queued = await this.db.transaction(async (tx) => {
+            const res = await tx.run(`DELETE FROM files WHERE id = ? AND ${eligible}`, [file.id, cutoff, now]);
+            if (res.changes === 0) return false; // referenced or shared meanwhile
+            progress++;
+            const other = await tx.get("SELECT 1 AS one FROM files WHERE sha256 = ? LIMIT 1", [file.sha256]);
+            if (other) return false;
+            await tx.run("INSERT OR REPLACE INTO blob_deletions (sha256, queued_at) VALUES (?, ?)", [file.sha256, new Date(now).toISOString()]);
+            return true;
+          });
+          if (queued) {
+            await this.blobs.delete(file.sha256);
+            await this.db.transaction((tx) => tx.run("DELETE FROM blob_deletions WHERE sha256 = ?", [file.sha256]));
+          }
+        });
+      }
+      deleted += progress;
+      if (batch.length < 200 || progress === 0) return deleted;
+    }
+  }
+
+  /** Deletes the blobs queued for deletion whose SHA-256 no file row uses (again); drops the rest from the queue. */
+  private async retryBlobDeletions(): Promise<void> {
+    const queued = await this.db.all<{ sha256: string }>("SELECT sha256 FROM blob_deletions ORDER BY queued_at LIMIT 1000");
+    for (const { sha256 } of queued) {
+      await this.locks.run(sha256, async () => {
+        const used = await this.db.get("SELECT 1 AS one FROM files WHERE sha256 = ? LIMIT 1", [sha256]);
+        if (!used) await this.blobs.delete(sha256);
+        await this.db.transaction((tx) => tx.run("DELETE FROM blob_deletions WHERE sha256 = ?", [sha256]));
+      });
+    }
+  }
+
+  /**
+   * Creates a download URL for one file (spec 2.6, 4.3): a random 32-byte secret in the URL, stored only
+   * as its SHA-256. Each call makes a distinct URL. The caller checks that the creator may read the file.
+   *
+   * @throws Error naming `SVC_API_PUBLIC_ORIGIN` when `publicOrigin` is missing or not an http(s) origin
+   * @throws {ApiError} `invalid_request` when `expiresInMs` is not a whole number from 1 to 7 days
+   * @throws {ApiError} `not_found` when there is no such file
+   */
+  async createDownloadUrl(fileId: string, options: CreateDownloadUrlOptions): Promise<DownloadUrl> {
+    const origin = publicOriginOf(options.publicOrigin);
+    const ttl = options.expiresInMs ?? DEFAULT_DOWNLOAD_URL_TTL_MS;
+    if (!Number.isSafeInteger(ttl) || ttl < 1 || ttl > MAX_DOWNLOAD_URL_TTL_MS) {
+      throw new ApiError("invalid_request", `expiresInMs must be a whole number of milliseconds from 1 to ${MAX_DOWNLOAD_URL_TTL_MS} (7 days)`, { field: "expiresInMs" });
+    }
+    const secret = randomBytes(32).toString("base64url");
+    const id = newId("dl");
+    const now = this.now();
+    const expiresAt = now + ttl;
+    await this.db.transaction(async (tx) => {
+      const file = await tx.get("SELECT 1 AS one FROM files WHERE id = ?", [fileId]);
+      if (!file) throw new ApiError("not_found", `No file "${fileId}"`);
+      await tx.run("INSERT INTO download_urls (id, file_id, secret_hash, expires_at, revoked_at, created_at, created_by) VALUES (?, ?, ?, ?, NULL, ?, ?)", [id, fileId, hashSecret(secret), expiresAt, new Date(now).toISOString(), options.createdBy ?? null]);
+    });
+    return { id, url: `${origin}/api/download/${secret}`, expiresAt: new Date(expiresAt).toISOString() };
+  }
+
+  /**
+   * Revokes a download URL by its id; from then on it answers 410 `download_url_revoked`. Revoking
+   * twice keeps the first revocation time.
+   *
+   * @returns the id and when it was revoked (ISO 8601)
+   * @throws {ApiError} `not_found` when there is no download URL with this id
+   */
+  async revokeDownloadUrl(id: string): Promise<{ id: string; revokedAt: string }> {
+    const at = new Date(this.now()).toISOString();
+    return this.db.transaction(async (tx) => {
+      const row = await tx.get<{ revoked_at: string | null }>("SELECT revoked_at FROM download_urls WHERE id = ?", [id]);
+      if (!row) throw new ApiError("not_found", `No download URL "${id}"`);
+      if (row.revoked_at) return { id, revokedAt: row.revoked_at };
+      await tx.run("UPDATE download_urls SET revoked_at = ? WHERE id = ?", [at, id]);
+      return { id, revokedAt: at };
+    });
+  }
+
+  /**
+   * Resolves the secret of a download URL (the last path segment of `/api/download/<secret>`) to the
+   * file it serves. No session is involved: the secret is the whole capability (spec 5).
+   *
+   * @throws {ApiError} `not_found` (404) for a secret that was never issued (or whose file is gone)
+   * @throws {ApiError} `download_url_revoked` (410, details `{ revokedAt }`) after revocation
+   * @throws {ApiError} `download_url_expired` (410, details `{ expiredAt }`) after expiry
+   */
+  async resolveDownloadUrl(secret: string): Promise<FileReference> {
+    if (typeof secret !== "string" || !SECRET_FORMAT.test(secret)) throw new ApiError("not_found", "No such download URL");
+    const row = await this.db.get<FileRow & { expires_at: number; revoked_at: string | null }>(
+      `SELECT f.id, f.name, f.content_type, f.declared_content_type, f.size, f.sha256, f.created_at, d.expires_at, d.revoked_at
+         FROM download_urls d JOIN files f ON f.id = d.file_id WHERE d.secret_hash = ?`,
+      [hashSecret(secret)],
+    );
+    if (!row) throw new ApiError("not_found", "No such download URL");
+    if (row.revoked_at) throw new ApiError("download_url_revoked", "This download URL was revoked", { revokedAt: row.revoked_at });
+    if (this.now() >= row.expires_at) throw new ApiError("download_url_expired", "This download URL has expired", { expiredAt: new Date(row.expires_at).toISOString() });
+    return toReference(row);
+  }
+}
+
+/**
+ * Checks the public origin download URLs point at (spec 4.3: `SVC_API_PUBLIC_ORIGIN`, an http(s) origin,
+ * optionally with the path prefix of a reverse proxy) and answers it without a trailing slash.
+ * @throws Error naming `SVC_API_PUBLIC_ORIGIN` when it is missing or not an http(s) origin
+ */
+export function publicOriginOf(value: string | undefined): string {
+  if (!value) {
+    throw new Error("Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com). Local addresses are unreachable for external services.");
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an origin such as https://api.example.com (got ${JSON.stringify(value)})`);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password || url.search || url.hash) {
+    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an http(s) origin such as https://api.example.com (got ${JSON.stringify(value)})`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}

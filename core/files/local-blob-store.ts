@@ -1,0 +1,197 @@
+/**
+ * The filesystem blob backend (spec 8: the embedded default), under one directory (the runtime uses
+ * `<dataDir>/blobs`):
+ *
+ * ```
+ * <root>/.tmp/<uuid>.part          bodies being written (swept after an hour: left over by a crash)
+ * <root>/ab/cd/abcd…<64 hex>       committed blobs, named by their SHA-256
+ * ```
+ *
+ * A body is streamed into a temporary file of the same tree, fsynced, then renamed to its address (and
+ * the directory fsynced), so a crash at any point leaves either nothing or the whole blob visible.
+ */
+import { randomUUID } from "node:crypto";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { ApiError } from "../errors";
+import { assertBlobAddress, assertRange, meter, newMeterState, STALE_TEMP_MS, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StagedBlob } from "./blob-store";
+
+const TMP_DIR = ".tmp";
+
+function isNotFound(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException)?.code === "ENOENT";
+}
+
+/** Flushes a directory entry change (a rename) to disk; ignored where directories cannot be fsynced. */
+async function fsyncDir(dir: string): Promise<void> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, "r");
+    await fh.sync();
+  } catch {
+    // some filesystems refuse fsync on a directory; the rename itself is still atomic
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Options of {@link LocalBlobStore.open}. */
+export interface LocalBlobStoreOptions {
+  /** Temporary files older than this (ms, by modification time) are deleted on open. Default 1 hour. */
+  staleTempMs?: number;
+  /** The clock, in epoch ms (tests). */
+  now?: () => number;
+}
+
+/**
+ * Content-addressed blobs in a local directory. See the module comment for the layout and the
+ * crash-safety argument; see {@link BlobStore} for the contract of each method.
+ */
+export class LocalBlobStore implements BlobStore {
+  readonly kind = "local" as const;
+
+  private constructor(readonly root: string) {}
+
+  /**
+   * Opens (creating) the store under `root` and deletes temporary files left over by a crash that are
+   * older than `staleTempMs` (1 hour by default; younger ones may belong to a live upload of another
+   * process sharing the directory).
+   *
+   * @param root the blob directory, e.g. `<dataDir>/blobs`
+   * @throws the filesystem error when the directory cannot be created or read
+   */
+  static async open(root: string, options: LocalBlobStoreOptions = {}): Promise<LocalBlobStore> {
+    const dir = path.resolve(root);
+    await fsp.mkdir(path.join(dir, TMP_DIR), { recursive: true });
+    const store = new LocalBlobStore(dir);
+    await store.sweepTemporaryFiles(options.staleTempMs ?? STALE_TEMP_MS, (options.now ?? Date.now)());
+    return store;
+  }
+
+  /**
+   * Deletes temporary files last modified more than `olderThanMs` before `now`.
+   * @returns how many were deleted
+   */
+  async sweepTemporaryFiles(olderThanMs: number, now = Date.now()): Promise<number> {
+    const tmp = path.join(this.root, TMP_DIR);
+    let swept = 0;
+    for (const name of await fsp.readdir(tmp)) {
+      const file = path.join(tmp, name);
+      try {
+        const st = await fsp.stat(file);
+        if (now - st.mtimeMs > olderThanMs) {
+          await fsp.rm(file, { force: true, recursive: true });
+          swept++;
+        }
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    return swept;
+  }
+
+  /** The path of the blob `sha256`: `<root>/ab/cd/<sha256>`. */
+  pathOf(sha256: string): string {
+    assertBlobAddress(sha256);
+    return path.join(this.root, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+  }
+
+  async write(body: Readable | AsyncIterable<Uint8Array>, options: BlobWriteOptions): Promise<BlobInfo> {
+    const staged = await this.stage(body, options);
+    await staged.commit();
+    return { sha256: staged.sha256, size: staged.size };
+  }
+
+  async stage(body: Readable | AsyncIterable<Uint8Array>, options: BlobWriteOptions): Promise<StagedBlob> {
+    const tmp = path.join(this.root, TMP_DIR, `${randomUUID()}.part`);
+    const state = newMeterState();
+    let fh: fsp.FileHandle | undefined;
+    try {
+      fh = await fsp.open(tmp, "wx");
+      for await (const chunk of meter(body, options.maxBytes, state, options.signal)) {
+        let offset = 0;
+        while (offset < chunk.length) offset += (await fh.write(chunk, offset, chunk.length - offset)).bytesWritten;
+      }
+      await fh.sync();
+      await fh.close();
+      fh = undefined;
+    } catch (err) {
+      await fh?.close().catch(() => undefined);
+      await fsp.rm(tmp, { force: true });
+      throw err;
+    }
+    const sha256 = state.hash.digest("hex");
+    let settled = false;
+    const discard = async () => {
+      settled = true;
+      await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    };
+    return {
+      sha256,
+      size: state.size,
+      commit: async () => {
+        if (settled) throw new Error("This staged blob was already committed or discarded");
+        settled = true;
+        const target = this.pathOf(sha256);
+        try {
+          if (await this.exists(sha256)) {
+            await fsp.rm(tmp, { force: true });
+            return;
+          }
+          await fsp.mkdir(path.dirname(target), { recursive: true });
+          // atomic: a concurrent commit of the same bytes replaces an identical file
+          await fsp.rename(tmp, target);
+          await fsyncDir(path.dirname(target));
+        } catch (err) {
+          await fsp.rm(tmp, { force: true }).catch(() => undefined);
+          throw err;
+        }
+      },
+      discard,
+    };
+  }
+
+  async read(sha256: string, range?: ByteRange): Promise<Readable> {
+    const file = this.pathOf(sha256);
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(file, "r");
+    } catch (err) {
+      if (isNotFound(err)) throw new ApiError("not_found", "No such blob");
+      throw err;
+    }
+    try {
+      // the open descriptor keeps the bytes readable even if the blob is deleted meanwhile
+      const { size } = await fh.stat();
+      if (range) assertRange(range, size);
+      return fh.createReadStream(range ? { start: range.start, end: range.end } : {});
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async stat(sha256: string): Promise<BlobInfo | undefined> {
+    try {
+      const st = await fsp.stat(this.pathOf(sha256));
+      return { sha256, size: st.size };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async exists(sha256: string): Promise<boolean> {
+    return (await this.stat(sha256)) !== undefined;
+  }
+
+  async delete(sha256: string): Promise<void> {
+    await fsp.rm(this.pathOf(sha256), { force: true });
+  }
+
+  async close(): Promise<void> {
+    // nothing held open between calls
+  }
+}
+
