@@ -26,6 +26,8 @@ import { Lifecycle } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
 import { TemporalHost } from "./temporal/host";
 import { loadWorkflowBundle } from "./temporal/bundle";
+import { FileStore } from "./files/file-store";
+import { blobStoreFromEnv } from "./files/config";
 import { ApiError, errorResponse } from "./errors";
 import type { ProjectDefinition } from "./sdk/project";
 import type { Plugin, PluginDeps, ResolvedDeps } from "./plugin-api";
@@ -103,6 +105,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
     lifecycle.every(Math.min(config.eventRetentionMs / 10, 3_600_000), () =>
       Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs)]).catch((err) => log.warn({ err }, "retention prune failed")),
     );
+    const files = new FileStore(db, await blobStoreFromEnv(opts.env ?? process.env, config.dataDir));
+    lifecycle.every(Math.min(config.fileRetentionMs / 4, 3_600_000), () =>
+      files.collectUnreferenced(config.fileRetentionMs).then(
+        (n) => n && log.info({ removed: n }, "removed files never referenced"),
+        (err) => log.warn({ err }, "removing unreferenced files failed"),
+      ),
+    );
     const temporal = await TemporalHost.connect({ config, log });
     lifecycle.hook("close", () => temporal.shutdown());
 
@@ -114,6 +123,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(EVENT_STREAM, { useValue: stream });
     container.register(Outbox, { useValue: outbox });
     container.register(LogCapture, { useValue: logs });
+    container.register(FileStore, { useValue: files });
     container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
     for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager]) {

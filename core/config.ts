@@ -30,6 +30,10 @@ import type { InjectionToken } from "./di";
  * | `NATS_URL` | nats://127.0.0.1:4222 | NATS server(s) for the broker stream |
  * | `SVC_NATS_STREAM` | SVC_<project id> | JetStream stream name |
  * | `SVC_SCHEDULES` | true | upsert the connectors' schedules on Temporal at startup (false: leave them as they are) |
+ * | `SVC_UPLOAD_MAX_BYTES` | 5368709120 (5 GiB) | largest file an upload session (`/api/files/uploads`, tus) accepts |
+ * | `SVC_UPLOAD_SESSION_TTL_MS` | 86400000 (24 h) | an unfinished upload session expires this long after its last chunk |
+ * | `SVC_FILE_RETENTION_MS` | 86400000 (24 h) | a file never referenced is removed this long after its upload |
+ * | `SVC_FILE_STORAGE`, `SVC_S3_*` | local | where file bytes go: see `core/files/config.ts` |
  */
 export interface Config {
   port: number;
@@ -38,6 +42,8 @@ export interface Config {
   dataDir: string;
   devToken?: string;
   publicOrigin: string;
+  /** `SVC_API_PUBLIC_ORIGIN` exactly as configured (no default): download URLs need it (spec 4.3). */
+  apiPublicOrigin?: string;
   temporal: {
     address?: string;
     namespace: string;
@@ -56,6 +62,12 @@ export interface Config {
   eventStream: "sqlite" | "nats";
   natsUrl: string;
   natsStream?: string;
+  /** Largest upload-session file, bytes. */
+  uploadMaxBytes: number;
+  /** Upload-session expiry after its last chunk, ms. */
+  uploadSessionTtlMs: number;
+  /** How long a never-referenced file is kept, ms. */
+  fileRetentionMs: number;
 }
 
 /** DI token of the runtime {@link Config}. */
@@ -96,6 +108,9 @@ const EnvSchema = v.object({
   SVC_NATS_STREAM: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]+$/, "must be letters, digits, _ or -"))),
   SVC_WS_MAX_BUFFERED_BYTES: v.optional(intIn(1024, 1024 * 1024 * 1024), String(4 * 1024 * 1024)),
   SVC_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(8 * 3_600_000)),
+  SVC_UPLOAD_MAX_BYTES: v.optional(intIn(1, 1024 ** 4), String(5 * 1024 ** 3)),
+  SVC_UPLOAD_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(86_400_000)),
+  SVC_FILE_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(86_400_000)),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
@@ -128,6 +143,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: path.resolve(dataDir),
     devToken: e.SVC_DEV_TOKEN ?? defaults.devToken,
     publicOrigin: (e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    ...(e.SVC_API_PUBLIC_ORIGIN ? { apiPublicOrigin: e.SVC_API_PUBLIC_ORIGIN.replace(/\/$/, "") } : {}),
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
@@ -145,6 +161,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     eventStream: e.SVC_EVENT_STREAM,
     natsUrl: e.NATS_URL,
     natsStream: e.SVC_NATS_STREAM,
+    uploadMaxBytes: e.SVC_UPLOAD_MAX_BYTES,
+    uploadSessionTtlMs: e.SVC_UPLOAD_SESSION_TTL_MS,
+    fileRetentionMs: e.SVC_FILE_RETENTION_MS,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   range_not_satisfiable: 416,
   internal: 500,
   shutting_down: 503,
+  not_configured: 503,
   unavailable: 503,
 } as const;
 

@@ -131,6 +131,10 @@ function createContext(workflowId: string, runId: string): WorkflowContext {
       get: async (objectTypeId, primaryId) => (await inNode(`read ${objectTypeId} ${primaryId}`).readObject({ objectTypeId, primaryId })) ?? undefined,
     },
     write: (changes) => inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology({ workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
+    blobs: {
+      createDownloadUrl: (file, options) => inNode("create a download URL").createDownloadUrl({ runId, fileId: file.id, expiresInMs: options?.expiresInMs }),
+      revokeDownloadUrl: (id) => inNode("revoke a download URL").revokeDownloadUrl({ id }),
+    },
     actions: {
       run: (actionId, input) => inNode(`run action ${actionId}`).runAction({ actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
     },

@@ -7,6 +7,8 @@ import { Outbox } from "../events/outbox";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { OntologyStore } from "../ontology/store";
+import { FileStore } from "../files/file-store";
+import { LocalBlobStore } from "../files/local-blob-store";
 import { ApiError } from "../errors";
 import { sandboxProject } from "../../sandbox/project";
 import { tempDir } from "../../test/helpers-fs";
@@ -21,7 +23,7 @@ async function open(dir = tempDir()) {
   const outbox = new Outbox(db, stream, log);
   const project = new ProjectRegistry(sandboxProject);
   const events = new EventLog(db, outbox, stream, project, log);
-  const ontology = new OntologyStore(db, events, project);
+  const ontology = new OntologyStore(db, events, project, new FileStore(db, await LocalBlobStore.open(path.join(path.dirname(db.file), "blobs"))));
   return { dir, db, stream, outbox, events, ontology };
 }
 

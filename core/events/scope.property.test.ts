@@ -13,6 +13,8 @@ import { Outbox } from "../events/outbox";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { OntologyStore } from "../ontology/store";
+import { FileStore } from "../files/file-store";
+import { LocalBlobStore } from "../files/local-blob-store";
 import type { OntologyChange } from "../sdk/context";
 import type { StoredDomainEvent } from "../events/catalog";
 import { sandboxProject } from "../../sandbox/project";
@@ -59,7 +61,7 @@ describe("event scope (property)", () => {
         const log = pino({ level: "silent" });
         const project = new ProjectRegistry(sandboxProject);
         const events = new EventLog(db, new Outbox(db, stream, log), stream, project, log);
-        const ontology = new OntologyStore(db, events, project);
+        const ontology = new OntologyStore(db, events, project, new FileStore(db, await LocalBlobStore.open(path.join(path.dirname(db.file), "blobs"))));
         for (const op of ops) {
           if (op.kind === "write") await ontology.commit(op.changes, { origin: { kind: "runtime" }, correlationId: "prop" }).catch(() => undefined);
           else await events.append([op.e]);

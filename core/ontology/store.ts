@@ -7,7 +7,8 @@ import type { ProjectDefinition } from "../sdk/project";
 import type { ObjectPage, ObjectQuery, ObjectRecord, OntologyChange, OntologyWrites } from "../sdk/context";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
-import { checkProperties, validateChanges } from "./validate";
+import { checkProperties, fileProperties, validateChanges } from "./validate";
+import { FileStore } from "../files/file-store";
 import { compileObjectQuery, encodePageToken } from "./query";
 
 /** Who and what a write is for: copied into every envelope of the commit (spec 2.3). */
@@ -78,8 +79,41 @@ export class OntologyStore {
     @inject(Database) private readonly db: Database,
     @inject(EventLog) private readonly events: EventLog,
     @inject(ProjectRegistry) registry: ProjectRegistry,
+    @inject(FileStore) private readonly files: FileStore,
   ) {
     this.project = registry.definition;
+    for (const [id, type] of Object.entries(this.project.objectTypes)) {
+      const names = fileProperties(type.properties);
+      if (names.length) this.fileProps.set(id, names);
+    }
+  }
+
+  /** Object types with `file` properties, and their names. */
+  private readonly fileProps = new Map<string, string[]>();
+
+  /**
+   * Replaces each written file property value by the stored reference `{ id, name, contentType, size,
+   * sha256 }` (so readers see what the file is) and keeps `file_references` in step, in the write's
+   * transaction: the object holds the file at `/properties/<name>` (spec 4.3: files are read through
+   * their owner).
+   * @throws {ApiError} invalid_request when a named file does not exist
+   */
+  private async resolveFiles(tx: SqlWriter, objectTypeId: string, primaryId: string, properties: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const names = this.fileProps.get(objectTypeId)?.filter((n) => n in properties);
+    if (!names?.length) return properties;
+    const out = { ...properties };
+    const owner = { kind: "object", id: `${objectTypeId}/${primaryId}` };
+    for (const name of names) {
+      const path = `/properties/${name}`;
+      await this.files.removeReferences(tx, { ...owner, path });
+      const value = properties[name] as { id: string } | null;
+      if (value === null) continue;
+      const file = await tx.get<{ id: string; name: string; content_type: string; size: number; sha256: string }>("SELECT id, name, content_type, size, sha256 FROM files WHERE id = ?", [value.id]);
+      if (!file) throw new ApiError("invalid_request", `No file "${value.id}" for ${objectTypeId} "${primaryId}" ${name}: upload it first (POST /api/files)`, { fileId: value.id, property: name });
+      await this.files.addReference(tx, file.id, { ...owner, path });
+      out[name] = { id: file.id, name: file.name, contentType: file.content_type, size: file.size, sha256: file.sha256 };
+    }
+    return out;
   }
 
   /** Reads one object (committed data). */
@@ -137,7 +171,7 @@ export class OntologyStore {
           const existing = await this.getObject(c.objectTypeId, c.primaryId, tx);
           if (!existing && c.op === "object.update") throw new ApiError("not_found", `No ${c.objectTypeId} "${c.primaryId}" to update`);
           const before = existing?.properties ?? {};
-          const after = merge(before, c.properties);
+          const after = merge(before, await this.resolveFiles(tx, c.objectTypeId, c.primaryId, c.properties));
           const changed = diff(before, after);
           if (!existing) {
             const problems = checkProperties(this.project.objectTypes[c.objectTypeId]!.properties, after, "properties", true);
@@ -153,6 +187,7 @@ export class OntologyStore {
         case "object.delete": {
           const existing = await this.getObject(c.objectTypeId, c.primaryId, tx);
           if (!existing) break;
+          if (this.fileProps.has(c.objectTypeId)) await this.files.removeReferences(tx, { kind: "object", id: `${c.objectTypeId}/${c.primaryId}` });
           await tx.run("DELETE FROM objects WHERE object_type_id = ? AND primary_id = ?", [c.objectTypeId, c.primaryId]);
           emit("object.deleted", { objectTypeId: c.objectTypeId, primaryId: c.primaryId, propertyChanges: diff(existing.properties, {}) });
           break;

@@ -20,7 +20,19 @@ function typeMatches(type: PropertyType, value: unknown): boolean {
       return typeof value === "string" && !Number.isNaN(Date.parse(value)) && value.includes("T");
     case "json":
       return true;
+    case "file":
+      return isFileValue(value);
   }
+}
+
+/** A file property's written value: an object whose `id` names an uploaded file (`file_…`). */
+export function isFileValue(value: unknown): value is { id: string } {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as { id?: unknown }).id === "string" && /^file_[0-9A-Za-z]+$/.test((value as { id: string }).id);
+}
+
+/** The names of an object type's `file` properties (empty for most types). */
+export function fileProperties(declared: Record<string, PropertyType | PropertyDefinition>): string[] {
+  return Object.entries(declared).filter(([, d]) => propertyDef(d).type === "file").map(([name]) => name);
 }
 
 /**
@@ -35,7 +47,7 @@ export function checkProperties(declared: Record<string, PropertyType | Property
   for (const [name, value] of Object.entries(properties)) {
     const decl = declared[name];
     if (!decl) problems.push(`${path}.${name} is not a declared property`);
-    else if (value !== null && !typeMatches(propertyDef(decl).type, value)) problems.push(`${path}.${name} must be of type ${propertyDef(decl).type}`);
+    else if (value !== null && !typeMatches(propertyDef(decl).type, value)) problems.push(propertyDef(decl).type === "file" ? `${path}.${name} must be a file reference { id: "file_…" }` : `${path}.${name} must be of type ${propertyDef(decl).type}`);
   }
   if (creating) {
     for (const [name, decl] of Object.entries(declared)) {
@@ -71,6 +83,7 @@ export function validateChanges(project: ProjectDefinition, changes: readonly On
         if (!link) problems.push(`${at}: unknown link type "${c.linkId}"`);
         else if (link.source !== c.sourceTypeId || link.target !== c.targetTypeId) problems.push(`${at}: link "${c.linkId}" goes from ${link.source} to ${link.target}`);
         else if (c.op === "link.upsert" && c.properties) problems.push(...checkProperties(link.properties ?? {}, c.properties, `${at}.properties`, false));
+        if (link && fileProperties(link.properties ?? {}).length) problems.push(`${at}: link "${c.linkId}" declares file properties; files are held by objects only`);
         break;
       }
       case "telemetry.append": {

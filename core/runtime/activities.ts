@@ -15,7 +15,7 @@ import { isApiError } from "../errors";
 
 /** Errors that retrying cannot fix become non-retryable failures; others are retried. */
 function toFailure(err: unknown): unknown {
-  if (isApiError(err) && ["invalid_request", "not_found", "forbidden", "conflict"].includes(err.code)) {
+  if (isApiError(err) && ["invalid_request", "not_found", "forbidden", "conflict", "not_configured"].includes(err.code)) {
     return ApplicationFailure.nonRetryable(err.message, err.code, err.details);
   }
   return err;
@@ -132,6 +132,20 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
         (ctx) => step.run({ ...ctx, runId: input.runId, input: input.input, pipelineId: input.pipelineId, results: input.results }),
       );
       return result ?? null;
+    },
+    async createDownloadUrl(input) {
+      try {
+        return await handlers.blobs(`workflow:${input.runId}`).createDownloadUrl({ id: input.fileId }, { expiresInMs: input.expiresInMs });
+      } catch (err) {
+        throw toFailure(err);
+      }
+    },
+    async revokeDownloadUrl(input) {
+      try {
+        await handlers.blobs("workflow").revokeDownloadUrl(input.id);
+      } catch (err) {
+        throw toFailure(err);
+      }
     },
     async runActionEffect(input) {
       const run = await actions.get(input.runId);

@@ -6,9 +6,12 @@ import { validateChanges } from "../ontology/validate";
 import { ProjectRegistry } from "../project/registry";
 import { LogCapture, type RunRef } from "../logs/capture";
 import { LOGGER, type Logger } from "../logger";
+import { CONFIG, type Config } from "../config";
+import { FileStore } from "../files/file-store";
 import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/catalog";
-import type { HandlerLogger, OntologyChange, SystemContext } from "../sdk/context";
+import type { BlobsApi, HandlerLogger, OntologyChange, SystemContext } from "../sdk/context";
 import { eventsApi, ontologyAccess } from "./context";
+import { ApiError } from "../errors";
 
 /** Who a handler runs for: where its logs go and how its writes are keyed. */
 export interface HandlerRun {
@@ -58,7 +61,23 @@ export class HandlerRunner {
     @inject(ProjectRegistry) private readonly project: ProjectRegistry,
     @inject(LogCapture) private readonly logs: LogCapture,
     @inject(LOGGER) private readonly log: Logger,
+    @inject(FileStore) private readonly files: FileStore,
+    @inject(CONFIG) private readonly config: Config,
   ) {}
+
+  /**
+   * The SDK's blob operations for code running as `createdBy` (a run, recorded on each URL for audit).
+   * Download URLs point at `SVC_API_PUBLIC_ORIGIN` (spec 4.3).
+   */
+  blobs(createdBy: string): BlobsApi {
+    return {
+      createDownloadUrl: (file, options) => {
+        if (!this.config.apiPublicOrigin) throw new ApiError("not_configured", "Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com); local addresses are unreachable for external services", { variable: "SVC_API_PUBLIC_ORIGIN" });
+        return this.files.createDownloadUrl(file.id, { expiresInMs: options?.expiresInMs, publicOrigin: this.config.apiPublicOrigin, createdBy });
+      },
+      revokeDownloadUrl: async (id) => void (await this.files.revokeDownloadUrl(id)),
+    };
+  }
 
   /** The handler logger of a run (captured with its run context, spec 2.5). */
   logger(spec: Pick<HandlerRun, "run" | "logFields">): HandlerLogger {
@@ -79,6 +98,7 @@ export class HandlerRunner {
     const ctx: SystemContext = {
       ...ontologyAccess(this.ontology, buffer),
       log,
+      blobs: this.blobs(`${spec.run.kind}:${spec.run.id}`),
       events: { ...eventsApi(this.events, spec.correlationId), append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))) },
     };
     const result = await fn(ctx);

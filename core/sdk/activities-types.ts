@@ -3,7 +3,7 @@
  * (shared by the isolate engine in `workflows/` and the Node implementation in `core/temporal`).
  */
 import type { Sinks } from "@temporalio/workflow";
-import type { ActionRunRecord, ObjectRecord, OntologyChange, Subject } from "./context";
+import type { ActionRunRecord, DownloadUrl, ObjectRecord, OntologyChange, Subject } from "./context";
 
 export interface RecordWorkflowEventInput {
   type: string;
@@ -64,6 +64,10 @@ export interface SvcActivities {
   writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string }): Promise<void>;
   runAction(input: { actionId: string; subject?: Subject; params?: Record<string, unknown>; runId: string; workflowRunId: string }): Promise<ActionRunRecord>;
   runActionEffect(input: { actionId: string; runId: string }): Promise<void>;
+  /** `ctx.blobs.createDownloadUrl` of workflow code (a distinct URL per call; spec 2.6). */
+  createDownloadUrl(input: { runId: string; fileId: string; expiresInMs?: number }): Promise<DownloadUrl>;
+  /** `ctx.blobs.revokeDownloadUrl` of workflow code. */
+  revokeDownloadUrl(input: { id: string }): Promise<void>;
   /** Appends `schedule.triggered` (once per occurrenceKey) and runs the schedule's handler (its writes once per occurrence). */
   runSchedule(input: { scheduleId: string; occurrenceAt: string; triggeredAt: string; occurrenceKey: string }): Promise<void>;
 }

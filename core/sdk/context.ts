@@ -4,7 +4,7 @@
  */
 import type * as v from "valibot";
 import type { Actor, AppendInputLike, StoredDomainEventLike } from "./events-types";
-import type { ActionRunRecordSchema, ObjectRecordSchema, SubjectSchema } from "./records";
+import type { ActionRunRecordSchema, DownloadUrlSchema, FileReferenceSchema, ObjectRecordSchema, SubjectSchema } from "./records";
 
 export type { Actor };
 
@@ -96,6 +96,28 @@ export interface EventsApi {
   append(events: AppendInputLike[]): Promise<void>;
 }
 
+/** A stored file reference (spec 2.6); see {@link FileReferenceSchema}. */
+export type FileReference = v.InferOutput<typeof FileReferenceSchema>;
+
+/** A created download URL (spec 2.6); see {@link DownloadUrlSchema}. */
+export type DownloadUrl = v.InferOutput<typeof DownloadUrlSchema>;
+
+/**
+ * The SDK's blob operations (spec 2.6, 4.3 outbound file sharing). A download URL points at
+ * `SVC_API_PUBLIC_ORIGIN` (creating one without it set throws, naming the variable); whoever holds it
+ * reads that one file with no session until it expires or is revoked. Each call makes a distinct URL.
+ */
+export interface BlobsApi {
+  /**
+   * @param file a file reference (`{ id }` is enough), e.g. a `file` property's value
+   * @param options.expiresInMs lifetime in ms (default 1 hour, at most 7 days)
+   * @throws when the file does not exist or the public origin is not configured
+   */
+  createDownloadUrl(file: { id: string }, options?: { expiresInMs?: number }): Promise<DownloadUrl>;
+  /** Revokes a download URL by its id; it answers 410 from then on. */
+  revokeDownloadUrl(id: string): Promise<void>;
+}
+
 /** A minimal structured logger (pino-compatible). */
 export interface HandlerLogger {
   debug(obj: object | string, msg?: string): void;
@@ -109,6 +131,7 @@ export type Subject = v.InferOutput<typeof SubjectSchema>;
 
 /** What an action handler receives (spec 4.2). Writes are applied with origin `action`, no actor. */
 export interface ActionContext<P> extends OntologyAccess {
+  blobs: BlobsApi;
   actionId: string;
   runId: string;
   subject?: Subject;
@@ -126,6 +149,7 @@ export type ActionRunRecord = v.InferOutput<typeof ActionRunRecordSchema>;
 /** What an action's effect receives: the finished run, reads, and buffered system writes. */
 export interface EffectContext extends OntologyAccess {
   run: ActionRunRecord;
+  blobs: BlobsApi;
   log: HandlerLogger;
   events: EventsApi;
 }
@@ -133,5 +157,6 @@ export interface EffectContext extends OntologyAccess {
 /** What system code (seed, schedules, syncs) receives: origin runtime, no actor (spec 2.3). */
 export interface SystemContext extends OntologyAccess {
   log: HandlerLogger;
+  blobs: BlobsApi;
   events: EventsApi;
 }

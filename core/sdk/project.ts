@@ -2,8 +2,14 @@ import type { ConnectorDefinition } from "./connector";
 import type { WorkflowDefinition } from "./workflow";
 import type { SystemContext } from "./context";
 
-/** Property types of object and link properties. `date` is `YYYY-MM-DD`, `datetime` ISO 8601. */
-export type PropertyType = "string" | "number" | "integer" | "boolean" | "date" | "datetime" | "json";
+/**
+ * Property types of object and link properties. `date` is `YYYY-MM-DD`, `datetime` ISO 8601. `file`
+ * holds a file reference (spec 2.6): write `{ id: "file_…" }` of an uploaded file; the stored value is
+ * the whole reference `{ id, name, contentType, size, sha256 }`, and the file is read through the object
+ * (`GET /api/objects/:type/:id/files/content?path=/properties/<name>`). File properties exist on object
+ * types only.
+ */
+export type PropertyType = "string" | "number" | "integer" | "boolean" | "date" | "datetime" | "json" | "file";
 
 export interface PropertyDefinition {
   type: PropertyType;

@@ -22,6 +22,24 @@ export const ObjectRecordSchema = v.object({
   updatedAt: v.string(),
 });
 
+/**
+ * A stored file reference (spec 2.6), as `POST /api/files` answers it and `file` properties hold it.
+ * `contentType` is what the bytes are when recognized; `declaredContentType` is kept only when the
+ * uploader said something else. `size` in bytes; `sha256` lowercase hex (also the ETag).
+ */
+export const FileReferenceSchema = v.object({
+  id: v.pipe(v.string(), v.regex(/^file_[0-9A-Za-z]+$/)),
+  name: v.string(),
+  contentType: v.string(),
+  declaredContentType: v.optional(v.string()),
+  size: v.number(),
+  sha256: v.string(),
+  createdAt: v.optional(v.string()),
+});
+
+/** A created download URL (spec 2.6): `url` is the capability (shown once); `id` revokes it. */
+export const DownloadUrlSchema = v.object({ id: v.string(), url: v.string(), expiresAt: v.string() });
+
 /** The finished record of an action run (spec 2.2): `status` `failed` carries `error`. */
 export const ActionRunRecordSchema = v.object({
   id: v.string(),

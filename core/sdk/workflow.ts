@@ -3,7 +3,7 @@
  * in Node, so it is type-only apart from {@link defineWorkflow}: no I/O, no Node imports.
  */
 import type * as v from "valibot";
-import type { ActionRunRecord, ObjectRecord, OntologyChange, Subject } from "./context";
+import type { ActionRunRecord, BlobsApi, ObjectRecord, OntologyChange, Subject } from "./context";
 import type { InterventionAssignees } from "./activities-types";
 
 export type { InterventionAssignees };
@@ -57,6 +57,8 @@ export interface WorkflowContext {
    * submitted (answer validated), cancelled, or expires. Names are unique among a run's open interventions.
    */
   intervention<A>(name: string, request: InterventionRequest<A>): Promise<InterventionOutcome<A>>;
+  /** Download URLs for files the run holds (spec 2.6), each call an activity. */
+  blobs: BlobsApi;
   actions: {
     /** Runs a project action as an activity; the run has its own record and runId. */
     run(actionId: string, input: { subject?: Subject; params?: Record<string, unknown> }): Promise<ActionRunRecord>;
