@@ -78,3 +78,8 @@ export { WorkflowRuns, WorkflowRunStateSchema, InterventionStateSchema, HistoryE
 export { WebhookDeliveries, WebhookRunSchema, type WebhookAnswer } from "./runtime/webhooks";
 export { ConnectorRuns, ConnectorRunStateSchema } from "./runtime/connector-runs";
 export { ScheduleManager, ScheduleStateSchema } from "./runtime/schedules";
+export { FileStore, FILE_UPLOAD_MAX_BYTES } from "./files/file-store";
+export { parseRangeHeader } from "./files/blob-store";
+export { FileReferenceSchema, DownloadUrlSchema } from "./sdk/records";
+export type { FileReference } from "./sdk/context";
+export { isFileValue, fileProperties } from "./ontology/validate";

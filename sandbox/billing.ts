@@ -86,6 +86,16 @@ export default defineConnector({
     }),
   },
   actions: {
+    "invoice.attach-pdf": defineAction({
+      title: "Attach an invoice's PDF",
+      description: "Sets the invoice's `pdf` file property to an uploaded file (POST /api/files first). The file is then read through the invoice.",
+      subject: { objectTypeId: "invoice" },
+      params: v.object({ file: v.object({ id: v.pipe(v.string(), v.regex(/^file_[0-9A-Za-z]+$/, "must be a file id file_…")) }) }),
+      async run(ctx) {
+        ctx.objects.update("invoice", ctx.subject!.primaryId, { pdf: { id: ctx.params.file.id } });
+        return { invoiceId: ctx.subject!.primaryId, file: { id: ctx.params.file.id } };
+      },
+    }),
     "invoice.approve": defineAction({
       title: "Approve an invoice",
       subject: { objectTypeId: "invoice" },

@@ -11,7 +11,9 @@ import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN, sandboxProject } from "./project";
 
 const started = Date.now();
 try {
-  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, defaults: { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN } });
+  // download URLs point at the public origin (spec 4.3); the sandbox defaults it to its own address
+  const env = { ...process.env, SVC_API_PUBLIC_ORIGIN: process.env.SVC_API_PUBLIC_ORIGIN || `http://localhost:${process.env.PORT || 3002}` };
+  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults: { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN } });
   installSignalHandlers(app);
   const lines = [
     "",
@@ -19,6 +21,7 @@ try {
     `  API          ${app.url}`,
     `  Docs         ${app.url}/docs`,
     `  Temporal UI  ${app.temporal.uiUrl ?? `(not served; cluster ${app.temporal.address})`}`,
+    `  Public URL   ${app.config.apiPublicOrigin} (SVC_API_PUBLIC_ORIGIN, used in download URLs; local addresses are unreachable for external services)`,
     `  Dev token    ${app.config.devToken}`,
     `  Try          curl -H "Authorization: Bearer ${app.config.devToken}" ${app.url}/api/status`,
     "",

@@ -55,6 +55,7 @@ export const sandboxProject = defineProject({
         noticeSentAt: "datetime",
         reviewStatus: "string",
         reviewedAt: "datetime",
+        pdf: { type: "file", description: "The invoice document (a stored file reference)" },
       },
     },
   },

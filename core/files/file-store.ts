@@ -21,7 +21,7 @@ import { addAbortSignal, Readable } from "node:stream";
 import { fileTypeFromBuffer } from "file-type";
 import { ApiError, isApiError } from "../errors";
 import { newId } from "../ids";
-import type { Database, SqlWriter } from "../store/db";
+import type { Database, SqlValue, SqlWriter } from "../store/db";
 import { assertRange, type BlobStore, type ByteRange } from "./blob-store";
 
 /** The largest file `POST /api/files` accepts: 25 MiB (spec 8). */
@@ -429,26 +429,44 @@ export class FileStore {
     for (;;) {
       const batch = await this.db.all<{ id: string; sha256: string }>(`SELECT id, sha256 FROM files WHERE ${eligible} ORDER BY created_at LIMIT 200`, [cutoff, now]);
       let progress = 0;
-      for (const file of batch) {
-        await this.locks.run(file.sha256, async () => {
-          const queued = await this.db.transaction(async (tx) => {
-            const res = await tx.run(`DELETE FROM files WHERE id = ? AND ${eligible}`, [file.id, cutoff, now]);
-            if (res.changes === 0) return false; // referenced or shared meanwhile
-            progress++;
-            const other = await tx.get("SELECT 1 AS one FROM files WHERE sha256 = ? LIMIT 1", [file.sha256]);
-            if (other) return false;
-            await tx.run("INSERT OR REPLACE INTO blob_deletions (sha256, queued_at) VALUES (?, ?)", [file.sha256, new Date(now).toISOString()]);
-            return true;
-          });
-          if (queued) {
-            await this.blobs.delete(file.sha256);
-            await this.db.transaction((tx) => tx.run("DELETE FROM blob_deletions WHERE sha256 = ?", [file.sha256]));
-          }
-        });
-      }
+      for (const file of batch) if (await this.deleteIf(file, eligible, [cutoff, now])) progress++;
       deleted += progress;
       if (batch.length < 200 || progress === 0) return deleted;
     }
+  }
+
+  /**
+   * Deletes a file that was just uploaded and is not wanted after all (a request refused after its file
+   * part was stored): only while it was never referenced and has no live download URL; its blob goes
+   * when no other file row uses the same bytes.
+   * @returns whether it was deleted
+   */
+  async discard(fileId: string): Promise<boolean> {
+    const file = await this.db.get<{ id: string; sha256: string }>("SELECT id, sha256 FROM files WHERE id = ?", [fileId]);
+    if (!file) return false;
+    const now = this.now();
+    return this.deleteIf(file, "referenced_at IS NULL AND NOT EXISTS (SELECT 1 FROM download_urls d WHERE d.file_id = files.id AND d.revoked_at IS NULL AND d.expires_at > ?)", [now]);
+  }
+
+  /**
+   * Deletes one file row when `condition` (SQL over `files`) still holds, under the lock of its bytes,
+   * then its blob when no other row uses it (queued first, so a failed delete is retried).
+   */
+  private deleteIf(file: { id: string; sha256: string }, condition: string, params: SqlValue[]): Promise<boolean> {
+    return this.locks.run(file.sha256, async () => {
+      const outcome = await this.db.transaction(async (tx) => {
+        const res = await tx.run(`DELETE FROM files WHERE id = ? AND ${condition}`, [file.id, ...params]);
+        if (res.changes === 0) return "kept" as const; // referenced or shared meanwhile
+        if (await tx.get("SELECT 1 AS one FROM files WHERE sha256 = ? LIMIT 1", [file.sha256])) return "deleted" as const;
+        await tx.run("INSERT OR REPLACE INTO blob_deletions (sha256, queued_at) VALUES (?, ?)", [file.sha256, new Date(this.now()).toISOString()]);
+        return "blob" as const;
+      });
+      if (outcome === "blob") {
+        await this.blobs.delete(file.sha256);
+        await this.db.transaction((tx) => tx.run("DELETE FROM blob_deletions WHERE sha256 = ?", [file.sha256]));
+      }
+      return outcome !== "kept";
+    });
   }
 
   /** Deletes the blobs queued for deletion whose SHA-256 no file row uses (again); drops the rest from the queue. */
@@ -493,14 +511,15 @@ export class FileStore {
    * Revokes a download URL by its id; from then on it answers 410 `download_url_revoked`. Revoking
    * twice keeps the first revocation time.
    *
+   * @param options.createdBy when given, only a URL created by this creator is revoked (others read as missing)
    * @returns the id and when it was revoked (ISO 8601)
-   * @throws {ApiError} `not_found` when there is no download URL with this id
+   * @throws {ApiError} `not_found` when there is no download URL with this id (of that creator)
    */
-  async revokeDownloadUrl(id: string): Promise<{ id: string; revokedAt: string }> {
+  async revokeDownloadUrl(id: string, options: { createdBy?: string } = {}): Promise<{ id: string; revokedAt: string }> {
     const at = new Date(this.now()).toISOString();
     return this.db.transaction(async (tx) => {
-      const row = await tx.get<{ revoked_at: string | null }>("SELECT revoked_at FROM download_urls WHERE id = ?", [id]);
-      if (!row) throw new ApiError("not_found", `No download URL "${id}"`);
+      const row = await tx.get<{ revoked_at: string | null; created_by: string | null }>("SELECT revoked_at, created_by FROM download_urls WHERE id = ?", [id]);
+      if (!row || (options.createdBy !== undefined && row.created_by !== options.createdBy)) throw new ApiError("not_found", `No download URL "${id}"`);
       if (row.revoked_at) return { id, revokedAt: row.revoked_at };
       await tx.run("UPDATE download_urls SET revoked_at = ? WHERE id = ?", [at, id]);
       return { id, revokedAt: at };

@@ -6,14 +6,15 @@ import { ApiError, errorResponse, isApiError } from "../errors";
 import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
-import { readJsonBody } from "./body";
+import { emptyJsonBody, MAX_BODY_BYTES, readJsonBody } from "./body";
+import { defaultsToEmptyObject, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups } from "./schemas";
 import { parseOrThrow } from "./validation";
 
 type Schema = v.GenericSchema<unknown, any>;
 type ObjectSchema = v.ObjectSchema<any, any> | v.LooseObjectSchema<any, any> | v.StrictObjectSchema<any, any>;
 type Out<S> = S extends Schema ? v.InferOutput<S> : undefined;
 
-export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type HttpMethod = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
 
 /**
  * How a route authenticates (spec 5): `bearer` routes accept `Authorization: Bearer <API_TOKEN>` or a
@@ -23,12 +24,26 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export type AuthMode = "bearer" | "session" | "none";
 
 /**
+ * A documented response: what it means, and its body: `schema` for a JSON body (an error status
+ * without one gets the structured error body), or `contentType` for a body of another type.
+ */
+export interface ResponseDoc {
+  description: string;
+  schema?: Schema;
+  contentType?: string;
+}
+
+/**
  * A route: method, path (h3 syntax, `:name` parameters), auth, valibot schemas for params, query and
  * JSON body (validated before the handler runs, and the same schemas generate the OpenAPI document),
  * documented responses, and the handler. A handler answers a JSON-serializable value (200), a
  * `Response`, or throws an {@link ApiError}.
+ *
+ * `responses` lists the statuses the route answers beyond those its declaration implies, which the
+ * OpenAPI generator adds itself (see {@link implicitErrorResponses}): 400, 401/403, 404, 413/415, 500.
+ * `default` documents "any other status" (for example a webhook handler's own answer).
  */
-export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined, QS extends ObjectSchema | undefined = undefined, BS extends Schema | undefined = undefined> {
+export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined, QS extends Schema | undefined = undefined, BS extends Schema | undefined = undefined> {
   method: HttpMethod;
   path: string;
   summary: string;
@@ -38,10 +53,18 @@ export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined
   params?: PS;
   query?: QS;
   body?: BS;
+  /**
+   * Stricter bodies for some values of one path parameter (an action's params, a workflow's input):
+   * when `params[param]` is a key of `bodies`, the body must also pass that schema (checked first; the
+   * handler still gets `body`'s output), and OpenAPI documents it as an operation of its own on the
+   * concrete path, the templated path being documented for the other values. Each should accept only
+   * what `body` accepts.
+   */
+  bodyByParam?: { param: string; bodies: Record<string, Schema> };
   /** `raw`: the handler reads the body itself (documented with `rawBodyDoc`). */
   bodyMode?: "json" | "raw";
   rawBodyDoc?: { contentType: string; description: string };
-  responses: Record<number, { description: string; schema?: Schema }>;
+  responses: { [status: number]: ResponseDoc; default?: ResponseDoc };
   handler(ctx: { event: H3Event; principal: Principal | undefined; params: Out<PS>; query: Out<QS>; body: Out<BS> }): unknown;
 }
 
@@ -53,6 +76,33 @@ const ErrorBodySchema = v.object({
 });
 
 /**
+ * The error statuses a route answers by the way it is declared, documented by the OpenAPI generator
+ * beside the route's own `responses` (which take precedence): 400 when it validates a path, query or
+ * body; 401 and 403 when it authenticates (403 only for a mutating method of a session-only route:
+ * CSRF and Origin checks); 404 when its path names a resource; 413 when it reads a
+ * body and 415 when that body is JSON; 500 always. Each carries the structured error body.
+ *
+ * @returns status → response doc (descriptions name the error codes)
+ */
+export function implicitErrorResponses(def: Pick<RouteDefinition<any, any, any>, "method" | "params" | "query" | "body" | "bodyMode" | "auth">): Record<number, ResponseDoc> {
+  const out: Record<number, ResponseDoc> = {};
+  const where = [def.params && "path", def.query && "query", def.body && "body"].filter(Boolean).join(", ");
+  if (where) out[400] = { description: `\`invalid_request\`: the ${where} does not match this operation's schema${def.body ? ", or the body is not valid JSON" : ""} (\`details.issues\` says where)` };
+  if (def.auth === "bearer") {
+    out[401] = { description: "`unauthorized`: no API token (`Authorization: Bearer`) or browser session, or an unknown, revoked or expired one" };
+    out[403] = { description: "`forbidden`: the identity lacks a permission this operation needs; with a browser session, a mutating request without the session's `x-svc-csrf` token (`csrf_token_invalid`) or from an Origin not allowed (`origin_not_allowed`)" };
+  } else if (def.auth === "session") {
+    out[401] = { description: "`unauthorized`: no browser session, or an expired one; bearer tokens are refused here" };
+    if (def.method !== "GET") out[403] = { description: "`csrf_token_invalid` / `origin_not_allowed`: a request without the session's `x-svc-csrf` token, or from an Origin not allowed" };
+  }
+  if (def.params) out[404] = { description: "`not_found`: nothing has the identifiers in the path" };
+  if (def.body || def.bodyMode === "raw") out[413] = { description: `\`payload_too_large\`: the body exceeds ${MAX_BODY_BYTES} bytes (with or without Content-Length)` };
+  if (def.body) out[415] = { description: "`unsupported_media_type`: a non-empty body whose Content-Type is not `application/json` (or `+json`)" };
+  out[500] = { description: "`internal`: an unexpected error (details go to the server log only)" };
+  return out;
+}
+
+/**
  * Collects routes from plugins, mounts them on h3 and generates OpenAPI 3.1 from the same schemas
  * that validate. Routes must all be added before {@link RouteRegistry.mount}; h3 freezes its router at
  * `serve()`.
@@ -61,6 +111,11 @@ export class RouteRegistry {
   private readonly routes: RouteDefinition<any, any, any>[] = [];
   private readonly sockets: Array<{ path: string; summary: string; description: string; hooks: Partial<WebSocketHooks> }> = [];
   private mounted = false;
+  /**
+   * The schema helpers of core/http/schemas.ts, whose JSON Schema the OpenAPI generator understands,
+   * for plugins' route declarations (plugins import only core/plugin-api).
+   */
+  readonly schemas = { queryInteger, queryCommaList, queryGroups, defaultsToEmptyObject, documentedAs };
 
   constructor(
     private readonly authenticate: Authenticator,
@@ -72,15 +127,17 @@ export class RouteRegistry {
    * Adds a route.
    * @throws Error after mount, or when the method and path are taken
    */
-  add<PS extends ObjectSchema | undefined = undefined, QS extends ObjectSchema | undefined = undefined, BS extends Schema | undefined = undefined>(def: RouteDefinition<PS, QS, BS>): void {
+  add<PS extends ObjectSchema | undefined = undefined, QS extends Schema | undefined = undefined, BS extends Schema | undefined = undefined>(def: RouteDefinition<PS, QS, BS>): void {
     if (this.mounted) throw new Error(`Route ${def.method} ${def.path} added after the server started`);
     if (this.routes.some((r) => r.method === def.method && r.path === def.path)) throw new Error(`Route ${def.method} ${def.path} is registered twice`);
     this.routes.push(def);
   }
 
   /**
-   * Adds a WebSocket endpoint (crossws hooks). Its `upgrade` hook authenticates; it is documented in
-   * OpenAPI as a GET answering 101 with `x-svc-websocket: true`.
+   * Adds a WebSocket endpoint (crossws hooks). Its `upgrade` hook authenticates (throwing or answering
+   * a `Response` refuses). A plain HTTP GET (no `Upgrade: websocket`) is authenticated the same way and
+   * then answered 426 `upgrade_required` with the structured error body. It is documented in OpenAPI as
+   * a GET answering 101, 401, 403, 426 and 500, with `x-svc-websocket: true`.
    */
   ws(path: string, doc: { summary: string; description: string }, hooks: Partial<WebSocketHooks>): void {
     if (this.mounted) throw new Error(`WebSocket ${path} added after the server started`);
@@ -90,8 +147,8 @@ export class RouteRegistry {
   /** Registers every route on the h3 app. */
   mount(app: H3): void {
     this.mounted = true;
-    for (const socket of this.sockets) app.get(socket.path, defineWebSocketHandler(socket.hooks));
-    const methods = new Map<string, string[]>();
+    for (const socket of this.sockets) app.get(socket.path, defineWebSocketHandler(socket.hooks, (event) => this.plainGet(socket.path, socket.hooks, event)));
+    const methods = new Map<string, string[]>(this.sockets.map((socket) => [socket.path, ["GET"]]));
     for (const def of this.routes) {
       app.on(def.method, def.path, (event) => this.dispatch(def, event));
       methods.set(def.path, [...(methods.get(def.path) ?? []), def.method]);
@@ -103,13 +160,34 @@ export class RouteRegistry {
     }
   }
 
+  /**
+   * Answers a WebSocket endpoint's plain HTTP GET: the `upgrade` hook's refusal (401, 403) when it
+   * refuses, else 426 `upgrade_required` with `Upgrade: websocket`.
+   */
+  private async plainGet(path: string, hooks: Partial<WebSocketHooks>, event: H3Event): Promise<Response> {
+    try {
+      const answer = await hooks.upgrade?.(event.req as Parameters<NonNullable<WebSocketHooks["upgrade"]>>[0]);
+      if (answer instanceof Response) return answer;
+    } catch (err) {
+      if (err instanceof Response) return err;
+      if (!isApiError(err)) this.log.error({ err, method: "GET", route: path }, "request failed");
+      return errorResponse(err);
+    }
+    const body = { error: { code: "upgrade_required", message: `${path} is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)` } };
+    return new Response(JSON.stringify(body), { status: 426, headers: { "content-type": "application/json; charset=utf-8", upgrade: "websocket", connection: "Upgrade" } });
+  }
+
   private async dispatch(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
     const leave = this.lifecycle.enter();
     try {
       const principal = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);
       const params = def.params ? parseOrThrow(def.params, event.context.params ?? {}, "path") : undefined;
       const query = def.query ? parseOrThrow(def.query, getQuery(event), "query") : undefined;
-      const body = def.body ? parseOrThrow(def.body, await readJsonBody(event.req), "body") : undefined;
+      const raw = def.body ? await readJsonBody(event.req) : undefined;
+      // a body of its own for this path parameter's value refines `body`: checked first, the handler still gets `body`'s output
+      const byParam = def.bodyByParam && params ? (params as Record<string, unknown>)[def.bodyByParam.param] : undefined;
+      if (typeof byParam === "string" && Object.hasOwn(def.bodyByParam!.bodies, byParam)) parseOrThrow(def.bodyByParam!.bodies[byParam]!, raw, "body");
+      const body = def.body ? parseOrThrow(def.body, raw, "body") : undefined;
       const result = await def.handler({ event, principal, params, query, body });
       if (result instanceof Response) return result;
       return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json; charset=utf-8" } });
@@ -125,29 +203,57 @@ export class RouteRegistry {
   /** The OpenAPI 3.1 document of every route (served at `/docs/openapi.json`). */
   openapi(info: { title: string; version: string; description?: string }): Record<string, unknown> {
     const json = (s: Schema) => {
-      const { $schema: _ignored, ...rest } = toJsonSchema(s as never, { target: "draft-2020-12", typeMode: "input", errorMode: "ignore" }) as Record<string, unknown>;
-      return rest;
+      // `overrideAction`: a pipe documents itself with `documentedAs` (core/http/schemas.ts) where the
+      // converter cannot (it stops at the first transformation: `string → transform(Number) → minValue`)
+      const { $schema: _ignored, ...rest } = toJsonSchema(s as never, { target: "draft-2020-12", typeMode: "input", errorMode: "ignore", overrideAction: ({ valibotAction }) => documentedJsonSchema(valibotAction) }) as Record<string, unknown>;
+      // an intersection whose first member is an object (`v.intersect([v.object(…), refinement])`) keeps
+      // that object's properties at the top: `{ …first, allOf: [refinement] }` is the same JSON Schema
+      const [first, ...others] = Array.isArray(rest.allOf) && Object.keys(rest).length === 1 ? (rest.allOf as Record<string, unknown>[]) : [];
+      return first?.type === "object" && !("allOf" in first) ? { ...first, allOf: others } : rest;
     };
     const paths: Record<string, Record<string, unknown>> = {};
-    for (const def of this.routes) {
-      const path = def.path.replace(/:(\w+)/g, "{$1}");
+    /**
+     * The operation of `def` with `body`; `fixed` names the path parameter that `bodyByParam` splits
+     * on: its value on a concrete path (not a parameter there), or the values excluded from the
+     * templated path.
+     */
+    const operationOf = (def: RouteDefinition<any, any, any>, body: Schema | undefined, fixed?: { name: string; value?: string; excluded?: string[] }) => {
       const parameters: unknown[] = [];
       for (const [where, schema] of [["path", def.params], ["query", def.query]] as const) {
         if (!schema) continue;
-        const props = (json(schema).properties ?? {}) as Record<string, Record<string, unknown>>;
-        const required = new Set(((json(schema).required as string[]) ?? []));
+        const object = json(schema);
+        const props = (object.properties ?? {}) as Record<string, Record<string, unknown>>;
+        const required = new Set(((object.required as string[]) ?? []));
+        // query parameters that go together: one `form`/`explode` object parameter (same wire format)
+        const groups = where === "query" ? queryParameterGroups(object) : {};
+        const grouped = new Set(Object.values(groups).flat());
         for (const [name, s] of Object.entries(props)) {
+          if (grouped.has(name) || (where === "path" && fixed?.value !== undefined && name === fixed.name)) continue;
           const { description, ...rest } = s;
-          parameters.push({ name, in: where, required: where === "path" || required.has(name), schema: rest, ...(description ? { description } : {}) });
+          const schemaOf = where === "path" && fixed?.excluded && name === fixed.name ? { ...rest, not: { enum: fixed.excluded } } : rest;
+          parameters.push({ name, in: where, required: where === "path" || required.has(name), schema: schemaOf, ...(description ? { description } : {}) });
+        }
+        for (const [group, members] of Object.entries(groups)) {
+          const properties = Object.fromEntries(members.map((m) => [m, props[m] ?? {}]));
+          const dependentRequired = Object.fromEntries(members.map((m) => [m, members.filter((o) => o !== m)]));
+          parameters.push({ name: group, in: "query", style: "form", explode: true, required: false, description: `${members.map((m) => `\`${m}\``).join(", ")}: each its own query parameter; send all of them or none`, schema: { type: "object", properties, dependentRequired, additionalProperties: false } });
         }
       }
       const responses: Record<string, unknown> = {};
-      for (const [status, r] of Object.entries(def.responses)) {
-        responses[status] = { description: r.description, ...(r.schema ? { content: { "application/json": { schema: json(r.schema) } } } : {}) };
+      const declared: Record<string, ResponseDoc> = { ...implicitErrorResponses(def), ...def.responses };
+      for (const status of Object.keys(declared).sort()) {
+        const r = declared[status]!;
+        const content = r.schema
+          ? { "application/json": { schema: json(r.schema) } }
+          : r.contentType
+            ? { [r.contentType]: {} }
+            : Number(status) >= 400 || status === "default"
+              ? { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }
+              : undefined;
+        responses[status] = { description: r.description, ...(content ? { content } : {}) };
       }
-      responses.default = { description: "Structured error `{ error: { code, message, details? } }` (spec 7)", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
       const operation: Record<string, unknown> = {
-        operationId: `${def.method.toLowerCase()}${def.path.replace(/[/:{}-](\w)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
+        operationId: `${def.method.toLowerCase()}${def.path.replace(/[/:{}-](\w)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}${fixed?.value !== undefined ? `_${fixed.value.replace(/[^A-Za-z0-9]+/g, "_")}` : ""}`,
         summary: def.summary,
         ...(def.description ? { description: def.description } : {}),
         tags: def.tags,
@@ -156,10 +262,21 @@ export class RouteRegistry {
         security: def.auth === "bearer" ? [{ bearerAuth: [] }, { sessionCookie: [] }] : def.auth === "session" ? [{ sessionCookie: [] }] : [],
         "x-svc-bearer-auth": def.auth === "bearer",
       };
-      if (def.body) operation.requestBody = { required: true, content: { "application/json": { schema: json(def.body) } } };
+      // an empty body reads as `{}` (readJsonBody): the body is optional exactly when `{}` is valid
+      const bodyOptional = body ? v.safeParse(body, emptyJsonBody()).success : false;
+      if (body) operation.requestBody = { required: !bodyOptional, ...(bodyOptional ? { description: "Optional: an empty body reads as `{}`" } : {}), content: { "application/json": { schema: json(body) } } };
       else if (def.bodyMode === "raw" && def.rawBodyDoc) operation.requestBody = { required: true, description: def.rawBodyDoc.description, content: { [def.rawBodyDoc.contentType]: {} } };
-      (paths[path] ??= {})[def.method.toLowerCase()] = operation;
+      return operation;
+    };
+    const openApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}");
+    for (const def of this.routes) {
+      const method = def.method.toLowerCase();
+      const split = def.bodyByParam ? Object.entries(def.bodyByParam.bodies) : [];
+      const name = def.bodyByParam?.param ?? "";
+      (paths[openApiPath(def.path)] ??= {})[method] = operationOf(def, def.body, split.length ? { name, excluded: split.map(([value]) => value) } : undefined);
+      for (const [value, body] of split) (paths[openApiPath(def.path.replace(`:${name}`, encodeURIComponent(value)))] ??= {})[method] = operationOf(def, body, { name, value });
     }
+    const errorContent = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
     for (const socket of this.sockets) {
       paths[socket.path] = {
         get: {
@@ -167,7 +284,13 @@ export class RouteRegistry {
           summary: socket.summary,
           description: socket.description,
           tags: ["streams"],
-          responses: { 101: { description: "Switching Protocols: the WebSocket is open" }, 401: { description: "No valid browser session, or a bearer token (refused)" }, 403: { description: "Origin not allowed" } },
+          responses: {
+            101: { description: "Switching Protocols: the WebSocket is open (a WebSocket upgrade request only)" },
+            401: { description: "`unauthorized`: no valid browser session, or a bearer token (refused)", content: errorContent },
+            403: { description: "`origin_not_allowed`: no Origin, or one not allowed; `forbidden`: the identity lacks a permission the stream needs", content: errorContent },
+            426: { description: "`upgrade_required`: a plain HTTP GET from a caller who may connect; connect with a WebSocket client. Sent with `Upgrade: websocket`", content: errorContent },
+            500: { description: "`internal`: an unexpected error (details go to the server log only)", content: errorContent },
+          },
           security: [{ sessionCookie: [] }],
           "x-svc-bearer-auth": false,
           "x-svc-websocket": true,

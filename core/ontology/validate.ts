@@ -30,6 +30,16 @@ export function isFileValue(value: unknown): value is { id: string } {
   return typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as { id?: unknown }).id === "string" && /^file_[0-9A-Za-z]+$/.test((value as { id: string }).id);
 }
 
+/**
+ * Every file reference value `{ id: "file_…" }` inside a JSON value, with its JSON pointer under `base`
+ * (e.g. `/params/file`, `/result/attachments/0`); at most 8 levels deep.
+ */
+export function findFileValues(value: unknown, base: string, depth = 0): Array<{ path: string; id: string }> {
+  if (isFileValue(value)) return [{ path: base, id: value.id }];
+  if (depth >= 8 || typeof value !== "object" || value === null) return [];
+  return Object.entries(value).flatMap(([key, child]) => findFileValues(child, `${base}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`, depth + 1));
+}
+
 /** The names of an object type's `file` properties (empty for most types). */
 export function fileProperties(declared: Record<string, PropertyType | PropertyDefinition>): string[] {
   return Object.entries(declared).filter(([, d]) => propertyDef(d).type === "file").map(([name]) => name);

@@ -9,6 +9,9 @@ import { CONFIG, type Config } from "../config";
 import { Lifecycle } from "../lifecycle";
 import { TemporalHost } from "../temporal/host";
 import { startRun } from "../temporal/start";
+import { FileStore } from "../files/file-store";
+import { findFileValues } from "../ontology/validate";
+import type { SqlWriter } from "../store/db";
 import type { Actor } from "../events/catalog";
 import type { ActionRunRecord, Subject } from "../sdk/context";
 import { ApiError, isApiError } from "../errors";
@@ -84,6 +87,7 @@ export class ActionRunner {
     @inject(Lifecycle) private readonly lifecycle: Lifecycle,
     @inject(CONFIG) config: Config,
     @inject(LOGGER) private readonly log: Logger,
+    @inject(FileStore) private readonly files: FileStore,
   ) {
     lifecycle.hook("ready", () => this.startPendingEffects());
     lifecycle.every(config.outboxRecoveryMs, () => this.startPendingEffects().catch((err) => log.warn({ err }, "starting pending effects failed")));
@@ -143,6 +147,7 @@ export class ActionRunner {
         ]);
       }
       await this.events.writeInTx(tx, [requested]);
+      await this.referenceFiles(tx, runId, req.params ?? {}, "/params");
     });
     void this.events.drain();
 
@@ -173,6 +178,7 @@ export class ActionRunner {
           actor: req.actor,
         });
         await this.events.writeInTx(tx, [done]);
+        if (!fail && buffered?.result !== undefined) await this.referenceFiles(tx, runId, buffered.result, "/result");
       });
     };
     try {
@@ -189,6 +195,16 @@ export class ActionRunner {
     const record = toRecord((await this.db.get<RunRow>("SELECT * FROM action_runs WHERE id = ?", [id]))!);
     if (record.status === "succeeded" && definition.effect) this.trackEffect(record);
     return record;
+  }
+
+  /**
+   * Records the stored files a run holds in its params or result (spec 4.3: runs may hold file
+   * references, read through the run with its permission). Values naming no stored file are left alone.
+   */
+  private async referenceFiles(tx: SqlWriter, runId: string, value: unknown, base: string): Promise<void> {
+    for (const { path, id } of findFileValues(value, base)) {
+      if (await tx.get("SELECT 1 AS one FROM files WHERE id = ?", [id])) await this.files.addReference(tx, id, { kind: "run", id: runId, path });
+    }
   }
 
   /** Starts the effect's workflow (`action-effect:<runId>`, once per run) and records it started. */

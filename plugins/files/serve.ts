@@ -1,0 +1,45 @@
+import { Readable } from "node:stream";
+import { create as contentDisposition } from "content-disposition";
+import { ApiError, parseRangeHeader, type FileStore } from "../../core/plugin-api";
+
+/** Media types a browser would run or render as a page: always served as attachments. */
+const ACTIVE_CONTENT = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|application\/javascript|text\/javascript)$/i;
+
+/**
+ * Answers a file's bytes as HTTP (spec 4.1 file content, 2.6 download URLs): `Range` (one range, 206
+ * with `Content-Range`; 416 outside the file), `ETag` = the SHA-256 (`If-None-Match` → 304),
+ * `Content-Type`, `Content-Disposition` with a safe filename (RFC 6266 via content-disposition:
+ * `filename*` for unicode), `X-Content-Type-Options: nosniff`, and `Cache-Control: private`.
+ * HTML, SVG, XML and scripts are always attachments.
+ *
+ * The caller checks access to the owner first (spec 4.3).
+ * @param disposition `attachment` (default) or `inline`
+ * @throws {ApiError} not_found (no such file), range_not_satisfiable (416)
+ */
+export async function serveFile(req: Request, files: FileStore, fileId: string, disposition: "attachment" | "inline" = "attachment"): Promise<Response> {
+  const reference = await files.get(fileId);
+  if (!reference) throw new ApiError("not_found", `No file "${fileId}"`);
+  const etag = `"${reference.sha256}"`;
+  const common: Record<string, string> = {
+    etag,
+    "accept-ranges": "bytes",
+    "content-type": reference.contentType,
+    "content-disposition": contentDisposition(reference.name, { type: ACTIVE_CONTENT.test(reference.contentType) ? "attachment" : disposition }),
+    "x-content-type-options": "nosniff",
+    "cache-control": "private, no-cache",
+  };
+  const noneMatch = req.headers.get("if-none-match");
+  if (noneMatch && noneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*")) return new Response(null, { status: 304, headers: { etag } });
+  const ifRange = req.headers.get("if-range");
+  const range = !ifRange || ifRange === etag ? parseRangeHeader(req.headers.get("range"), reference.size) : undefined;
+  if (range === "unsatisfiable") throw new ApiError("range_not_satisfiable", `The range is outside the file's ${reference.size} bytes`, { size: reference.size }, { "content-range": `bytes */${reference.size}` });
+  const opened = await files.open(fileId, range);
+  const headers = { ...common, "content-length": String(opened.contentLength) };
+  if (req.method === "HEAD") {
+    opened.stream.destroy();
+    return new Response(null, { status: opened.range ? 206 : 200, headers });
+  }
+  const body = Readable.toWeb(opened.stream) as ReadableStream<Uint8Array>;
+  if (!opened.range) return new Response(body, { status: 200, headers });
+  return new Response(body, { status: 206, headers: { ...headers, "content-range": `bytes ${opened.range.start}-${opened.range.end}/${opened.size}` } });
+}

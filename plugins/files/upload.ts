@@ -1,0 +1,78 @@
+import { Readable } from "node:stream";
+import busboy from "busboy";
+import { ApiError, isApiError, type FileReference, type FileStore } from "../../core/plugin-api";
+
+/** Room for the multipart framing (boundaries, part headers, the `name` field) around the file itself. */
+const MULTIPART_SLACK_BYTES = 64 * 1024;
+
+/**
+ * Streams the one file part of a `multipart/form-data` request into the file store (spec 4.1
+ * `POST /api/files`): memory stays flat whatever the size (busboy parses as the bytes arrive; the file
+ * store hashes and writes them as they come). An optional `name` field, sent before the file part,
+ * names the file; otherwise the part's filename does.
+ *
+ * Nothing is left in storage when the request is refused: over the limit the store stops and removes
+ * what it wrote; a second file part or a malformed body discards the file already stored.
+ *
+ * @param maxBytes the largest file, in bytes (spec 8: 25 MiB)
+ * @throws {ApiError} unsupported_media_type (415) when the body is not multipart/form-data;
+ *   payload_too_large (413) over `maxBytes`, with or without Content-Length; invalid_request (400)
+ *   with `details.reason` `no_file_part`, `several_file_parts`, `name_after_file` or `malformed`
+ */
+export async function receiveFile(req: Request, files: FileStore, maxBytes: number, signal?: AbortSignal): Promise<FileReference> {
+  const contentType = req.headers.get("content-type") ?? "";
+  if (!/^multipart\/form-data\s*;/i.test(contentType)) {
+    throw new ApiError("unsupported_media_type", "Send the file as multipart/form-data with one file part (and an optional name field)", { contentType: contentType.split(";")[0] || null });
+  }
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > maxBytes + MULTIPART_SLACK_BYTES) {
+    throw new ApiError("payload_too_large", `The file exceeds ${maxBytes} bytes; use an upload session (/api/files/uploads) for larger files`, { limitBytes: maxBytes });
+  }
+  const invalid = (reason: string, message: string) => new ApiError("invalid_request", message, { reason });
+  if (!req.body) throw invalid("no_file_part", "The body has no file part");
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: { "content-type": contentType }, defParamCharset: "utf8", limits: { files: 1, fileSize: maxBytes + 1, fields: 8, fieldSize: 4096, parts: 16, headerPairs: 64 } });
+  } catch (err) {
+    throw invalid("malformed", `The multipart body cannot be read: ${(err as Error).message}`);
+  }
+  const source = Readable.fromWeb(req.body as import("node:stream/web").ReadableStream<Uint8Array>);
+
+  return new Promise<FileReference>((resolve, reject) => {
+    let name: string | undefined;
+    let upload: Promise<FileReference> | undefined;
+    let failure: unknown;
+    let settled = false;
+    const finish = async () => {
+      if (settled) return;
+      settled = true;
+      const stored = upload ? await upload.catch((err: unknown) => ((failure ??= err), undefined)) : undefined;
+      if (failure !== undefined) {
+        if (stored) await files.discard(stored.id).catch(() => undefined);
+        reject(isApiError(failure) ? failure : invalid("malformed", `The multipart body cannot be read: ${(failure as Error)?.message ?? String(failure)}`));
+      } else if (!stored) reject(invalid("no_file_part", "The body has no file part: send the file as a form field with a filename"));
+      else resolve(stored);
+    };
+    const fail = (err: unknown) => {
+      failure ??= err;
+      source.unpipe(parser);
+      source.destroy();
+      void finish();
+    };
+    parser.on("field", (field, value) => {
+      if (field !== "name") return;
+      if (upload) fail(invalid("name_after_file", "Send the name field before the file part"));
+      else name = value;
+    });
+    parser.on("file", (_field, stream, info) => {
+      upload = files.upload(stream, { name: name ?? info.filename, declaredContentType: info.mimeType, maxBytes, signal });
+      upload.catch(fail);
+    });
+    parser.on("filesLimit", () => fail(invalid("several_file_parts", "Send exactly one file part per request")));
+    parser.on("partsLimit", () => fail(invalid("malformed", "Too many parts: send one file part and at most a name field")));
+    parser.on("error", (err) => fail(err));
+    parser.on("close", () => void finish());
+    source.on("error", (err) => fail(err));
+    source.pipe(parser);
+  });
+}
