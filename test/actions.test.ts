@@ -1,34 +1,11 @@
 /** Action runs (spec 4.2) over HTTP with effects on the real Temporal dev server, and the request body limit (spec 8). */
 import http from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { client, eventually, invoiceSubject, startApp, tokenFor } from "./helpers";
-import type { App } from "../core/app";
+import { describe, expect, it } from "vitest";
+import { client, eventually, invoiceSubject, sandboxSuite, allEvents } from "./helpers";
 
-let app: App;
-let tokens: Record<string, string>;
+const suite = sandboxSuite();
 
-beforeAll(async () => {
-  app = await startApp();
-  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
-});
-afterAll(() => app?.close());
-
-async function allEvents(c: ReturnType<typeof client>, query = "") {
-  const out: any[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const res = await c.get(`/api/events?limit=1000${query}${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
-    expect(res.status).toBe(200);
-    if (res.body.count === 0) return out;
-    out.push(...res.body.events);
-    cursor = res.body.events.at(-1).cursor;
-  }
-}
-
-let dev: ReturnType<typeof client>;
-beforeAll(() => {
-  dev = client(app);
-});
+const dev = client(() => suite.app);
 
 describe("action runs (spec 4.2)", () => {
   it("answers the finished run record and writes rows and events in one commit", async () => {
@@ -68,7 +45,7 @@ describe("action runs (spec 4.2)", () => {
     });
     expect(invoice.properties.noticeSentAt).toEqual(expect.any(String));
     const executions = [];
-    for await (const e of app.temporal.client.workflow.list({ query: `WorkflowId = "action-effect:approve-1006"` })) executions.push(e);
+    for await (const e of suite.app.temporal.client.workflow.list({ query: `WorkflowId = "action-effect:approve-1006"` })) executions.push(e);
     expect(executions).toHaveLength(1);
     const effectEvents = (await allEvents(dev)).filter((e) => e.correlationId === "approve-1006" && e.type === "object.updated" && e.origin?.effect);
     expect(effectEvents).toHaveLength(1);
@@ -141,7 +118,7 @@ describe("request limits (spec 8)", () => {
   });
 
   it("answers 413 for a chunked body over 1 MiB (no Content-Length)", async () => {
-    const url = new URL(`${app.url}/api/actions/diagnostics.fail`);
+    const url = new URL(`${suite.app.url}/api/actions/diagnostics.fail`);
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { authorization: "Bearer svc_dev_sandbox_token", "content-type": "application/json", "transfer-encoding": "chunked" } }, (res) => {
         let data = "";

@@ -1,24 +1,16 @@
 /** API tokens and permissions (spec 5), in-process and over HTTP. */
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEV_TOKEN, client, describeMatrix, startApp, tokenFor } from "./helpers";
+import { expect, it } from "vitest";
+import { DEV_TOKEN, client, describeMatrix, sandboxSuite } from "./helpers";
 import { Database } from "../core/store/db";
 import { TokenService } from "../core/auth/tokens";
-import type { App } from "../core/app";
 
-let app: App;
-let tokens: Record<string, string>;
-
-beforeAll(async () => {
-  app = await startApp();
-  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
-});
-afterAll(() => app?.close());
+const suite = sandboxSuite();
 
 describeMatrix("authentication and permissions (spec 5)", (transport) => {
-  const dev = client(() => app, DEV_TOKEN, transport);
+  const dev = client(() => suite.app, DEV_TOKEN, transport);
 
   it("answers 401 without a token or with an unknown one, with the structured error", async () => {
-    for (const c of [client(app, null, transport), client(app, "svc_not_a_real_token", transport)]) {
+    for (const c of [client(suite.app, null, transport), client(suite.app, "svc_not_a_real_token", transport)]) {
       const res = await c.get("/api/project");
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: { code: "unauthorized", message: expect.any(String) } });
@@ -27,25 +19,25 @@ describeMatrix("authentication and permissions (spec 5)", (transport) => {
   });
 
   it("stores tokens hashed, never in clear", async () => {
-    const rows = await app.container.resolve(Database).all<{ token_hash: string }>("SELECT token_hash FROM api_tokens");
+    const rows = await suite.app.container.resolve(Database).all<{ token_hash: string }>("SELECT token_hash FROM api_tokens");
     expect(rows.length).toBeGreaterThanOrEqual(4);
-    for (const secret of [...Object.values(tokens), "svc_dev_sandbox_token"]) expect(rows.some((r) => r.token_hash.includes(secret))).toBe(false);
+    for (const secret of [...Object.values(suite.tokens), "svc_dev_sandbox_token"]) expect(rows.some((r) => r.token_hash.includes(secret))).toBe(false);
   });
 
   it("answers 403 when the identity lacks the permission, naming it", async () => {
-    const res = await client(app, tokens.auditor, transport).get("/api/objects?objectTypeId=invoice");
+    const res = await client(suite.app, suite.tokens.auditor, transport).get("/api/objects?objectTypeId=invoice");
     expect(res.status).toBe(403);
     expect(res.body.error).toMatchObject({ code: "forbidden", details: { permission: "view:object:invoice" } });
-    expect((await client(app, tokens.auditor, transport).get("/api/objects?objectTypeId=customer")).status).toBe(200);
-    const run = await client(app, tokens.auditor, transport).post("/api/actions/diagnostics.noop", {});
+    expect((await client(suite.app, suite.tokens.auditor, transport).get("/api/objects?objectTypeId=customer")).status).toBe(200);
+    const run = await client(suite.app, suite.tokens.auditor, transport).post("/api/actions/diagnostics.noop", {});
     expect(run.status).toBe(403);
   });
 
   it("a revoked token stops working", async () => {
-    const service = app.container.resolve(TokenService);
+    const service = suite.app.container.resolve(TokenService);
     const { token, info } = await service.create("alice", "to-revoke");
-    expect((await client(app, token, transport).get("/api/project")).status).toBe(200);
+    expect((await client(suite.app, token, transport).get("/api/project")).status).toBe(200);
     await service.revoke(info.id);
-    expect((await client(app, token, transport).get("/api/project")).status).toBe(401);
+    expect((await client(suite.app, token, transport).get("/api/project")).status).toBe(401);
   });
 });

@@ -1,31 +1,11 @@
 /** GET /api/events (spec 6.4) and its authorization scope (spec 5), in-process and over HTTP. */
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEV_TOKEN, client, describeMatrix, startApp, tokenFor } from "./helpers";
-import type { App } from "../core/app";
+import { expect, it } from "vitest";
+import { DEV_TOKEN, client, describeMatrix, sandboxSuite, allEvents } from "./helpers";
 
-let app: App;
-let tokens: Record<string, string>;
-
-beforeAll(async () => {
-  app = await startApp();
-  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
-});
-afterAll(() => app?.close());
-
-async function allEvents(c: ReturnType<typeof client>, query = "") {
-  const out: any[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const res = await c.get(`/api/events?limit=1000${query}${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
-    expect(res.status).toBe(200);
-    if (res.body.count === 0) return out;
-    out.push(...res.body.events);
-    cursor = res.body.events.at(-1).cursor;
-  }
-}
+const suite = sandboxSuite();
 
 describeMatrix("events (spec 6.4, 5)", (transport) => {
-  const dev = client(() => app, DEV_TOKEN, transport);
+  const dev = client(() => suite.app, DEV_TOKEN, transport);
 
   it("pages with the last cursor, oldest first, without gaps or repeats", async () => {
     const all = await allEvents(dev);
@@ -48,7 +28,7 @@ describeMatrix("events (spec 6.4, 5)", (transport) => {
   });
 
   it("scopes events to what the caller may view, and refuses a caller with no view permission", async () => {
-    const seen = await allEvents(client(app, tokens.auditor, transport));
+    const seen = await allEvents(client(suite.app, suite.tokens.auditor, transport));
     expect(seen.length).toBeGreaterThan(0);
     for (const e of seen) {
       const types = [e.payload.objectTypeId, e.payload.sourceTypeId, e.payload.targetTypeId, e.payload.subject?.objectTypeId].filter(Boolean);
@@ -56,10 +36,10 @@ describeMatrix("events (spec 6.4, 5)", (transport) => {
       expect(types.every((t) => t === "customer"), e.type).toBe(true);
     }
     expect(seen.some((e) => e.type.startsWith("link."))).toBe(false);
-    const alice = await allEvents(client(app, tokens.alice, transport));
+    const alice = await allEvents(client(suite.app, suite.tokens.alice, transport));
     expect(alice.some((e) => e.type === "link.created")).toBe(true);
     expect(alice.some((e) => e.payload.actionId === "diagnostics.fail")).toBe(false);
-    const none = await client(app, tokens.opsBot, transport).get("/api/events");
+    const none = await client(suite.app, suite.tokens.opsBot, transport).get("/api/events");
     expect(none.status).toBe(200); // ops-bot may run actions: it sees their events
     expect(none.body.events.every((e: any) => e.topic === "actions" && e.payload.actionId.startsWith("diagnostics."))).toBe(true);
   });

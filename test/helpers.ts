@@ -1,4 +1,4 @@
-import { describe, inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject } from "vitest";
 import pino from "pino";
 import { createApp, type App } from "../core/app";
 import { TokenService } from "../core/auth/tokens";
@@ -35,6 +35,33 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
     },
   });
   return Object.assign(app, { dataDir });
+}
+
+/**
+ * Starts an app once for the test file (beforeAll) and closes it after (afterAll), with API tokens for
+ * the sandbox's alice, auditor and ops-bot. Read `suite.app` and `suite.tokens` inside tests.
+ */
+export function sandboxSuite(opts: Parameters<typeof startApp>[0] = {}) {
+  const suite = { app: undefined as unknown as App & { dataDir: string }, tokens: {} as Record<"alice" | "auditor" | "opsBot", string> };
+  beforeAll(async () => {
+    suite.app = await startApp(opts);
+    suite.tokens = { alice: await tokenFor(suite.app, "alice"), auditor: await tokenFor(suite.app, "auditor"), opsBot: await tokenFor(suite.app, "ops-bot") };
+  });
+  afterAll(() => suite.app?.close());
+  return suite;
+}
+
+/** Every event the client may read, oldest first, paging with the last cursor. */
+export async function allEvents(c: ReturnType<typeof client>, query = ""): Promise<any[]> {
+  const out: any[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const res = await c.get(`/api/events?limit=1000${query}${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
+    expect(res.status).toBe(200);
+    if (res.body.count === 0) return out;
+    out.push(...res.body.events);
+    cursor = res.body.events.at(-1).cursor;
+  }
 }
 
 /** A token for one of the sandbox's identities. */

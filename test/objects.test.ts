@@ -1,19 +1,11 @@
 /** Objects and object queries (spec 4.1, 4.3), in-process and over HTTP. */
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEV_TOKEN, client, describeMatrix, startApp, tokenFor } from "./helpers";
-import type { App } from "../core/app";
+import { expect, it } from "vitest";
+import { DEV_TOKEN, client, describeMatrix, sandboxSuite } from "./helpers";
 
-let app: App;
-let tokens: Record<string, string>;
-
-beforeAll(async () => {
-  app = await startApp();
-  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
-});
-afterAll(() => app?.close());
+const suite = sandboxSuite();
 
 describeMatrix("objects and queries", (transport) => {
-  const dev = client(() => app, DEV_TOKEN, transport);
+  const dev = client(() => suite.app, DEV_TOKEN, transport);
 
   it("lists objects of a type page by page without gaps or repeats", async () => {
     const ids: string[] = [];

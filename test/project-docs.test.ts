@@ -1,19 +1,11 @@
 /** Status, project information and the OpenAPI reference (spec 1, 4.1), in-process and over HTTP. */
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEV_TOKEN, client, describeMatrix, startApp, tokenFor } from "./helpers";
-import type { App } from "../core/app";
+import { expect, it } from "vitest";
+import { DEV_TOKEN, client, describeMatrix, sandboxSuite } from "./helpers";
 
-let app: App;
-let tokens: Record<string, string>;
-
-beforeAll(async () => {
-  app = await startApp();
-  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
-});
-afterAll(() => app?.close());
+const suite = sandboxSuite();
 
 describeMatrix("status, project, docs", (transport) => {
-  const dev = client(() => app, DEV_TOKEN, transport);
+  const dev = client(() => suite.app, DEV_TOKEN, transport);
 
   it("reports health with its parts", async () => {
     const res = await dev.get("/api/status");
@@ -32,12 +24,12 @@ describeMatrix("status, project, docs", (transport) => {
   });
 
   it("serves the OpenAPI reference without a CDN, covering every route and marking bearer auth", async () => {
-    const page = await client(app, null, transport).get("/docs");
+    const page = await client(suite.app, null, transport).get("/docs");
     expect(page.status).toBe(200);
     expect(page.text).not.toMatch(/https?:\/\//);
-    const asset = await fetch(`${app.url}/docs/assets/swagger-ui-bundle.js`);
+    const asset = await fetch(`${suite.app.url}/docs/assets/swagger-ui-bundle.js`);
     expect(asset.status).toBe(200);
-    const doc = (await client(app, null, transport).get("/docs/openapi.json")).body;
+    const doc = (await client(suite.app, null, transport).get("/docs/openapi.json")).body;
     expect(doc.openapi).toBe("3.1.0");
     for (const [path, method] of [["/api/status", "get"], ["/api/project", "get"], ["/api/objects", "get"], ["/api/objects/query", "post"], ["/api/actions/{actionId}", "post"], ["/api/events", "get"], ["/api/workflows/{id}/runs", "post"], ["/api/workflow-runs/{runId}", "get"]] as const) {
       expect(doc.paths[path]?.[method], `${method} ${path}`).toBeDefined();

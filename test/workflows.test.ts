@@ -1,33 +1,10 @@
 /** Workflow runs on the real Temporal dev server (spec 4.1, 4.3). */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { client, eventually, invoiceSubject, startApp, tokenFor } from "./helpers";
-import type { App } from "../core/app";
+import { describe, expect, it } from "vitest";
+import { client, eventually, invoiceSubject, sandboxSuite, allEvents } from "./helpers";
 
-let app: App;
-let tokens: Record<string, string>;
+const suite = sandboxSuite();
 
-beforeAll(async () => {
-  app = await startApp();
-  tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor"), opsBot: await tokenFor(app, "ops-bot") };
-});
-afterAll(() => app?.close());
-
-async function allEvents(c: ReturnType<typeof client>, query = "") {
-  const out: any[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const res = await c.get(`/api/events?limit=1000${query}${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
-    expect(res.status).toBe(200);
-    if (res.body.count === 0) return out;
-    out.push(...res.body.events);
-    cursor = res.body.events.at(-1).cursor;
-  }
-}
-
-let dev: ReturnType<typeof client>;
-beforeAll(() => {
-  dev = client(app);
-});
+const dev = client(() => suite.app);
 
 describe("workflow runs on Temporal", () => {
   it("queues a run, reports its state until it finishes, and records its events", async () => {
@@ -49,7 +26,7 @@ describe("workflow runs on Temporal", () => {
     const write = events.find((e) => e.type === "object.updated");
     expect(write.origin).toMatchObject({ kind: "runtime", workflowId: "invoice-review", runId });
     expect(write.actor).toBeUndefined();
-    const described = await app.temporal.client.workflow.getHandle(runId).describe();
+    const described = await suite.app.temporal.client.workflow.getHandle(runId).describe();
     expect(described.type).toBe("invoice-review");
   });
 
@@ -65,11 +42,11 @@ describe("workflow runs on Temporal", () => {
   it("validates input and permissions before queuing", async () => {
     expect((await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: 7 } })).status).toBe(400);
     expect((await dev.post("/api/workflows/nope/runs", { input: {} })).status).toBe(404);
-    expect((await client(app, tokens.auditor).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" } })).status).toBe(403);
+    expect((await client(suite.app, suite.tokens.auditor).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" } })).status).toBe(403);
     expect((await dev.get("/api/workflow-runs/run_unknown")).status).toBe(404);
     // an execution the API did not start (an action's effect) cannot be adopted by naming its id
     await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "effect-owner" });
-    await eventually(async () => (await app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe().catch(() => undefined)) !== undefined);
+    await eventually(async () => (await suite.app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe().catch(() => undefined)) !== undefined);
     const hijack = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId: "action-effect:effect-owner" });
     expect(hijack.status).toBe(409);
     expect((await dev.get("/api/workflow-runs/action-effect:effect-owner")).status).toBe(404);

@@ -3,11 +3,11 @@
  * (https://github.com/versity/versitygw, Apache-2.0) with its posix backend, built from the Go module
  * proxy on first use and cached like the Temporal CLI (`core/temporal/cli.ts`).
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
-import os from "node:os";
 import path from "node:path";
+import { cachedBinaryPath, goInstall } from "../../core/temporal/go-install";
 
 /** The versitygw release the tests build (`go install` works for it: its go.mod has no replace directive). */
 export const S3_SERVER_VERSION = "v1.8.0";
@@ -16,8 +16,7 @@ export const S3_SERVER_MODULE = "github.com/versity/versitygw/cmd/versitygw";
 
 /** Where the built server is cached: `$XDG_CACHE_HOME/svc/versitygw-v1.8.0/versitygw` (default `~/.cache`). */
 export function defaultS3ServerPath(): string {
-  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
-  return path.join(cache, "svc", `versitygw-${S3_SERVER_VERSION}`, "versitygw");
+  return cachedBinaryPath("versitygw", S3_SERVER_VERSION);
 }
 
 /**
@@ -39,52 +38,7 @@ export async function ensureS3Server(log: (line: string) => void = (l) => proces
       throw new Error(`SVC_TEST_S3_SERVER=${explicit} is not an executable file. Point it at a versitygw binary, or unset it to build ${S3_SERVER_VERSION} into ${defaultS3ServerPath()}.`);
     }
   }
-  const target = defaultS3ServerPath();
-  if (fs.existsSync(target)) return target;
-
-  const go = spawnSync("go", ["version"], { encoding: "utf8" });
-  if (go.status !== 0) {
-    throw new Error(`The S3-compatible test server (versitygw) is not built yet and Go is not available to build it (${go.error?.message ?? go.stderr.trim()}). Install Go 1.25+, or set SVC_TEST_S3_SERVER to a versitygw binary.`);
-  }
-  fs.mkdirSync(path.dirname(target), { recursive: true });
-  const tmpBin = fs.mkdtempSync(path.join(path.dirname(target), ".build-"));
-  log(`[test setup] Building the S3-compatible test server versitygw ${S3_SERVER_VERSION} with ${go.stdout.trim()} into ${target} (first run only; this takes a few minutes)…`);
-  const started = Date.now();
-  const tail: string[] = [];
-  const code = await new Promise<number | null>((resolve) => {
-    const child = spawn("go", ["install", `${S3_SERVER_MODULE}@${S3_SERVER_VERSION}`], { env: { ...process.env, GOBIN: tmpBin, GOFLAGS: "-mod=mod" }, stdio: ["ignore", "pipe", "pipe"] });
-    let downloads = 0;
-    const onLine = (line: string) => {
-      tail.push(line);
-      if (tail.length > 30) tail.shift();
-      if (line.startsWith("go: downloading")) downloads++;
-      else if (line.trim()) log(`[test setup]   ${line}`);
-    };
-    let buf = "";
-    const onData = (d: Buffer) => {
-      buf += d.toString();
-      const lines = buf.split("\n");
-      buf = lines.pop() ?? "";
-      lines.forEach(onLine);
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    const timer = setInterval(() => log(`[test setup]   still building versitygw (${Math.round((Date.now() - started) / 1000)} s, ${downloads} modules downloaded)…`), 15_000);
-    child.on("error", () => resolve(null));
-    child.on("close", (c) => {
-      clearInterval(timer);
-      resolve(c);
-    });
-  });
-  const built = path.join(tmpBin, "versitygw");
-  if (code !== 0 || !fs.existsSync(built)) {
-    fs.rmSync(tmpBin, { recursive: true, force: true });
-    throw new Error(`Building versitygw failed (go install exit ${code}):\n${tail.join("\n")}\nSet SVC_TEST_S3_SERVER to an existing versitygw binary.`);
-  }
-  fs.renameSync(built, target);
-  fs.rmSync(tmpBin, { recursive: true, force: true });
-  log(`[test setup] Built versitygw in ${Math.round((Date.now() - started) / 1000)} s.`);
-  return target;
+  return goInstall({ module: S3_SERVER_MODULE, version: S3_SERVER_VERSION, target: defaultS3ServerPath(), label: "the S3-compatible test server (versitygw)", instead: "set SVC_TEST_S3_SERVER to a versitygw binary", progress: (line) => log(`[test setup] ${line}`) });
 }
 
 /** A running test S3 server. */
