@@ -39,14 +39,20 @@ export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promi
   return out;
 }
 
+/** What {@link readJsonBody} answers for an empty body: `{}` (a fresh object each time). */
+export function emptyJsonBody(): Record<string, never> {
+  return {};
+}
+
 /**
- * Reads a JSON body (spec 4.2: JSON with an appropriate content type). An empty body reads as `{}`.
+ * Reads a JSON body (spec 4.2: JSON with an appropriate content type). An empty body reads as
+ * {@link emptyJsonBody} (`{}`), so a route whose body schema accepts `{}` documents its body as optional.
  * @throws {ApiError} payload_too_large, unsupported_media_type (not `application/json` or `+json`),
  *   invalid_request (malformed JSON)
  */
 export async function readJsonBody(req: Request): Promise<unknown> {
   const bytes = await readBodyBytes(req);
-  if (bytes.byteLength === 0) return {};
+  if (bytes.byteLength === 0) return emptyJsonBody();
   const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json" && !type.endsWith("+json")) {
     throw new ApiError("unsupported_media_type", "The body must be JSON with Content-Type: application/json", { contentType: type || null });

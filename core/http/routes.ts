@@ -63,7 +63,8 @@ export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined
   bodyByParam?: { param: string; bodies: Record<string, Schema> };
   /** `raw`: the handler reads the body itself (documented with `rawBodyDoc`). */
   bodyMode?: "json" | "raw";
-  rawBodyDoc?: { contentType: string; description: string };
+  /** How a `raw` body is documented; `schema` is the JSON Schema of its content (e.g. a multipart form's parts). */
+  rawBodyDoc?: { contentType: string; description: string; schema?: Record<string, unknown> };
   responses: { [status: number]: ResponseDoc; default?: ResponseDoc };
   handler(ctx: { event: H3Event; principal: Principal | undefined; params: Out<PS>; query: Out<QS>; body: Out<BS> }): unknown;
 }
@@ -78,9 +79,9 @@ const ErrorBodySchema = v.object({
 /**
  * The error statuses a route answers by the way it is declared, documented by the OpenAPI generator
  * beside the route's own `responses` (which take precedence): 400 when it validates a path, query or
- * body; 401 and 403 when it authenticates (403 only for a mutating method of a session-only route:
- * CSRF and Origin checks); 404 when its path names a resource; 413 when it reads a
- * body and 415 when that body is JSON; 500 always. Each carries the structured error body.
+ * body; 401 and 403 when it authenticates (on a session-only route, 403 only for a method other than
+ * GET, HEAD and OPTIONS: the CSRF and Origin checks); 404 when its path names a resource; 413 when it
+ * reads a body and 415 when that body is JSON; 500 always. Each carries the structured error body.
  *
  * @returns status → response doc (descriptions name the error codes)
  */
@@ -93,7 +94,7 @@ export function implicitErrorResponses(def: Pick<RouteDefinition<any, any, any>,
     out[403] = { description: "`forbidden`: the identity lacks a permission this operation needs; with a browser session, a mutating request without the session's `x-svc-csrf` token (`csrf_token_invalid`) or from an Origin not allowed (`origin_not_allowed`)" };
   } else if (def.auth === "session") {
     out[401] = { description: "`unauthorized`: no browser session, or an expired one; bearer tokens are refused here" };
-    if (def.method !== "GET") out[403] = { description: "`csrf_token_invalid` / `origin_not_allowed`: a request without the session's `x-svc-csrf` token, or from an Origin not allowed" };
+    if (!["GET", "HEAD", "OPTIONS"].includes(def.method)) out[403] = { description: "`csrf_token_invalid` / `origin_not_allowed`: a request without the session's `x-svc-csrf` token, or from an Origin not allowed" };
   }
   if (def.params) out[404] = { description: "`not_found`: nothing has the identifiers in the path" };
   if (def.body || def.bodyMode === "raw") out[413] = { description: `\`payload_too_large\`: the body exceeds ${MAX_BODY_BYTES} bytes (with or without Content-Length)` };
@@ -265,10 +266,10 @@ export class RouteRegistry {
       // an empty body reads as `{}` (readJsonBody): the body is optional exactly when `{}` is valid
       const bodyOptional = body ? v.safeParse(body, emptyJsonBody()).success : false;
       if (body) operation.requestBody = { required: !bodyOptional, ...(bodyOptional ? { description: "Optional: an empty body reads as `{}`" } : {}), content: { "application/json": { schema: json(body) } } };
-      else if (def.bodyMode === "raw" && def.rawBodyDoc) operation.requestBody = { required: true, description: def.rawBodyDoc.description, content: { [def.rawBodyDoc.contentType]: {} } };
+      else if (def.bodyMode === "raw" && def.rawBodyDoc) operation.requestBody = { required: true, description: def.rawBodyDoc.description, content: { [def.rawBodyDoc.contentType]: def.rawBodyDoc.schema ? { schema: def.rawBodyDoc.schema } : {} } };
       return operation;
     };
-    const openApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}");
+    const openApiPath = (path: string) => path.replace(/\*\*:(\w+)/g, "{$1}").replace(/:(\w+)/g, "{$1}");
     for (const def of this.routes) {
       const method = def.method.toLowerCase();
       const split = def.bodyByParam ? Object.entries(def.bodyByParam.bodies) : [];

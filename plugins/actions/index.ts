@@ -30,7 +30,26 @@ export default definePlugin({
       auth: "bearer",
       params: v.object({ actionId: v.string() }),
       body: RunRequest,
-      responses: { 200: { description: "The finished run record (including failed runs)", schema: ActionRunRecordSchema } },
+      // each action's own request: its params schema, and a subject of its subject type when it takes one
+      bodyByParam: {
+        param: "actionId",
+        bodies: Object.fromEntries(
+          [...project.actions.values()].map(({ id, definition: action }) => [
+            id,
+            v.strictObject({
+              ...RunRequest.entries,
+              subject: action.subject ? v.strictObject({ ...SubjectSchema.entries, objectTypeId: v.literal(action.subject.objectTypeId) }) : RunRequest.entries.subject,
+              params: routes.schemas.defaultsToEmptyObject(action.params),
+            }),
+          ]),
+        ),
+      },
+      responses: {
+        200: { description: "The finished run record (including failed runs)", schema: ActionRunRecordSchema },
+        404: { description: "`not_found`: no such action, or no object is the subject" },
+        409: { description: "`run_in_progress`: the `runId` is still running on this server; `conflict`: the `runId` belongs to a run of another action" },
+        503: { description: "`shutting_down`: the server is shutting down and started nothing" },
+      },
       handler: ({ principal, params, body }) => {
         project.action(params.actionId); // 404 for an unknown action, before the permission check
         requirePermission(principal!, can.runAction(params.actionId));

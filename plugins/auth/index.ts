@@ -22,7 +22,7 @@ export default definePlugin({
       tags: ["auth"],
       auth: "none",
       body: v.strictObject({ identity: v.pipe(v.string(), v.minLength(1)), password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)) }),
-      responses: { 200: { description: "Signed in", schema: SessionSchema } },
+      responses: { 200: { description: "Signed in", schema: SessionSchema }, 401: { description: "`unauthorized`: wrong identity or password" }, 403: { description: "`origin_not_allowed`: a browser request (with Origin) from an Origin not allowed" } },
       handler: async ({ event, body }) => {
         if (event.req.headers.has("origin")) assertAllowedOrigin(event.req, config.allowedOrigins);
         const { token, session } = await sessions.signIn(body.identity, body.password);

@@ -42,9 +42,9 @@ export default definePlugin({
         routes.openapi({ title: `${project.definition.name} API`, version: "0.0.1", description: `Project data service for **${project.definition.name}** (\`${project.id}\`). Authenticate with \`Authorization: Bearer <API_TOKEN>\` on operations marked with a lock. Errors are \`{ "error": { "code", "message", "details"? } }\`.` }),
       ));
     const send = (body: string | Uint8Array, type: string) => new Response(body as string, { headers: { "content-type": type, "cache-control": "no-cache" } });
-    routes.add({ method: "GET", path: "/docs", summary: "API reference (HTML)", tags: ["docs"], auth: "none", responses: { 200: { description: "HTML page" } }, handler: () => send(PAGE, "text/html; charset=utf-8") });
-    routes.add({ method: "GET", path: "/docs/init.js", summary: "API reference bootstrap script", tags: ["docs"], auth: "none", responses: { 200: { description: "JavaScript" } }, handler: () => send(INIT, "application/javascript; charset=utf-8") });
-    routes.add({ method: "GET", path: "/docs/openapi.json", summary: "OpenAPI 3.1 document", tags: ["docs"], auth: "none", responses: { 200: { description: "OpenAPI document" } }, handler: () => send(doc(), "application/json; charset=utf-8") });
+    routes.add({ method: "GET", path: "/docs", summary: "API reference (HTML)", tags: ["docs"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => send(PAGE, "text/html; charset=utf-8") });
+    routes.add({ method: "GET", path: "/docs/init.js", summary: "API reference bootstrap script", tags: ["docs"], auth: "none", responses: { 200: { description: "JavaScript", contentType: "application/javascript" } }, handler: () => send(INIT, "application/javascript; charset=utf-8") });
+    routes.add({ method: "GET", path: "/docs/openapi.json", summary: "OpenAPI 3.1 document", tags: ["docs"], auth: "none", responses: { 200: { description: "OpenAPI document", contentType: "application/json" } }, handler: () => send(doc(), "application/json; charset=utf-8") });
     routes.add({
       method: "GET",
       path: "/docs/assets/:file",
@@ -52,7 +52,7 @@ export default definePlugin({
       tags: ["docs"],
       auth: "none",
       params: v.object({ file: v.string() }),
-      responses: { 200: { description: "Static file" } },
+      responses: { 200: { description: "Static file (CSS, JavaScript or PNG)" }, 404: { description: "`not_found`: no such asset" } },
       handler: ({ params }) => {
         const type = ASSETS[params.file];
         if (!type) throw new ApiError("not_found", `No asset "${params.file}"`);

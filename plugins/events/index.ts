@@ -41,10 +41,15 @@ export default definePlugin({
       query: v.object({
         topic: v.optional(v.pipe(v.picklist(TOPICS), v.description("One topic"))),
         type: v.optional(v.pipe(v.picklist(EVENT_TYPES), v.description("One event type"))),
-        afterCursor: v.optional(v.pipe(v.string(), v.description("Cursor of the last event already read"))),
-        limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(1000), v.description("1 to 1000, default 100"))),
+        afterCursor: v.optional(v.pipe(v.string(), v.minLength(1), v.description("`cursor` of the last event already read (opaque: only a cursor this stream issued; another value is 400)"))),
+        limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })),
       }),
-      responses: { 200: { description: "Events", schema: v.object({ count: v.number(), events: v.array(EventSchema) }) } },
+      responses: {
+        200: { description: "Events", schema: v.object({ count: v.number(), events: v.array(EventSchema) }) },
+        400: { description: "`invalid_request`: the query does not match this operation's schema, or `afterCursor` is not a cursor of this stream" },
+        410: { description: "`cursor_expired`: `afterCursor` points before the retained events; refetch current state" },
+        503: { description: "`unavailable`: the event broker did not answer" },
+      },
       handler: async ({ principal, query }) => {
         const permissions = [...principal!.permissions];
         if (!permissions.some((p) => p.startsWith("view:") || p.startsWith("run:"))) {

@@ -2,7 +2,6 @@ import * as v from "valibot";
 import { ApiError, LOG_LEVELS, LogCapture, LogLineSchema, can, cursorPump, definePlugin, has, requirePermission, sendFrame, subscriptionSocket } from "../../core/plugin-api";
 
 const RunRef = v.strictObject({ kind: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) });
-const commaList = <T extends string>(values: readonly T[]) => v.pipe(v.string(), v.transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)), v.array(v.picklist(values)));
 const Subscribe = v.strictObject({
   type: v.literal("subscribe"),
   run: v.optional(RunRef),
@@ -26,15 +25,19 @@ export default definePlugin({
       description: "Lines written by action, webhook, schedule, sync, pipeline and effect handlers, oldest first. Filter by run (`runKind` + `runId`), `kinds`, exact `levels` (comma-separated); continue with `afterCursor`. Needs observe:logs.",
       tags: ["logs"],
       auth: "bearer",
-      query: v.object({
+      query: routes.schemas.queryGroups(v.object({
         runKind: v.optional(v.string()),
         runId: v.optional(v.string()),
-        kinds: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)))),
-        levels: v.optional(commaList(LOG_LEVELS)),
-        afterCursor: v.optional(v.string()),
-        limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(1000))),
-      }),
-      responses: { 200: { description: "Log lines", schema: v.object({ count: v.number(), logs: v.array(LogLineSchema) }) } },
+        kinds: v.optional(routes.schemas.queryCommaList(undefined, "Run kinds, comma-separated")),
+        levels: v.optional(routes.schemas.queryCommaList(LOG_LEVELS, `Exact levels, comma-separated: ${LOG_LEVELS.join(", ")}`)),
+        afterCursor: v.optional(v.pipe(v.string(), v.minLength(1), v.description("`cursor` of the last line already read (opaque: only a cursor this server issued; another value is 400)"))),
+        limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })),
+      }), { run: ["runKind", "runId"] }),
+      responses: {
+        200: { description: "Log lines", schema: v.object({ count: v.number(), logs: v.array(LogLineSchema) }) },
+        400: { description: "`invalid_request`: the query does not match this operation's schema (`runKind` and `runId` go together), or `afterCursor` is not a cursor of this log" },
+        410: { description: "`cursor_expired`: `afterCursor` points before the retained lines" },
+      },
       handler: async ({ principal, query }) => {
         requirePermission(principal!, can.observe("logs"));
         if ((query.runKind === undefined) !== (query.runId === undefined)) throw new ApiError("invalid_request", "runKind and runId go together");

@@ -9,7 +9,7 @@ const ConditionSchema = v.union([
   scalar,
   v.strictObject({
     eq: v.optional(scalar), ne: v.optional(scalar), gt: v.optional(scalar), gte: v.optional(scalar), lt: v.optional(scalar), lte: v.optional(scalar),
-    in: v.optional(v.array(scalar)), contains: v.optional(v.string()), exists: v.optional(v.boolean()),
+    in: v.optional(v.pipe(v.array(scalar), v.minLength(1), v.maxLength(500))), contains: v.optional(v.string()), exists: v.optional(v.boolean()),
   }),
 ]);
 const QueryBody = v.strictObject({
@@ -17,8 +17,24 @@ const QueryBody = v.strictObject({
   where: v.optional(v.pipe(v.record(v.string(), ConditionSchema), v.description("Property filters, all of which must hold. A bare value means equality; operators: eq, ne, gt, gte, lt, lte, in, contains (case-insensitive substring), exists. `primaryId` filters the id."))),
   orderBy: v.optional(v.strictObject({ property: v.string(), direction: v.optional(v.picklist(["asc", "desc"])) })),
   pageSize: v.optional(v.pipe(pageSize, v.description(`Page size, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`))),
-  nextPageToken: v.optional(v.pipe(v.string(), v.description("`nextPageToken` of the previous page of the same query"))),
+  nextPageToken: v.optional(v.pipe(v.string(), v.description("`nextPageToken` of the previous page of the same query (opaque; another value is 400)"))),
 });
+/**
+ * The query body of a project: {@link QueryBody}, where for each object type the `where` keys and
+ * `orderBy.property` are among its properties (or `primaryId`), as the query compiler requires. Any
+ * other `objectTypeId` is well-formed and answered 404 (unknown type).
+ */
+const queryBodyFor = (objectTypes: Record<string, { properties: Record<string, unknown> }>) => {
+  const known = Object.keys(objectTypes);
+  const refine = (objectTypeId: v.GenericSchema<string>, property: v.GenericSchema<string>) => v.object({ objectTypeId, where: v.optional(v.record(property, v.unknown())), orderBy: v.optional(v.object({ property })) });
+  return v.intersect([
+    QueryBody,
+    v.variant("objectTypeId", [
+      ...known.map((id) => refine(v.literal(id), v.pipe(v.string(), v.values([...new Set(["primaryId", ...Object.keys(objectTypes[id]!.properties)])], `must be primaryId or a property of ${id}`)))),
+      refine(v.pipe(v.string(), v.notValues(known)), v.string()),
+    ]),
+  ]);
+};
 
 /**
  * Objects (spec 4.1): `GET /api/objects`, `GET /api/objects/:objectTypeId/:primaryId`,
@@ -43,10 +59,10 @@ export default definePlugin({
       auth: "bearer",
       query: v.object({
         objectTypeId: v.pipe(v.string(), v.minLength(1), v.description("Object type to list")),
-        pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), pageSize, v.description(`1 to ${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}`))),
-        nextPageToken: v.optional(v.pipe(v.string(), v.description("From the previous page"))),
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: MAX_PAGE_SIZE, description: `1 to ${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}` })),
+        nextPageToken: v.optional(v.pipe(v.string(), v.description("From the previous page of the same objectTypeId (opaque; another value is 400)"))),
       }),
-      responses: { 200: { description: "A page of objects", schema: PageSchema } },
+      responses: { 200: { description: "A page of objects", schema: PageSchema }, 400: { description: "`invalid_request`: the query does not match this operation's schema, or `nextPageToken` is not one of this listing's page tokens" }, 404: { description: "`not_found`: no such object type" } },
       handler: ({ principal, query }) => {
         canView(principal!, query.objectTypeId);
         return ontology.query({ objectTypeId: query.objectTypeId, pageSize: query.pageSize, nextPageToken: query.nextPageToken });
@@ -74,8 +90,8 @@ export default definePlugin({
       description: "Filter on properties, sort by one property (nulls last, ties by primaryId), and page with keyset tokens: pages never skip or repeat objects. Needs view:object:<objectTypeId>.",
       tags: ["objects"],
       auth: "bearer",
-      body: QueryBody,
-      responses: { 200: { description: "A result page with `nextPageToken` when more remain", schema: PageSchema } },
+      body: queryBodyFor(project.definition.objectTypes),
+      responses: { 200: { description: "A result page with `nextPageToken` when more remain", schema: PageSchema }, 400: { description: "`invalid_request`: the body does not match this operation's schema or is not valid JSON, or `nextPageToken` is not a page token of this query" }, 404: { description: "`not_found`: no such object type" } },
       handler: ({ principal, body }) => {
         canView(principal!, body.objectTypeId);
         return ontology.query(body);

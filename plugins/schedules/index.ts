@@ -16,7 +16,7 @@ export default definePlugin({
       description: "Every schedule the connectors declare, with its Temporal state: paused, the next five run times and the recent runs.",
       tags: ["schedules"],
       auth: "bearer",
-      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleStateSchema) }) } },
+      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleStateSchema) }) }, 404: { description: "`not_found`: a declared schedule is not on Temporal (schedules were not synced at startup: `SVC_SCHEDULES=false`)" } },
       handler: async ({ principal }) => {
         requirePermission(principal!, can.manage("schedules"));
         return { data: await manager.list() };
@@ -33,7 +33,7 @@ export default definePlugin({
         auth: "bearer",
         params: v.object({ scheduleId: v.string() }),
         body: NoteBody,
-        responses: { 200: { description: "The schedule after the change", schema: ScheduleStateSchema } },
+        responses: { 200: { description: "The schedule after the change", schema: ScheduleStateSchema }, 404: { description: "`not_found`: no such schedule, or it is not on Temporal" } },
         handler: ({ principal, params, body }) => {
           requirePermission(principal!, can.manage("schedules"));
           return verb === "trigger" ? manager.trigger(params.scheduleId) : manager[verb](params.scheduleId, body.note);

@@ -27,7 +27,13 @@ export default definePlugin({
         auth: "bearer",
         params: v.object({ id: v.string() }),
         body: RunRequest,
-        responses: { 200: { description: "Queued", schema: v.object({ runId: v.string() }) } },
+        bodyByParam: { param: "id", bodies: Object.fromEntries(project.definition.connectors?.flatMap((c) => Object.entries(c[plural] ?? {})).map(([id, d]) => [id, d.input ? v.strictObject({ ...RunRequest.entries, input: routes.schemas.defaultsToEmptyObject(d.input) }) : RunRequest]) ?? []) },
+        responses: {
+          200: { description: "Queued", schema: v.object({ runId: v.string() }) },
+          404: { description: `\`not_found\`: no such ${kind}` },
+          409: { description: "`conflict`: the `runId` belongs to another run, or to another execution" },
+          503: { description: "`unavailable`: Temporal did not queue the run" },
+        },
         handler: ({ principal, params, body }) => {
           project.connectorRun(plural, params.id);
           requirePermission(principal!, permission(params.id));
@@ -41,7 +47,7 @@ export default definePlugin({
         tags: [plural],
         auth: "bearer",
         params: v.object({ runId: v.string() }),
-        responses: { 200: { description: "Run state", schema: ConnectorRunStateSchema } },
+        responses: { 200: { description: "Run state", schema: ConnectorRunStateSchema }, 503: { description: "`unavailable`: Temporal did not answer" } },
         handler: async ({ principal, params }) => {
           requirePermission(principal!, permission(await runs.definitionOf(kind, params.runId)));
           return runs.get(kind, params.runId);

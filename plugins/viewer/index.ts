@@ -16,7 +16,7 @@ export default definePlugin({
     const page = fs.readFileSync(path.join(here, "page.html"), "utf8");
     const script = fs.readFileSync(path.join(here, "app.js"), "utf8");
     const send = (body: string, type: string) => new Response(body, { headers: { "content-type": type, "cache-control": "no-cache" } });
-    routes.add({ method: "GET", path: "/viewer", summary: "Live event viewer (HTML)", tags: ["viewer"], auth: "none", responses: { 200: { description: "HTML page" } }, handler: () => send(page, "text/html; charset=utf-8") });
-    routes.add({ method: "GET", path: "/viewer/app.js", summary: "Live event viewer script", tags: ["viewer"], auth: "none", responses: { 200: { description: "JavaScript" } }, handler: () => send(script, "application/javascript; charset=utf-8") });
+    routes.add({ method: "GET", path: "/viewer", summary: "Live event viewer (HTML)", tags: ["viewer"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => send(page, "text/html; charset=utf-8") });
+    routes.add({ method: "GET", path: "/viewer/app.js", summary: "Live event viewer script", tags: ["viewer"], auth: "none", responses: { 200: { description: "JavaScript", contentType: "application/javascript" } }, handler: () => send(script, "application/javascript; charset=utf-8") });
   },
 });

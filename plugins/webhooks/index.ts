@@ -36,7 +36,15 @@ export default definePlugin({
       bodyMode: "raw",
       rawBodyDoc: { contentType: "*/*", description: "The provider's payload, in the webhook's format (json, text or raw)" },
       params: v.object({ connectorId: v.string(), webhookId: v.string() }),
-      responses: { 202: { description: "Accepted (handler returned nothing, or the delivery was already completed or is in progress)" }, 200: { description: "The handler's response" } },
+      responses: {
+        202: { description: "Accepted (handler returned nothing, or the delivery was already completed or is in progress)" },
+        200: { description: "The handler's response" },
+        400: { description: "`invalid_request`: the body does not parse in the webhook's format or match its schema, or has no usable idempotency key" },
+        401: { description: "`unauthorized`: the webhook's signature check refused the delivery (nothing stored)" },
+        404: { description: "`not_found`: no such connector or webhook" },
+        500: { description: "`internal`: the handler threw (the provider's retry re-attempts with the same execution), or an unexpected error" },
+        default: { description: "Any other status the webhook's handler answers, with its headers and body" },
+      },
       handler: async ({ event, params }) =>
         toResponse(await deliveries.deliver(params.connectorId, params.webhookId, { method: event.req.method, headers: event.req.headers, rawBody: await readBodyBytes(event.req), url: event.url })),
     });
@@ -51,7 +59,7 @@ export default definePlugin({
         connectorId: v.optional(v.string()),
         webhookId: v.optional(v.string()),
         status: v.optional(v.picklist(["running", "completed", "failed"])),
-        pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(200))),
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" })),
         nextPageToken: v.optional(v.string()),
       }),
       responses: { 200: { description: "A page of runs", schema: v.object({ data: v.array(WebhookRunSchema), nextPageToken: v.optional(v.string()) }) } },
@@ -82,7 +90,7 @@ export default definePlugin({
       tags: ["webhooks"],
       auth: "bearer",
       params: v.object({ runId: v.string() }),
-      responses: { 200: { description: "The new run and the status its handler answered", schema: v.object({ run: WebhookRunSchema, response: v.object({ status: v.number() }) }) } },
+      responses: { 200: { description: "The new run and the status its handler answered", schema: v.object({ run: WebhookRunSchema, response: v.object({ status: v.number() }) }) }, 400: { description: "`invalid_request`: the stored body no longer parses for the webhook" } },
       handler: ({ principal, params }) => {
         requirePermission(principal!, can.manage("webhooks"));
         return deliveries.replay(params.runId);

@@ -22,7 +22,16 @@ export default definePlugin({
         input: v.optional(v.unknown(), {}),
         runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"))),
       }),
-      responses: { 200: { description: "Queued", schema: v.object({ runId: v.string() }) } },
+      bodyByParam: {
+        param: "id",
+        bodies: Object.fromEntries([...project.workflows].map(([id, w]) => [id, v.strictObject({ input: routes.schemas.defaultsToEmptyObject(w.input), runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"))) })])),
+      },
+      responses: {
+        200: { description: "Queued", schema: v.object({ runId: v.string() }) },
+        404: { description: "`not_found`: no such workflow" },
+        409: { description: "`conflict`: the `runId` belongs to a run of another workflow, or to another execution" },
+        503: { description: "`shutting_down`: the server is shutting down; `unavailable`: Temporal did not queue the run" },
+      },
       handler: ({ principal, params, body }) => {
         project.workflow(params.id); // 404 for an unknown workflow, before the permission check
         requirePermission(principal!, can.runWorkflow(params.id));
@@ -37,7 +46,7 @@ export default definePlugin({
       tags: ["workflows"],
       auth: "bearer",
       params: v.object({ runId: v.string() }),
-      responses: { 200: { description: "Run state", schema: WorkflowRunStateSchema } },
+      responses: { 200: { description: "Run state", schema: WorkflowRunStateSchema }, 503: { description: "`unavailable`: Temporal did not answer" } },
       handler: async ({ principal, params }) => {
         const workflowId = await runs.workflowOf(params.runId);
         requirePermission(principal!, can.runWorkflow(workflowId));
@@ -63,9 +72,9 @@ export default definePlugin({
         status: v.optional(v.picklist(["running", "completed", "failed", "cancelled", "timed_out"])),
         startedAfter: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO timestamp"))),
         startedBefore: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO timestamp"))),
-        pageSize: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(1), v.maxValue(500))),
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 500, description: "1 to 500, default 50" })),
       }),
-      responses: { 200: { description: "Runs", schema: v.object({ data: v.array(WorkflowRunSummarySchema) }) } },
+      responses: { 200: { description: "Runs", schema: v.object({ data: v.array(WorkflowRunSummarySchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
       handler: async ({ principal, query }) => {
         const allowed = [...project.workflows.keys()].filter((id) => principal!.permissions.has(can.runWorkflow(id)) && (!query.workflowId || id === query.workflowId));
         return { data: await runs.search({ workflowIds: allowed, status: query.status, startedAfter: query.startedAfter, startedBefore: query.startedBefore, pageSize: query.pageSize ?? 50 }) };
@@ -79,7 +88,7 @@ export default definePlugin({
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
-      responses: { 200: { description: "History", schema: v.object({ runId: v.string(), events: v.array(HistoryEventSchema) }) } },
+      responses: { 200: { description: "History", schema: v.object({ runId: v.string(), events: v.array(HistoryEventSchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
       handler: async ({ principal, params }) => {
         await authorize(principal!, params.runId);
         return runs.history(params.runId);
@@ -94,7 +103,7 @@ export default definePlugin({
       auth: "bearer",
       params: runParams,
       body: v.strictObject({}),
-      responses: { 200: { description: "Cancellation requested", schema: v.object({ runId: v.string(), cancelRequested: v.boolean() }) } },
+      responses: { 200: { description: "Cancellation requested", schema: v.object({ runId: v.string(), cancelRequested: v.boolean() }) }, 409: { description: "`conflict`: the run is not running" }, 503: { description: "`unavailable`: Temporal did not cancel the run" } },
       handler: async ({ principal, params }) => {
         await authorize(principal!, params.runId);
         await runs.cancel(params.runId);
@@ -108,7 +117,7 @@ export default definePlugin({
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
-      responses: { 200: { description: "Interventions, oldest first", schema: v.object({ data: v.array(InterventionStateSchema) }) } },
+      responses: { 200: { description: "Interventions, oldest first", schema: v.object({ data: v.array(InterventionStateSchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
       handler: async ({ principal, params }) => {
         await authorize(principal!, params.runId);
         return { data: await runs.interventions(params.runId) };
@@ -124,7 +133,7 @@ export default definePlugin({
       auth: "bearer",
       params: interventionParams,
       body: v.strictObject({ answer: v.unknown() }),
-      responses: { 200: { description: "The intervention, submitted", schema: InterventionStateSchema } },
+      responses: { 200: { description: "The intervention, submitted", schema: InterventionStateSchema }, 400: { description: "`invalid_request`: the body does not match this operation's schema, or the answer fails the intervention's own schema (checked by the run; no trace is left)" }, 409: { description: "`conflict`: the intervention is not open, or the run is no longer running" }, 503: { description: "`unavailable`: Temporal did not take the update" } },
       handler: ({ principal, params, body }) => runs.submit(params.runId, params.name, body.answer, principal!),
     });
     routes.add({
@@ -136,7 +145,7 @@ export default definePlugin({
       auth: "bearer",
       params: interventionParams,
       body: v.strictObject({ reason: v.optional(v.pipe(v.string(), v.maxLength(500))) }),
-      responses: { 200: { description: "The intervention, cancelled", schema: InterventionStateSchema } },
+      responses: { 200: { description: "The intervention, cancelled", schema: InterventionStateSchema }, 409: { description: "`conflict`: the intervention is not open, or the run is no longer running" }, 503: { description: "`unavailable`: Temporal did not take the update" } },
       handler: ({ principal, params, body }) => runs.cancelIntervention(params.runId, params.name, principal!, body.reason),
     });
     routes.add({
@@ -146,7 +155,7 @@ export default definePlugin({
       description: "Open interventions across runs that the caller may answer, oldest first.",
       tags: ["workflows"],
       auth: "bearer",
-      responses: { 200: { description: "Interventions", schema: v.object({ data: v.array(InterventionStateSchema) }) } },
+      responses: { 200: { description: "Interventions", schema: v.object({ data: v.array(InterventionStateSchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
       handler: async ({ principal }) => ({ data: await runs.openFor(principal!) }),
     });
   },

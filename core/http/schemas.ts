@@ -1,0 +1,145 @@
+import * as v from "valibot";
+import type { JsonSchema } from "@valibot/to-json-schema";
+
+/**
+ * Shared valibot schemas for route definitions whose JSON Schema (in `/docs/openapi.json`) must say
+ * exactly what they accept. @valibot/to-json-schema documents a pipe only up to its first
+ * transformation (`typeMode: "input"`), so a query parameter such as `string → regex → transform(Number)
+ * → minValue(1)` would be documented as a bare string: its bounds would be enforced but not documented.
+ * The helpers here carry the JSON Schema of what they accept with them ({@link documentedAs}), and the
+ * OpenAPI generator (core/http/routes.ts) uses it.
+ */
+
+/** The metadata key under which {@link documentedAs} stores a JSON Schema. */
+export const JSON_SCHEMA_METADATA_KEY = "svc:jsonSchema";
+
+/**
+ * A valibot metadata action carrying the JSON Schema that documents the pipe it is in. Place it after
+ * the validations that the JSON Schema describes and before the first transformation: the OpenAPI
+ * generator replaces whatever it derived from the pipe so far with `jsonSchema` (see
+ * {@link documentedJsonSchema}). It validates nothing itself.
+ *
+ * @param jsonSchema the JSON Schema (draft 2020-12) of the values the pipe accepts
+ * @returns a metadata action for a pipe of `TInput` values
+ * @example v.pipe(v.string(), v.regex(/^\d+$/), documentedAs({ type: "integer", minimum: 0 }), v.transform(Number))
+ */
+export function documentedAs<TInput>(jsonSchema: JsonSchema): v.MetadataAction<TInput, { readonly [JSON_SCHEMA_METADATA_KEY]: JsonSchema }> {
+  return v.metadata<TInput, { readonly [JSON_SCHEMA_METADATA_KEY]: JsonSchema }>({ [JSON_SCHEMA_METADATA_KEY]: jsonSchema });
+}
+
+/**
+ * The JSON Schema a pipe item carries from {@link documentedAs}, or `undefined` for any other action.
+ * Meant for `toJsonSchema`'s `overrideAction` option.
+ *
+ * @param action a valibot pipe action (any kind)
+ * @returns a copy of the carried JSON Schema, or `undefined`
+ */
+export function documentedJsonSchema(action: { type: string; metadata?: unknown }): JsonSchema | undefined {
+  if (action.type !== "metadata" || !action.metadata || typeof action.metadata !== "object") return undefined;
+  const schema = (action.metadata as Record<string, unknown>)[JSON_SCHEMA_METADATA_KEY];
+  return schema && typeof schema === "object" ? structuredClone(schema as JsonSchema) : undefined;
+}
+
+/**
+ * A query parameter holding a whole number from `min` to `max`: the string must be decimal digits only
+ * (no sign, no exponent, no spaces) and its value within the bounds; the output is the number. It is
+ * documented as `{ type: "integer", minimum: min, maximum: max }` (OpenAPI serializes an integer query
+ * parameter as its decimal digits), so the document and the validator agree on the bounds.
+ *
+ * @param opts `min` and `max` are inclusive whole numbers, `0 <= min <= max <= Number.MAX_SAFE_INTEGER`;
+ *   `description` is documented with the parameter
+ * @returns a valibot schema of `string` input and `number` output
+ * @throws Error when the bounds are not whole numbers in that range
+ */
+export function queryInteger(opts: { min: number; max: number; description?: string }) {
+  const { min, max, description } = opts;
+  if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min < 0 || min > max) throw new Error(`queryInteger: bounds must be whole numbers with 0 <= min <= max (got ${min}, ${max})`);
+  return v.pipe(
+    v.string(),
+    v.regex(/^\d+$/, "must be a whole number"),
+    documentedAs({ type: "integer", minimum: min, maximum: max, ...(description ? { description } : {}) }),
+    v.transform(Number),
+    v.minValue(min, `must be at least ${min}`),
+    v.maxValue(max, `must be at most ${max}`),
+  );
+}
+
+/**
+ * A query parameter holding a comma-separated list (`a,b` or `a, b`; empty items are dropped), parsed to
+ * an array. With `values`, every item must be one of them, and the parameter is documented with a
+ * `pattern` that admits exactly those lists (items may be padded with spaces or tabs); without, any
+ * string is a list of free-form items.
+ *
+ * @param values the allowed items (letters, digits, `_`, `.`, `-` only), or none for free-form items
+ * @param description documented with the parameter
+ * @returns a valibot schema of `string` input and `string[]` output
+ * @throws Error when a value holds other characters (they would need escaping in the pattern)
+ */
+export function queryCommaList(values: undefined, description?: string): v.GenericSchema<string, string[]>;
+export function queryCommaList<const T extends string>(values: readonly T[], description?: string): v.GenericSchema<string, T[]>;
+export function queryCommaList<const T extends string>(values: readonly T[] | undefined, description?: string): v.GenericSchema<string, string[]> {
+  const split = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+  if (!values) {
+    return v.pipe(v.string(), documentedAs({ type: "string", ...(description ? { description } : {}) }), v.transform(split));
+  }
+  for (const value of values) if (!/^[A-Za-z0-9_.-]+$/.test(value)) throw new Error(`queryCommaList: "${value}" cannot be a list item`);
+  const item = `(?:(?:${values.map((x) => x.replaceAll(".", "\\.")).join("|")})[ \\t]*)?`;
+  const pattern = `^[ \\t]*${item}(?:,[ \\t]*${item})*$`;
+  return v.pipe(
+    v.string(),
+    v.regex(new RegExp(pattern), `must be a comma-separated list of ${values.join(", ")}`),
+    documentedAs({ type: "string", pattern, ...(description ? { description } : {}) }),
+    v.transform(split),
+    v.array(v.picklist(values)),
+  );
+}
+
+/** The metadata key under which {@link queryGroups} records its groups. */
+export const PARAMETER_GROUPS_METADATA_KEY = "svc:parameterGroups";
+
+/**
+ * A query schema whose parameters in each group go together: a request sends all members of a group
+ * or none, else 400 `invalid_request` ("… go together"). OpenAPI cannot say that of separate
+ * parameters, so the generator documents each group as one object parameter named after the group
+ * with `style: form, explode: true` (its members stay separate query keys on the wire) and
+ * `dependentRequired` (see {@link queryParameterGroups}).
+ *
+ * @param object the query object schema
+ * @param groups group name → member names (keys of `object`, at least two, each optional in it)
+ * @returns `object` piped through the check, with the groups in its metadata
+ * @throws Error when a member is not a key of `object` or a group has fewer than two members
+ */
+export function queryGroups<const S extends v.ObjectSchema<v.ObjectEntries, any>>(object: S, groups: Record<string, readonly (keyof S["entries"] & string)[]>) {
+  for (const [name, members] of Object.entries(groups)) {
+    if (members.length < 2) throw new Error(`queryGroups: group "${name}" needs at least two members`);
+    for (const m of members) if (!Object.hasOwn(object.entries, m)) throw new Error(`queryGroups: "${m}" of group "${name}" is not a query parameter`);
+  }
+  const together = (q: Record<string, unknown>) => Object.values(groups).every((members) => members.every((m) => q[m] === undefined) || members.every((m) => q[m] !== undefined));
+  const message = Object.values(groups).map((members) => `${members.join(" and ")} go together`).join("; ");
+  return v.pipe(object, v.check(together as (q: v.InferOutput<S>) => boolean, message), v.metadata({ [PARAMETER_GROUPS_METADATA_KEY]: groups }));
+}
+
+/**
+ * The groups {@link queryGroups} recorded on a query schema, read from its JSON Schema (the converter
+ * copies metadata into it); the key is removed from `jsonSchema`.
+ *
+ * @param jsonSchema the JSON Schema of a route's query object (modified: the metadata key is deleted)
+ * @returns group name → member names (empty when there are none)
+ */
+export function queryParameterGroups(jsonSchema: Record<string, unknown>): Record<string, string[]> {
+  const groups = jsonSchema[PARAMETER_GROUPS_METADATA_KEY];
+  delete jsonSchema[PARAMETER_GROUPS_METADATA_KEY];
+  return groups && typeof groups === "object" ? (groups as Record<string, string[]>) : {};
+}
+
+/**
+ * A body field validated by `schema` that reads as `{}` when omitted (an action's `params`, a
+ * workflow's `input`): optional with default `{}` when `schema` accepts `{}`, required otherwise, so the
+ * document says whether it may be left out.
+ *
+ * @param schema the field's schema (an object schema, typically)
+ * @returns `v.optional(schema, {})` or `schema`
+ */
+export function defaultsToEmptyObject<S extends v.GenericSchema<unknown, unknown>>(schema: S): S | v.OptionalSchema<S, Record<string, never>> {
+  return v.safeParse(schema, {}).success ? v.optional(schema, {}) : schema;
+}
