@@ -109,3 +109,30 @@ export async function blobStoreFromEnv(env: Record<string, string | undefined>, 
   const { kind: _kind, ...s3 } = config;
   return S3BlobStore.open(s3);
 }
+
+/**
+ * Where upload sessions (tus, `/api/files/uploads`) write when files live in object storage (spec 8:
+ * with object storage, large uploads go straight to storage): the bucket, the key prefix
+ * (`<blob prefix>uploads/`) and the S3 client settings of `blobs` when it is the {@link S3BlobStore}
+ * that {@link blobStoreFromEnv} opened from `SVC_FILE_STORAGE=s3` and `SVC_S3_*` (so both use the same
+ * bucket, endpoint, region, credentials and addressing); `undefined` for any other blob store (local).
+ */
+export function s3UploadTargetOf(blobs: BlobStore): S3UploadTarget | undefined {
+  if (!(blobs instanceof S3BlobStore)) return undefined;
+  const c = blobs.config;
+  return {
+    bucket: c.bucket,
+    prefix: `${c.prefix ?? ""}uploads/`,
+    client: { region: c.region, ...(c.endpoint ? { endpoint: c.endpoint } : {}), forcePathStyle: c.forcePathStyle ?? false, ...(c.credentials ? { credentials: { ...c.credentials } } : {}) },
+  };
+}
+
+/** What {@link s3UploadTargetOf} answers. */
+export interface S3UploadTarget {
+  /** The bucket (it exists: the blob store checked it when it opened). */
+  bucket: string;
+  /** Key prefix of the upload sessions' objects, e.g. `uploads/`. */
+  prefix: string;
+  /** Settings for an `@aws-sdk/client-s3` client (`S3ClientConfig`). */
+  client: { region: string; endpoint?: string; forcePathStyle: boolean; credentials?: { accessKeyId: string; secretAccessKey: string } };
+}

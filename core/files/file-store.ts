@@ -78,6 +78,8 @@ export interface UploadOptions {
   maxBytes: number;
   /** Aborts the upload (client gone); nothing is left behind. */
   signal?: AbortSignal;
+  /** The identity that uploads it (an author may put their own uploads into artifacts, spec 4.3). */
+  createdBy?: string;
 }
 
 /** An open file: its reference, its bytes (all or the range), and what to put in the response headers. */
@@ -332,7 +334,7 @@ export class FileStore {
       }
       try {
         await this.db.transaction(async (tx) => {
-          await tx.run(`INSERT INTO files (${FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`, [row.id, row.name, row.content_type, row.declared_content_type, row.size, row.sha256, row.created_at]);
+          await tx.run(`INSERT INTO files (${FILE_COLUMNS}, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [row.id, row.name, row.content_type, row.declared_content_type, row.size, row.sha256, row.created_at, options.createdBy ?? null]);
           // a deletion of these bytes queued by an earlier collection must not happen any more
           await tx.run("DELETE FROM blob_deletions WHERE sha256 = ?", [row.sha256]);
         });
@@ -433,6 +435,19 @@ export class FileStore {
       deleted += progress;
       if (batch.length < 200 || progress === 0) return deleted;
     }
+  }
+
+  /**
+   * Renames a file that nothing references yet (a multipart body whose `name` field came after its file
+   * part). The name is sanitized like an upload's.
+   * @returns the renamed reference
+   * @throws {ApiError} not_found when there is no such unreferenced file
+   */
+  async rename(fileId: string, name: string): Promise<FileReference> {
+    const changed = await this.db.transaction((tx) => tx.run("UPDATE files SET name = ? WHERE id = ? AND referenced_at IS NULL", [sanitizeFileName(name), fileId]));
+    const reference = changed.changes ? await this.get(fileId) : undefined;
+    if (!reference) throw new ApiError("not_found", `No unreferenced file "${fileId}" to rename`);
+    return reference;
   }
 
   /**

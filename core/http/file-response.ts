@@ -1,6 +1,8 @@
 import { Readable } from "node:stream";
 import { create as contentDisposition } from "content-disposition";
-import { ApiError, parseRangeHeader, type FileStore } from "../../core/plugin-api";
+import { ApiError } from "../errors";
+import { parseRangeHeader } from "../files/blob-store";
+import type { FileStore } from "../files/file-store";
 
 /** Media types a browser would run or render as a page: always served as attachments. */
 const ACTIVE_CONTENT = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|application\/javascript|text\/javascript)$/i;

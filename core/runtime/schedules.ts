@@ -63,7 +63,7 @@ export class ScheduleManager {
     for (const { scheduleId, definition } of declared) {
       const spec: ScheduleSpec = definition.cron ? { cronExpressions: [definition.cron], timezone: definition.timezone ?? "UTC" } : { intervals: [{ every: definition.every! }], timezone: definition.timezone ?? "UTC" };
       const action = { type: "startWorkflow" as const, workflowType: "scheduleFiring", taskQueue: this.host.taskQueue, args: [{ scheduleId }], workflowId: this.temporalId(scheduleId) };
-      const policies = { overlap: OVERLAP[definition.overlap ?? "skip"], catchupWindow: "1 minute" };
+      const policies = { overlap: OVERLAP[definition.overlap ?? "skip"], catchupWindow: "1 minute" as const };
       try {
         await client.schedule.create({ scheduleId: this.temporalId(scheduleId), spec, action, policies, state: { paused: definition.paused ?? false, note: definition.description } });
         this.log.info({ scheduleId }, "created Temporal schedule");

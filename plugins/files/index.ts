@@ -15,7 +15,8 @@ import {
   type Principal,
 } from "../../core/plugin-api";
 import { receiveFile } from "./upload";
-import { serveFile } from "./serve";
+import { serveFile } from "../../core/plugin-api";
+import { registerUploadRoutes } from "./uploads";
 
 const PropertyPath = v.pipe(
   v.string(),
@@ -53,14 +54,15 @@ function fileAt(value: unknown, path: string): string | undefined {
 export default definePlugin({
   name: "files",
   deps: { files: FileStore, ontology: OntologyStore, actions: ActionRunner },
-  setup({ routes, project, config }, { files, ontology, actions }) {
+  setup({ routes, project, config, hooks, log }, { files, ontology, actions }) {
+    registerUploadRoutes({ routes, hooks, log, config }, files);
     /** The file id an object holds at `path`, after the view check (404 unknown type, 403, 404 no object, 400 not a file property). */
     const objectFile = async (principal: Principal, objectTypeId: string, primaryId: string, path: string) => {
       const type = project.definition.objectTypes[objectTypeId];
       if (!type) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);
       requirePermission(principal, can.view(objectTypeId));
       const name = path.slice("/properties/".length);
-      if (!fileProperties(type.properties).includes(name)) throw new ApiError("invalid_request", `${objectTypeId}.${name} is not a file property`, { path, fileProperties: fileProperties(type.properties) });
+      if (!fileProperties(type.properties).includes(name)) throw new ApiError("not_found", `${objectTypeId} has no file property "${name}"; its file properties are: ${fileProperties(type.properties).join(", ") || "none"}`, { path, fileProperties: fileProperties(type.properties) });
       const object = await ontology.getObject(objectTypeId, primaryId);
       if (!object) throw new ApiError("not_found", `No ${objectTypeId} "${primaryId}"`);
       const value = object.properties[name];
@@ -74,7 +76,7 @@ export default definePlugin({
       path: "/api/files",
       summary: "Upload a file",
       description: [
-        "Multipart form data with exactly one file part, and optionally a `name` field sent before it (else the part's filename names the file).",
+        "Multipart form data with exactly one file part named `file`, and optionally a `name` field (at most 255 characters; else the part's filename names the file). No other parts.",
         `At most ${FILE_UPLOAD_MAX_BYTES} bytes (25 MiB): larger bodies are refused with 413 \`payload_too_large\` whether or not Content-Length is sent, and nothing is stored; use an upload session (\`/api/files/uploads\`, tus) for larger files.`,
         "The content type is checked against the bytes: when they say otherwise, the reference keeps what they are as `contentType` and the declared type as `declaredContentType`.",
         "The reference's id reads nothing by itself: attach it to an object's `file` property (or pass it to an action) and read it through that owner. Files never referenced are removed after `SVC_FILE_RETENTION_MS` (24 h).",
@@ -82,14 +84,18 @@ export default definePlugin({
       tags: ["files"],
       auth: "bearer",
       bodyMode: "raw",
-      rawBodyDoc: { contentType: "multipart/form-data", description: "One file part (and an optional `name` field before it)" },
+      rawBodyDoc: {
+        contentType: "multipart/form-data",
+        description: "One file part named `file` and an optional `name` field; no other parts",
+        schema: { type: "object", required: ["file"], additionalProperties: false, properties: { name: { type: "string", maxLength: 255, description: "The file's name (default: the part's filename)" }, file: { type: "string", format: "binary", description: `The file, at most ${FILE_UPLOAD_MAX_BYTES} bytes` } } },
+      },
       responses: {
         200: { description: "The stored file reference", schema: FileReferenceSchema },
-        400: { description: "No file part, several file parts, a name field after the file, or a malformed body" },
+        400: { description: "No file part, several file parts, another part than `file` and `name`, a name over 255 characters, or a malformed body" },
         413: { description: "The file is larger than 25 MiB" },
         415: { description: "The body is not multipart/form-data" },
       },
-      handler: ({ event }) => receiveFile(event.req, files, FILE_UPLOAD_MAX_BYTES, event.req.signal),
+      handler: ({ event, principal }) => receiveFile(event.req, files, FILE_UPLOAD_MAX_BYTES, { signal: event.req.signal, createdBy: principal!.id }),
     });
 
     for (const method of ["GET", "HEAD"] as const) {
@@ -116,7 +122,7 @@ export default definePlugin({
       auth: "bearer",
       params: v.object({ actionId: v.string(), runId: v.string() }),
       query: v.object({ path: v.pipe(v.string(), v.regex(/^\/(params|result)(\/[^/]+)+$/, "must be a JSON pointer under /params or /result"), v.description("Where the run holds the file, e.g. `/params/file`")), disposition: Disposition }),
-      responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" } },
+      responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" }, 304: { description: "Not modified (If-None-Match)" }, 416: { description: "Range outside the file" } },
       handler: async ({ event, principal, params, query }) => {
         requirePermission(principal!, can.runAction(params.actionId));
         const run = await actions.get(params.runId);
@@ -168,7 +174,7 @@ export default definePlugin({
         tags: ["files"],
         auth: "none",
         params: v.object({ secret: v.string() }),
-        responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" }, 410: { description: "Expired or revoked" } },
+        responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" }, 304: { description: "Not modified (If-None-Match)" }, 410: { description: "Expired or revoked" }, 416: { description: "Range outside the file" } },
         handler: async ({ event, params }) => serveFile(event.req, files, (await files.resolveDownloadUrl(params.secret)).id),
       });
     }

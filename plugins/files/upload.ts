@@ -6,10 +6,11 @@ import { ApiError, isApiError, type FileReference, type FileStore } from "../../
 const MULTIPART_SLACK_BYTES = 64 * 1024;
 
 /**
- * Streams the one file part of a `multipart/form-data` request into the file store (spec 4.1
- * `POST /api/files`): memory stays flat whatever the size (busboy parses as the bytes arrive; the file
- * store hashes and writes them as they come). An optional `name` field, sent before the file part,
- * names the file; otherwise the part's filename does.
+ * Streams the one file part (named `file`) of a `multipart/form-data` request into the file store (spec
+ * 4.1 `POST /api/files`): memory stays flat whatever the size (busboy parses as the bytes arrive; the
+ * file store hashes and writes them as they come). An optional `name` field (before or after the file
+ * part, at most 255 characters) names the file; otherwise the part's filename does. Any other part is
+ * refused.
  *
  * Nothing is left in storage when the request is refused: over the limit the store stops and removes
  * what it wrote; a second file part or a malformed body discards the file already stored.
@@ -17,9 +18,9 @@ const MULTIPART_SLACK_BYTES = 64 * 1024;
  * @param maxBytes the largest file, in bytes (spec 8: 25 MiB)
  * @throws {ApiError} unsupported_media_type (415) when the body is not multipart/form-data;
  *   payload_too_large (413) over `maxBytes`, with or without Content-Length; invalid_request (400)
- *   with `details.reason` `no_file_part`, `several_file_parts`, `name_after_file` or `malformed`
+ *   with `details.reason` `no_file_part`, `several_file_parts`, `unknown_field`, `name_too_long` or `malformed`
  */
-export async function receiveFile(req: Request, files: FileStore, maxBytes: number, signal?: AbortSignal): Promise<FileReference> {
+export async function receiveFile(req: Request, files: FileStore, maxBytes: number, options: { signal?: AbortSignal; createdBy?: string } = {}): Promise<FileReference> {
   const contentType = req.headers.get("content-type") ?? "";
   if (!/^multipart\/form-data\s*;/i.test(contentType)) {
     throw new ApiError("unsupported_media_type", "Send the file as multipart/form-data with one file part (and an optional name field)", { contentType: contentType.split(";")[0] || null });
@@ -40,13 +41,16 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
 
   return new Promise<FileReference>((resolve, reject) => {
     let name: string | undefined;
+    let lateName: string | undefined;
     let upload: Promise<FileReference> | undefined;
+    let fileStream: Readable | undefined;
     let failure: unknown;
     let settled = false;
     const finish = async () => {
       if (settled) return;
       settled = true;
-      const stored = upload ? await upload.catch((err: unknown) => ((failure ??= err), undefined)) : undefined;
+      let stored = upload ? await upload.catch((err: unknown) => ((failure ??= err), undefined)) : undefined;
+      if (stored && lateName !== undefined && failure === undefined) stored = await files.rename(stored.id, lateName).catch((err: unknown) => ((failure ??= err), stored));
       if (failure !== undefined) {
         if (stored) await files.discard(stored.id).catch(() => undefined);
         reject(isApiError(failure) ? failure : invalid("malformed", `The multipart body cannot be read: ${(failure as Error)?.message ?? String(failure)}`));
@@ -55,17 +59,25 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
     };
     const fail = (err: unknown) => {
       failure ??= err;
+      // an upload under way stops and removes what it wrote (the store cleans up on the stream's error)
+      fileStream?.destroy(err instanceof Error ? err : new Error(String(err)));
       source.unpipe(parser);
       source.destroy();
       void finish();
     };
     parser.on("field", (field, value) => {
-      if (field !== "name") return;
-      if (upload) fail(invalid("name_after_file", "Send the name field before the file part"));
+      if (field !== "name") return fail(invalid("unknown_field", `Unexpected form field "${field}": send one file part named "file" and optionally a "name" field`));
+      if ([...value].length > 255) return fail(invalid("name_too_long", "The name field has at most 255 characters"));
+      if (upload) lateName = value;
       else name = value;
     });
-    parser.on("file", (_field, stream, info) => {
-      upload = files.upload(stream, { name: name ?? info.filename, declaredContentType: info.mimeType, maxBytes, signal });
+    parser.on("file", (field, stream, info) => {
+      if (failure !== undefined || field !== "file") {
+        stream.resume();
+        return failure === undefined ? fail(invalid("unknown_field", `The file part is named "${field}": name it "file"`)) : undefined;
+      }
+      fileStream = stream;
+      upload = files.upload(stream, { name: name ?? info.filename, declaredContentType: info.mimeType, maxBytes, ...options });
       upload.catch(fail);
     });
     parser.on("filesLimit", () => fail(invalid("several_file_parts", "Send exactly one file part per request")));

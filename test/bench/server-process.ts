@@ -5,11 +5,15 @@ import { freePort } from "../setup/global";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
+/** The kinds of benchmark target test/bench/server.ts runs. */
+export type BenchServerKind = "bare" | "bare-files" | "app";
+
 /**
  * Starts a benchmark target (test/bench/server.ts) in its own process on free ports with a fresh data
- * dir and its own embedded Temporal dev server. BENCH_NODE_FLAGS adds node flags (e.g. --cpu-prof).
+ * dir (and, for `app`, its own embedded Temporal dev server). BENCH_NODE_FLAGS adds node flags
+ * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). `child.pid` is the target's Node process itself.
  */
-export async function startBenchServer(kind: "bare" | "app", env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+export async function startBenchServer(kind: BenchServerKind, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const port = await freePort();
   const fullEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
