@@ -28,6 +28,7 @@ import { TemporalHost } from "./temporal/host";
 import { loadWorkflowBundle } from "./temporal/bundle";
 import { FileStore } from "./files/file-store";
 import { blobStoreFromEnv } from "./files/config";
+import { ArtifactStore } from "./artifacts/store";
 import { ApiError, errorResponse } from "./errors";
 import type { ProjectDefinition } from "./sdk/project";
 import type { Plugin, PluginDeps, ResolvedDeps } from "./plugin-api";
@@ -126,7 +127,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(FileStore, { useValue: files });
     container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
-    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager]) {
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore]) {
       container.registerSingleton(service as never, service as never);
     }
 

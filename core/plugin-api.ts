@@ -79,7 +79,13 @@ export { WebhookDeliveries, WebhookRunSchema, type WebhookAnswer } from "./runti
 export { ConnectorRuns, ConnectorRunStateSchema } from "./runtime/connector-runs";
 export { ScheduleManager, ScheduleStateSchema } from "./runtime/schedules";
 export { FileStore, FILE_UPLOAD_MAX_BYTES } from "./files/file-store";
+export { normalizeContentType } from "./files/file-store";
+export { s3UploadTargetOf, type S3UploadTarget } from "./files/config";
 export { parseRangeHeader } from "./files/blob-store";
 export { FileReferenceSchema, DownloadUrlSchema } from "./sdk/records";
 export type { FileReference } from "./sdk/context";
 export { isFileValue, fileProperties } from "./ontology/validate";
+export { serveFile } from "./http/file-response";
+export { ArtifactStore, ArtifactSchema, ArtifactVersionSchema, TitleSchema, VersionFilesSchema } from "./artifacts/store";
+export { ARTIFACT_KINDS } from "./artifacts/content";
+export { ResolutionSchema } from "./artifacts/resolve";

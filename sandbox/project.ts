@@ -7,6 +7,7 @@ import { githubConnector } from "../connectors/github";
 import { slackConnector } from "../connectors/slack";
 import { standardWebhooksConnector } from "../connectors/standard-webhooks";
 import billing from "./billing";
+import { seedArtifacts } from "./artifacts";
 import { APPROVE_INVOICE, workflows } from "./workflows";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -97,5 +98,7 @@ export const sandboxProject = defineProject({
       ctx.objects.upsert("invoice", id, { number: id.replace("inv_", "INV-"), ...p });
       ctx.links.upsert({ sourceTypeId: "invoice", sourceId: id, linkId: "billedTo", targetTypeId: "customer", targetId: p.customerId });
     }
+    const published = await seedArtifacts(ctx.artifacts, "dev");
+    ctx.log.info(published, "published the sandbox's artifacts");
   },
 });

@@ -7,9 +7,11 @@ import { ProjectRegistry } from "../project/registry";
 import { LogCapture, type RunRef } from "../logs/capture";
 import { LOGGER, type Logger } from "../logger";
 import { CONFIG, type Config } from "../config";
-import { FileStore } from "../files/file-store";
+import { FILE_UPLOAD_MAX_BYTES, FileStore } from "../files/file-store";
+import { ArtifactStore } from "../artifacts/store";
+import { Readable } from "node:stream";
 import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/catalog";
-import type { BlobsApi, HandlerLogger, OntologyChange, SystemContext } from "../sdk/context";
+import type { ArtifactsApi, BlobsApi, HandlerLogger, OntologyChange, SystemContext } from "../sdk/context";
 import { eventsApi, ontologyAccess } from "./context";
 import { ApiError } from "../errors";
 
@@ -63,7 +65,19 @@ export class HandlerRunner {
     @inject(LOGGER) private readonly log: Logger,
     @inject(FileStore) private readonly files: FileStore,
     @inject(CONFIG) private readonly config: Config,
+    @inject(ArtifactStore) private readonly artifactStore: ArtifactStore,
   ) {}
+
+  /** The SDK's artifact operations: system code reaches every artifact; `publishedBy` is recorded on versions. */
+  artifacts(publishedBy: string): ArtifactsApi {
+    const system = { kind: "system" as const };
+    return {
+      upload: (content, options) => this.files.upload(Readable.from([typeof content === "string" ? Buffer.from(content) : Buffer.from(content)]), { name: options.name, declaredContentType: options.contentType, maxBytes: FILE_UPLOAD_MAX_BYTES, createdBy: publishedBy }),
+      publish: (input) => this.artifactStore.publish({ kind: input.kind, title: input.title, files: input.files, owner: input.owner, author: system, publishedBy }),
+      publishVersion: async (artifactId, input) => (await this.artifactStore.publish({ artifactId, files: input.files, title: input.title, author: system, publishedBy })).version,
+      resolve: (address) => this.artifactStore.resolve(system, address),
+    };
+  }
 
   /**
    * The SDK's blob operations for code running as `createdBy` (a run, recorded on each URL for audit).
@@ -99,6 +113,7 @@ export class HandlerRunner {
       ...ontologyAccess(this.ontology, buffer),
       log,
       blobs: this.blobs(`${spec.run.kind}:${spec.run.id}`),
+      artifacts: this.artifacts(`${spec.run.kind}:${spec.run.id}`),
       events: { ...eventsApi(this.events, spec.correlationId), append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))) },
     };
     const result = await fn(ctx);

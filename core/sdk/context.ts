@@ -118,6 +118,38 @@ export interface BlobsApi {
   revokeDownloadUrl(id: string): Promise<void>;
 }
 
+/** What an artifact address points at; see `ResolutionSchema` (core/artifacts/resolve.ts). */
+export interface ArtifactResolution {
+  address: string;
+  artifact: { id: string; kind: string; title: string; latestVersion: number };
+  version: number;
+  follows: "latest" | "fixed";
+  file?: { path: string; contentType: string; size: number };
+  part?: { kind: string; [key: string]: unknown };
+}
+
+/** An artifact version's entries: `path` inside the artifact, `file` a stored file reference (spec 2.7). */
+export type ArtifactFiles = Array<{ path: string; file: { id: string } }>;
+
+/**
+ * The SDK's artifact operations for server code, which runs as the system and reaches every artifact
+ * of the project (spec 4.3). Publishing is immediate (not part of the handler's buffered writes): a
+ * published version stays even when the handler later fails.
+ */
+export interface ArtifactsApi {
+  /** Stores bytes as a file to put into a version (at most 25 MiB). */
+  upload(content: string | Uint8Array, options: { name: string; contentType?: string }): Promise<FileReference>;
+  /**
+   * Publishes a new artifact (version 1) owned by `owner` (a user identity id), checked like the API's.
+   * @throws {ApiError} artifact_invalid (422) listing every problem
+   */
+  publish(input: { kind: "document" | "sheet" | "slides" | "file"; title: string; files: ArtifactFiles; owner: string }): Promise<{ artifact: { id: string; latestVersion: number }; version: { version: number; warnings: Array<{ code: string; message: string }> } }>;
+  /** Publishes the next version of an artifact. @throws {ApiError} artifact_invalid, not_found */
+  publishVersion(artifactId: string, input: { files: ArtifactFiles; title?: string }): Promise<{ version: number; warnings: Array<{ code: string; message: string }> }>;
+  /** Resolves an address (as the system). @throws {ApiError} invalid_request, not_found */
+  resolve(address: string): Promise<ArtifactResolution>;
+}
+
 /** A minimal structured logger (pino-compatible). */
 export interface HandlerLogger {
   debug(obj: object | string, msg?: string): void;
@@ -132,6 +164,7 @@ export type Subject = v.InferOutput<typeof SubjectSchema>;
 /** What an action handler receives (spec 4.2). Writes are applied with origin `action`, no actor. */
 export interface ActionContext<P> extends OntologyAccess {
   blobs: BlobsApi;
+  artifacts: ArtifactsApi;
   actionId: string;
   runId: string;
   subject?: Subject;
@@ -150,6 +183,7 @@ export type ActionRunRecord = v.InferOutput<typeof ActionRunRecordSchema>;
 export interface EffectContext extends OntologyAccess {
   run: ActionRunRecord;
   blobs: BlobsApi;
+  artifacts: ArtifactsApi;
   log: HandlerLogger;
   events: EventsApi;
 }
@@ -158,5 +192,6 @@ export interface EffectContext extends OntologyAccess {
 export interface SystemContext extends OntologyAccess {
   log: HandlerLogger;
   blobs: BlobsApi;
+  artifacts: ArtifactsApi;
   events: EventsApi;
 }

@@ -1,0 +1,275 @@
+/**
+ * What a version's files say, read before it is published (spec 2.7–2.11, 4.3): the layout each kind
+ * needs, a document's headings, images and links, a deck's slides and what it loads, a theme file's
+ * tokens. Pure functions over file contents: the publisher (core/artifacts/store.ts) reads the bytes.
+ */
+import * as csstree from "css-tree";
+import GithubSlugger from "github-slugger";
+import { parseDocument, DomUtils } from "htmlparser2";
+import type { Element } from "domhandler";
+import { toString } from "mdast-util-to-string";
+import remarkGfm from "remark-gfm";
+import remarkParse from "remark-parse";
+import { unified } from "unified";
+import { visit } from "unist-util-visit";
+import * as v from "valibot";
+
+/** The kinds of artifact (spec 2.7). */
+export const ARTIFACT_KINDS = ["document", "sheet", "slides", "file"] as const;
+export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
+
+/** One thing wrong with a version: the file (and place) it is in, and what was expected. */
+export interface ContentProblem {
+  file: string;
+  message: string;
+  row?: number;
+  column?: string;
+  columnLetter?: string;
+  expected?: string;
+  value?: string;
+  line?: number;
+}
+
+/** A reference from a version's content to something: an artifact address, a file of the version, or an outside URL. */
+export interface ContentReference {
+  /** The file it is written in, e.g. `document.md`, `index.html`, `sheets/Revenue.csv`. */
+  file: string;
+  /** What is referenced, as written. */
+  target: string;
+  /** How it is used: `link` (navigation), `image`, `embed` (`<svc-embed>`), `style`, `script`, `font`, `media`. */
+  use: "link" | "image" | "embed" | "style" | "script" | "font" | "media";
+  line?: number;
+}
+
+/** A heading of a document: `##` and `###` form the outline (spec 2.9); `slug` as GitHub makes it. */
+export interface Section {
+  slug: string;
+  title: string;
+  depth: number;
+}
+
+/** The CDNs a deck may load from (spec 2.10): jsDelivr, cdnjs, unpkg, Google Fonts. */
+export const ALLOWED_CDN_HOSTS = ["cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com", "fonts.googleapis.com", "fonts.gstatic.com"] as const;
+
+const IMAGE_EXTENSIONS = /\.(png|jpe?g|gif|webp|avif|svg|bmp|ico)$/i;
+
+/** True when `path` names an image by its extension (png, jpg, gif, webp, avif, svg, bmp, ico). */
+export function isImagePath(path: string): boolean {
+  return IMAGE_EXTENSIONS.test(path);
+}
+
+/**
+ * Normalizes a path inside an artifact: relative, `/`-separated, no empty, `.` or `..` segment, no
+ * backslash or control character, at most 500 characters.
+ * @returns the normalized path, or a reason it is refused
+ */
+export function normalizeArtifactPath(path: string): { path: string } | { error: string } {
+  if (typeof path !== "string" || path.length === 0) return { error: "a path must not be empty" };
+  if (path.length > 500) return { error: "a path has at most 500 characters" };
+  if (path.startsWith("/")) return { error: "paths are relative (no leading /)" };
+  if (/[\\\u0000-\u001f\u007f]/.test(path)) return { error: "paths use / between segments and have no control characters" };
+  const segments = path.split("/");
+  if (segments.some((s) => s === "" || s === "." || s === "..")) return { error: "a path has no empty, . or .. segment" };
+  return { path: segments.join("/") };
+}
+
+/**
+ * Resolves a relative reference written in `fromFile` (e.g. `img/a.png` in `index.html`, `../img/a.png`
+ * in `css/deck.css`) to a path of the version; undefined when it leaves the artifact.
+ */
+export function resolveRelative(fromFile: string, ref: string): string | undefined {
+  const clean = decodeURI(ref.split(/[?#]/)[0]!);
+  const base = fromFile.includes("/") ? fromFile.slice(0, fromFile.lastIndexOf("/")).split("/") : [];
+  const out = clean.startsWith("/") ? [] : base;
+  for (const seg of clean.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === "..") {
+      if (out.length === 0) return undefined;
+      out.pop();
+    } else out.push(seg);
+  }
+  return out.length ? out.join("/") : undefined;
+}
+
+/**
+ * Reads `document.md` (spec 2.9): the first `#` heading is the title and the paragraph after it the
+ * lede; every heading gets a GitHub slug (`q3-results`, then `q3-results-1`); images and links are
+ * collected with their lines.
+ */
+export function readDocument(markdown: string): { title?: string; lede?: string; sections: Section[]; references: ContentReference[] } {
+  const tree = unified().use(remarkParse).use(remarkGfm).parse(markdown);
+  const slugger = new GithubSlugger();
+  const sections: Section[] = [];
+  const references: ContentReference[] = [];
+  let title: string | undefined;
+  let lede: string | undefined;
+  let afterTitle = false;
+  for (const node of tree.children) {
+    if (node.type === "heading") {
+      const text = toString(node);
+      const slug = slugger.slug(text);
+      if (node.depth === 1 && title === undefined) {
+        title = text;
+        afterTitle = true;
+        continue;
+      }
+      sections.push({ slug, title: text, depth: node.depth });
+    } else if (afterTitle && node.type === "paragraph" && lede === undefined) lede = toString(node);
+    afterTitle = false;
+  }
+  visit(tree, (node) => {
+    if (node.type === "image") references.push({ file: "document.md", target: node.url, use: "image", line: node.position?.start.line });
+    else if (node.type === "link") references.push({ file: "document.md", target: node.url, use: "link", line: node.position?.start.line });
+    else if (node.type === "definition") references.push({ file: "document.md", target: node.url, use: "link", line: node.position?.start.line });
+  });
+  return { title, lede, sections, references };
+}
+
+/**
+ * Reads a deck's `index.html` (spec 2.10): its slides (`<section class="slide">`, with each one's first
+ * heading as title) and everything it loads or links: stylesheets, scripts, images, media, fonts,
+ * `<a href>`, `<svc-embed src>`, and `url()`/`@import` inside `<style>` and `style` attributes.
+ */
+export function readDeck(html: string): { slides: Array<{ number: number; title?: string }>; references: ContentReference[] } {
+  const doc = parseDocument(html, { withStartIndices: true });
+  const lineAt = (index: number | null | undefined) => (index == null ? undefined : html.slice(0, index).split("\n").length);
+  const slides = DomUtils.findAll((el) => el.name === "section" && (el.attribs.class ?? "").split(/\s+/).includes("slide"), doc.children).map((el, i) => {
+    const heading = DomUtils.findOne((h) => /^h[1-6]$/.test(h.name), el.children);
+    return { number: i + 1, ...(heading ? { title: DomUtils.textContent(heading).trim() } : {}) };
+  });
+  const references: ContentReference[] = [];
+  const add = (el: Element, attr: string, use: ContentReference["use"]) => {
+    const value = el.attribs[attr];
+    if (value !== undefined && value.trim() !== "") references.push({ file: "index.html", target: value.trim(), use, line: lineAt(el.startIndex) });
+  };
+  for (const el of DomUtils.findAll(() => true, doc.children)) {
+    switch (el.name) {
+      case "link":
+        add(el, "href", /\bstylesheet\b/i.test(el.attribs.rel ?? "") ? "style" : /\b(preload|icon|modulepreload)\b/i.test(el.attribs.rel ?? "") ? "media" : "link");
+        break;
+      case "script":
+        add(el, "src", "script");
+        break;
+      case "img":
+        add(el, "src", "image");
+        break;
+      case "source":
+      case "video":
+      case "audio":
+      case "iframe":
+      case "embed":
+        add(el, "src", "media");
+        if (el.name === "video") add(el, "poster", "image");
+        break;
+      case "object":
+        add(el, "data", "media");
+        break;
+      case "a":
+        add(el, "href", "link");
+        break;
+      case "svc-embed":
+        add(el, "src", "embed");
+        break;
+    }
+    if (el.name === "style") for (const url of cssUrls(DomUtils.textContent(el))) references.push({ file: "index.html", target: url.target, use: url.use, line: lineAt(el.startIndex) });
+    if (el.attribs.style) for (const url of cssUrls(el.attribs.style, "declarationList")) references.push({ file: "index.html", target: url.target, use: url.use, line: lineAt(el.startIndex) });
+  }
+  return { slides, references };
+}
+
+/** `url()` and `@import` targets of a stylesheet (or a `style` attribute's declarations). */
+export function cssUrls(css: string, context: "stylesheet" | "declarationList" = "stylesheet"): Array<{ target: string; use: ContentReference["use"] }> {
+  const out: Array<{ target: string; use: ContentReference["use"] }> = [];
+  let ast: csstree.CssNode;
+  try {
+    ast = csstree.parse(css, { context, parseValue: true, onParseError: () => undefined });
+  } catch {
+    return out;
+  }
+  csstree.walk(ast, (node) => {
+    if (node.type === "Url") out.push({ target: node.value, use: /\.(woff2?|ttf|otf|eot)(\?|#|$)/i.test(node.value) ? "font" : "image" });
+    else if (node.type === "Atrule" && node.name === "import" && node.prelude?.type === "AtrulePrelude") {
+      const first = node.prelude.children.first;
+      if (first?.type === "String") out.push({ target: first.value, use: "style" });
+    }
+  });
+  return out;
+}
+
+/** Tokens a `theme.json` may set (spec 2.11) and what kind of CSS value each takes. */
+export const THEME_TOKENS: Readonly<Record<string, "color" | "font" | "length">> = Object.fromEntries([
+  ...["--background", "--foreground", "--border", "--chart-1", "--chart-2", "--chart-3", "--chart-4", "--chart-5"].map((t) => [t, "color"]),
+  ...["--card", "--muted", "--primary", "--accent"].flatMap((t) => [[t, "color"], [`${t}-foreground`, "color"]]),
+  ...["--font-sans", "--font-serif", "--font-mono"].map((t) => [t, "font"]),
+  ["--radius", "length"],
+]);
+
+const ThemeSchema = v.strictObject({
+  mode: v.optional(v.picklist(["light", "dark"], "mode must be light or dark")),
+  tokens: v.optional(v.record(v.string(), v.string("token values are strings")), {}),
+});
+
+/** A theme file's contents (spec 2.11): an optional pinned `mode` and token values. */
+export type Theme = { mode?: "light" | "dark"; tokens: Record<string, string> };
+
+/**
+ * Checks a `theme.json` (spec 2.11): JSON with `mode` (light or dark) and `tokens`, only the settable
+ * tokens, each value a CSS color, a font stack or a length as fits the token (css-tree's lexer).
+ * @returns the theme, or the problems found
+ */
+export function readTheme(text: string): { theme: Theme; problems: [] } | { problems: ContentProblem[] } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return { problems: [{ file: "theme.json", message: `theme.json is not valid JSON: ${(err as Error).message}` }] };
+  }
+  const parsed = v.safeParse(ThemeSchema, json);
+  if (!parsed.success) return { problems: parsed.issues.map((i) => ({ file: "theme.json", message: `theme.json ${v.getDotPath(i) ?? ""}: ${i.message}`.replace(" : ", ": ") })) };
+  const problems: ContentProblem[] = [];
+  for (const [token, value] of Object.entries(parsed.output.tokens)) {
+    const kind = THEME_TOKENS[token];
+    if (!kind) {
+      problems.push({ file: "theme.json", message: `theme.json sets ${token}, which is not a settable token; settable: ${Object.keys(THEME_TOKENS).join(", ")}`, value: token });
+      continue;
+    }
+    let ok = false;
+    try {
+      const node = csstree.parse(value, { context: "value" });
+      ok = !(kind === "length" ? csstree.lexer.matchType("length", node) : csstree.lexer.matchProperty(kind === "color" ? "color" : "font-family", node)).error;
+    } catch {
+      ok = false;
+    }
+    if (!ok) problems.push({ file: "theme.json", message: `theme.json ${token} must be a CSS ${kind === "font" ? "font stack" : kind}, got ${JSON.stringify(value)}`, expected: kind, value });
+  }
+  return problems.length ? { problems } : { theme: { ...parsed.output, tokens: parsed.output.tokens }, problems: [] };
+}
+
+/**
+ * Checks the files a kind needs (spec 2.7): `document` has `document.md`; `sheet` has `workbook.json`
+ * and its CSVs under `sheets/` (checked with the workbook); `slides` has `index.html`; `file` has
+ * exactly one file.
+ */
+export function checkLayout(kind: ArtifactKind, paths: readonly string[]): ContentProblem[] {
+  const has = (p: string) => paths.includes(p);
+  switch (kind) {
+    case "document":
+      return has("document.md") ? [] : [{ file: "document.md", message: "A document needs document.md" }];
+    case "sheet":
+      return has("workbook.json") ? [] : [{ file: "workbook.json", message: "A sheet needs workbook.json (and one CSV per sheet under sheets/)" }];
+    case "slides":
+      return has("index.html") ? [] : [{ file: "index.html", message: 'A deck needs index.html with one <section class="slide"> per slide' }];
+    case "file":
+      return paths.length === 1 ? [] : [{ file: paths.join(", "), message: `A file artifact holds exactly one file, not ${paths.length}` }];
+  }
+}
+
+/** Where a reference points: an artifact address, a file of the version, an allowed or refused outside URL, or an in-page anchor. */
+export function classifyReference(ref: ContentReference): "address" | "file" | "external" | "anchor" | "data" {
+  const t = ref.target;
+  if (t.startsWith("artifact:")) return "address";
+  if (t.startsWith("#")) return "anchor";
+  if (/^data:/i.test(t)) return "data";
+  if (/^[a-z][a-z0-9+.-]*:/i.test(t) || t.startsWith("//")) return "external";
+  return "file";
+}

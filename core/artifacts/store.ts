@@ -1,0 +1,387 @@
+import { text as readText } from "node:stream/consumers";
+import * as v from "valibot";
+import { inject, injectable } from "../di";
+import { Database } from "../store/db";
+import { FileStore } from "../files/file-store";
+import { ApiError, isApiError } from "../errors";
+import { newId, nowIso } from "../ids";
+import { FileReferenceSchema } from "../sdk/records";
+import type { FileReference } from "../sdk/context";
+import { AddressError, formatAddress, isArtifactAddress, parseAddress, toApiError, type ArtifactAddress } from "./address";
+import { ALLOWED_CDN_HOSTS, ARTIFACT_KINDS, checkLayout, classifyReference, cssUrls, isImagePath, normalizeArtifactPath, readDeck, readDocument, readTheme, resolveRelative, type ArtifactKind, type ContentProblem, type ContentReference } from "./content";
+import { resolveWithin, type Resolution, type ResolvableVersion, type VersionOutline } from "./resolve";
+import { validateWorkbook } from "./workbook";
+
+/** Who reads or publishes: an identity (it opens only what it owns, spec 4.3) or system code (everything). */
+export type ArtifactReader = { kind: "identity"; id: string } | { kind: "system" };
+
+/** An artifact (spec 2.7): its creation response is `{ artifact }`. */
+export const ArtifactSchema = v.object({
+  id: v.string(),
+  kind: v.picklist(ARTIFACT_KINDS),
+  title: v.string(),
+  owner: v.string(),
+  latestVersion: v.number(),
+  createdAt: v.string(),
+  updatedAt: v.string(),
+});
+export type Artifact = v.InferOutput<typeof ArtifactSchema>;
+
+/** A warning a version was published with, e.g. a dependent that no longer finds what it shows. */
+export const PublishWarningSchema = v.object({ code: v.string(), message: v.string(), artifactId: v.optional(v.string()), address: v.optional(v.string()) });
+
+/** A published version: immutable (spec 3, 9). */
+export const ArtifactVersionSchema = v.object({
+  artifactId: v.string(),
+  version: v.number(),
+  title: v.string(),
+  files: v.array(v.object({ path: v.string(), file: FileReferenceSchema })),
+  outline: v.record(v.string(), v.unknown()),
+  warnings: v.array(PublishWarningSchema),
+  publishedAt: v.string(),
+  publishedBy: v.optional(v.string()),
+});
+export type ArtifactVersion = v.InferOutput<typeof ArtifactVersionSchema>;
+
+/** The version input (spec 2.7): entries `{ path, file }` where `file` names a stored file. */
+export const VersionFilesSchema = v.pipe(
+  v.array(v.strictObject({ path: v.pipe(v.string(), v.minLength(1), v.maxLength(500)), file: v.looseObject({ id: v.pipe(v.string(), v.regex(/^file_[0-9A-Za-z]+$/, "must be a file id file_…")) }) })),
+  v.minLength(1, "a version has at least one file"),
+  v.maxLength(1000, "a version has at most 1000 files"),
+);
+export const TitleSchema = v.pipe(v.string(), v.trim(), v.minLength(1, "a title must not be empty"), v.maxLength(200, "a title has at most 200 characters"));
+
+/** The most problems one refusal lists (the total is always given). */
+const MAX_PROBLEMS = 100;
+/** The largest text file (document.md, index.html, CSS, JSON) read for checks, in bytes. */
+const MAX_TEXT_BYTES = 5 * 1024 * 1024;
+
+interface ArtifactRow {
+  id: string;
+  kind: ArtifactKind;
+  title: string;
+  owner: string;
+  latest_version: number;
+  created_at: string;
+  updated_at: string;
+}
+interface VersionRow {
+  artifact_id: string;
+  version: number;
+  title: string;
+  files: string;
+  outline: string;
+  warnings: string;
+  published_at: string;
+  published_by: string | null;
+}
+
+const toArtifact = (r: ArtifactRow): Artifact => ({ id: r.id, kind: r.kind, title: r.title, owner: r.owner, latestVersion: r.latest_version, createdAt: r.created_at, updatedAt: r.updated_at });
+const toVersion = (r: VersionRow): ArtifactVersion => ({
+  artifactId: r.artifact_id,
+  version: r.version,
+  title: r.title,
+  files: JSON.parse(r.files),
+  outline: JSON.parse(r.outline),
+  warnings: JSON.parse(r.warnings),
+  publishedAt: r.published_at,
+  ...(r.published_by ? { publishedBy: r.published_by } : {}),
+});
+
+/**
+ * Artifacts and their immutable versions (spec 2.7–2.11, 4.1, 4.3, 9): publishing checks the whole
+ * version first and writes it in one transaction or not at all; reads are owner-only (404 for every
+ * other identity: an artifact's existence is not disclosed); system code reaches every artifact.
+ */
+@injectable()
+export class ArtifactStore {
+  constructor(
+    @inject(Database) private readonly db: Database,
+    @inject(FileStore) private readonly files: FileStore,
+  ) {}
+
+  private async row(reader: ArtifactReader, id: string): Promise<ArtifactRow> {
+    const row = await this.db.get<ArtifactRow>("SELECT * FROM artifacts WHERE id = ?", [id]);
+    if (!row || (reader.kind === "identity" && row.owner !== reader.id)) throw new ApiError("not_found", `No artifact "${id}"`);
+    return row;
+  }
+
+  /** An artifact the reader may open. @throws {ApiError} not_found (also for another owner's) */
+  async get(reader: ArtifactReader, id: string): Promise<Artifact> {
+    return toArtifact(await this.row(reader, id));
+  }
+
+  /**
+   * The reader's artifacts, most recently updated first (`kind` filters), a page at a time; pass
+   * `nextPageToken` from the previous page.
+   * @throws {ApiError} invalid_request for a token of another listing
+   */
+  async list(reader: ArtifactReader, q: { kind?: ArtifactKind; pageSize: number; nextPageToken?: string }): Promise<{ data: Artifact[]; nextPageToken?: string }> {
+    const where: string[] = [];
+    const params: Array<string | number> = [];
+    if (reader.kind === "identity") where.push("owner = ?"), params.push(reader.id);
+    if (q.kind) where.push("kind = ?"), params.push(q.kind);
+    if (q.nextPageToken) {
+      let after: [string, string];
+      try {
+        after = JSON.parse(Buffer.from(q.nextPageToken, "base64url").toString("utf8"));
+        if (!Array.isArray(after) || after.length !== 2 || !after.every((x) => typeof x === "string")) throw new Error("shape");
+      } catch {
+        throw new ApiError("invalid_request", "nextPageToken is not a token of this listing");
+      }
+      where.push("(updated_at < ? OR (updated_at = ? AND id < ?))");
+      params.push(after[0], after[0], after[1]);
+    }
+    const rows = await this.db.all<ArtifactRow>(`SELECT * FROM artifacts ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY updated_at DESC, id DESC LIMIT ?`, [...params, q.pageSize + 1]);
+    const page = rows.slice(0, q.pageSize);
+    const last = page.at(-1);
+    return { data: page.map(toArtifact), ...(rows.length > q.pageSize && last ? { nextPageToken: Buffer.from(JSON.stringify([last.updated_at, last.id])).toString("base64url") } : {}) };
+  }
+
+  /** Every version of an artifact, oldest first. @throws {ApiError} not_found */
+  async versions(reader: ArtifactReader, id: string): Promise<ArtifactVersion[]> {
+    await this.row(reader, id);
+    return (await this.db.all<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? ORDER BY version", [id])).map(toVersion);
+  }
+
+  /**
+   * One version (the latest when `version` is undefined).
+   * @throws {ApiError} not_found for another owner's artifact, or a version that does not exist (naming the latest)
+   */
+  async version(reader: ArtifactReader, id: string, version?: number): Promise<ArtifactVersion & { kind: ArtifactKind; latestVersion: number }> {
+    const artifact = await this.row(reader, id);
+    const n = version ?? artifact.latest_version;
+    const row = await this.db.get<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND version = ?", [id, n]);
+    if (!row) throw new ApiError("not_found", `Artifact ${id} has no version ${n}; latest is ${artifact.latest_version}`, { latestVersion: artifact.latest_version });
+    return { ...toVersion(row), kind: artifact.kind, latestVersion: artifact.latest_version };
+  }
+
+  /**
+   * The file at `path` in a version, for serving its bytes.
+   * @throws {ApiError} not_found naming the version's files when there is none at that path
+   */
+  async file(reader: ArtifactReader, id: string, version: number, path: string): Promise<FileReference> {
+    const ver = await this.version(reader, id, version);
+    const entry = ver.files.find((f) => f.path === path);
+    if (!entry) throw new ApiError("not_found", `Version ${version} of ${id} has no file "${path}"; its files are: ${ver.files.map((f) => f.path).join(", ")}`, { has: ver.files.map((f) => f.path) });
+    return entry.file;
+  }
+
+  /**
+   * What an address points at for this reader (spec 2.7, 9): the artifact, the version (latest when the
+   * address has none), and the file or part it names.
+   * @throws {ApiError} invalid_request for a malformed address (with the position); not_found when it
+   *   names nothing the reader can open, saying what the target has instead
+   */
+  async resolve(reader: ArtifactReader, address: string | ArtifactAddress): Promise<Resolution> {
+    const parsed = typeof address === "string" ? parseAddressOrThrow(address) : address;
+    const target = await this.resolvable(reader, parsed.artifactId, parsed.version);
+    return resolveWithin(parsed, target);
+  }
+
+  private async resolvable(reader: ArtifactReader, id: string, version: number | undefined): Promise<ResolvableVersion> {
+    const ver = await this.version(reader, id, version);
+    const artifact = await this.row(reader, id);
+    return { artifactId: id, kind: ver.kind, title: artifact.title, version: ver.version, latestVersion: ver.latestVersion, files: ver.files, outline: ver.outline as VersionOutline };
+  }
+
+  /**
+   * Publishes a version (spec 2.7, 4.3, 7, 8): a new artifact at version 1 when `artifactId` is
+   * absent, else the next version of it. The whole version is checked first — paths, files, the kind's
+   * layout, the theme, the document's images, the deck's references, every workbook cell — and every
+   * artifact address in it is resolved against what the author can read; then it is written in one
+   * transaction, or nothing is. A version that renames or removes something another artifact shows
+   * (following the latest) publishes with a warning naming that artifact.
+   *
+   * @param input.author who publishes: an identity may use only the files it uploaded or that are in its
+   *   own artifacts, and reference only its own artifacts; the system may do anything
+   * @param input.owner the owner of a new artifact (default: the author identity); system code publishes on behalf of a user this way
+   * @throws {ApiError} artifact_invalid (422) listing every problem (file, row, column, what was
+   *   expected), capped at 100 with the total count; not_found for an artifact the author cannot open
+   */
+  async publish(input: { artifactId?: string; kind?: ArtifactKind; title?: string; files: Array<{ path: string; file: { id: string } }>; author: ArtifactReader; owner?: string; publishedBy?: string }): Promise<{ artifact: Artifact; version: ArtifactVersion }> {
+    const existing = input.artifactId ? await this.row(input.author, input.artifactId) : undefined;
+    const kind = existing?.kind ?? input.kind;
+    if (!kind) throw new ApiError("invalid_request", "A new artifact needs a kind: document, sheet, slides or file");
+    const title = input.title ?? existing?.title;
+    if (!title) throw new ApiError("invalid_request", "A new artifact needs a title");
+    const owner = existing?.owner ?? input.owner ?? (input.author.kind === "identity" ? input.author.id : undefined);
+    if (!owner) throw new ApiError("invalid_request", "System code publishing a new artifact names its owner");
+    const problems: ContentProblem[] = [];
+
+    // paths and files
+    const entries: Array<{ path: string; file: FileReference }> = [];
+    const seen = new Set<string>();
+    for (const [i, entry] of input.files.entries()) {
+      const normalized = normalizeArtifactPath(entry.path);
+      if ("error" in normalized) {
+        problems.push({ file: entry.path, message: `files[${i}].path "${entry.path}": ${normalized.error}` });
+        continue;
+      }
+      if (seen.has(normalized.path)) {
+        problems.push({ file: normalized.path, message: `files[${i}].path "${normalized.path}" appears twice` });
+        continue;
+      }
+      seen.add(normalized.path);
+      const file = await this.files.get(entry.file.id);
+      if (!file || !(await this.mayUse(input.author, file.id))) problems.push({ file: normalized.path, message: `${normalized.path}: no file "${entry.file.id}" you can use (upload it with POST /api/files)` });
+      else entries.push({ path: normalized.path, file });
+    }
+    entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    problems.push(...checkLayout(kind, [...seen]));
+    if (problems.length) throw invalid(problems);
+
+    const paths = new Set(entries.map((e) => e.path));
+    const text = async (path: string) => {
+      const entry = entries.find((e) => e.path === path)!;
+      if (entry.file.size > MAX_TEXT_BYTES) throw new ApiError("artifact_invalid", `${path} is larger than ${MAX_TEXT_BYTES} bytes`, { problems: [{ file: path, message: `${path} is larger than ${MAX_TEXT_BYTES} bytes` }], totalProblems: 1 });
+      return readText((await this.files.open(entry.file.id)).stream);
+    };
+    const outline: VersionOutline = {};
+    const references: ContentReference[] = [];
+    if (kind !== "file" && paths.has("theme.json")) {
+      const theme = readTheme(await text("theme.json"));
+      problems.push(...theme.problems);
+    }
+    if (kind === "document") {
+      const doc = readDocument(await text("document.md"));
+      Object.assign(outline, { ...(doc.title ? { title: doc.title } : {}), ...(doc.lede ? { lede: doc.lede } : {}), sections: doc.sections });
+      references.push(...doc.references);
+      for (const ref of doc.references) {
+        if (ref.use !== "image") continue;
+        const where = classifyReference(ref);
+        if (where === "file" && !paths.has(resolveRelative("document.md", ref.target) ?? "")) problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: image "${ref.target}" is not a file of this version`, value: ref.target });
+        if (where === "external" || where === "data" || where === "anchor") problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: images must be files in this version or artifact addresses, not "${ref.target}"`, value: ref.target });
+      }
+    } else if (kind === "slides") {
+      const deck = readDeck(await text("index.html"));
+      if (deck.slides.length === 0) problems.push({ file: "index.html", message: 'index.html has no <section class="slide">' });
+      outline.slides = deck.slides;
+      references.push(...deck.references);
+      for (const css of [...paths].filter((p) => p.endsWith(".css"))) for (const url of cssUrls(await text(css))) references.push({ file: css, target: url.target, use: url.use });
+      for (const ref of references) {
+        const where = classifyReference(ref);
+        if (where === "file" && ref.use !== "link" && !paths.has(resolveRelative(ref.file, ref.target) ?? "")) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: "${ref.target}" is not a file of this version`, value: ref.target });
+        if (where === "external" && ref.use !== "link") {
+          let host = "";
+          try {
+            host = new URL(ref.target.startsWith("//") ? `https:${ref.target}` : ref.target).hostname;
+          } catch {
+            host = "";
+          }
+          if (!(ALLOWED_CDN_HOSTS as readonly string[]).includes(host)) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: a deck loads only its own files and ${ALLOWED_CDN_HOSTS.join(", ")}, not "${ref.target}"`, value: ref.target });
+        }
+      }
+    } else if (kind === "sheet") {
+      let workbookJson: unknown;
+      try {
+        workbookJson = JSON.parse(await text("workbook.json"));
+      } catch (err) {
+        if (isApiError(err)) throw err;
+        throw invalid([{ file: "workbook.json", message: `workbook.json is not valid JSON: ${(err as Error).message}` }]);
+      }
+      const result = await validateWorkbook({
+        workbookJson,
+        openCsv: async (path) => (paths.has(path) ? (await this.files.open(entries.find((e) => e.path === path)!.file.id)).stream : null),
+        hasImage: (path) => paths.has(path) && isImagePath(path),
+        isArtifactAddress,
+        maxProblems: MAX_PROBLEMS,
+      });
+      problems.push(...result.problems);
+      if (result.totalProblems > result.problems.length) throw invalid(problems, result.totalProblems - result.problems.length);
+      outline.sheets = result.sheets;
+      outline.charts = result.charts;
+      for (const link of result.links) references.push({ file: link.file, target: link.address, use: "link", line: link.row });
+    }
+
+    // every artifact address, resolved against what the author can read (spec 4.3)
+    const nextVersion = (existing?.latest_version ?? 0) + 1;
+    const selfId = existing?.id;
+    const links = new Map<string, ArtifactAddress>();
+    for (const ref of references) {
+      if (classifyReference(ref) !== "address") continue;
+      const at = `${ref.file}${ref.line ? (ref.file.endsWith(".csv") ? ` row ${ref.line}` : ` line ${ref.line}`) : ""}`;
+      let address: ArtifactAddress;
+      try {
+        address = parseAddress(ref.target);
+      } catch (err) {
+        problems.push({ file: ref.file, line: ref.line, message: `${at}: ${(err as Error).message}`, value: ref.target });
+        continue;
+      }
+      try {
+        if (address.artifactId === selfId && (address.version === undefined || address.version === nextVersion)) {
+          resolveWithin(address, { artifactId: selfId!, kind, title, version: nextVersion, latestVersion: nextVersion, files: entries, outline });
+        } else await this.resolve(input.author, address);
+        links.set(formatAddress(address), address);
+      } catch (err) {
+        if (!isApiError(err)) throw err;
+        problems.push({ file: ref.file, line: ref.line, message: `${at}: ${ref.target} names nothing: ${err.message}`, value: ref.target });
+      }
+    }
+    if (problems.length) throw invalid(problems);
+
+    // dependents that follow the latest version and would no longer find what they show (spec 4.3)
+    const warnings: Array<v.InferOutput<typeof PublishWarningSchema>> = [];
+    if (existing) {
+      const dependents = await this.db.all<{ source_id: string; address: string }>(
+        `SELECT l.source_id, l.address FROM artifact_links l JOIN artifacts a ON a.id = l.source_id AND a.latest_version = l.source_version
+          WHERE l.target_id = ? AND l.target_version IS NULL AND l.source_id <> ?`,
+        [existing.id, existing.id],
+      );
+      for (const d of dependents) {
+        try {
+          resolveWithin(parseAddress(d.address), { artifactId: existing.id, kind, title, version: nextVersion, latestVersion: nextVersion, files: entries, outline });
+        } catch (err) {
+          if (!isApiError(err)) throw err;
+          warnings.push({ code: "dependent_broken", artifactId: d.source_id, address: d.address, message: `Artifact ${d.source_id} shows ${d.address}, which this version no longer has: ${err.message}` });
+        }
+      }
+    }
+
+    const now = nowIso();
+    const id = existing?.id ?? newId("art");
+    const written = await this.db.transaction(async (tx) => {
+      const current = await tx.get<{ latest_version: number }>("SELECT latest_version FROM artifacts WHERE id = ?", [id]);
+      const n = (current?.latest_version ?? 0) + 1;
+      if (current) await tx.run("UPDATE artifacts SET title = ?, latest_version = ?, updated_at = ? WHERE id = ?", [title, n, now, id]);
+      else await tx.run("INSERT INTO artifacts (id, kind, title, owner, latest_version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)", [id, kind, title, owner, now, now]);
+      await tx.run("INSERT INTO artifact_versions (artifact_id, version, title, files, outline, warnings, published_at, published_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+        id, n, title, JSON.stringify(entries), JSON.stringify(outline), JSON.stringify(warnings), now, input.publishedBy ?? (input.author.kind === "identity" ? input.author.id : null),
+      ]);
+      for (const e of entries) await this.files.addReference(tx, e.file.id, { kind: "artifact", id, path: `/versions/${n}/${e.path}` });
+      for (const [text, address] of links) {
+        await tx.run("INSERT INTO artifact_links (source_id, source_version, address, target_id, target_version) VALUES (?, ?, ?, ?, ?)", [id, n, text, address.artifactId, address.version ?? null]);
+      }
+      return n;
+    });
+    const artifact = await this.get({ kind: "system" }, id);
+    return { artifact, version: (await this.version({ kind: "system" }, id, written)) as ArtifactVersion };
+  }
+
+  /** An identity may put into a version the files it uploaded and the files of its own artifacts; system code any file. */
+  private async mayUse(author: ArtifactReader, fileId: string): Promise<boolean> {
+    if (author.kind === "system") return true;
+    const own = await this.db.get<{ one: number }>(
+      `SELECT 1 AS one FROM files WHERE id = ? AND created_by = ?
+       UNION ALL SELECT 1 FROM file_references r JOIN artifacts a ON a.id = r.owner_id WHERE r.owner_kind = 'artifact' AND r.file_id = ? AND a.owner = ? LIMIT 1`,
+      [fileId, author.id, fileId, author.id],
+    );
+    return own !== undefined;
+  }
+}
+
+/** Parses an address for the API. @throws {ApiError} invalid_request with `details.position` */
+export function parseAddressOrThrow(address: string): ArtifactAddress {
+  try {
+    return parseAddress(address);
+  } catch (err) {
+    throw err instanceof AddressError ? toApiError(err) : err;
+  }
+}
+
+/** The 422 refusal of a version: every problem (capped) with the total count. */
+function invalid(problems: ContentProblem[], more = 0): ApiError {
+  const total = problems.length + more;
+  const shown = problems.slice(0, MAX_PROBLEMS);
+  return new ApiError("artifact_invalid", `The version was not published: ${shown[0]?.message ?? "it is invalid"}${total > 1 ? ` (and ${total - 1} more problem${total > 2 ? "s" : ""})` : ""}`, { problems: shown, totalProblems: total });
+}

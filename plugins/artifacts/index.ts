@@ -1,0 +1,122 @@
+import * as v from "valibot";
+import { ARTIFACT_KINDS, ArtifactSchema, ArtifactStore, ArtifactVersionSchema, FileStore, ResolutionSchema, TitleSchema, VersionFilesSchema, definePlugin, serveFile, type Principal } from "../../core/plugin-api";
+
+const ArtifactParams = v.object({ artifactId: v.pipe(v.string(), v.description("`art_…`")) });
+const VersionNumber = v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,8}$/, "must be a version number 1, 2, …"), v.transform(Number), v.description("Version number (1, 2, …)"));
+const PageSize = v.optional(v.pipe(v.string(), v.regex(/^(?:[1-9]|[1-9][0-9]|1[0-9][0-9]|200)$/, "must be a whole number from 1 to 200"), v.transform(Number), v.description("1 to 200, default 50")));
+const OWNER_ONLY = "Only the artifact's owner opens it: for everyone else it does not exist (404, spec 4.3).";
+const reader = (principal: Principal | undefined) => ({ kind: "identity" as const, id: principal!.id });
+
+/**
+ * Artifacts (spec 2.7–2.11, 4.1, 4.3, 9): publish version 1 and the next versions (checked whole, then
+ * written at once; 422 `artifact_invalid` lists every problem), list and read them, read a version's
+ * file bytes, and resolve an address for the caller. Only the owner opens an artifact.
+ */
+export default definePlugin({
+  name: "artifacts",
+  deps: { artifacts: ArtifactStore, files: FileStore },
+  setup({ routes }, { artifacts, files }) {
+    routes.add({
+      method: "POST",
+      path: "/api/artifacts",
+      summary: "Publish a new artifact (version 1)",
+      description: [
+        "`kind` is document (`document.md`, images beside it), sheet (`workbook.json` and one CSV per sheet under `sheets/`), slides (`index.html` with `<section class=\"slide\">` per slide) or file (exactly one file). `files` are `{ path, file: { id } }` of files you uploaded (POST /api/files).",
+        "The whole version is checked before anything is written: paths, the kind's layout, `theme.json`, every workbook cell against its column type (refusals name file, row and column), a document's images, a deck's references (its own files and jsDelivr, cdnjs, unpkg, Google Fonts only), and every artifact address against what you can read (refusals say what the target has instead). Refused: 422 `artifact_invalid` with `details.problems` (at most 100) and `details.totalProblems`.",
+        "The caller owns the artifact.",
+      ].join("\n\n"),
+      tags: ["artifacts"],
+      auth: "bearer",
+      body: v.strictObject({ kind: v.picklist(ARTIFACT_KINDS), title: TitleSchema, files: VersionFilesSchema }),
+      responses: { 200: { description: "The artifact and its first version (with any publish warnings)", schema: v.object({ artifact: ArtifactSchema, version: ArtifactVersionSchema }) }, 422: { description: "The version is invalid: every problem listed" } },
+      handler: ({ principal, body }) => artifacts.publish({ kind: body.kind, title: body.title, files: body.files, author: reader(principal) }),
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/artifacts/:artifactId/versions",
+      summary: "Publish the next version of an artifact",
+      description: `The version is checked as on creation; it is number n+1 and never changes once published. When it renames or removes a sheet, chart, section, slide or file another artifact shows (following the latest version), it publishes with a \`dependent_broken\` warning naming that artifact and address. ${OWNER_ONLY}`,
+      tags: ["artifacts"],
+      auth: "bearer",
+      params: ArtifactParams,
+      body: v.strictObject({ files: VersionFilesSchema, title: v.optional(TitleSchema) }),
+      responses: { 200: { description: "The new version (with its warnings)", schema: ArtifactVersionSchema }, 404: { description: "No such artifact (or not yours)" }, 422: { description: "The version is invalid: every problem listed" } },
+      handler: async ({ principal, params, body }) => (await artifacts.publish({ artifactId: params.artifactId, title: body.title, files: body.files, author: reader(principal) })).version,
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/artifacts",
+      summary: "List your artifacts",
+      description: "Artifacts you own, most recently updated first; `kind` filters; continue with `nextPageToken`.",
+      tags: ["artifacts"],
+      auth: "bearer",
+      query: v.object({ kind: v.optional(v.picklist(ARTIFACT_KINDS)), pageSize: PageSize, nextPageToken: v.optional(v.string()) }),
+      responses: { 200: { description: "A page of artifacts", schema: v.object({ data: v.array(ArtifactSchema), nextPageToken: v.optional(v.string()) }) } },
+      handler: ({ principal, query }) => artifacts.list(reader(principal), { kind: query.kind, pageSize: query.pageSize ?? 50, nextPageToken: query.nextPageToken }),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/artifacts/resolve",
+      summary: "Resolve an artifact address",
+      description: "What `artifact:<id>[@<version>][/<file>][#<part>]` points at for you: the artifact, the version (the latest when the address has none: it follows the latest; with `@n` it stays on n), the file, and the sheet, range, chart, section or slide. A malformed address is 400 with `details.position`; one that names nothing is 404 saying what the target has instead.",
+      tags: ["artifacts"],
+      auth: "bearer",
+      query: v.object({ address: v.pipe(v.string(), v.regex(/^artifact:art_[0-9A-Za-z]+/, "must be an artifact address artifact:<id>[@<version>][/<file>][#<part>]"), v.description("An artifact address `artifact:<id>[@<version>][/<file>][#<part>]`")) }),
+      responses: { 200: { description: "What the address points at", schema: ResolutionSchema }, 404: { description: "It names nothing you can open; the message says what the target has instead" } },
+      handler: ({ principal, query }) => artifacts.resolve(reader(principal), query.address),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/artifacts/:artifactId",
+      summary: "Read an artifact",
+      description: OWNER_ONLY,
+      tags: ["artifacts"],
+      auth: "bearer",
+      params: ArtifactParams,
+      responses: { 200: { description: "The artifact", schema: ArtifactSchema }, 404: { description: "No such artifact (or not yours)" } },
+      handler: ({ principal, params }) => artifacts.get(reader(principal), params.artifactId),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/artifacts/:artifactId/versions",
+      summary: "List an artifact's versions",
+      description: `Oldest first. ${OWNER_ONLY}`,
+      tags: ["artifacts"],
+      auth: "bearer",
+      params: ArtifactParams,
+      responses: { 200: { description: "Versions", schema: v.object({ data: v.array(ArtifactVersionSchema) }) }, 404: { description: "No such artifact (or not yours)" } },
+      handler: async ({ principal, params }) => ({ data: await artifacts.versions(reader(principal), params.artifactId) }),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/artifacts/:artifactId/versions/:version",
+      summary: "Read a version",
+      description: `Its files, its outline (sections, sheets, charts, slides that addresses can name) and its publish warnings. A version that does not exist is 404 naming the latest. ${OWNER_ONLY}`,
+      tags: ["artifacts"],
+      auth: "bearer",
+      params: v.object({ artifactId: v.string(), version: VersionNumber }),
+      responses: { 200: { description: "The version", schema: ArtifactVersionSchema }, 404: { description: "No such artifact (or not yours), or no such version (the message names the latest)" } },
+      handler: async ({ principal, params }) => {
+        const { kind: _kind, latestVersion: _latest, ...version } = await artifacts.version(reader(principal), params.artifactId, params.version);
+        return version;
+      },
+    });
+    for (const method of ["GET", "HEAD"] as const) {
+      routes.add({
+        method,
+        path: "/api/artifacts/:artifactId/versions/:version/files/**:path",
+        summary: method === "GET" ? "Read a file of a version" : "Check a file of a version (headers only)",
+        description: `The bytes of the file at \`path\` (may contain \`/\`), with Range, ETag and a safe Content-Disposition; HTML, SVG and scripts are attachments. ${OWNER_ONLY}`,
+        tags: ["artifacts"],
+        auth: "bearer",
+        params: v.object({ artifactId: v.string(), version: VersionNumber, path: v.pipe(v.string(), v.minLength(1), v.description("The file's path inside the artifact")) }),
+        query: v.object({ disposition: v.optional(v.picklist(["attachment", "inline"])) }),
+        responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such artifact, version or file (the message lists the version's files)" }, 416: { description: "Range outside the file" } },
+        handler: async ({ event, principal, params, query }) => {
+          const file = await artifacts.file(reader(principal), params.artifactId, params.version, decodeURIComponent(params.path));
+          return serveFile(event.req, files, file.id, query.disposition);
+        },
+      });
+    }
+  },
+});

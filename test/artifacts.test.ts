@@ -1,0 +1,251 @@
+/**
+ * Artifacts over real HTTP (spec 2.7–2.11, 4.1, 4.3, 7, 8, 9): versions built from files uploaded with
+ * POST /api/files, checked whole before they publish, owner-only reads, every address form resolved.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_TOKEN, client, startApp, tokenFor } from "./helpers";
+import type { App } from "../core/app";
+
+let app: App;
+let dev: ReturnType<typeof client>;
+let alice: ReturnType<typeof client>;
+beforeAll(async () => {
+  app = await startApp();
+  dev = client(app);
+  alice = client(app, await tokenFor(app, "alice"));
+});
+afterAll(() => app?.close());
+
+/** Uploads `content` with POST /api/files as `token`'s identity and answers `{ id }`. */
+async function put(content: string | Uint8Array, name: string, type = "application/octet-stream", token = DEV_TOKEN): Promise<{ id: string }> {
+  const form = new FormData();
+  form.append("file", new Blob([content], { type }), name);
+  const res = await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { id: string };
+}
+const publish = (body: unknown, c = dev) => c.post("/api/artifacts", body);
+
+const WORKBOOK = {
+  sheets: [{ name: "Revenue", columns: { Month: "date", Revenue: { type: "currency", currency: "USD" }, Share: { type: "percent", decimals: 1 }, Link: "link" } }],
+  charts: [{ name: "Revenue by month", type: "bar", sheet: "Revenue", x: "Month", y: ["Revenue"] }],
+};
+const CSV = "Month,Revenue,Share,Link\n2026-07-31,214800,0.41,https://example.com/a\n2026-08-31,209900,0.4,https://example.com/b\n2026-09-30,226400,0.43,https://example.com/c\n";
+
+async function sheet(csv = CSV, workbook: unknown = WORKBOOK) {
+  return publish({ kind: "sheet", title: "Revenue", files: [{ path: "workbook.json", file: await put(JSON.stringify(workbook), "workbook.json", "application/json") }, { path: "sheets/Revenue.csv", file: await put(csv, "Revenue.csv", "text/csv") }] });
+}
+async function document(md: string, extra: Array<{ path: string; file: { id: string } }> = []) {
+  return publish({ kind: "document", title: "Review", files: [{ path: "document.md", file: await put(md, "document.md", "text/markdown") }, ...extra] });
+}
+
+describe("publishing versions (spec 2.7, 3, 9)", () => {
+  it("publishes version 1, then version 2, and never changes a published version", async () => {
+    const first = await document("# Q3\n\nThe lede.\n\n## Highlights\n\nText.\n");
+    expect(first.status).toBe(200);
+    expect(first.body.artifact).toEqual({ id: expect.stringMatching(/^art_/), kind: "document", title: "Review", owner: "dev", latestVersion: 1, createdAt: expect.any(String), updatedAt: expect.any(String) });
+    expect(first.body.version).toMatchObject({ version: 1, outline: { title: "Q3", lede: "The lede.", sections: [{ slug: "highlights", title: "Highlights", depth: 2 }] }, warnings: [] });
+    const id = first.body.artifact.id;
+    const v1 = (await dev.get(`/api/artifacts/${id}/versions/1`)).body;
+    const second = await dev.post(`/api/artifacts/${id}/versions`, { title: "Review, revised", files: [{ path: "document.md", file: await put("# Q3, revised\n\n## Highlights\n", "document.md", "text/markdown") }] });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ artifactId: id, version: 2, title: "Review, revised" });
+    expect((await dev.get(`/api/artifacts/${id}/versions/1`)).body).toEqual(v1);
+    expect((await dev.get(`/api/artifacts/${id}`)).body).toMatchObject({ latestVersion: 2, title: "Review, revised" });
+    expect((await dev.get(`/api/artifacts/${id}/versions`)).body.data.map((v: any) => v.version)).toEqual([1, 2]);
+    const missing = await dev.get(`/api/artifacts/${id}/versions/7`);
+    expect(missing).toMatchObject({ status: 404, body: { error: { message: `Artifact ${id} has no version 7; latest is 2` } } });
+    for (const method of ["PUT", "PATCH", "DELETE"]) expect((await dev.call(method, `/api/artifacts/${id}/versions/1`)).status).toBe(405);
+  });
+
+  it("serves a version's files by path with the file headers", async () => {
+    const logo = await put("<svg xmlns='http://www.w3.org/2000/svg'/>", "logo.svg", "image/svg+xml");
+    const res = await document("# Doc\n\n![Logo](images/logo.svg)\n", [{ path: "images/logo.svg", file: logo }]);
+    const got = await fetch(`${app.url}/api/artifacts/${res.body.artifact.id}/versions/1/files/images/logo.svg`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(got.status).toBe(200);
+    expect(got.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(got.headers.get("content-disposition")).toMatch(/^attachment/); // SVG is active content
+    expect((await fetch(`${app.url}/api/artifacts/${res.body.artifact.id}/versions/1/files/nope.png`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).status).toBe(404);
+  });
+
+  it("lists the caller's artifacts newest first, filtered by kind, page by page", async () => {
+    for (const n of [1, 2, 3]) await publish({ kind: "file", title: `Attachment ${n}`, files: [{ path: `a${n}.txt`, file: await put(`a${n}`, `a${n}.txt`, "text/plain") }] });
+    const seen: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await dev.get(`/api/artifacts?kind=file&pageSize=2${token ? `&nextPageToken=${token}` : ""}`);
+      expect(page.status).toBe(200);
+      expect(page.body.data.every((a: any) => a.kind === "file")).toBe(true);
+      seen.push(...page.body.data.map((a: any) => a.title));
+      token = page.body.nextPageToken;
+    } while (token);
+    expect(seen.slice(0, 3)).toEqual(["Attachment 3", "Attachment 2", "Attachment 1"]);
+  });
+});
+
+describe("only the owner opens an artifact (spec 4.3)", () => {
+  it("answers 404 to everyone else, never 403, and lists nothing of it", async () => {
+    const mine = await document("# Mine\n");
+    const id = mine.body.artifact.id;
+    for (const path of [`/api/artifacts/${id}`, `/api/artifacts/${id}/versions`, `/api/artifacts/${id}/versions/1`, `/api/artifacts/${id}/versions/1/files/document.md`, `/api/artifacts/resolve?address=artifact:${id}`]) {
+      expect((await alice.get(path)).status, path).toBe(404);
+    }
+    expect((await alice.post(`/api/artifacts/${id}/versions`, { files: [{ path: "document.md", file: await put("# Hers\n", "document.md", "text/markdown", (await tokenFor(app, "alice"))) }] })).status).toBe(404);
+    expect((await alice.get("/api/artifacts")).body.data.map((a: any) => a.id)).not.toContain(id);
+  });
+
+  it("does not let an author publish files someone else uploaded", async () => {
+    const hers = await put("# Hers\n", "document.md", "text/markdown", await tokenFor(app, "alice"));
+    const res = await publish({ kind: "document", title: "Taken", files: [{ path: "document.md", file: hers }] });
+    expect(res).toMatchObject({ status: 422, body: { error: { code: "artifact_invalid", details: { problems: [{ file: "document.md", message: expect.stringContaining("no file") }] } } } });
+  });
+});
+
+describe("checks before a version is published (spec 4.3, 7, 8): the whole version, nothing half-published", () => {
+  const problems = (res: { status: number; body: any }) => {
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe("artifact_invalid");
+    return res.body.error.details.problems.map((p: any) => p.message);
+  };
+
+  it("refuses bad paths and the wrong layout, listing every problem in one answer", async () => {
+    const f = await put("x", "x.txt", "text/plain");
+    const res = await publish({ kind: "document", title: "Bad", files: [{ path: "../x.txt", file: f }, { path: "/abs.txt", file: f }, { path: "a.txt", file: f }, { path: "a.txt", file: f }] });
+    expect(problems(res)).toEqual([
+      'files[0].path "../x.txt": a path has no empty, . or .. segment',
+      'files[1].path "/abs.txt": paths are relative (no leading /)',
+      'files[3].path "a.txt" appears twice',
+      "A document needs document.md",
+    ]);
+    expect(res.body.error.details.totalProblems).toBe(4);
+    expect(problems(await publish({ kind: "file", title: "Two", files: [{ path: "a.txt", file: f }, { path: "b.txt", file: f }] }))).toEqual(["A file artifact holds exactly one file, not 2"]);
+    expect(problems(await publish({ kind: "sheet", title: "No workbook", files: [{ path: "sheets/a.csv", file: f }] }))).toEqual(["A sheet needs workbook.json (and one CSV per sheet under sheets/)"]);
+    expect(problems(await publish({ kind: "slides", title: "No deck", files: [{ path: "deck.css", file: f }] }))).toEqual(['A deck needs index.html with one <section class="slide"> per slide']);
+  });
+
+  it("names file, row and column of a cell that does not match its column's type", async () => {
+    const res = await sheet(CSV.replace("214800", '"214,800"').replace("0.4,", "40%,").replace("2026-09-30", "2026-09-31"));
+    expect(problems(res)).toEqual([
+      'sheets/Revenue.csv row 2, column "Revenue" (B): expected an amount in USD as a number without symbols or separators, got "214,800"',
+      'sheets/Revenue.csv row 3, column "Share" (C): expected a fraction such as 0.125 (for 12.5%) without a % sign, got "40%"',
+      'sheets/Revenue.csv row 4, column "Month" (A): expected a real calendar date as YYYY-MM-DD, got "2026-09-31"',
+    ]);
+    expect(res.body.error.details.problems[0]).toMatchObject({ file: "sheets/Revenue.csv", row: 2, column: "Revenue", columnLetter: "B" });
+  });
+
+  it("keeps a document's images to files of the version and artifact addresses (spec 2.9)", async () => {
+    expect(problems(await document("# D\n\n![x](https://example.com/x.png)\n\n![y](img/missing.png)\n"))).toEqual([
+      'document.md line 3: images must be files in this version or artifact addresses, not "https://example.com/x.png"',
+      'document.md line 5: image "img/missing.png" is not a file of this version',
+    ]);
+  });
+
+  it("keeps a deck to its own files and the allowed CDNs (spec 2.10)", async () => {
+    const html = `<html><head><link rel="stylesheet" href="deck.css"><script src="https://evil.example.com/x.js"></script><script src="https://cdn.jsdelivr.net/npm/echarts@6/dist/echarts.min.js"></script></head><body><section class="slide"><img src="missing.png"><a href="https://example.com">fine</a></section></body></html>`;
+    const res = await publish({ kind: "slides", title: "Deck", files: [{ path: "index.html", file: await put(html, "index.html", "text/html") }, { path: "deck.css", file: await put("body{background:url(bg.png)}", "deck.css", "text/css") }] });
+    expect(problems(res)).toEqual([
+      'index.html line 1: a deck loads only its own files and cdn.jsdelivr.net, cdnjs.cloudflare.com, unpkg.com, fonts.googleapis.com, fonts.gstatic.com, not "https://evil.example.com/x.js"',
+      'index.html line 1: "missing.png" is not a file of this version',
+      'deck.css: "bg.png" is not a file of this version',
+    ]);
+    const empty = await publish({ kind: "slides", title: "Empty", files: [{ path: "index.html", file: await put("<html><body><p>no slides</p></body></html>", "index.html", "text/html") }] });
+    expect(problems(empty)).toEqual(['index.html has no <section class="slide">']);
+  });
+
+  it("checks theme.json tokens (spec 2.11), but not in a file artifact", async () => {
+    const theme = await put(JSON.stringify({ mode: "dim", tokens: { "--primary": "#12345", "--shadow": "0 0 1px red" } }), "theme.json", "application/json");
+    const res = await document("# D\n", [{ path: "theme.json", file: theme }]);
+    expect(problems(res)).toEqual(["theme.json mode: mode must be light or dark"]);
+    const tokens = await put(JSON.stringify({ tokens: { "--primary": "#12345", "--shadow": "0 0 1px red", "--radius": "8px", "--font-mono": "JetBrains Mono, monospace" } }), "theme.json", "application/json");
+    expect(problems(await document("# D\n", [{ path: "theme.json", file: tokens }]))).toEqual([
+      'theme.json --primary must be a CSS color, got "#12345"',
+      expect.stringMatching(/^theme.json sets --shadow, which is not a settable token/),
+    ]);
+    expect((await publish({ kind: "file", title: "Just a file", files: [{ path: "theme.json", file: theme }] })).status).toBe(200);
+  });
+
+  it("publishes a 100,000-row × 20-column sheet, and refuses 100,001 rows naming the limit", async () => {
+    const columns = Array.from({ length: 20 }, (_, i) => `C${i + 1}`);
+    const workbook = { sheets: [{ name: "Big", columns: Object.fromEntries(columns.map((c) => [c, "number"])) }] };
+    const csv = (rows: number) => {
+      const line = columns.map((_, i) => String(i * 1.5)).join(",") + "\n";
+      return columns.join(",") + "\n" + line.repeat(rows);
+    };
+    const files = async (rows: number) => [{ path: "workbook.json", file: await put(JSON.stringify(workbook), "workbook.json", "application/json") }, { path: "sheets/Big.csv", file: await put(csv(rows), "Big.csv", "text/csv") }];
+    const ok = await publish({ kind: "sheet", title: "Big", files: await files(100_000) });
+    expect(ok.status).toBe(200);
+    expect(ok.body.version.outline.sheets).toEqual([{ name: "Big", columns, rows: 100_000 }]);
+    const over = await publish({ kind: "sheet", title: "Too big", files: await files(100_001) });
+    expect(over.status).toBe(422);
+    expect(over.body.error.details.problems.map((p: any) => p.message).join("\n")).toMatch(/100,000/);
+  }, 120_000);
+});
+
+describe("addresses (spec 2.7, 4.3, 9)", () => {
+  let sheetId: string;
+  let docId: string;
+  beforeAll(async () => {
+    sheetId = (await sheet()).body.artifact.id;
+    docId = (await document(`# Review\n\n## Q3 results\n\n![chart](artifact:${sheetId}#chart=Revenue%20by%20month)\n\n## Q3 results\n`)).body.artifact.id;
+  });
+  const resolve = (address: string, c = dev) => c.get(`/api/artifacts/resolve?address=${encodeURIComponent(address)}`);
+
+  it("resolves every address form", async () => {
+    const base = { artifact: { id: sheetId, kind: "sheet", title: "Revenue", latestVersion: 1 }, version: 1 };
+    expect((await resolve(`artifact:${sheetId}`)).body).toEqual({ address: `artifact:${sheetId}`, ...base, follows: "latest" });
+    expect((await resolve(`artifact:${sheetId}@1`)).body).toMatchObject({ follows: "fixed", version: 1 });
+    expect((await resolve(`artifact:${sheetId}/sheets/Revenue.csv`)).body.file).toEqual({ path: "sheets/Revenue.csv", contentType: "text/csv", size: CSV.length });
+    expect((await resolve(`artifact:${sheetId}#Revenue`)).body.part).toEqual({ kind: "sheet", sheet: "Revenue", columns: ["Month", "Revenue", "Share", "Link"], rows: 3 });
+    expect((await resolve(`artifact:${sheetId}#Revenue!A2:B3`)).body.part).toEqual({ kind: "range", sheet: "Revenue", range: "A2:B3", columns: ["Month", "Revenue"], rows: [2, 3] });
+    expect((await resolve(`artifact:${sheetId}#Revenue!B:C`)).body.part).toMatchObject({ kind: "range", range: "B:C", columns: ["Revenue", "Share"], rows: [1, 4] });
+    expect((await resolve(`artifact:${sheetId}#chart=Revenue%20by%20month`)).body.part).toEqual({ kind: "chart", chart: "Revenue by month", sheet: "Revenue" });
+    expect((await resolve(`artifact:${docId}#q3-results-1`)).body.part).toEqual({ kind: "section", slug: "q3-results-1", title: "Q3 results" });
+  });
+
+  it("says what the target has instead when an address names nothing", async () => {
+    expect((await resolve(`artifact:${sheetId}#chart=Costs`)).body.error.message).toBe(`artifact ${sheetId} has no chart "Costs"; its charts are: Revenue by month`);
+    expect((await resolve(`artifact:${sheetId}@7`)).body.error.message).toBe(`Artifact ${sheetId} has no version 7; latest is 1`);
+    expect((await resolve(`artifact:${sheetId}#Revenue!F2`)).body.error.message).toBe(`artifact ${sheetId} sheet "Revenue" has columns A to D (Month, Revenue, Share, Link), not F`);
+    expect((await resolve(`artifact:${docId}#nope`)).body.error.message).toBe(`artifact ${docId} has no section "nope"; its sections are: q3-results, q3-results-1`);
+    const malformed = await resolve(`artifact:${sheetId}#Revenue!A0`);
+    expect(malformed).toMatchObject({ status: 400, body: { error: { code: "invalid_request", details: { position: expect.any(Number) } } } });
+  });
+
+  it("refuses a version whose address names nothing, saying what the target has", async () => {
+    const res = await document(`# D\n\nSee [the costs](artifact:${sheetId}#chart=Costs).\n`);
+    expect(res.status).toBe(422);
+    expect(res.body.error.details.problems[0].message).toBe(`document.md line 3: artifact:${sheetId}#chart=Costs names nothing: artifact ${sheetId} has no chart "Costs"; its charts are: Revenue by month`);
+    const other = await document(`# D\n\n[x](artifact:art_01ZZZZZZZZZZZZZZZZZZZZZZZZ)\n`);
+    expect(other.body.error.details.problems[0].message).toMatch(/names nothing: No artifact "art_01ZZZZZZZZZZZZZZZZZZZZZZZZ"/);
+  });
+
+  it("resolves against what the author can read: another user's artifact names nothing", async () => {
+    const aliceToken = await tokenFor(app, "alice");
+    const res = await alice.post("/api/artifacts", { kind: "document", title: "Hers", files: [{ path: "document.md", file: await put(`# Hers\n\n[x](artifact:${sheetId})\n`, "document.md", "text/markdown", aliceToken) }] });
+    expect(res.status).toBe(422);
+    expect(res.body.error.details.problems[0].message).toMatch(/names nothing: No artifact/);
+  });
+
+  it("publishes with a warning naming the dependent when a new version removes what it shows (spec 4.3)", async () => {
+    const renamed = { ...WORKBOOK, charts: [{ ...WORKBOOK.charts[0]!, name: "Revenue" }] };
+    const res = await dev.post(`/api/artifacts/${sheetId}/versions`, { files: [{ path: "workbook.json", file: await put(JSON.stringify(renamed), "workbook.json", "application/json") }, { path: "sheets/Revenue.csv", file: await put(CSV, "Revenue.csv", "text/csv") }] });
+    expect(res.status).toBe(200);
+    expect(res.body.version).toBe(2);
+    expect(res.body.warnings).toEqual([{ code: "dependent_broken", artifactId: docId, address: `artifact:${sheetId}#chart=Revenue%20by%20month`, message: `Artifact ${docId} shows artifact:${sheetId}#chart=Revenue%20by%20month, which this version no longer has: artifact ${sheetId} has no chart "Revenue by month"; its charts are: Revenue` }]);
+    // the pinned address stays on version 1 forever
+    expect((await resolve(`artifact:${sheetId}@1#chart=Revenue%20by%20month`)).status).toBe(200);
+    expect((await resolve(`artifact:${sheetId}#chart=Revenue%20by%20month`)).status).toBe(404);
+  });
+});
+
+describe("the sandbox's seeded artifacts", () => {
+  it("has a sheet with charts, a document and a deck that reference each other", async () => {
+    const list = (await dev.get("/api/artifacts?pageSize=200")).body.data as Array<{ id: string; kind: string; title: string; latestVersion: number }>;
+    const byTitle = Object.fromEntries(list.map((a) => [a.title, a]));
+    expect(byTitle["Revenue 2026"]).toMatchObject({ kind: "sheet", latestVersion: 2 });
+    expect(byTitle["Q3 billing review"]).toMatchObject({ kind: "document", latestVersion: 1 });
+    expect(byTitle["Q3 in four slides"]).toMatchObject({ kind: "slides", latestVersion: 1 });
+    const deck = (await dev.get(`/api/artifacts/${byTitle["Q3 in four slides"]!.id}/versions/1`)).body;
+    expect(deck.outline.slides).toHaveLength(4);
+  });
+});
