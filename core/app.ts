@@ -106,7 +106,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     lifecycle.every(Math.min(config.eventRetentionMs / 10, 3_600_000), () =>
       Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs)]).catch((err) => log.warn({ err }, "retention prune failed")),
     );
-    const files = new FileStore(db, await blobStoreFromEnv(opts.env ?? process.env, config.dataDir));
+    const blobs = await blobStoreFromEnv(opts.env ?? process.env, config.dataDir);
+    lifecycle.hook("close", () => blobs.close());
+    const files = new FileStore(db, blobs);
     lifecycle.every(Math.min(config.fileRetentionMs / 4, 3_600_000), () =>
       files.collectUnreferenced(config.fileRetentionMs).then(
         (n) => n && log.info({ removed: n }, "removed files never referenced"),
@@ -196,13 +198,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
         const graceful = await Promise.race([server.close().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
         clearInterval(sweeper);
         if (!graceful) await server.close(true);
-        lifecycle.stopTimers();
+        await lifecycle.stopTimers();
         await lifecycle.run("close", logError("close hook failed"));
         log.info("stopped");
       })());
     return { url, config, container, temporal, log, fetch: (request) => Promise.resolve(h3.fetch(request)), close };
   } catch (err) {
-    lifecycle.stopTimers();
+    await lifecycle.stopTimers();
     await lifecycle.run("close", () => undefined);
     throw err;
   }

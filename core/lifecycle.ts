@@ -17,6 +17,8 @@ export class Lifecycle {
   private idleWaiters: Array<() => void> = [];
   private readonly hooks: Record<LifecycleHook, Array<() => unknown>> = { ready: [], preClose: [], close: [] };
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Timer callbacks still running (a prune, a collection pass): shutdown waits for them. */
+  private readonly running = new Set<Promise<unknown>>();
   private readonly timedOut = new AbortController();
   shuttingDown = false;
 
@@ -42,18 +44,31 @@ export class Lifecycle {
 
   /**
    * Calls `fn` every `ms` milliseconds until shutdown (an unref'd timer: it never keeps the process
-   * alive). Errors are the callback's to handle.
+   * alive); a pass still running when the next is due is not started twice. Errors are the callback's
+   * to handle (a rejection is swallowed).
    */
   every(ms: number, fn: () => unknown): void {
-    const timer = setInterval(() => void fn(), ms);
+    let pass: Promise<unknown> | undefined;
+    const timer = setInterval(() => {
+      if (pass) return;
+      pass = Promise.resolve()
+        .then(fn)
+        .catch(() => undefined)
+        .finally(() => {
+          this.running.delete(pass!);
+          pass = undefined;
+        });
+      this.running.add(pass);
+    }, ms);
     timer.unref();
     this.timers.add(timer);
   }
 
-  /** Stops every timer registered with {@link Lifecycle.every}. */
-  stopTimers(): void {
+  /** Stops every timer registered with {@link Lifecycle.every} and waits for passes still running. */
+  async stopTimers(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers.clear();
+    await Promise.all([...this.running]);
   }
 
   /**

@@ -78,7 +78,7 @@ export { WorkflowRuns, WorkflowRunStateSchema, InterventionStateSchema, HistoryE
 export { WebhookDeliveries, WebhookRunSchema, type WebhookAnswer } from "./runtime/webhooks";
 export { ConnectorRuns, ConnectorRunStateSchema } from "./runtime/connector-runs";
 export { ScheduleManager, ScheduleStateSchema } from "./runtime/schedules";
-export { FileStore, FILE_UPLOAD_MAX_BYTES } from "./files/file-store";
+export { FileStore, FILE_UPLOAD_MAX_BYTES, MAX_DOWNLOAD_URL_TTL_MS } from "./files/file-store";
 export { normalizeContentType } from "./files/file-store";
 export { s3UploadTargetOf, type S3UploadTarget } from "./files/config";
 export { parseRangeHeader } from "./files/blob-store";
@@ -89,3 +89,5 @@ export { serveFile } from "./http/file-response";
 export { ArtifactStore, ArtifactSchema, ArtifactVersionSchema, TitleSchema, VersionFilesSchema } from "./artifacts/store";
 export { ARTIFACT_KINDS } from "./artifacts/content";
 export { ResolutionSchema } from "./artifacts/resolve";
+export { isMissing } from "./files/s3-blob-store";
+export { nowIso } from "./ids";

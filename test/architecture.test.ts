@@ -88,6 +88,11 @@ describe("architecture", () => {
     expect(violations((f) => f.startsWith("core/"), (dep) => isPackage(dep) || dep.startsWith("core/"))).toEqual([]);
   });
 
+  it("floor 0 (the SDK, errors, ids, the event catalog, permission strings) imports nothing above it", () => {
+    const floor0 = (f: string) => /^core\/(sdk\/|errors\.ts|ids\.ts|events\/catalog\.ts|auth\/permissions\.ts)/.test(f);
+    expect(violations(floor0, (dep) => isPackage(dep) || floor0(dep))).toEqual([]);
+  });
+
   it("the SDK, the project definition and Temporal infrastructure import nothing of the runtime, HTTP or the app", () => {
     const high = (dep: string) => /^core\/(runtime|http|app|plugin-api|index)\b/.test(dep);
     expect(violations((f) => /^core\/(sdk|project|temporal)\//.test(f), (dep) => !high(dep))).toEqual([]);

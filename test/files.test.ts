@@ -205,6 +205,23 @@ describe("reading through the owner (spec 4.3)", () => {
 
   it("has no route that reads a file by its id alone", async () => {
     for (const p of [`/api/files/${pdf.id}`, `/api/files/${pdf.id}/content`]) expect((await dev.get(p)).status).toBe(404);
+    // a file id handed to an action does not make it readable: params the action drops hold nothing,
+    const smuggled = await client(app, await tokenFor(app, "ops-bot")).post("/api/actions/diagnostics.noop", { params: { x: { id: pdf.id } } });
+    expect(smuggled.body.status).toBe("succeeded");
+    const read = await fetch(`${app.url}/api/actions/diagnostics.noop/runs/${smuggled.body.runId}/files/content?path=/params/x`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(read.status).toBe(404);
+    // and a caller may pass only files it uploaded itself
+    const hers = (await upload([["file", file("alice's notes"), "notes.txt"]], tokens.alice)).body;
+    const taken = await dev.post("/api/actions/invoice.attach-pdf", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1005" }, params: { file: { id: hers.id } } });
+    expect(taken).toMatchObject({ status: 403, body: { error: { code: "forbidden", details: { path: "/params/file", fileId: hers.id } } } });
+  });
+
+  it("never serves active content inline, whatever its parameters", async () => {
+    const html = (await upload([["file", file("<script>alert(1)</script>", "text/html; charset=utf-8"), "x.html"]])).body;
+    await attach("inv_1006", html.id);
+    const res = await fetch(`${app.url}/api/objects/invoice/inv_1006/files/content?path=/properties/pdf&disposition=inline`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(res.headers.get("content-disposition")).toMatch(/^attachment/);
+    expect(res.headers.get("content-security-policy")).toMatch(/^sandbox/);
   });
 
   it("reads a file an action run holds in its params, with the run's permission", async () => {

@@ -78,7 +78,12 @@ export function normalizeArtifactPath(path: string): { path: string } | { error:
  * in `css/deck.css`) to a path of the version; undefined when it leaves the artifact.
  */
 export function resolveRelative(fromFile: string, ref: string): string | undefined {
-  const clean = decodeURI(ref.split(/[?#]/)[0]!);
+  let clean: string;
+  try {
+    clean = decodeURI(ref.split(/[?#]/)[0]!);
+  } catch {
+    return undefined; // a malformed escape names no file
+  }
   const base = fromFile.includes("/") ? fromFile.slice(0, fromFile.lastIndexOf("/")).split("/") : [];
   const out = clean.startsWith("/") ? [] : base;
   for (const seg of clean.split("/")) {
@@ -132,7 +137,20 @@ export function readDocument(markdown: string): { title?: string; lede?: string;
  */
 export function readDeck(html: string): { slides: Array<{ number: number; title?: string }>; references: ContentReference[] } {
   const doc = parseDocument(html, { withStartIndices: true });
-  const lineAt = (index: number | null | undefined) => (index == null ? undefined : html.slice(0, index).split("\n").length);
+  const lineStarts = [0];
+  for (let i = html.indexOf("\n"); i !== -1; i = html.indexOf("\n", i + 1)) lineStarts.push(i + 1);
+  /** 1-based line of a character index (binary search over the line starts). */
+  const lineAt = (index: number | null | undefined) => {
+    if (index == null) return undefined;
+    let lo = 0;
+    let hi = lineStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (lineStarts[mid]! <= index) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo + 1;
+  };
   const slides = DomUtils.findAll((el) => el.name === "section" && (el.attribs.class ?? "").split(/\s+/).includes("slide"), doc.children).map((el, i) => {
     const heading = DomUtils.findOne((h) => /^h[1-6]$/.test(h.name), el.children);
     return { number: i + 1, ...(heading ? { title: DomUtils.textContent(heading).trim() } : {}) };

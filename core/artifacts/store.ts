@@ -148,12 +148,12 @@ export class ArtifactStore {
    * One version (the latest when `version` is undefined).
    * @throws {ApiError} not_found for another owner's artifact, or a version that does not exist (naming the latest)
    */
-  async version(reader: ArtifactReader, id: string, version?: number): Promise<ArtifactVersion & { kind: ArtifactKind; latestVersion: number }> {
+  async version(reader: ArtifactReader, id: string, version?: number): Promise<ArtifactVersion & { kind: ArtifactKind; latestVersion: number; artifactTitle: string }> {
     const artifact = await this.row(reader, id);
     const n = version ?? artifact.latest_version;
     const row = await this.db.get<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND version = ?", [id, n]);
     if (!row) throw new ApiError("not_found", `Artifact ${id} has no version ${n}; latest is ${artifact.latest_version}`, { latestVersion: artifact.latest_version });
-    return { ...toVersion(row), kind: artifact.kind, latestVersion: artifact.latest_version };
+    return { ...toVersion(row), kind: artifact.kind, latestVersion: artifact.latest_version, artifactTitle: artifact.title };
   }
 
   /**
@@ -181,8 +181,7 @@ export class ArtifactStore {
 
   private async resolvable(reader: ArtifactReader, id: string, version: number | undefined): Promise<ResolvableVersion> {
     const ver = await this.version(reader, id, version);
-    const artifact = await this.row(reader, id);
-    return { artifactId: id, kind: ver.kind, title: artifact.title, version: ver.version, latestVersion: ver.latestVersion, files: ver.files, outline: ver.outline as VersionOutline };
+    return { artifactId: id, kind: ver.kind, title: ver.artifactTitle, version: ver.version, latestVersion: ver.latestVersion, files: ver.files, outline: ver.outline as VersionOutline };
   }
 
   /**
@@ -298,6 +297,27 @@ export class ArtifactStore {
     const nextVersion = (existing?.latest_version ?? 0) + 1;
     const selfId = existing?.id;
     const links = new Map<string, ArtifactAddress>();
+    /** Each distinct address is resolved once (a sheet may repeat one in many link cells). */
+    const verdicts = new Map<string, Promise<string | undefined>>();
+    const verdict = (address: ArtifactAddress) => {
+      const key = formatAddress(address);
+      let pending = verdicts.get(key);
+      if (!pending) {
+        pending = (async () => {
+          try {
+            if (address.artifactId === selfId && (address.version === undefined || address.version === nextVersion)) {
+              resolveWithin(address, { artifactId: selfId!, kind, title, version: nextVersion, latestVersion: nextVersion, files: entries, outline });
+            } else await this.resolve(input.author, address);
+            return undefined;
+          } catch (err) {
+            if (!isApiError(err)) throw err;
+            return err.message;
+          }
+        })();
+        verdicts.set(key, pending);
+      }
+      return pending;
+    };
     for (const ref of references) {
       if (classifyReference(ref) !== "address") continue;
       const at = `${ref.file}${ref.line ? (ref.file.endsWith(".csv") ? ` row ${ref.line}` : ` line ${ref.line}`) : ""}`;
@@ -308,15 +328,9 @@ export class ArtifactStore {
         problems.push({ file: ref.file, line: ref.line, message: `${at}: ${(err as Error).message}`, value: ref.target });
         continue;
       }
-      try {
-        if (address.artifactId === selfId && (address.version === undefined || address.version === nextVersion)) {
-          resolveWithin(address, { artifactId: selfId!, kind, title, version: nextVersion, latestVersion: nextVersion, files: entries, outline });
-        } else await this.resolve(input.author, address);
-        links.set(formatAddress(address), address);
-      } catch (err) {
-        if (!isApiError(err)) throw err;
-        problems.push({ file: ref.file, line: ref.line, message: `${at}: ${ref.target} names nothing: ${err.message}`, value: ref.target });
-      }
+      const refused = await verdict(address);
+      if (refused === undefined) links.set(formatAddress(address), address);
+      else problems.push({ file: ref.file, line: ref.line, message: `${at}: ${ref.target} names nothing: ${refused}`, value: ref.target });
     }
     if (problems.length) throw invalid(problems);
 
@@ -342,7 +356,9 @@ export class ArtifactStore {
     const id = existing?.id ?? newId("art");
     const written = await this.db.transaction(async (tx) => {
       const current = await tx.get<{ latest_version: number }>("SELECT latest_version FROM artifacts WHERE id = ?", [id]);
-      const n = (current?.latest_version ?? 0) + 1;
+      // the checks above were made for version nextVersion: another publish in between makes them stale
+      if ((current?.latest_version ?? 0) !== nextVersion - 1) throw new ApiError("conflict", `Artifact ${id} got version ${current?.latest_version} while this one was being checked; publish again`, { latestVersion: current?.latest_version });
+      const n = nextVersion;
       if (current) await tx.run("UPDATE artifacts SET title = ?, latest_version = ?, updated_at = ? WHERE id = ?", [title, n, now, id]);
       else await tx.run("INSERT INTO artifacts (id, kind, title, owner, latest_version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)", [id, kind, title, owner, now, now]);
       await tx.run("INSERT INTO artifact_versions (artifact_id, version, title, files, outline, warnings, published_at, published_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
@@ -355,17 +371,14 @@ export class ArtifactStore {
       return n;
     });
     const artifact = await this.get({ kind: "system" }, id);
-    return { artifact, version: (await this.version({ kind: "system" }, id, written)) as ArtifactVersion };
+    const { kind: _kind, latestVersion: _latest, artifactTitle: _title, ...version } = await this.version({ kind: "system" }, id, written);
+    return { artifact, version };
   }
 
   /** An identity may put into a version the files it uploaded and the files of its own artifacts; system code any file. */
   private async mayUse(author: ArtifactReader, fileId: string): Promise<boolean> {
-    if (author.kind === "system") return true;
-    const own = await this.db.get<{ one: number }>(
-      `SELECT 1 AS one FROM files WHERE id = ? AND created_by = ?
-       UNION ALL SELECT 1 FROM file_references r JOIN artifacts a ON a.id = r.owner_id WHERE r.owner_kind = 'artifact' AND r.file_id = ? AND a.owner = ? LIMIT 1`,
-      [fileId, author.id, fileId, author.id],
-    );
+    if (author.kind === "system" || (await this.files.uploadedBy(fileId, author.id))) return true;
+    const own = await this.db.get("SELECT 1 AS one FROM file_references r JOIN artifacts a ON a.id = r.owner_id WHERE r.owner_kind = 'artifact' AND r.file_id = ? AND a.owner = ? LIMIT 1", [fileId, author.id]);
     return own !== undefined;
   }
 }

@@ -2,13 +2,11 @@ import { Readable } from "node:stream";
 import * as fc from "fast-check";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { ERROR_STATUS } from "../errors";
+import { columnLetter } from "./address";
 import {
-  columnLetter,
   isCalendarDate,
   isPlainNumber,
   isWebAddress,
-  problemsToApiError,
   truncate,
   validateWorkbook,
   WorkbookSchema,
@@ -409,18 +407,3 @@ describe("problems are capped with the total count", () => {
   });
 });
 
-describe("problemsToApiError", () => {
-  it("is a 422 artifact_invalid with the problems and the total in details", async () => {
-    const r = await oneSheet({ N: "number" }, 'N\n"1,234"\n$12\n');
-    const err = problemsToApiError(r);
-    expect(ERROR_STATUS.artifact_invalid).toBe(422);
-    expect(err.status).toBe(422);
-    expect(err.toBody()).toEqual({
-      error: {
-        code: "artifact_invalid",
-        message: 'The sheet was refused: 2 problems; the first: sheets/Revenue.csv row 2, column "N" (A): expected a number without symbols or separators, got "1,234"',
-        details: { problems: r.problems, totalProblems: 2 },
-      },
-    });
-  });
-});

@@ -4,8 +4,8 @@
  *
  * Pure apart from reading the streams it is handed: the caller says where files are (`openCsv`), which
  * paths are images (`hasImage`) and what an artifact address is (`isArtifactAddress`). Every problem is
- * collected into one answer (capped at `maxProblems`, with the total count); `problemsToApiError` turns a
- * refusal into the 422 `artifact_invalid` error.
+ * collected into one answer (capped at `maxProblems`, with the total count); the publisher
+ * (core/artifacts/store.ts) refuses the version with 422 `artifact_invalid` listing them.
  *
  * Decisions (the viewer and the resolver follow the same rules):
  * - **CSV file naming**: the sheet named `N` lives at exactly `sheets/N.csv` — the name as written in
@@ -39,7 +39,7 @@
  */
 import { CsvError, parse, type Options as CsvOptions } from "csv-parse";
 import * as v from "valibot";
-import { ApiError } from "../errors";
+import { columnLetter } from "./address";
 
 // ————————————————————————————————————————————————————————————————— limits and types
 
@@ -116,12 +116,6 @@ const listNames = (names: readonly string[], max = 20) =>
   names.length === 0 ? "none" : names.slice(0, max).map(quote).join(", ") + (names.length > max ? ` and ${names.length - max} more` : "");
 const thousands = (n: number) => n.toLocaleString("en-US");
 
-/** Spreadsheet letter of a 0-based column index: 0 → A, 25 → Z, 26 → AA. */
-export function columnLetter(index: number): string {
-  let s = "";
-  for (let n = index + 1; n > 0; n = Math.floor((n - 1) / 26)) s = String.fromCharCode(65 + ((n - 1) % 26)) + s;
-  return s;
-}
 
 // Schema messages are written `expected X, got Y` (or `is required; expected X`, or a sentence); the
 // formatter takes `X` as the problem's `expected`.
@@ -727,10 +721,3 @@ function checkCsv(
 
 // ————————————————————————————————————————————————————————————————— the API error
 
-/** The 422 `artifact_invalid` refusal of a failed validation, details `{ problems, totalProblems }`. */
-export function problemsToApiError(result: Pick<WorkbookValidation, "problems" | "totalProblems">): ApiError {
-  const first = result.problems[0]?.message;
-  const count = result.totalProblems === 1 ? "1 problem" : `${thousands(result.totalProblems)} problems`;
-  const message = `The sheet was refused: ${count}${first ? `; the first: ${first}` : ""}`;
-  return new ApiError("artifact_invalid", message, { problems: result.problems, totalProblems: result.totalProblems });
-}

@@ -438,6 +438,14 @@ export class FileStore {
   }
 
   /**
+   * True when `identityId` uploaded `fileId` (spec 4.3: a file id alone reads nothing, so a caller may
+   * hand a file to an action or an artifact only when it is theirs).
+   */
+  async uploadedBy(fileId: string, identityId: string): Promise<boolean> {
+    return (await this.db.get("SELECT 1 AS one FROM files WHERE id = ? AND created_by = ?", [fileId, identityId])) !== undefined;
+  }
+
+  /**
    * Renames a file that nothing references yet (a multipart body whose `name` field came after its file
    * part). The name is sanitized like an upload's.
    * @returns the renamed reference
@@ -500,7 +508,7 @@ export class FileStore {
    * Creates a download URL for one file (spec 2.6, 4.3): a random 32-byte secret in the URL, stored only
    * as its SHA-256. Each call makes a distinct URL. The caller checks that the creator may read the file.
    *
-   * @throws Error naming `SVC_API_PUBLIC_ORIGIN` when `publicOrigin` is missing or not an http(s) origin
+   * @throws {ApiError} `not_configured` (503) naming `SVC_API_PUBLIC_ORIGIN` when `publicOrigin` is missing; Error when it is not an http(s) origin
    * @throws {ApiError} `invalid_request` when `expiresInMs` is not a whole number from 1 to 7 days
    * @throws {ApiError} `not_found` when there is no such file
    */
@@ -566,11 +574,11 @@ export class FileStore {
 /**
  * Checks the public origin download URLs point at (spec 4.3: `SVC_API_PUBLIC_ORIGIN`, an http(s) origin,
  * optionally with the path prefix of a reverse proxy) and answers it without a trailing slash.
- * @throws Error naming `SVC_API_PUBLIC_ORIGIN` when it is missing or not an http(s) origin
+ * @throws {ApiError} `not_configured` (503) naming `SVC_API_PUBLIC_ORIGIN` when it is missing; Error when it is not an http(s) origin
  */
 export function publicOriginOf(value: string | undefined): string {
   if (!value) {
-    throw new Error("Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com). Local addresses are unreachable for external services.");
+    throw new ApiError("not_configured", "Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com); local addresses are unreachable for external services", { variable: "SVC_API_PUBLIC_ORIGIN" });
   }
   let url: URL;
   try {

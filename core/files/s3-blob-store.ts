@@ -71,9 +71,10 @@ function errorName(err: unknown): string | undefined {
 function httpStatus(err: unknown): number | undefined {
   return (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
 }
-function isMissing(err: unknown): boolean {
+/** True for the S3 errors that mean "no such key, upload or object" (also for S3-compatible servers). */
+export function isMissing(err: unknown): boolean {
   const name = errorName(err);
-  return name === "NotFound" || name === "NoSuchKey" || httpStatus(err) === 404;
+  return name === "NotFound" || name === "NoSuchKey" || name === "NoSuchUpload" || httpStatus(err) === 404;
 }
 
 /**
@@ -82,7 +83,7 @@ function isMissing(err: unknown): boolean {
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3" as const;
-  /** The client, exposed so other S3 users (the tus upload store) can share its connections. */
+  /** The client (the tus upload store builds its own from the same settings, see `s3UploadTargetOf`). */
   readonly client: S3Client;
   readonly bucket: string;
   readonly prefix: string;

@@ -11,8 +11,9 @@ const ACTIVE_CONTENT = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|tex
  * Answers a file's bytes as HTTP (spec 4.1 file content, 2.6 download URLs): `Range` (one range, 206
  * with `Content-Range`; 416 outside the file), `ETag` = the SHA-256 (`If-None-Match` → 304),
  * `Content-Type`, `Content-Disposition` with a safe filename (RFC 6266 via content-disposition:
- * `filename*` for unicode), `X-Content-Type-Options: nosniff`, and `Cache-Control: private`.
- * HTML, SVG, XML and scripts are always attachments.
+ * `filename*` for unicode), `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox` (never
+ * a page of this origin) and `Cache-Control: private`. HTML, SVG, XML and scripts (with or without
+ * parameters such as `; charset=utf-8`) are always attachments.
  *
  * The caller checks access to the owner first (spec 4.3).
  * @param disposition `attachment` (default) or `inline`
@@ -26,8 +27,10 @@ export async function serveFile(req: Request, files: FileStore, fileId: string, 
     etag,
     "accept-ranges": "bytes",
     "content-type": reference.contentType,
-    "content-disposition": contentDisposition(reference.name, { type: ACTIVE_CONTENT.test(reference.contentType) ? "attachment" : disposition }),
+    "content-disposition": contentDisposition(reference.name, { type: ACTIVE_CONTENT.test(reference.contentType.split(";")[0]!.trim()) ? "attachment" : disposition }),
     "x-content-type-options": "nosniff",
+    // whatever the bytes are, they never run as a page of this origin
+    "content-security-policy": "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'",
     "cache-control": "private, no-cache",
   };
   const noneMatch = req.headers.get("if-none-match");

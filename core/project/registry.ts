@@ -1,8 +1,6 @@
 import type { ProjectDefinition } from "../sdk/project";
 import type { ActionDefinition, ConnectorDefinition, ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
-import { can } from "../auth/permissions";
-import { TOPICS } from "../events/catalog";
 import { ApiError } from "../errors";
 
 /** An action with the connector that declares it. */
@@ -92,25 +90,4 @@ export class ProjectRegistry {
   identityType(identityId: string): "user" | "serviceAccount" | undefined {
     return this.definition.identities[identityId]?.type;
   }
-}
-
-/**
- * Every permission the project defines (view per object type, edit, telemetry, run per action and per
- * workflow, logs, each topic). Meant for a development identity; it is an explicit list, not a
- * wildcard.
- */
-export function allPermissions(project: ProjectDefinition): string[] {
-  const actions = (project.connectors ?? []).flatMap((c) => Object.keys(c.actions ?? {}));
-  return [
-    ...Object.keys(project.objectTypes).map(can.view),
-    can.edit(),
-    can.appendTelemetry(),
-    ...actions.map(can.runAction),
-    ...Object.keys(project.workflows ?? {}).map(can.runWorkflow),
-    ...(project.connectors ?? []).flatMap((c) => [...Object.keys(c.syncs ?? {}).map(can.runSync), ...Object.keys(c.pipelines ?? {}).map(can.runPipeline)]),
-    can.observe("logs"),
-    can.manage("webhooks"),
-    can.manage("schedules"),
-    ...TOPICS.map(can.viewTopic),
-  ];
 }

@@ -113,6 +113,12 @@ export class ActionRunner {
       throw new ApiError("not_found", `No ${req.subject.objectTypeId} "${req.subject.primaryId}"`, { subject: req.subject });
     }
 
+    // a file id alone reads nothing (spec 4.3): a caller hands an action only the files it uploaded
+    if (req.actor) {
+      for (const { path, id } of findFileValues(parsed.output, "/params")) {
+        if (!(await this.files.uploadedBy(id, req.actor.id))) throw new ApiError("forbidden", `${path} names file "${id}", which this identity did not upload`, { path, fileId: id });
+      }
+    }
     const runId = req.runId ?? newId("run");
     if (this.inFlight.has(runId)) throw new ApiError("run_in_progress", `Run ${runId} is still running on this server`, { runId });
     this.inFlight.add(runId);
@@ -147,7 +153,7 @@ export class ActionRunner {
         ]);
       }
       await this.events.writeInTx(tx, [requested]);
-      await this.referenceFiles(tx, runId, req.params ?? {}, "/params");
+      await this.referenceFiles(tx, runId, params, "/params");
     });
     void this.events.drain();
 

@@ -23,8 +23,9 @@ function toFailure(err: unknown): unknown {
 
 /**
  * The runtime's activities (see {@link SvcActivities}), registered on the Temporal worker by the app:
- * every write — ontology changes and appended events alike — is idempotent on a key derived from the
- * workflow run, so Temporal's retries never record or apply anything twice.
+ * every ontology write and appended event is idempotent on a key derived from the workflow run, so
+ * Temporal's retries never record or apply them twice. The SDK's `blobs` and `artifacts` operations
+ * act at once and are not keyed: a retried activity may create a second download URL or publish again.
  */
 export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; handlers: HandlerRunner }): SvcActivities {
   const { db, events, ontology, actions, project, handlers } = deps;

@@ -4,12 +4,11 @@ import { Database } from "../store/db";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { TemporalHost } from "../temporal/host";
-import { startRun } from "../temporal/start";
 import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { readRunState, RunLinksSchema } from "./run-state";
+import { readRunState, RunLinksSchema, startRecordedRun } from "./run-state";
 
 /** A sync or pipeline run's state (`GET /api/sync-runs/:runId`, `GET /api/pipeline-runs/:runId`). */
 export const ConnectorRunStateSchema = v.object({
@@ -61,17 +60,8 @@ export class ConnectorRuns {
       return row !== undefined;
     });
     const forget = () => (recorded ? Promise.resolve() : this.db.transaction((tx) => tx.run("DELETE FROM connector_runs WHERE run_id = ?", [runId])).then(() => undefined));
-    let started: boolean;
-    try {
-      ({ started } = await startRun(this.temporal.client, { workflowType: k.workflow, workflowId: runId, taskQueue: this.temporal.taskQueue, args: [args], memo: actor ? { actor } : undefined }));
-    } catch (err) {
-      await forget();
-      throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
-    }
-    if (!started && !recorded) {
-      await forget();
-      throw new ApiError("conflict", `runId ${runId} is taken by another execution`);
-    }
+    // an execution of that id this request did not record is never adopted (no way to tell it is this run)
+    await startRecordedRun(this.temporal, { workflowType: k.workflow, workflowId: runId, taskQueue: this.temporal.taskQueue, args: [args], memo: actor ? { actor } : undefined }, recorded, forget, () => false);
     return { runId };
   }
 

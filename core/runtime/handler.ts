@@ -85,10 +85,7 @@ export class HandlerRunner {
    */
   blobs(createdBy: string): BlobsApi {
     return {
-      createDownloadUrl: (file, options) => {
-        if (!this.config.apiPublicOrigin) throw new ApiError("not_configured", "Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com); local addresses are unreachable for external services", { variable: "SVC_API_PUBLIC_ORIGIN" });
-        return this.files.createDownloadUrl(file.id, { expiresInMs: options?.expiresInMs, publicOrigin: this.config.apiPublicOrigin, createdBy });
-      },
+      createDownloadUrl: (file, options) => this.files.createDownloadUrl(file.id, { expiresInMs: options?.expiresInMs, publicOrigin: this.config.apiPublicOrigin, createdBy }),
       revokeDownloadUrl: async (id) => void (await this.files.revokeDownloadUrl(id)),
     };
   }

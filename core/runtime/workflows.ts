@@ -8,14 +8,13 @@ import { Database } from "../store/db";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { TemporalHost } from "../temporal/host";
-import { startRun } from "../temporal/start";
 import { Lifecycle } from "../lifecycle";
 import type { Actor } from "../events/catalog";
 import type { InterventionAssignees } from "../sdk/activities-types";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { readRunState, RunLinksSchema } from "./run-state";
+import { readRunState, RunLinksSchema, startRecordedRun } from "./run-state";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
 export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
@@ -167,21 +166,7 @@ export class WorkflowRuns {
       return row !== undefined;
     });
     const forget = () => (recorded ? Promise.resolve() : this.db.transaction((tx) => tx.run("DELETE FROM workflow_runs WHERE run_id = ?", [runId])).then(() => undefined));
-    let started: boolean;
-    try {
-      ({ started } = await startRun(host.client, { workflowType: workflowId, workflowId: runId, taskQueue: host.taskQueue, args: [parsed], memo: actor ? { actor } : undefined }));
-    } catch (err) {
-      await forget();
-      throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
-    }
-    if (!started && !recorded) {
-      // an execution this API did not record (an effect, a schedule firing, a sync): never adopt it
-      const existing = await host.client.workflow.getHandle(runId).describe().catch(() => undefined);
-      if (existing?.type !== workflowId) {
-        await forget();
-        throw new ApiError("conflict", `runId ${runId} is taken by another execution`);
-      }
-    }
+    await startRecordedRun(host, { workflowType: workflowId, workflowId: runId, taskQueue: host.taskQueue, args: [parsed], memo: actor ? { actor } : undefined }, recorded, forget, (type) => type === workflowId);
     await this.events.append([{ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor }]);
     return { runId };
   }

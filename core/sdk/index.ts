@@ -14,4 +14,4 @@ export * from "./signatures";
 export { ApiError } from "../errors";
 export type { ErrorCode } from "../errors";
 export { can } from "../auth/permissions";
-export { allPermissions } from "../project/registry";
+export { allPermissions } from "./project";

@@ -1,6 +1,8 @@
 import type { ConnectorDefinition } from "./connector";
 import type { WorkflowDefinition } from "./workflow";
 import type { SystemContext } from "./context";
+import { can } from "../auth/permissions";
+import { TOPICS } from "../events/catalog";
 
 /**
  * Property types of object and link properties. `date` is `YYYY-MM-DD`, `datetime` ISO 8601. `file`
@@ -94,4 +96,25 @@ export function defineProject<const P extends ProjectDefinition>(project: P): P 
   }
   if (project.devIdentity && !project.identities[project.devIdentity]) throw new Error(`devIdentity "${project.devIdentity}" is not an identity`);
   return project;
+}
+
+/**
+ * Every permission the project defines (view per object type, edit, telemetry, run per action and per
+ * workflow, logs, each topic). Meant for a development identity; it is an explicit list, not a
+ * wildcard.
+ */
+export function allPermissions(project: ProjectDefinition): string[] {
+  const actions = (project.connectors ?? []).flatMap((c) => Object.keys(c.actions ?? {}));
+  return [
+    ...Object.keys(project.objectTypes).map(can.view),
+    can.edit(),
+    can.appendTelemetry(),
+    ...actions.map(can.runAction),
+    ...Object.keys(project.workflows ?? {}).map(can.runWorkflow),
+    ...(project.connectors ?? []).flatMap((c) => [...Object.keys(c.syncs ?? {}).map(can.runSync), ...Object.keys(c.pipelines ?? {}).map(can.runPipeline)]),
+    can.observe("logs"),
+    can.manage("webhooks"),
+    can.manage("schedules"),
+    ...TOPICS.map(can.viewTopic),
+  ];
 }

@@ -1,9 +1,7 @@
 import * as v from "valibot";
-import { ARTIFACT_KINDS, ArtifactSchema, ArtifactStore, ArtifactVersionSchema, FileStore, ResolutionSchema, TitleSchema, VersionFilesSchema, definePlugin, serveFile, type Principal } from "../../core/plugin-api";
+import { ARTIFACT_KINDS, ApiError, ArtifactSchema, ArtifactStore, ArtifactVersionSchema, FileStore, ResolutionSchema, TitleSchema, VersionFilesSchema, definePlugin, serveFile, type Principal } from "../../core/plugin-api";
 
 const ArtifactParams = v.object({ artifactId: v.pipe(v.string(), v.description("`art_…`")) });
-const VersionNumber = v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,8}$/, "must be a version number 1, 2, …"), v.transform(Number), v.description("Version number (1, 2, …)"));
-const PageSize = v.optional(v.pipe(v.string(), v.regex(/^(?:[1-9]|[1-9][0-9]|1[0-9][0-9]|200)$/, "must be a whole number from 1 to 200"), v.transform(Number), v.description("1 to 200, default 50")));
 const OWNER_ONLY = "Only the artifact's owner opens it: for everyone else it does not exist (404, spec 4.3).";
 const reader = (principal: Principal | undefined) => ({ kind: "identity" as const, id: principal!.id });
 
@@ -16,6 +14,8 @@ export default definePlugin({
   name: "artifacts",
   deps: { artifacts: ArtifactStore, files: FileStore },
   setup({ routes }, { artifacts, files }) {
+    const VersionNumber = routes.schemas.queryInteger({ min: 1, max: 1_000_000_000, description: "Version number (1, 2, …)" });
+    const PageSize = v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" }));
     routes.add({
       method: "POST",
       path: "/api/artifacts",
@@ -97,7 +97,7 @@ export default definePlugin({
       params: v.object({ artifactId: v.string(), version: VersionNumber }),
       responses: { 200: { description: "The version", schema: ArtifactVersionSchema }, 404: { description: "No such artifact (or not yours), or no such version (the message names the latest)" } },
       handler: async ({ principal, params }) => {
-        const { kind: _kind, latestVersion: _latest, ...version } = await artifacts.version(reader(principal), params.artifactId, params.version);
+        const { kind: _kind, latestVersion: _latest, artifactTitle: _title, ...version } = await artifacts.version(reader(principal), params.artifactId, params.version);
         return version;
       },
     });
@@ -113,7 +113,13 @@ export default definePlugin({
         query: v.object({ disposition: v.optional(v.picklist(["attachment", "inline"])) }),
         responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such artifact, version or file (the message lists the version's files)" }, 416: { description: "Range outside the file" } },
         handler: async ({ event, principal, params, query }) => {
-          const file = await artifacts.file(reader(principal), params.artifactId, params.version, decodeURIComponent(params.path));
+          let path: string;
+          try {
+            path = decodeURIComponent(params.path);
+          } catch {
+            throw new ApiError("not_found", `No file "${params.path}" (malformed escape)`);
+          }
+          const file = await artifacts.file(reader(principal), params.artifactId, params.version, path);
           return serveFile(event.req, files, file.id, query.disposition);
         },
       });

@@ -4,6 +4,7 @@ import {
   ApiError,
   DownloadUrlSchema,
   FILE_UPLOAD_MAX_BYTES,
+  MAX_DOWNLOAD_URL_TTL_MS,
   FileReferenceSchema,
   FileStore,
   OntologyStore,
@@ -25,7 +26,7 @@ const PropertyPath = v.pipe(
 );
 const Disposition = v.optional(v.pipe(v.picklist(["attachment", "inline"]), v.description("`attachment` (default) or `inline`; HTML, SVG, XML and scripts are always attachments")));
 const ObjectParams = v.object({ objectTypeId: v.string(), primaryId: v.string() });
-const ExpiresInMs = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(7 * 86_400_000), v.description("Lifetime in milliseconds, default 3,600,000 (1 hour), at most 7 days")));
+const ExpiresInMs = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_DOWNLOAD_URL_TTL_MS), v.description("Lifetime in milliseconds, default 3,600,000 (1 hour), at most 7 days")));
 const FILE_HEADERS = "Answers the bytes with `Content-Type`, `Content-Disposition` (safe filename), `ETag` (the SHA-256), `Accept-Ranges` and `X-Content-Type-Options: nosniff`; one `Range` gets 206, a range outside the file 416.";
 
 /** The file id held at the JSON pointer `path` of `value` (e.g. `/params/file` of a run record), if a file reference is there. */
@@ -147,7 +148,6 @@ export default definePlugin({
       responses: { 200: { description: "The URL (shown once), its id and expiry", schema: DownloadUrlSchema } },
       handler: async ({ principal, params, body }) => {
         const fileId = await objectFile(principal!, params.objectTypeId, params.primaryId, body.path);
-        if (!config.apiPublicOrigin) throw new ApiError("not_configured", "Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com); local addresses are unreachable for external services", { variable: "SVC_API_PUBLIC_ORIGIN" });
         return files.createDownloadUrl(fileId, { expiresInMs: body.expiresInMs, publicOrigin: config.apiPublicOrigin, createdBy: creator(principal!) });
       },
     });
@@ -156,7 +156,7 @@ export default definePlugin({
       method: "POST",
       path: "/api/download-urls/:id/revoke",
       summary: "Revoke a download URL",
-      description: "The URL answers 410 `download_url_revoked` from then on. Only its creator revokes it through this route (handlers revoke theirs with `blobs.revokeDownloadUrl`).",
+      description: "The URL answers 410 `download_url_revoked` from then on. Through this route only its creator revokes it (server code may revoke any URL by id with `blobs.revokeDownloadUrl`).",
       tags: ["files"],
       auth: "bearer",
       params: v.object({ id: v.string() }),

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import busboy from "busboy";
-import { ApiError, isApiError, type FileReference, type FileStore } from "../../core/plugin-api";
+import { ApiError, type FileReference, type FileStore } from "../../core/plugin-api";
 
 /** Room for the multipart framing (boundaries, part headers, the `name` field) around the file itself. */
 const MULTIPART_SLACK_BYTES = 64 * 1024;
@@ -53,7 +53,8 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
       if (stored && lateName !== undefined && failure === undefined) stored = await files.rename(stored.id, lateName).catch((err: unknown) => ((failure ??= err), stored));
       if (failure !== undefined) {
         if (stored) await files.discard(stored.id).catch(() => undefined);
-        reject(isApiError(failure) ? failure : invalid("malformed", `The multipart body cannot be read: ${(failure as Error)?.message ?? String(failure)}`));
+        // the body's own faults are 400 (below); anything else (disk, S3, SQLite) is a 500 whose details stay in the log
+        reject(failure);
       } else if (!stored) reject(invalid("no_file_part", "The body has no file part: send the file as a form field with a filename"));
       else resolve(stored);
     };
@@ -82,9 +83,10 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
     });
     parser.on("filesLimit", () => fail(invalid("several_file_parts", "Send exactly one file part per request")));
     parser.on("partsLimit", () => fail(invalid("malformed", "Too many parts: send one file part and at most a name field")));
-    parser.on("error", (err) => fail(err));
+    const unreadable = (err: unknown) => invalid("malformed", `The multipart body cannot be read: ${(err as Error)?.message ?? String(err)}`);
+    parser.on("error", (err) => fail(unreadable(err)));
     parser.on("close", () => void finish());
-    source.on("error", (err) => fail(err));
+    source.on("error", (err) => fail(unreadable(err)));
     source.pipe(parser);
   });
 }

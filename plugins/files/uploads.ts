@@ -40,7 +40,9 @@ import {
   ApiError,
   FileReferenceSchema,
   isApiError,
+  isMissing,
   normalizeContentType,
+  nowIso,
   s3UploadTargetOf,
   type FileReference,
   type FileStore,
@@ -84,7 +86,6 @@ interface SessionStore {
   getUpload(key: string): Promise<Upload>;
 }
 
-const nowIso = () => new Date().toISOString();
 
 // --- local: @tus/file-store under <dataDir>/uploads --------------------------------------------
 
@@ -207,11 +208,6 @@ class LocalSessionStore extends TusFileStore implements SessionStore {
 }
 
 // --- S3: @tus/s3-store in the blob bucket, under uploads/ ---------------------------------------
-
-function isMissing(err: unknown): boolean {
-  const e = err as { name?: string; Code?: string; $metadata?: { httpStatusCode?: number } };
-  return ["NoSuchKey", "NotFound", "NoSuchUpload"].includes(e?.name ?? e?.Code ?? "") || e?.$metadata?.httpStatusCode === 404;
-}
 
 class S3SessionStore extends S3Store implements SessionStore {
   readonly kind = "s3" as const;
@@ -404,6 +400,8 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
           name: metaValue(meta, "filename", "name"),
           declaredContentType: metaValue(meta, "filetype", "type"),
           maxBytes,
+          // the uploading identity (metadata holds "<type>:<id>"), so its author may put it into artifacts
+          createdBy: meta?.[OWNER_KEY]?.slice(meta[OWNER_KEY]!.indexOf(":") + 1),
         });
         // under tus's lock, so a chunk being recorded cannot overwrite the record at the same time
         const lock = locker.newLock(key);
