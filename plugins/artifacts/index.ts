@@ -40,7 +40,7 @@ export default definePlugin({
       auth: "bearer",
       params: ArtifactParams,
       body: v.strictObject({ files: VersionFilesSchema, title: v.optional(TitleSchema) }),
-      responses: { 200: { description: "The new version (with its warnings)", schema: ArtifactVersionSchema }, 404: { description: "No such artifact (or not yours)" }, 422: { description: "The version is invalid: every problem listed" } },
+      responses: { 200: { description: "The new version (with its warnings)", schema: ArtifactVersionSchema }, 404: { description: "No such artifact (or not yours)" }, 409: { description: "Another version was published while this one was being checked; publish again" }, 422: { description: "The version is invalid: every problem listed" } },
       handler: async ({ principal, params, body }) => (await artifacts.publish({ artifactId: params.artifactId, title: body.title, files: body.files, author: reader(principal) })).version,
     });
     routes.add({
