@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject } from "vitest";
 import pino from "pino";
 import { createApp, type App } from "../core/app";
@@ -62,6 +64,30 @@ export async function allEvents(c: ReturnType<typeof client>, query = ""): Promi
     out.push(...res.body.events);
     cursor = res.body.events.at(-1).cursor;
   }
+}
+
+/**
+ * Runs a test fixture server (`test/fixtures/<script>`) as its own process over `dataDir` on `port`,
+ * connected to the run's Temporal dev server, and resolves once it prints READY. It is started with
+ * `node --import tsx` (not the tsx CLI, which forks), so the PID a test SIGKILLs is the server itself.
+ * `exited` resolves when the process ends.
+ */
+export async function startFixtureProcess(script: string, dataDir: string, port: number): Promise<ChildProcess & { exited: Promise<void> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", `test/fixtures/${script}`], {
+    cwd: path.resolve(import.meta.dirname, ".."),
+    env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `${script}-${port}`, SVC_SCHEDULES: "false" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d) => {
+      out += d;
+      if (out.includes("READY")) resolve();
+    });
+    child.on("exit", (code) => reject(new Error(`fixture ${script} exited ${code}`)));
+  });
+  return Object.assign(child, { exited });
 }
 
 /** A token for one of the sandbox's identities. */

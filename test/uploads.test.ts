@@ -4,14 +4,13 @@
  * restarted, ownership, limits, public Locations, expiry, and the S3 backend on a real S3-compatible
  * server (versitygw).
  */
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { CreateBucketCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import * as tus from "tus-js-client";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { DEV_TOKEN, client, eventually, startApp, tempDir, tokenFor } from "./helpers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_TOKEN, client, eventually, startApp, tempDir, tokenFor, startFixtureProcess } from "./helpers";
 import { freePort } from "./setup/global";
 import { ensureS3Server, startS3Server, type S3Server } from "./setup/s3-server";
 import { Database } from "../core/store/db";
@@ -344,25 +343,7 @@ describe("tus upload sessions with small limits, a public origin and a short TTL
 });
 
 describe("a process killed in the middle of an upload", () => {
-  const ROOT = path.resolve(import.meta.dirname, "..");
-  const start = async (dataDir: string, port: number) => {
-    // `node --import tsx` (not the tsx CLI, which forks): the PID we SIGKILL is the server itself
-    const child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/upload-server.ts"], {
-      cwd: ROOT,
-      env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `upload-kill-${port}`, SVC_SCHEDULES: "false" },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      child.stdout!.on("data", (d) => {
-        out += d;
-        if (out.includes("READY")) resolve();
-      });
-      child.on("exit", (code) => reject(new Error(`fixture exited ${code}`)));
-    });
-    return Object.assign(child, { exited });
-  };
+  const start = (dataDir: string, port: number) => startFixtureProcess("upload-server.ts", dataDir, port);
   const fileCount = async (dataDir: string) => {
     const db = await Database.open(path.join(dataDir, "svc.db"));
     try {

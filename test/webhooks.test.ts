@@ -1,11 +1,9 @@
-import { spawn } from "node:child_process";
 import crypto from "node:crypto";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import Stripe from "stripe";
 import { sign as signGitHub } from "@octokit/webhooks-methods";
-import { client, eventually, startApp, tempDir } from "./helpers";
+import { client, eventually, startApp, tempDir, startFixtureProcess } from "./helpers";
 import { freePort } from "./setup/global";
 import { PROBE_SECRET, webhookProject } from "./fixtures/webhook-project";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
@@ -246,25 +244,7 @@ describe("providers' own signers as senders", () => {
 });
 
 describe("a process killed in the middle of a handler", () => {
-  const ROOT = path.resolve(import.meta.dirname, "..");
-  const start = async (dataDir: string, port: number) => {
-    // `node --import tsx` (not the tsx CLI, which forks): the PID we SIGKILL is the server itself
-    const child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/webhook-server.ts"], {
-      cwd: ROOT,
-      env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `kill-${port}`, SVC_SCHEDULES: "false" },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      child.stdout!.on("data", (d) => {
-        out += d;
-        if (out.includes("READY")) resolve();
-      });
-      child.on("exit", (code) => reject(new Error(`fixture exited ${code}`)));
-    });
-    return Object.assign(child, { exited });
-  };
+  const start = (dataDir: string, port: number) => startFixtureProcess("webhook-server.ts", dataDir, port);
 
   it("completes on the provider's retry after restart, with nothing duplicated", async () => {
     const dataDir = tempDir();

@@ -6,12 +6,12 @@ import { CreateBucketCommand, CreateMultipartUploadCommand, ListMultipartUploads
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readAll, rejection, tempDir } from "../../test/helpers-fs";
+import { freePort } from "../../test/setup/global";
 import { ensureS3Server, startS3Server, type S3Server } from "../../test/setup/s3-server";
 import { isApiError } from "../errors";
 import { parseRangeHeader, type BlobStore } from "./blob-store";
@@ -23,20 +23,6 @@ const MiB = 1024 * 1024;
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const EMPTY_SHA = sha(Buffer.alloc(0));
 
-function tempDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** `data` as a stream of chunks of irregular sizes (so part boundaries fall mid-chunk). */
 function chunked(data: Buffer, max = 70_000): Readable {
@@ -65,20 +51,6 @@ function failingAfter(goodBytes: number): Readable {
   });
 }
 
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(Buffer.from(c));
-  return Buffer.concat(chunks);
-}
-
-async function rejection(p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a rejection");
-}
 
 interface Backend {
   name: string;

@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { readAll, rejection } from "../../test/helpers-fs";
 import { isApiError } from "../errors";
 import { Database } from "../store/db";
 import { LocalBlobStore } from "./local-blob-store";
@@ -54,20 +55,6 @@ function blobFiles(): string[] {
   return out;
 }
 
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(Buffer.from(c));
-  return Buffer.concat(chunks);
-}
-
-async function rejection(p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a rejection");
-}
 
 const upload = (data: Buffer | string, opts: { name?: string; declaredContentType?: string; maxBytes?: number } = {}) =>
   files.upload(Readable.from([Buffer.from(data)]), { maxBytes: FILE_UPLOAD_MAX_BYTES, ...opts });
