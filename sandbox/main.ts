@@ -1,6 +1,6 @@
 /**
  * Starts the sandbox: `npm start`. Listens on PORT (3002), keeps its data in sandbox/.data, starts the
- * Temporal dev server (building the Temporal CLI on first start) unless TEMPORAL_ADDRESS is set.
+ * Temporal dev server (fetching or building the Temporal CLI on first start) unless TEMPORAL_ADDRESS is set.
  */
 import { createApp, installSignalHandlers } from "../core";
 import { WORKFLOW_ENGINE } from "../workflows/modules";

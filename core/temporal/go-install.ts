@@ -3,9 +3,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-/** Where a Go binary is cached: `$XDG_CACHE_HOME/svc/<name>-<version>/<binary>` (default `~/.cache`). */
-export function cachedBinaryPath(name: string, version: string, binary = name): string {
-  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
+/**
+ * Where a fetched or built binary is cached: `$XDG_CACHE_HOME/svc/<name>-<version>/<binary>` (default
+ * `~/.cache`). `env` is where `XDG_CACHE_HOME` is read (the process's environment unless given).
+ */
+export function cachedBinaryPath(name: string, version: string, binary = name, env: NodeJS.ProcessEnv = process.env): string {
+  const cache = env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
   return path.join(cache, "svc", `${name}-${version}`, binary);
 }
 

@@ -1,5 +1,5 @@
 /**
- * Global setup: one real Temporal dev server for the whole run (built from source on a fresh machine,
+ * Global setup: one real Temporal dev server for the whole run (the CLI fetched or built on a fresh machine,
  * then cached), and one workflow bundle shared by every app the tests start.
  */
 import fs from "node:fs";
