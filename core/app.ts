@@ -29,6 +29,7 @@ import { loadWorkflowBundle } from "./temporal/bundle";
 import { FileStore } from "./files/file-store";
 import { blobStoreFromEnv } from "./files/config";
 import { ArtifactStore } from "./artifacts/store";
+import { DeckChecker } from "./artifacts/deck-check";
 import { ApiError, errorResponse } from "./errors";
 import type { ProjectDefinition } from "./sdk/project";
 import type { Plugin, PluginDeps, ResolvedDeps } from "./plugin-api";
@@ -127,6 +128,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(Outbox, { useValue: outbox });
     container.register(LogCapture, { useValue: logs });
     container.register(FileStore, { useValue: files });
+    // one browser for every deck check, launched once (spec 4.3); nothing starts while checks are off
+    const decks = new DeckChecker({ executablePath: config.chromiumPath, log: (line) => log.info(line) });
+    if (config.deckChecks) lifecycle.hook("ready", () => void decks.warm());
+    lifecycle.hook("close", () => decks.close());
+    container.register(DeckChecker, { useValue: decks });
     container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
     for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore]) {

@@ -34,6 +34,8 @@ import type { InjectionToken } from "./di";
  * | `SVC_UPLOAD_SESSION_TTL_MS` | 86400000 (24 h) | an unfinished upload session expires this long after its last chunk |
  * | `SVC_FILE_RETENTION_MS` | 86400000 (24 h) | a file never referenced is removed this long after its upload |
  * | `SVC_FILE_STORAGE`, `SVC_S3_*` | local | where file bytes go: see `core/files/config.ts` |
+ * | `SVC_DECK_CHECKS` | true | lay out published decks in headless Chromium and warn per slide (spec 4.3); false: publish decks unchecked |
+ * | `SVC_CHROMIUM_PATH` | /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium` package) |
  */
 export interface Config {
   port: number;
@@ -68,6 +70,10 @@ export interface Config {
   uploadSessionTtlMs: number;
   /** How long a never-referenced file is kept, ms. */
   fileRetentionMs: number;
+  /** Whether published decks are laid out and checked in Chromium. */
+  deckChecks: boolean;
+  /** The Chromium executable of the deck checks. */
+  chromiumPath: string;
 }
 
 /** DI token of the runtime {@link Config}. */
@@ -111,6 +117,8 @@ const EnvSchema = v.object({
   SVC_UPLOAD_MAX_BYTES: v.optional(intIn(1, 1024 ** 4), String(5 * 1024 ** 3)),
   SVC_UPLOAD_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(86_400_000)),
   SVC_FILE_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(86_400_000)),
+  SVC_DECK_CHECKS: v.optional(bool, "true"),
+  SVC_CHROMIUM_PATH: v.optional(nonEmpty, "/usr/bin/chromium"),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
@@ -164,6 +172,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     uploadMaxBytes: e.SVC_UPLOAD_MAX_BYTES,
     uploadSessionTtlMs: e.SVC_UPLOAD_SESSION_TTL_MS,
     fileRetentionMs: e.SVC_FILE_RETENTION_MS,
+    deckChecks: e.SVC_DECK_CHECKS,
+    chromiumPath: e.SVC_CHROMIUM_PATH,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

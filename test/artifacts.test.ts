@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, client, startApp, tokenFor } from "./helpers";
+import { ensureChromium } from "./setup/chromium";
 import type { App } from "../core/app";
 
 let app: App;
@@ -247,5 +248,51 @@ describe("the sandbox's seeded artifacts", () => {
     expect(byTitle["Q3 in four slides"]).toMatchObject({ kind: "slides", latestVersion: 1 });
     const deck = (await dev.get(`/api/artifacts/${byTitle["Q3 in four slides"]!.id}/versions/1`)).body;
     expect(deck.outline.slides).toHaveLength(4);
+  });
+});
+
+describe("deck checks at publish time (spec 4.3)", () => {
+  const deckFiles = async (slides: string) => [{ path: "index.html", file: await put(`<!doctype html><html lang="en"><head><title>Deck</title></head><body>${slides}</body></html>`, "index.html", "text/html") }];
+  const SLIDES = '<section class="slide title"><h1>Checked deck</h1><p>A subtitle that reads well</p></section><section class="slide"><h2>Fine print</h2><p style="font-size:10px">This text is far too small to read from the back of the room</p></section>';
+  let checked: App;
+  beforeAll(async () => {
+    ensureChromium();
+    checked = await startApp({ env: { SVC_DECK_CHECKS: "true" } });
+  }, 300_000);
+  afterAll(() => checked?.close());
+
+  it("lays a published deck out in Chromium: a warning per slide and rule, a screenshot of each slide", async () => {
+    const c = client(checked);
+    const form = async (content: string, name: string, type: string) => {
+      const f = new FormData();
+      f.append("file", new Blob([content], { type }), name);
+      return (await (await fetch(`${checked.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: f })).json()) as { id: string };
+    };
+    const res = await c.post("/api/artifacts", { kind: "slides", title: "Checked", files: [{ path: "index.html", file: await form(`<!doctype html><html lang="en"><head><title>Deck</title></head><body>${SLIDES}</body></html>`, "index.html", "text/html") }] });
+    expect(res.status).toBe(200);
+    const { version } = res.body;
+    expect(version.warnings).toEqual([expect.objectContaining({ code: "small_text", slide: 2, message: expect.stringMatching(/^Slide 2: /) })]);
+    expect(version.outline.checks).toMatchObject({ checked: true, slides: [{ number: 1 }, { number: 2 }] });
+    const shot = await fetch(`${checked.url}/api/artifacts/${res.body.artifact.id}/versions/1/checks/2`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(shot.status).toBe(200);
+    expect(shot.headers.get("content-type")).toBe("image/png");
+    expect(Buffer.from(await shot.arrayBuffer()).subarray(1, 4).toString()).toBe("PNG");
+    expect((await fetch(`${checked.url}/api/artifacts/${res.body.artifact.id}/versions/1/checks/3`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).status).toBe(404);
+  });
+
+  it("publishes a deck unchecked, and says so, when there is no browser", async () => {
+    const bare = await startApp({ env: { SVC_DECK_CHECKS: "true", SVC_CHROMIUM_PATH: "/nonexistent/chromium" } });
+    try {
+      const c = client(bare);
+      const f = new FormData();
+      f.append("file", new Blob([`<html><body>${SLIDES}</body></html>`], { type: "text/html" }), "index.html");
+      const file = (await (await fetch(`${bare.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: f })).json()) as { id: string };
+      const res = await c.post("/api/artifacts", { kind: "slides", title: "Unchecked", files: [{ path: "index.html", file }] });
+      expect(res.status).toBe(200);
+      expect(res.body.version.warnings).toEqual([{ code: "deck_unchecked", message: expect.stringMatching(/^The deck was published unchecked: /) }]);
+      expect(res.body.version.outline.checks).toEqual({ checked: false, reason: expect.any(String) });
+    } finally {
+      await bare.close();
+    }
   });
 });

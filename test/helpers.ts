@@ -33,6 +33,8 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
       TEMPORAL_ADDRESS: inject("temporalAddress"),
       SVC_TASK_QUEUE: opts.taskQueue ?? `test-${Math.random().toString(36).slice(2)}`,
       SVC_SCHEDULES: "false",
+      // the sandbox's seed publishes a deck: tests that are not about deck checks do not launch Chromium for it
+      SVC_DECK_CHECKS: "false",
       ...opts.env,
     },
   });

@@ -21,6 +21,8 @@ export interface VersionOutline {
   charts?: Array<{ name: string; sheet: string; type?: string; title?: string }>;
   /** Decks: slides, numbered from 1. */
   slides?: Array<{ number: number; title?: string }>;
+  /** Decks: the deck check (spec 4.3): each slide's screenshot, or why it was not checked. */
+  checks?: { checked: true; slides: Array<{ number: number; screenshot: FileReference }> } | { checked: false; reason: string };
 }
 
 /** A version as the resolver needs it. */

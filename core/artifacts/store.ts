@@ -2,7 +2,11 @@ import { text as readText } from "node:stream/consumers";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { Database } from "../store/db";
-import { FileStore } from "../files/file-store";
+import { FILE_UPLOAD_MAX_BYTES, FileStore } from "../files/file-store";
+import { CONFIG, type Config } from "../config";
+import { DeckChecker } from "./deck-check";
+import { Readable } from "node:stream";
+import { buffer as readBuffer } from "node:stream/consumers";
 import { ApiError, isApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { FileReferenceSchema } from "../sdk/records";
@@ -27,8 +31,19 @@ export const ArtifactSchema = v.object({
 });
 export type Artifact = v.InferOutput<typeof ArtifactSchema>;
 
-/** A warning a version was published with, e.g. a dependent that no longer finds what it shows. */
-export const PublishWarningSchema = v.object({ code: v.string(), message: v.string(), artifactId: v.optional(v.string()), address: v.optional(v.string()) });
+/**
+ * A warning a version was published with: a dependent that no longer finds what it shows
+ * (`dependent_broken`), a deck check's finding on a slide (`overflow`, `footer_overlap`, `text_overlap`,
+ * `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`), or `deck_unchecked`.
+ */
+export const PublishWarningSchema = v.object({
+  code: v.string(),
+  message: v.string(),
+  artifactId: v.optional(v.string()),
+  address: v.optional(v.string()),
+  slide: v.optional(v.number()),
+  element: v.optional(v.string()),
+});
 
 /** A published version: immutable (spec 3, 9). */
 export const ArtifactVersionSchema = v.object({
@@ -98,7 +113,32 @@ export class ArtifactStore {
   constructor(
     @inject(Database) private readonly db: Database,
     @inject(FileStore) private readonly files: FileStore,
+    @inject(DeckChecker) private readonly decks: DeckChecker,
+    @inject(CONFIG) private readonly config: Config,
   ) {}
+
+  /**
+   * Lays a deck out in headless Chromium (spec 4.3) and answers its per-slide warnings and screenshots
+   * (stored as files), or why it was not checked: the deck then publishes unchecked, and says so.
+   */
+  private async checkDeck(entries: Array<{ path: string; file: FileReference }>): Promise<{ warnings: Array<v.InferOutput<typeof PublishWarningSchema>>; checks: NonNullable<VersionOutline["checks"]> }> {
+    if (!this.config.deckChecks) {
+      const reason = "deck checks are off (SVC_DECK_CHECKS=false)";
+      return { warnings: [{ code: "deck_unchecked", message: `The deck was published unchecked: ${reason}` }], checks: { checked: false, reason } };
+    }
+    const files = new Map<string, Buffer>();
+    for (const e of entries) files.set(e.path, await readBuffer((await this.files.open(e.file.id)).stream));
+    const result = await this.decks.check({ files });
+    if (!result.checked) return { warnings: [{ code: "deck_unchecked", message: `The deck was published unchecked: ${result.reason}` }], checks: { checked: false, reason: result.reason } };
+    const warnings: Array<v.InferOutput<typeof PublishWarningSchema>> = [];
+    const slides: Array<{ number: number; screenshot: FileReference }> = [];
+    for (const slide of result.slides) {
+      for (const w of slide.warnings) warnings.push({ code: w.code, message: `Slide ${slide.number}: ${w.message}`, slide: slide.number, ...(w.element ? { element: w.element } : {}) });
+      const screenshot = await this.files.upload(Readable.from([slide.screenshot]), { name: `slide-${slide.number}.png`, declaredContentType: "image/png", maxBytes: FILE_UPLOAD_MAX_BYTES });
+      slides.push({ number: slide.number, screenshot });
+    }
+    return { warnings, checks: { checked: true, slides } };
+  }
 
   private async row(reader: ArtifactReader, id: string): Promise<ArtifactRow> {
     const row = await this.db.get<ArtifactRow>("SELECT * FROM artifacts WHERE id = ?", [id]);
@@ -154,6 +194,18 @@ export class ArtifactStore {
     const row = await this.db.get<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND version = ?", [id, n]);
     if (!row) throw new ApiError("not_found", `Artifact ${id} has no version ${n}; latest is ${artifact.latest_version}`, { latestVersion: artifact.latest_version });
     return { ...toVersion(row), kind: artifact.kind, latestVersion: artifact.latest_version, artifactTitle: artifact.title };
+  }
+
+  /**
+   * The screenshot of slide `slide` of a checked deck version (spec 4.3: stored with the version).
+   * @throws {ApiError} not_found when the version was not checked or has no such slide
+   */
+  async screenshot(reader: ArtifactReader, id: string, version: number, slide: number): Promise<FileReference> {
+    const ver = await this.version(reader, id, version);
+    const checks = (ver.outline as VersionOutline).checks;
+    const shot = checks?.checked ? checks.slides.find((s) => s.number === slide) : undefined;
+    if (!shot) throw new ApiError("not_found", checks?.checked ? `Version ${version} of ${id} has no slide ${slide}; it has ${checks.slides.length}` : `Version ${version} of ${id} has no deck check screenshots${checks ? `: ${checks.reason}` : ""}`);
+    return shot.screenshot;
   }
 
   /**
@@ -352,6 +404,13 @@ export class ArtifactStore {
       }
     }
 
+    // a deck is laid out in Chromium after every other check, outside the transaction (it takes seconds)
+    if (kind === "slides") {
+      const deck = await this.checkDeck(entries);
+      warnings.push(...deck.warnings);
+      outline.checks = deck.checks;
+    }
+
     const now = nowIso();
     const id = existing?.id ?? newId("art");
     const written = await this.db.transaction(async (tx) => {
@@ -365,6 +424,7 @@ export class ArtifactStore {
         id, n, title, JSON.stringify(entries), JSON.stringify(outline), JSON.stringify(warnings), now, input.publishedBy ?? (input.author.kind === "identity" ? input.author.id : null),
       ]);
       for (const e of entries) await this.files.addReference(tx, e.file.id, { kind: "artifact", id, path: `/versions/${n}/${e.path}` });
+      if (outline.checks?.checked) for (const s of outline.checks.slides) await this.files.addReference(tx, s.screenshot.id, { kind: "artifact", id, path: `/versions/${n}/checks/slide-${s.number}.png` });
       for (const [text, address] of links) {
         await tx.run("INSERT INTO artifact_links (source_id, source_version, address, target_id, target_version) VALUES (?, ?, ?, ?, ?)", [id, n, text, address.artifactId, address.version ?? null]);
       }

@@ -101,6 +101,17 @@ export default definePlugin({
         return version;
       },
     });
+    routes.add({
+      method: "GET",
+      path: "/api/artifacts/:artifactId/versions/:version/checks/:slide",
+      summary: "Read a deck check's screenshot of a slide",
+      description: `A PNG of slide \`slide\` as the deck check laid it out at 1280×720 (spec 4.3), beside its warnings in the version. 404 when the version was published unchecked. ${OWNER_ONLY}`,
+      tags: ["artifacts"],
+      auth: "bearer",
+      params: v.object({ artifactId: v.string(), version: VersionNumber, slide: routes.schemas.queryInteger({ min: 1, max: 10_000, description: "Slide number (1, 2, …)" }) }),
+      responses: { 200: { description: "The screenshot (image/png)" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such artifact (or not yours), version, slide, or no deck check" } },
+      handler: async ({ event, principal, params }) => serveFile(event.req, files, (await artifacts.screenshot(reader(principal), params.artifactId, params.version, params.slide)).id, "inline"),
+    });
     for (const method of ["GET", "HEAD"] as const) {
       routes.add({
         method,

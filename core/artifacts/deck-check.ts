@@ -1,0 +1,496 @@
+/**
+ * Deck checks (spec 4.3, issue 12 "Deck checks"): a `slides` version is laid out in headless Chromium
+ * with the slides kit (core/artifacts/kit/) and its theme, and each slide gets warnings for content past
+ * its edge or over the footer (`.source`), overlapping or cut-off text, text under 18px, text below WCAG
+ * AA contrast (axe-core's `color-contrast` rule, in light and dark mode, or only the mode the theme
+ * pins; axe's undecidable cases are "needs review" warnings, not passes) and broken images, plus a PNG
+ * screenshot. Without a browser the answer is `{ checked: false, reason }`, quickly: the deck still
+ * publishes, unchecked.
+ *
+ * How: Debian's Chromium (`/usr/bin/chromium`) driven by playwright-core, launched once and reused (the
+ * pool: one browser, a fresh context per check, at most `maxPages` at a time), closed by `close()`. The
+ * deck's files are served to the page from memory through `route` on a made-up origin; every other
+ * request is blocked (the public CDNs a deck may use are unreachable here, so a blocked CDN load is not a
+ * finding). The kit lays the slides out one after another at 1280x720 (`SVC_KIT.layout = "stack"`), so
+ * one pass measures every slide and one axe run per mode covers them all.
+ */
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Browser, BrowserContext, Page, Route } from "playwright-core";
+import { ALLOWED_CDN_HOSTS, readTheme, type Theme } from "./content";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const KIT_DIR = path.join(HERE, "kit");
+const readText = (file: string) => fs.readFileSync(file, "utf8");
+
+/** Where Debian's `chromium` package puts the browser. */
+export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium";
+
+/**
+ * Chromium flags. First those this closed network needs (see the machine notes): without the
+ * background-networking ones Chromium keeps trying to reach Google's hosts. Playwright adds
+ * `--headless`, `--no-sandbox` (we run as root) and a fresh empty user data dir itself. Then a deck's
+ * scripts are kept off the network, loopback included, whatever `route` does not see: every connection
+ * goes to a proxy that is not there, and WebRTC may not go around it. (Requests `route` answers never
+ * reach the network stack; WebSockets are closed by `routeWebSocket`.)
+ */
+export const CHROMIUM_ARGS: readonly string[] = [
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-dev-shm-usage",
+  "--proxy-server=http://127.0.0.1:9",
+  "--proxy-bypass-list=<-loopback>",
+  "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+];
+
+/** The smallest text a slide may have, in CSS pixels as rendered at 1280x720 (spec 4.3). */
+export const MIN_TEXT_PX = 18;
+
+/** One finding on one slide: a stable `code`, a sentence for people (and the agent), and where. */
+export interface DeckWarning {
+  /** `overflow`, `footer_overlap`, `text_overlap`, `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`. */
+  code: string;
+  message: string;
+  /** A short CSS selector of the (first) element concerned, inside its slide. */
+  element?: string;
+}
+
+/** The answer of a check: every slide's warnings and screenshot, or why the deck was not checked. */
+export type DeckCheckResult =
+  | { checked: true; slides: Array<{ number: number; warnings: DeckWarning[]; screenshot: Buffer }> }
+  | { checked: false; reason: string };
+
+/** What is checked: the version's files by path (`index.html` at the root) and its theme, if any (else `theme.json` is read). */
+export interface DeckInput {
+  files: Map<string, Buffer>;
+  theme?: { mode?: "light" | "dark"; tokens: Record<string, string> };
+}
+
+/** Options of a `DeckChecker`; every one has a default. */
+export interface DeckCheckerOptions {
+  /** The Chromium to launch (default `/usr/bin/chromium`). */
+  executablePath?: string;
+  /** Launch flags (default `CHROMIUM_ARGS`). */
+  args?: readonly string[];
+  /** A whole check gives up after this long and answers unchecked (default 30 s). */
+  timeoutMs?: number;
+  /** How long a launch may take (default 15 s). */
+  launchTimeoutMs?: number;
+  /** Checks laid out at the same time (default 2: one per core here); more wait their turn. */
+  maxPages?: number;
+  /** After a failed launch, answer unchecked at once for this long before trying again (default 60 s). */
+  retryLaunchAfterMs?: number;
+  log?: (line: string) => void;
+}
+
+/** Where the deck's files are served from inside the browser; nothing ever leaves the machine. */
+const DECK_ORIGIN = "https://deck.svc.invalid";
+
+const CONTENT_TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8", htm: "text/html; charset=utf-8", css: "text/css; charset=utf-8",
+  js: "text/javascript; charset=utf-8", mjs: "text/javascript; charset=utf-8", json: "application/json",
+  svg: "image/svg+xml", png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif",
+  webp: "image/webp", avif: "image/avif", ico: "image/x-icon", bmp: "image/bmp",
+  woff: "font/woff", woff2: "font/woff2", ttf: "font/ttf", otf: "font/otf",
+  mp4: "video/mp4", webm: "video/webm", mp3: "audio/mpeg", csv: "text/csv; charset=utf-8", txt: "text/plain; charset=utf-8",
+};
+
+let kitFiles: { css: string; js: string; measure: string; axe: string } | undefined;
+/** The kit, the in-page measuring script and axe-core, read once. */
+function assets() {
+  kitFiles ??= {
+    css: readText(path.join(KIT_DIR, "kit.css")),
+    js: readText(path.join(KIT_DIR, "kit.js")),
+    measure: readText(path.join(HERE, "deck-check.page.js")),
+    axe: readText(createRequire(import.meta.url).resolve("axe-core/axe.min.js")),
+  };
+  return kitFiles;
+}
+
+/**
+ * A deck's `index.html` with the kit put in front of everything the deck loads, so that the deck's own
+ * CSS overrides the kit and the theme (load order; the kit also sits in the cascade layer `kit` and the
+ * tokens in `theme`, which unlayered deck CSS always beats). The pages serve decks the same way.
+ *
+ * @param opts.kit how the kit is included: inline text, or the URLs the page serves it from
+ * @param opts.theme the theme's pinned mode (`data-theme`) and its tokens (only `--name: value` pairs that cannot break out of the rule are kept)
+ * @param opts.layout `stack` lays every slide out at full size one after another (the checks, printing)
+ */
+export function kitDocument(html: string, opts: { kit: { css: string; js: string } | { cssUrl: string; jsUrl: string }; theme?: Theme; layout?: "stack" }): string {
+  const config: Record<string, string> = {};
+  if (opts.theme?.mode) config.mode = opts.theme.mode;
+  if (opts.layout) config.layout = opts.layout;
+  const tokens = Object.entries(opts.theme?.tokens ?? {})
+    .filter(([name, value]) => /^--[a-zA-Z0-9-]+$/.test(name) && !/[;{}<>\\]/.test(value))
+    .map(([name, value]) => `${name}: ${value};`)
+    .join(" ");
+  const kit = "css" in opts.kit
+    ? `<style data-svc-kit>${opts.kit.css.replace(/<\/style/gi, "<\\/style")}</style>`
+    : `<link rel="stylesheet" href="${escapeAttr(opts.kit.cssUrl)}" data-svc-kit>`;
+  const script = "js" in opts.kit
+    ? `<script data-svc-kit>${opts.kit.js.replace(/<\/script/gi, "<\\/script")}</script>`
+    : `<script src="${escapeAttr(opts.kit.jsUrl)}" data-svc-kit></script>`;
+  const head = [
+    `<script data-svc-kit>window.SVC_KIT=${JSON.stringify(config)};</script>`,
+    kit,
+    tokens ? `<style data-svc-theme>@layer theme { :root, :root[data-theme] { ${tokens} } }</style>` : "",
+    script,
+  ].join("");
+  // right after <head> (or <html>, or the doctype), before anything of the deck's own
+  const at = /<head\b[^>]*>/i.exec(html) ?? /<html\b[^>]*>/i.exec(html) ?? /<!doctype[^>]*>/i.exec(html);
+  if (!at) return `<!doctype html>${head}${html}`;
+  const end = at.index + at[0].length;
+  const wrapped = /^<head/i.test(at[0]) ? head : `<head>${head}</head>`;
+  return html.slice(0, end) + wrapped + html.slice(end);
+}
+
+function escapeAttr(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+}
+
+interface Finding {
+  code: string;
+  element: string;
+  text?: string;
+  count: number;
+  detail: Record<string, string | number>;
+}
+
+interface AxeNode {
+  slide: number;
+  key?: string;
+  overlapped?: boolean;
+  element: string;
+  text: string;
+  message: string;
+  ratio?: number;
+  expected?: string;
+  fg?: string;
+  bg?: string;
+}
+
+/**
+ * Lays decks out in headless Chromium and reports what is wrong on each slide (spec 4.3). One browser
+ * is launched on first use and reused; `close()` ends it (register it on the lifecycle's `close`).
+ */
+export class DeckChecker {
+  private readonly executablePath: string;
+  private readonly args: readonly string[];
+  private readonly timeoutMs: number;
+  private readonly launchTimeoutMs: number;
+  private readonly maxPages: number;
+  private readonly retryLaunchAfterMs: number;
+  private readonly log: (line: string) => void;
+  private browser: Promise<Browser> | undefined;
+  private launchFailure: { at: number; reason: string } | undefined;
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private closed = false;
+
+  /** Nothing starts here: the browser is launched by the first check (or `warm()`). */
+  constructor(options: DeckCheckerOptions = {}) {
+    this.executablePath = options.executablePath ?? DEFAULT_CHROMIUM_PATH;
+    this.args = options.args ?? CHROMIUM_ARGS;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.launchTimeoutMs = options.launchTimeoutMs ?? 15_000;
+    this.maxPages = Math.max(1, options.maxPages ?? 2);
+    this.retryLaunchAfterMs = options.retryLaunchAfterMs ?? 60_000;
+    this.log = options.log ?? (() => undefined);
+  }
+
+  /**
+   * Starts the browser now rather than on the first check (e.g. at `ready`), so the first publish does
+   * not pay for the launch. @returns whether a browser is available, and why not
+   */
+  async warm(): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const got = await this.acquireBrowser();
+    return "reason" in got ? { ok: false, reason: got.reason } : { ok: true };
+  }
+
+  /**
+   * Checks a deck: every `<section class="slide">` of `index.html`, laid out with the kit and theme at
+   * 1280x720. Never throws for a deck's content or a missing browser.
+   * @returns per slide (numbered from 1) its warnings and a PNG screenshot, or `{ checked: false, reason }`
+   *   when there is no browser, it could not start, the check took longer than `timeoutMs`, or the page crashed
+   */
+  async check(deck: DeckInput): Promise<DeckCheckResult> {
+    if (this.closed) return { checked: false, reason: "The deck checker is shut down" };
+    const html = deck.files.get("index.html");
+    if (!html) return { checked: false, reason: "The deck has no index.html" };
+    const got = await this.acquireBrowser();
+    if ("reason" in got) return { checked: false, reason: got.reason };
+    await this.slot();
+    let context: BrowserContext | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      context = await got.browser.newContext({
+        viewport: { width: 1280, height: 720 },
+        deviceScaleFactor: 1,
+        bypassCSP: true,
+        serviceWorkers: "block",
+        reducedMotion: "reduce",
+        acceptDownloads: false,
+      });
+      const ctx = context;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new CheckTimeout(this.timeoutMs)), this.timeoutMs);
+      });
+      const running = this.run(ctx, deck, html);
+      running.catch(() => undefined); // after a timeout the closed context makes it fail: nobody waits for it then
+      return await Promise.race([running, timedOut]);
+    } catch (err) {
+      const reason = err instanceof CheckTimeout ? err.message : `The deck could not be laid out: ${(err as Error).message.split("\n")[0]}`;
+      this.log(`[deck-check] ${reason}`);
+      return { checked: false, reason };
+    } finally {
+      clearTimeout(timer);
+      await context?.close().catch(() => undefined);
+      this.release();
+    }
+  }
+
+  /** Closes the browser; later checks answer unchecked. Safe to call twice. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pending = this.browser;
+    this.browser = undefined;
+    if (pending) await pending.then((b) => b.close()).catch(() => undefined);
+  }
+
+  private async run(context: BrowserContext, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
+    const kit = assets();
+    const theme = deck.theme ?? themeOf(deck.files);
+    const primary = theme?.mode ?? "light";
+    const modes: Array<"light" | "dark"> = theme?.mode ? [theme.mode] : ["light", "dark"];
+    const failedUrls: string[] = [];
+    const page = await context.newPage();
+    await page.emulateMedia({ colorScheme: primary, reducedMotion: "reduce" });
+    await context.route("**/*", (route) => this.serve(route, deck.files, html, kit, theme, failedUrls));
+    await context.routeWebSocket(() => true, (ws) => ws.close({ code: 1008, reason: "A deck check loads nothing from the network" }));
+    const t0 = Date.now();
+    await page.goto(`${DECK_ORIGIN}/index.html`, { waitUntil: "load", timeout: this.timeoutMs });
+
+    const tLoad = Date.now();
+    const perSlide = (await page.evaluate(`${kit.measure}(${JSON.stringify({ failedUrls, cdnHosts: ALLOWED_CDN_HOSTS })})`)) as Finding[][];
+    const count = perSlide.length;
+    const t1 = Date.now();
+    const screenshots = await this.screenshots(page, count);
+    const t2 = Date.now();
+
+    const contrast: Array<{ mode: "light" | "dark"; violations: AxeNode[]; incomplete: AxeNode[] }> = [];
+    if (count > 0) await page.addScriptTag({ content: kit.axe });
+    for (const mode of count > 0 ? [primary, ...modes.filter((m) => m !== primary)] : []) {
+      if (mode !== primary) await page.emulateMedia({ colorScheme: mode });
+      contrast.push({ mode, ...(await runAxe(page)) });
+    }
+    this.log(`[deck-check] ${count} slides: load ${tLoad - t0} ms, layout ${t1 - tLoad} ms, screenshots ${t2 - t1} ms, contrast (${contrast.map((c) => c.mode).join(", ")}) ${Date.now() - t2} ms`);
+
+    return {
+      checked: true,
+      slides: perSlide.map((findings, i) => {
+        const number = i + 1;
+        const warnings: DeckWarning[] = findings.map(layoutWarning);
+        for (const { mode, violations, incomplete } of contrast) {
+          const bad = violations.filter((n) => n.slide === number);
+          if (bad.length) warnings.push(contrastWarning("contrast", mode, bad));
+          const review = incomplete.filter((n) => n.slide === number);
+          if (review.length) warnings.push(contrastWarning("contrast_review", mode, review));
+        }
+        return { number, warnings, screenshot: screenshots[i]! };
+      }),
+    };
+  }
+
+  /** Answers the page's requests: the deck's own files from memory (index.html with the kit), nothing else. */
+  private async serve(route: Route, files: Map<string, Buffer>, html: Buffer, kit: { css: string; js: string }, theme: Theme | undefined, failed: string[]): Promise<void> {
+    const url = new URL(route.request().url());
+    if (url.origin !== DECK_ORIGIN) return route.abort("blockedbyclient");
+    let file: string;
+    try {
+      file = decodeURIComponent(url.pathname).replace(/^\/+/, "");
+    } catch {
+      file = url.pathname;
+    }
+    if (file === "" || file === "index.html") {
+      return route.fulfill({ status: 200, contentType: CONTENT_TYPES.html, body: kitDocument(html.toString("utf8"), { kit, theme, layout: "stack" }) });
+    }
+    const body = files.get(file);
+    if (!body) {
+      failed.push(url.href.split("#")[0]!);
+      return route.fulfill({ status: 404, contentType: "text/plain", body: "not a file of this version" });
+    }
+    const ext = file.slice(file.lastIndexOf(".") + 1).toLowerCase();
+    return route.fulfill({ status: 200, contentType: CONTENT_TYPES[ext] ?? "application/octet-stream", body });
+  }
+
+  /**
+   * One PNG per slide. Each stacked slide is scrolled to the viewport's corner and the viewport captured
+   * over CDP (a third of the time of a clipped full-page screenshot); a slide that cannot sit exactly
+   * there (a deck's wrapper adds margins) is captured as an element.
+   */
+  private async screenshots(page: Page, count: number): Promise<Buffer[]> {
+    const cdp = await page.context().newCDPSession(page);
+    const shots: Buffer[] = [];
+    try {
+      for (let i = 0; i < count; i++) {
+        const at = (await page.evaluate(`(() => {
+          const s = document.querySelectorAll("section.slide")[${i}];
+          const r0 = s.getBoundingClientRect();
+          scrollTo(r0.left + scrollX, r0.top + scrollY);
+          const r = s.getBoundingClientRect();
+          return [r.left, r.top, r.width, r.height];
+        })()`)) as [number, number, number, number];
+        if (Math.abs(at[0]) < 0.5 && Math.abs(at[1]) < 0.5 && Math.abs(at[2] - 1280) < 0.5 && Math.abs(at[3] - 720) < 0.5) {
+          const { data } = await cdp.send("Page.captureScreenshot", { format: "png", optimizeForSpeed: true });
+          shots.push(Buffer.from(data, "base64"));
+        } else {
+          shots.push(await page.locator("section.slide").nth(i).screenshot({ type: "png", animations: "disabled", caret: "hide" }));
+        }
+      }
+    } finally {
+      await cdp.detach().catch(() => undefined);
+    }
+    return shots;
+  }
+
+  /** The shared browser, launched on first use; a failed launch is remembered for `retryLaunchAfterMs`. */
+  private async acquireBrowser(): Promise<{ browser: Browser } | { reason: string }> {
+    if (this.closed) return { reason: "The deck checker is shut down" };
+    if (!fs.existsSync(this.executablePath)) return { reason: `No browser to lay the deck out: ${this.executablePath} is missing (install Debian's chromium package)` };
+    if (this.launchFailure && Date.now() - this.launchFailure.at < this.retryLaunchAfterMs) return { reason: this.launchFailure.reason };
+    if (!this.browser) {
+      const started = Date.now();
+      this.browser = import("playwright-core").then(({ chromium }) =>
+        chromium.launch({ executablePath: this.executablePath, args: [...this.args], timeout: this.launchTimeoutMs, headless: true }),
+      );
+      this.browser.then(
+        (b) => {
+          this.log(`[deck-check] Chromium ${b.version()} started in ${Date.now() - started} ms`);
+          b.on("disconnected", () => {
+            if (this.browser && !this.closed) this.log("[deck-check] Chromium went away; the next check starts it again");
+            this.browser = undefined;
+          });
+        },
+        () => undefined,
+      );
+    }
+    try {
+      const browser = await this.browser;
+      if (this.closed) return { reason: "The deck checker is shut down" };
+      return { browser };
+    } catch (err) {
+      const reason = `The browser did not start (${this.executablePath}): ${(err as Error).message.split("\n")[0]}`;
+      this.browser = undefined;
+      this.launchFailure = { at: Date.now(), reason };
+      this.log(`[deck-check] ${reason}`);
+      return { reason };
+    }
+  }
+
+  private slot(): Promise<void> {
+    if (this.running < this.maxPages) {
+      this.running++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.running--;
+  }
+}
+
+class CheckTimeout extends Error {
+  constructor(ms: number) {
+    super(`The deck check took longer than ${ms} ms and was stopped`);
+  }
+}
+
+/** The deck's `theme.json`, when it has a valid one. */
+function themeOf(files: Map<string, Buffer>): Theme | undefined {
+  const text = files.get("theme.json");
+  if (!text) return undefined;
+  const read = readTheme(text.toString("utf8"));
+  return "theme" in read ? read.theme : undefined;
+}
+
+/** axe-core's reasons for "cannot decide" that come from one element lying over another. */
+const OVERLAP_KEYS = new Set(["bgOverlap", "elmPartiallyObscured", "elmPartiallyObscuring"]);
+
+/** axe-core's color-contrast rule over every slide, in the page's current color scheme. */
+async function runAxe(page: Page): Promise<{ violations: AxeNode[]; incomplete: AxeNode[] }> {
+  const found = (await page.evaluate(`(async () => {
+    const r = await axe.run({ include: [["section.slide"]], exclude: [["[data-kit]"]] }, {
+      runOnly: { type: "rule", values: ["color-contrast"] }, resultTypes: ["violations", "incomplete"], elementRef: true,
+    });
+    const slides = Array.from(document.querySelectorAll("section.slide"));
+    const nodes = (results) => results.flatMap((rule) => rule.nodes.map((n) => {
+      const el = n.element;
+      const slide = el && el.closest("section.slide");
+      const check = n.any[0] || n.all[0] || n.none[0] || {};
+      const d = check.data || {};
+      let selector = el ? el.localName : "";
+      if (el && slide) {
+        const parts = [];
+        for (let x = el; x && x !== slide && parts.length < 3; x = x.parentElement) parts.unshift(x.localName + (x.classList.length ? "." + Array.from(x.classList).slice(0, 2).join(".") : ""));
+        selector = parts.join(" > ");
+      }
+      return { slide: slides.indexOf(slide) + 1, element: selector, text: (el ? el.textContent : "").replace(/\\s+/g, " ").trim().slice(0, 48),
+        message: check.message || n.failureSummary || "", key: d.messageKey, overlapped: !!(el && el.closest("[data-svc-overlap]")), ratio: d.contrastRatio, expected: d.expectedContrastRatio, fg: d.fgColor, bg: d.bgColor };
+    }));
+    return { violations: nodes(r.violations), incomplete: nodes(r.incomplete) };
+  })()`)) as { violations: AxeNode[]; incomplete: AxeNode[] };
+  // overlapped text is already reported as text_overlap or footer_overlap; axe's "cannot decide" for it says nothing more
+  return { violations: found.violations, incomplete: found.incomplete.filter((n) => !(n.overlapped && OVERLAP_KEYS.has(n.key ?? ""))) };
+}
+
+const SIDES: Record<string, string> = { left: "left", right: "right", top: "top", bottom: "bottom" };
+
+function quote(text: string | undefined): string {
+  return text ? ` "${text}"` : "";
+}
+
+function more(n: number, what: string): string {
+  return n > 1 ? ` (and ${n - 1} more ${what}${n > 2 ? "s" : ""})` : "";
+}
+
+/** A sentence for one layout finding of a slide. */
+function layoutWarning(f: Finding): DeckWarning {
+  const d = f.detail;
+  const at = `${f.element}${quote(f.text)}`;
+  switch (f.code) {
+    case "overflow":
+      return { code: f.code, element: f.element, message: `Content runs past the slide's ${SIDES[String(d.side)] ?? "edge"} edge by ${d.px}px: ${at}${more(f.count, "element")}` };
+    case "footer_overlap":
+      return { code: f.code, element: f.element, message: `Content overlaps the footer (${d.footer}): ${at}${more(f.count, "element")}` };
+    case "text_overlap":
+      return { code: f.code, element: f.element, message: `Text overlaps other text: ${at} over ${d.other}${quote(String(d.otherText ?? ""))}${more(f.count, "pair")}` };
+    case "text_cut_off":
+      return { code: f.code, element: f.element, message: `Text is cut off by ${d.by}, which clips ${d.px}px of it: ${at}${more(f.count, "text")}` };
+    case "small_text":
+      return { code: f.code, element: f.element, message: `Text under ${MIN_TEXT_PX}px: ${at} is ${d.px}px${more(f.count, "element")}` };
+    case "broken_image":
+      return { code: f.code, element: f.element, message: `Image does not load: ${d.src}${more(f.count, "image")}` };
+    default:
+      return { code: f.code, element: f.element, message: `${f.code}: ${at}` };
+  }
+}
+
+/** A sentence for a slide's contrast failures (or undecidable cases) in one mode. */
+function contrastWarning(code: "contrast" | "contrast_review", mode: string, nodes: AxeNode[]): DeckWarning {
+  const n = nodes[0]!;
+  const at = `${n.element}${quote(n.text)}`;
+  if (code === "contrast") {
+    const ratio = n.ratio !== undefined ? `${n.ratio}:1` : "too low";
+    return { code, element: n.element, message: `Text below WCAG AA contrast in ${mode} mode: ${at} has ${ratio}, needs ${n.expected ?? "4.5:1"}${n.fg && n.bg ? ` (${n.fg} on ${n.bg})` : ""}${more(nodes.length, "element")}` };
+  }
+  return { code, element: n.element, message: `Contrast needs review in ${mode} mode (axe could not decide): ${at}: ${n.message}${more(nodes.length, "element")}` };
+}
