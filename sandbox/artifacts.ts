@@ -36,7 +36,7 @@ const WORKBOOK = {
   ],
 };
 
-const THEME = { tokens: { "--primary": "oklch(0.55 0.18 255)", "--chart-1": "oklch(0.62 0.17 255)", "--chart-2": "oklch(0.72 0.12 160)", "--font-sans": "Inter, system-ui, sans-serif", "--radius": "10px" } };
+const THEME = { mode: "light", tokens: { "--primary": "oklch(0.55 0.18 255)", "--chart-1": "oklch(0.62 0.17 255)", "--chart-2": "oklch(0.72 0.12 160)", "--font-sans": "Inter, system-ui, sans-serif", "--radius": "10px" } };
 
 const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="160" height="40" viewBox="0 0 160 40"><rect width="160" height="40" rx="8" fill="#2f5bd3"/><text x="16" y="26" font-family="sans-serif" font-size="16" fill="#fff">Sandbox billing</text></svg>`;
 

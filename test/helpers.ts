@@ -77,7 +77,7 @@ export async function allEvents(c: ReturnType<typeof client>, query = ""): Promi
 export async function startFixtureProcess(script: string, dataDir: string, port: number): Promise<ChildProcess & { exited: Promise<void> }> {
   const child = spawn(process.execPath, ["--import", "tsx", `test/fixtures/${script}`], {
     cwd: path.resolve(import.meta.dirname, ".."),
-    env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `${script}-${port}`, SVC_SCHEDULES: "false" },
+    env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `${script}-${port}`, SVC_SCHEDULES: "false", SVC_DECK_CHECKS: "false" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
