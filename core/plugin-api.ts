@@ -89,5 +89,5 @@ export { serveFile } from "./http/file-response";
 export { ArtifactStore, ArtifactSchema, ArtifactVersionSchema, TitleSchema, VersionFilesSchema } from "./artifacts/store";
 export { ARTIFACT_KINDS } from "./artifacts/content";
 export { ResolutionSchema } from "./artifacts/resolve";
-export { isMissing } from "./files/s3-blob-store";
+export { isMissing, listMultipartUploads, listObjects } from "./files/s3-blob-store";
 export { nowIso } from "./ids";

@@ -382,15 +382,17 @@ export class FileStore {
    * never collected, even after its references are removed (run records and events may still hold it).
    * Adding the same reference twice is a no-op.
    *
+   * @returns the file's reference
    * @throws {ApiError} `invalid_request` (details `{ fileId }`) when there is no such file, or the owner is malformed
    */
-  async addReference(tx: SqlWriter, fileId: string, owner: FileOwner): Promise<void> {
+  async addReference(tx: SqlWriter, fileId: string, owner: FileOwner): Promise<FileReference> {
     checkOwner(owner, true);
-    const file = await tx.get<{ id: string }>("SELECT id FROM files WHERE id = ?", [fileId]);
+    const file = await tx.get<FileRow>(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`, [fileId]);
     if (!file) throw new ApiError("invalid_request", `No file "${fileId}": upload it first (POST /api/files)`, { fileId });
     const at = new Date(this.now()).toISOString();
     await tx.run("INSERT OR IGNORE INTO file_references (file_id, owner_kind, owner_id, path, created_at) VALUES (?, ?, ?, ?, ?)", [fileId, owner.kind, owner.id, owner.path, at]);
     await tx.run("UPDATE files SET referenced_at = ? WHERE id = ? AND referenced_at IS NULL", [at, fileId]);
+    return toReference(file);
   }
 
   /**

@@ -25,12 +25,14 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
-  ListObjectsV2Command,
+  paginateListObjectsV2,
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
   UploadPartCopyCommand,
   type CompletedPart,
+  type MultipartUpload,
+  type _Object,
 } from "@aws-sdk/client-s3";
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
@@ -68,6 +70,24 @@ export interface S3BlobStoreConfig {
 function errorName(err: unknown): string | undefined {
   return (err as { name?: string })?.name;
 }
+/** Every object under `prefix`, across pages (the SDK's own paginator). */
+export async function* listObjects(client: S3Client, bucket: string, prefix: string): AsyncGenerator<_Object> {
+  for await (const page of paginateListObjectsV2({ client }, { Bucket: bucket, Prefix: prefix })) yield* page.Contents ?? [];
+}
+
+/** Every unfinished multipart upload under `prefix`, across pages (the SDK has no paginator for these). */
+export async function* listMultipartUploads(client: S3Client, bucket: string, prefix: string): AsyncGenerator<MultipartUpload> {
+  let keyMarker: string | undefined;
+  let uploadIdMarker: string | undefined;
+  for (;;) {
+    const page = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
+    yield* page.Uploads ?? [];
+    if (!page.IsTruncated) return;
+    keyMarker = page.NextKeyMarker;
+    uploadIdMarker = page.NextUploadIdMarker;
+  }
+}
+
 function httpStatus(err: unknown): number | undefined {
   return (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
 }
@@ -150,32 +170,19 @@ export class S3BlobStore implements BlobStore {
   async sweepStaging(olderThanMs: number, now = Date.now()): Promise<number> {
     const cutoff = now - olderThanMs;
     let removed = 0;
-    let token: string | undefined;
-    do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.stagingPrefix, ContinuationToken: token }));
-      for (const obj of page.Contents ?? []) {
-        if (obj.Key && obj.LastModified && obj.LastModified.getTime() < cutoff) {
-          await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: obj.Key }));
-          removed++;
-        }
+    for await (const obj of listObjects(this.client, this.bucket, this.stagingPrefix)) {
+      if (obj.Key && obj.LastModified && obj.LastModified.getTime() < cutoff) {
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: obj.Key }));
+        removed++;
       }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    for (;;) {
-      const page = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: this.stagingPrefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
-      for (const up of page.Uploads ?? []) {
-        if (up.Key && up.UploadId && up.Initiated && up.Initiated.getTime() < cutoff) {
-          await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: up.Key, UploadId: up.UploadId })).catch((err) => {
-            if (!isMissing(err)) throw err;
-          });
-          removed++;
-        }
+    }
+    for await (const up of listMultipartUploads(this.client, this.bucket, this.stagingPrefix)) {
+      if (up.Key && up.UploadId && up.Initiated && up.Initiated.getTime() < cutoff) {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: up.Key, UploadId: up.UploadId })).catch((err) => {
+          if (!isMissing(err)) throw err;
+        });
+        removed++;
       }
-      if (!page.IsTruncated) break;
-      keyMarker = page.NextKeyMarker;
-      uploadIdMarker = page.NextUploadIdMarker;
     }
     return removed;
   }

@@ -108,10 +108,8 @@ export class OntologyStore {
       await this.files.removeReferences(tx, { ...owner, path });
       const value = properties[name] as { id: string } | null;
       if (value === null) continue;
-      const file = await tx.get<{ id: string; name: string; content_type: string; size: number; sha256: string }>("SELECT id, name, content_type, size, sha256 FROM files WHERE id = ?", [value.id]);
-      if (!file) throw new ApiError("invalid_request", `No file "${value.id}" for ${objectTypeId} "${primaryId}" ${name}: upload it first (POST /api/files)`, { fileId: value.id, property: name });
-      await this.files.addReference(tx, file.id, { ...owner, path });
-      out[name] = { id: file.id, name: file.name, contentType: file.content_type, size: file.size, sha256: file.sha256 };
+      const file = await this.files.addReference(tx, value.id, { ...owner, path });
+      out[name] = { id: file.id, name: file.name, contentType: file.contentType, size: file.size, sha256: file.sha256 };
     }
     return out;
   }

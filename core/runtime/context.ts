@@ -2,7 +2,7 @@ import type { EventLog } from "../events/log";
 import type { OntologyStore } from "../ontology/store";
 import type { EventsApi, OntologyAccess, OntologyReads } from "../sdk/context";
 import type { WriteBuffer } from "../ontology/store";
-import type { EventType, Topic } from "../events/catalog";
+import type { Topic } from "../events/catalog";
 
 /** The read half of a handler context: committed ontology data. */
 export function ontologyReads(ontology: OntologyStore): OntologyReads {
@@ -15,16 +15,14 @@ export function ontologyReads(ontology: OntologyStore): OntologyReads {
 }
 
 /**
- * The SDK's events operations bound to the event log (spec 6.3), for trusted handler code: reads
- * are not scoped to a principal; appends carry `correlationId`.
+ * The SDK's events operations (spec 6.3) for trusted handler code: reads of the event log, not scoped
+ * to a principal; `append` is the caller's (the handler runner buffers appends until its commit).
  */
-export function eventsApi(log: EventLog, correlationId?: string): EventsApi {
+export function eventsApi(log: EventLog, append: EventsApi["append"]): EventsApi {
   return {
     read: (input) => log.read({ topics: input.topics as Topic[] | undefined, types: input.types, afterCursor: input.afterCursor, limit: Math.min(input.limit ?? 100, 1000) }),
     latestCursor: () => log.latestCursor(),
-    append: async (events) => {
-      await log.append(events.map((e) => ({ ...e, type: e.type as EventType, correlationId })));
-    },
+    append,
   };
 }
 

@@ -111,7 +111,7 @@ export class HandlerRunner {
       log,
       blobs: this.blobs(`${spec.run.kind}:${spec.run.id}`),
       artifacts: this.artifacts(`${spec.run.kind}:${spec.run.id}`),
-      events: { ...eventsApi(this.events, spec.correlationId), append: async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType }))) },
+      events: eventsApi(this.events, async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType })))),
     };
     const result = await fn(ctx);
     validateChanges(this.project.definition, buffer.changes);

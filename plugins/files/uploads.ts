@@ -41,6 +41,8 @@ import {
   FileReferenceSchema,
   isApiError,
   isMissing,
+  listMultipartUploads,
+  listObjects,
   normalizeContentType,
   nowIso,
   s3UploadTargetOf,
@@ -276,34 +278,21 @@ class S3SessionStore extends S3Store implements SessionStore {
   override async deleteExpired(): Promise<number> {
     let removed = 0;
     const withRecord = new Set<string>();
-    let token: string | undefined;
-    do {
-      const page = await this.client.listObjectsV2({ Bucket: this.bucket, Prefix: this.keyPrefix, ContinuationToken: token });
-      for (const { Key } of page.Contents ?? []) {
-        if (!Key?.endsWith(".info")) continue;
-        const key = Key.slice(0, -".info".length);
-        withRecord.add(key);
-        const rec = await this.record(key);
-        if (rec && isExpired(rec, this.ttlMs)) {
-          await this.purge(key);
-          removed++;
-        }
+    for await (const { Key } of listObjects(this.client, this.bucket, this.keyPrefix)) {
+      if (!Key?.endsWith(".info")) continue;
+      const key = Key.slice(0, -".info".length);
+      withRecord.add(key);
+      const rec = await this.record(key);
+      if (rec && isExpired(rec, this.ttlMs)) {
+        await this.purge(key);
+        removed++;
       }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+    }
     // multipart uploads whose record was never written (a crash right after creating them)
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    for (;;) {
-      const page = await this.client.listMultipartUploads({ Bucket: this.bucket, Prefix: this.keyPrefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker });
-      for (const u of page.Uploads ?? []) {
-        if (u.Key && !withRecord.has(u.Key) && u.Initiated && Date.now() - u.Initiated.getTime() > this.ttlMs) {
-          await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: u.Key, UploadId: u.UploadId }).catch(() => undefined);
-        }
+    for await (const u of listMultipartUploads(this.client, this.bucket, this.keyPrefix)) {
+      if (u.Key && !withRecord.has(u.Key) && u.Initiated && Date.now() - u.Initiated.getTime() > this.ttlMs) {
+        await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: u.Key, UploadId: u.UploadId }).catch(() => undefined);
       }
-      if (!page.IsTruncated) break;
-      keyMarker = page.NextKeyMarker;
-      uploadIdMarker = page.NextUploadIdMarker;
     }
     return removed;
   }
