@@ -29,6 +29,8 @@ import { loadWorkflowBundle } from "./temporal/bundle";
 import { FileStore } from "./files/file-store";
 import { blobStoreFromEnv } from "./files/config";
 import { ArtifactStore } from "./artifacts/store";
+import { SheetData } from "./artifacts/sheet-data";
+import { EmbedRenderer } from "./artifacts/render/embed";
 import { DeckChecker } from "./artifacts/deck-check";
 import { ApiError, errorResponse } from "./errors";
 import type { ProjectDefinition } from "./sdk/project";
@@ -135,7 +137,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(DeckChecker, { useValue: decks });
     container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
-    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore]) {
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer]) {
       container.registerSingleton(service as never, service as never);
     }
 

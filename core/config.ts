@@ -36,6 +36,7 @@ import type { InjectionToken } from "./di";
  * | `SVC_FILE_STORAGE`, `SVC_S3_*` | local | where file bytes go: see `core/files/config.ts` |
  * | `SVC_DECK_CHECKS` | true | lay out published decks in headless Chromium and warn per slide (spec 4.3); false: publish decks unchecked |
  * | `SVC_CHROMIUM_PATH` | /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium` package) |
+ * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
  */
 export interface Config {
   port: number;
@@ -74,6 +75,8 @@ export interface Config {
   deckChecks: boolean;
   /** The Chromium executable of the deck checks. */
   chromiumPath: string;
+  /** How long a deck frame's link works, ms. */
+  frameLinkTtlMs: number;
 }
 
 /** DI token of the runtime {@link Config}. */
@@ -119,6 +122,7 @@ const EnvSchema = v.object({
   SVC_FILE_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(86_400_000)),
   SVC_DECK_CHECKS: v.optional(bool, "true"),
   SVC_CHROMIUM_PATH: v.optional(nonEmpty, "/usr/bin/chromium"),
+  SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
@@ -174,6 +178,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     fileRetentionMs: e.SVC_FILE_RETENTION_MS,
     deckChecks: e.SVC_DECK_CHECKS,
     chromiumPath: e.SVC_CHROMIUM_PATH,
+    frameLinkTtlMs: e.SVC_FRAME_LINK_TTL_MS,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

@@ -51,6 +51,26 @@ export interface Section {
 /** The CDNs a deck may load from (spec 2.10): jsDelivr, cdnjs, unpkg, Google Fonts. */
 export const ALLOWED_CDN_HOSTS = ["cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com", "fonts.googleapis.com", "fonts.gstatic.com"] as const;
 
+/** Content types of the files a deck loads, by extension. */
+const CONTENT_TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8", htm: "text/html; charset=utf-8", css: "text/css; charset=utf-8",
+  js: "text/javascript; charset=utf-8", mjs: "text/javascript; charset=utf-8", json: "application/json",
+  svg: "image/svg+xml", png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif",
+  webp: "image/webp", avif: "image/avif", ico: "image/x-icon", bmp: "image/bmp",
+  woff: "font/woff", woff2: "font/woff2", ttf: "font/ttf", otf: "font/otf",
+  mp4: "video/mp4", webm: "video/webm", mp3: "audio/mpeg", csv: "text/csv; charset=utf-8", txt: "text/plain; charset=utf-8",
+};
+
+/**
+ * The content type a deck's file is served with, by its extension (`text/css; charset=utf-8` for
+ * `deck.css`), `application/octet-stream` when unknown: a browser that is told `nosniff` runs scripts
+ * and applies stylesheets only with the right type, whatever the uploader declared.
+ */
+export function contentTypeOf(path: string): string {
+  const ext = /\.([a-z0-9]+)$/i.exec(path)?.[1]?.toLowerCase() ?? "";
+  return CONTENT_TYPES[ext] ?? "application/octet-stream";
+}
+
 const IMAGE_EXTENSIONS = /\.(png|jpe?g|gif|webp|avif|svg|bmp|ico)$/i;
 
 /** True when `path` names an image by its extension (png, jpg, gif, webp, avif, svg, bmp, ico). */

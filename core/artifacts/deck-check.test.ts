@@ -12,7 +12,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureChromium } from "../../test/setup/chromium";
 import { cleanDeck, failingDecks, landscape } from "../../test/fixtures/decks";
-import { DeckChecker, kitDocument, type DeckCheckResult } from "./deck-check";
+import { DeckChecker, type DeckCheckResult } from "./deck-check";
+import { kitDocument } from "./kit";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 let checker: DeckChecker;

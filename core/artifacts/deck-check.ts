@@ -19,10 +19,10 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page, Route } from "playwright-core";
-import { ALLOWED_CDN_HOSTS, readTheme, type Theme } from "./content";
+import { ALLOWED_CDN_HOSTS, contentTypeOf, readTheme, type Theme } from "./content";
+import { kitAssets, kitDocument } from "./kit";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const KIT_DIR = path.join(HERE, "kit");
 const readText = (file: string) => fs.readFileSync(file, "utf8");
 
 /** Where Debian's `chromium` package puts the browser. */
@@ -92,66 +92,16 @@ export interface DeckCheckerOptions {
 /** Where the deck's files are served from inside the browser; nothing ever leaves the machine. */
 const DECK_ORIGIN = "https://deck.svc.invalid";
 
-const CONTENT_TYPES: Record<string, string> = {
-  html: "text/html; charset=utf-8", htm: "text/html; charset=utf-8", css: "text/css; charset=utf-8",
-  js: "text/javascript; charset=utf-8", mjs: "text/javascript; charset=utf-8", json: "application/json",
-  svg: "image/svg+xml", png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif",
-  webp: "image/webp", avif: "image/avif", ico: "image/x-icon", bmp: "image/bmp",
-  woff: "font/woff", woff2: "font/woff2", ttf: "font/ttf", otf: "font/otf",
-  mp4: "video/mp4", webm: "video/webm", mp3: "audio/mpeg", csv: "text/csv; charset=utf-8", txt: "text/plain; charset=utf-8",
-};
 
 let kitFiles: { css: string; js: string; measure: string; axe: string } | undefined;
 /** The kit, the in-page measuring script and axe-core, read once. */
 function assets() {
   kitFiles ??= {
-    css: readText(path.join(KIT_DIR, "kit.css")),
-    js: readText(path.join(KIT_DIR, "kit.js")),
+    ...kitAssets(),
     measure: readText(path.join(HERE, "deck-check.page.js")),
     axe: readText(createRequire(import.meta.url).resolve("axe-core/axe.min.js")),
   };
   return kitFiles;
-}
-
-/**
- * A deck's `index.html` with the kit put in front of everything the deck loads, so that the deck's own
- * CSS overrides the kit and the theme (load order; the kit also sits in the cascade layer `kit` and the
- * tokens in `theme`, which unlayered deck CSS always beats). The pages serve decks the same way.
- *
- * @param opts.kit how the kit is included: inline text, or the URLs the page serves it from
- * @param opts.theme the theme's pinned mode (`data-theme`) and its tokens (only `--name: value` pairs that cannot break out of the rule are kept)
- * @param opts.layout `stack` lays every slide out at full size one after another (the checks, printing)
- */
-export function kitDocument(html: string, opts: { kit: { css: string; js: string } | { cssUrl: string; jsUrl: string }; theme?: Theme; layout?: "stack" }): string {
-  const config: Record<string, string> = {};
-  if (opts.theme?.mode) config.mode = opts.theme.mode;
-  if (opts.layout) config.layout = opts.layout;
-  const tokens = Object.entries(opts.theme?.tokens ?? {})
-    .filter(([name, value]) => /^--[a-zA-Z0-9-]+$/.test(name) && !/[;{}<>\\]/.test(value))
-    .map(([name, value]) => `${name}: ${value};`)
-    .join(" ");
-  const kit = "css" in opts.kit
-    ? `<style data-svc-kit>${opts.kit.css.replace(/<\/style/gi, "<\\/style")}</style>`
-    : `<link rel="stylesheet" href="${escapeAttr(opts.kit.cssUrl)}" data-svc-kit>`;
-  const script = "js" in opts.kit
-    ? `<script data-svc-kit>${opts.kit.js.replace(/<\/script/gi, "<\\/script")}</script>`
-    : `<script src="${escapeAttr(opts.kit.jsUrl)}" data-svc-kit></script>`;
-  const head = [
-    `<script data-svc-kit>window.SVC_KIT=${JSON.stringify(config)};</script>`,
-    kit,
-    tokens ? `<style data-svc-theme>@layer theme { :root, :root[data-theme] { ${tokens} } }</style>` : "",
-    script,
-  ].join("");
-  // right after <head> (or <html>, or the doctype), before anything of the deck's own
-  const at = /<head\b[^>]*>/i.exec(html) ?? /<html\b[^>]*>/i.exec(html) ?? /<!doctype[^>]*>/i.exec(html);
-  if (!at) return `<!doctype html>${head}${html}`;
-  const end = at.index + at[0].length;
-  const wrapped = /^<head/i.test(at[0]) ? head : `<head>${head}</head>`;
-  return html.slice(0, end) + wrapped + html.slice(end);
-}
-
-function escapeAttr(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 }
 
 interface Finding {
@@ -318,15 +268,14 @@ export class DeckChecker {
       file = url.pathname;
     }
     if (file === "" || file === "index.html") {
-      return route.fulfill({ status: 200, contentType: CONTENT_TYPES.html, body: kitDocument(html.toString("utf8"), { kit, theme, layout: "stack" }) });
+      return route.fulfill({ status: 200, contentType: contentTypeOf("index.html"), body: kitDocument(html.toString("utf8"), { kit, theme, layout: "stack" }) });
     }
     const body = files.get(file);
     if (!body) {
       failed.push(url.href.split("#")[0]!);
       return route.fulfill({ status: 404, contentType: "text/plain", body: "not a file of this version" });
     }
-    const ext = file.slice(file.lastIndexOf(".") + 1).toLowerCase();
-    return route.fulfill({ status: 200, contentType: CONTENT_TYPES[ext] ?? "application/octet-stream", body });
+    return route.fulfill({ status: 200, contentType: contentTypeOf(file), body });
   }
 
   /**

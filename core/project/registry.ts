@@ -87,6 +87,12 @@ export class ProjectRegistry {
     return this.permissions.get(identityId);
   }
 
+  /** The identity's display name (its id when it has none), or undefined for an unknown identity. */
+  identityName(identityId: string): string | undefined {
+    const identity = this.definition.identities[identityId];
+    return identity ? (identity.name ?? identityId) : undefined;
+  }
+
   identityType(identityId: string): "user" | "serviceAccount" | undefined {
     return this.definition.identities[identityId]?.type;
   }

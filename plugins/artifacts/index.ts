@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ARTIFACT_KINDS, ApiError, ArtifactSchema, ArtifactStore, ArtifactVersionSchema, FileStore, ResolutionSchema, TitleSchema, VersionFilesSchema, definePlugin, serveFile, type Principal } from "../../core/plugin-api";
+import { ARTIFACT_KINDS, ApiError, ArtifactSchema, ArtifactStore, ArtifactVersionSchema, FileStore, ResolutionSchema, SheetData, SheetRowsSchema, TitleSchema, VersionFilesSchema, definePlugin, serveFile, type Principal } from "../../core/plugin-api";
 
 const ArtifactParams = v.object({ artifactId: v.pipe(v.string(), v.description("`art_…`")) });
 const OWNER_ONLY = "Only the artifact's owner opens it: for everyone else it does not exist (404, spec 4.3).";
@@ -12,8 +12,8 @@ const reader = (principal: Principal | undefined) => ({ kind: "identity" as cons
  */
 export default definePlugin({
   name: "artifacts",
-  deps: { artifacts: ArtifactStore, files: FileStore },
-  setup({ routes }, { artifacts, files }) {
+  deps: { artifacts: ArtifactStore, files: FileStore, sheets: SheetData },
+  setup({ routes }, { artifacts, files, sheets }) {
     const VersionNumber = routes.schemas.queryInteger({ min: 1, max: 1_000_000_000, description: "Version number (1, 2, …)" });
     const PageSize = v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" }));
     routes.add({
@@ -111,6 +111,29 @@ export default definePlugin({
       params: v.object({ artifactId: v.string(), version: VersionNumber, slide: routes.schemas.queryInteger({ min: 1, max: 10_000, description: "Slide number (1, 2, …)" }) }),
       responses: { 200: { description: "The screenshot (image/png)" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such artifact (or not yours), version, slide, or no deck check" } },
       handler: async ({ event, principal, params }) => serveFile(event.req, files, (await artifacts.screenshot(reader(principal), params.artifactId, params.version, params.slide)).id, "inline"),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/artifacts/:artifactId/versions/:version/sheets/:sheet/rows",
+      summary: "Read a page of a sheet's rows",
+      description: `Up to \`limit\` data rows (1 to 1000, default 200) of the sheet named \`sheet\`, from \`offset\` (0-based below the header row, default 0), as the raw CSV values (spec 2.8: the reader's locale formats them), with the columns and their types and \`total\`, the number of data rows. An offset past the end answers no rows. A sheet the version does not have is 404 listing its sheets. ${OWNER_ONLY}`,
+      tags: ["artifacts"],
+      auth: "bearer",
+      params: v.object({ artifactId: v.string(), version: VersionNumber, sheet: v.pipe(v.string(), v.minLength(1), v.description("The sheet's name (URL-encoded)")) }),
+      query: v.object({
+        offset: v.optional(routes.schemas.queryInteger({ min: 0, max: 1_000_000_000, description: "First data row, 0-based (default 0)" })),
+        limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 200" })),
+      }),
+      responses: { 200: { description: "A page of rows", schema: SheetRowsSchema }, 404: { description: "No such artifact (or not yours), version or sheet (the message lists the sheets), or the artifact is not a sheet" } },
+      handler: ({ principal, params, query }) => {
+        let sheet: string;
+        try {
+          sheet = decodeURIComponent(params.sheet);
+        } catch {
+          throw new ApiError("not_found", `No sheet "${params.sheet}" (malformed escape)`);
+        }
+        return sheets.rows(reader(principal), params.artifactId, params.version, sheet, query.offset ?? 0, query.limit ?? 200);
+      },
     });
     for (const method of ["GET", "HEAD"] as const) {
       routes.add({

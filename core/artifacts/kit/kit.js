@@ -6,7 +6,10 @@
  *
  * Options, read from window.SVC_KIT before this script runs: { mode: "light" | "dark" } pins the
  * theme (data-theme on <html>); { layout: "stack" } shows every slide at full size, one after another
- * (the deck checks). Exposes window.svcKit = { go(n), next(), prev(), overview(on), count, current }.
+ * (the deck checks); { layout: "thumbnail" } shows one slide without chrome, embeds as empty boxes
+ * with their title (previews). Links the server marked data-svc-open (artifact addresses) are handed to
+ * the embedding page (postMessage { type: "svc-open", href }): a sandboxed frame cannot navigate it.
+ * Exposes window.svcKit = { go(n), next(), prev(), overview(on), count, current }.
  */
 (function () {
   "use strict";
@@ -15,6 +18,7 @@
   var options = window.SVC_KIT || {};
   if (options.mode === "light" || options.mode === "dark") root.setAttribute("data-theme", options.mode);
   if (options.layout === "stack") root.classList.add("kit-stack");
+  if (options.layout === "thumbnail") root.classList.add("kit-thumbnail");
 
   var slides = [];
   var current = 0;
@@ -95,7 +99,7 @@
     slides = Array.prototype.slice.call(document.querySelectorAll("section.slide"));
     api.count = slides.length;
     slides.forEach(function (s, i) { s.setAttribute("data-slide", String(i + 1)); });
-    if (!root.classList.contains("kit-stack")) {
+    if (!root.classList.contains("kit-stack") && !root.classList.contains("kit-thumbnail")) {
       var nav = document.createElement("nav");
       nav.className = "kit-nav";
       nav.setAttribute("data-kit", "");
@@ -142,9 +146,25 @@
     e.preventDefault();
   });
   document.addEventListener("click", function (e) {
+    var link = e.target.closest && e.target.closest("a[data-svc-open]");
+    if (link && parent !== window && !overview) {
+      e.preventDefault();
+      parent.postMessage({ type: "svc-open", href: link.getAttribute("href") }, "*");
+      return;
+    }
     if (!overview) return;
     var s = e.target.closest && e.target.closest("section.slide");
     if (s) { show(slides.indexOf(s)); setOverview(false); }
+  });
+
+  // the embedding page's toolbar (spec 2.10: previous/next, overview, present live outside the frame too)
+  addEventListener("message", function (e) {
+    if (e.source !== parent || parent === window || !e.data || e.data.type !== "svc-kit") return;
+    var action = e.data.action;
+    if (action === "next") api.next();
+    else if (action === "prev") api.prev();
+    else if (action === "overview") setOverview(!overview);
+    else if (typeof action === "number") api.go(action);
   });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

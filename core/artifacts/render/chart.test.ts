@@ -1,0 +1,146 @@
+/**
+ * Workbook charts (spec 2.8) as ECharts options and server SVG (echarts 6, no DOM): every chart type,
+ * theme colours (oklch converted), accessibility attributes, and a 100,000-row sheet.
+ */
+import { describe, expect, it } from "vitest";
+import { chartEmbedHtml, chartOption, chartStyle, renderChartSvg } from "./chart";
+import type { CellType } from "./format";
+import type { Chart } from "../workbook";
+
+const TYPES: Record<string, CellType> = { Month: { type: "date" }, Revenue: { type: "currency", currency: "USD" }, Costs: { type: "currency", currency: "USD" }, Margin: { type: "percent", decimals: 1 }, Region: { type: "text" } };
+const DATA = {
+  columns: ["Month", "Revenue", "Costs", "Margin", "Region"],
+  rows: [
+    ["2026-07-31", "214800", "133900", "0.3766", "North"],
+    ["2026-08-31", "209900", "131200", "0.375", "South"],
+    ["2026-09-30", "226400", "", "0.3913", "East"],
+  ],
+  types: TYPES,
+};
+const LIGHT = chartStyle(undefined, "light");
+const SIZE = { width: 640, height: 360 };
+const chart = (c: Partial<Chart> & Pick<Chart, "type">): Chart => ({ name: "Revenue by month", sheet: "Revenue", x: "Month", y: ["Revenue", "Costs"], ...c }) as Chart;
+const texts = (svg: string) => [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]!.replace(/\s/g, " "));
+/** Bars and points carry the series index and data index they draw. */
+const marks = (svg: string, series: number) => [...svg.matchAll(new RegExp(`ecmeta_series_index="${series}" ecmeta_data_index="(\\d+)" ecmeta_ssr_type="chart"`, "g"))].map((m) => Number(m[1]));
+
+describe("chartStyle (spec 2.11)", () => {
+  it("uses the kit's colours, light and dark", () => {
+    expect(LIGHT).toMatchObject({ palette: ["#4f46e5", "#0ea5e9", "#10b981", "#f59e0b", "#e11d48"], foreground: "#0f172a", muted: "#475569", border: "#e2e8f0", background: "#ffffff" });
+    expect(chartStyle(undefined, "dark")).toMatchObject({ palette: ["#818cf8", "#38bdf8", "#34d399", "#fbbf24", "#fb7185"], foreground: "#e2e8f0", background: "#0b1120" });
+    expect(LIGHT.fontFamily).toContain("Inter");
+  });
+
+  it("converts theme colours ECharts cannot read (oklch, hsl, light-dark, translucent) and keeps the defaults for the rest", () => {
+    const theme = { tokens: { "--chart-1": "oklch(0.62 0.17 255)", "--chart-2": "hsl(160 60% 40%)", "--chart-3": "light-dark(#111111, #eeeeee)", "--chart-4": "color-mix(in oklch, red, blue)", "--border": "rgb(0 0 0 / 50%)", "--font-sans": '"Source Sans 3", sans-serif' } };
+    const light = chartStyle(theme, "light");
+    expect(light.palette[0]).toBe("#3186e9");
+    expect(light.palette[1]).toBe("#29a37a");
+    expect(light.palette[2]).toBe("#111111");
+    expect(chartStyle(theme, "dark").palette[2]).toBe("#eeeeee");
+    expect(light.palette[3]).toBe("#f59e0b"); // color-mix() is not read: the kit's
+    expect(light.border).toBe("rgba(0, 0, 0, 0.5)");
+    expect(light.fontFamily).toBe('"Source Sans 3", sans-serif');
+    const svg = renderChartSvg(chartOption(chart({ type: "bar" }), DATA, light, "en-US"), SIZE);
+    expect(svg).toContain('fill="#3186e9"');
+    expect(svg).not.toContain("oklch");
+    expect(svg).toContain("font-family:'Source Sans 3', sans-serif"); // no double quote inside style=""
+  });
+});
+
+describe("chartOption + renderChartSvg (spec 2.8)", () => {
+  it("bar: one series per y column, x labels in the locale, values as numbers, title and legend", () => {
+    const option = chartOption(chart({ type: "bar", title: "Revenue & costs <Q3>" }), DATA, LIGHT, "en-US") as any;
+    expect(JSON.parse(JSON.stringify(option))).toEqual(option); // JSON only
+    expect(option.xAxis[0].data).toEqual(["Jul 31, 2026", "Aug 31, 2026", "Sep 30, 2026"]);
+    expect(option.series.map((s: any) => [s.type, s.name, s.data, s.stack])).toEqual([
+      ["bar", "Revenue", [214800, 209900, 226400], undefined],
+      ["bar", "Costs", [133900, 131200, null], undefined],
+    ]);
+    expect(option.animation).toBe(false);
+    expect(option.legend).toHaveLength(1);
+    const svg = renderChartSvg(option, SIZE);
+    expect(svg).toMatch(/^<svg [^>]*viewBox="0 0 640 360" width="100%" height="100%" role="img" aria-label="Revenue &amp; costs &lt;Q3&gt;">/);
+    expect(texts(svg)).toEqual(expect.arrayContaining(["Jul 31, 2026", "Sep 30, 2026", "Revenue", "Costs", "USD 200K", "Revenue &amp; costs &lt;Q3&gt;"]));
+    expect(marks(svg, 0)).toEqual([0, 1, 2]);
+    expect(marks(svg, 1)).toEqual([0, 1]); // the empty cell is a gap
+  });
+
+  it("stacked bar: the series share a stack", () => {
+    const option = chartOption(chart({ type: "bar", stacked: true }), DATA, LIGHT, "de-DE") as any;
+    expect(option.series.map((s: any) => s.stack)).toEqual(["total", "total"]);
+    const svg = renderChartSvg(option, SIZE);
+    expect(texts(svg)).toEqual(expect.arrayContaining(["31.07.2026", "30.09.2026", "Revenue", "Costs"]));
+    expect(texts(svg).some((t) => /USD$/.test(t))).toBe(true); // de-DE puts the code after
+    expect(marks(svg, 0)).toEqual([0, 1, 2]);
+  });
+
+  it("line: title from the name, one series without a legend, percent axis", () => {
+    const option = chartOption(chart({ type: "line", name: "Margin", y: ["Margin"] }), DATA, LIGHT, "en-US") as any;
+    expect(option.title[0].text).toBe("Margin");
+    expect(option.legend).toBeUndefined();
+    expect(option.series[0]).toMatchObject({ type: "line", data: [0.3766, 0.375, 0.3913] });
+    expect(option.series[0].areaStyle).toBeUndefined();
+    const svg = renderChartSvg(option, SIZE);
+    expect(texts(svg)).toEqual(expect.arrayContaining(["Margin", "Aug 31, 2026"]));
+    expect(texts(svg).some((t) => /^\d+(\.\d)?%$/.test(t))).toBe(true);
+    expect(marks(svg, 0)).toEqual([0, 1, 2]);
+  });
+
+  it("area and stacked area: lines with their area filled", () => {
+    for (const stacked of [false, true]) {
+      const option = chartOption(chart({ type: "area", stacked }), DATA, LIGHT, "en-US") as any;
+      expect(option.series.every((s: any) => s.type === "line" && s.areaStyle && (s.stack === "total") === stacked)).toBe(true);
+      const svg = renderChartSvg(option, SIZE);
+      expect(svg).toMatch(/fill="#4f46e5" fill-opacity="0\.\d+"/);
+      expect(texts(svg)).toEqual(expect.arrayContaining(["Revenue", "Costs", "Jul 31, 2026"]));
+    }
+  });
+
+  it("pie: one slice per row (at most five) with its share", () => {
+    const rows = [...DATA.rows, ["2026-10-31", "1", "1", "0", "West"], ["2026-11-30", "1", "1", "0", "Mid"], ["2026-12-31", "1", "1", "0", "Far"]];
+    const option = chartOption(chart({ type: "pie", x: "Region", y: ["Revenue"] }), { ...DATA, rows }, LIGHT, "en-US") as any;
+    expect(option.series[0].data).toEqual([
+      { name: "North", value: 214800 },
+      { name: "South", value: 209900 },
+      { name: "East", value: 226400 },
+      { name: "West", value: 1 },
+      { name: "Mid", value: 1 },
+    ]);
+    const svg = renderChartSvg(option, SIZE);
+    expect(texts(svg)).toEqual(expect.arrayContaining(["North", "South", "East", "34.8%"]));
+    expect(svg).toContain('stroke="#ffffff"'); // slices separated by the background
+  });
+
+  it("refuses a column the sheet does not have", () => {
+    expect(() => chartOption(chart({ type: "bar", y: ["Nope"] }), DATA, LIGHT, "en-US")).toThrow(/no column "Nope"/);
+  });
+
+  it("embeds the option safely beside the SVG", () => {
+    const option = chartOption(chart({ type: "bar", title: "</script><b>" }), DATA, LIGHT, "en-US");
+    const html = chartEmbedHtml({ option, svg: "<svg></svg>", label: 'A "chart"' });
+    expect(html).toMatch(/^<div class="svc-chart" data-svc-chart role="figure" aria-label="A &quot;chart&quot;"><script type="application\/json">/);
+    expect(html.match(/<\/script>/g)).toHaveLength(1);
+    expect(JSON.parse(/<script[^>]*>(.*)<\/script>/.exec(html)![1]!)).toEqual(option);
+  });
+
+  it("draws a 100,000-row sheet with five series in reasonable time", () => {
+    const n = 100_000;
+    const columns = ["Day", "A", "B", "C", "D", "E"];
+    const rows = Array.from({ length: n }, (_, i) => [`Day ${i + 1}`, ...[1, 2, 3, 4, 5].map((k) => String(1000 + ((i * k) % 997)))]);
+    const types: Record<string, CellType> = Object.fromEntries(columns.map((c, i) => [c, i === 0 ? { type: "text" } : { type: "number" }]));
+    const timings: Record<string, number> = {};
+    for (const type of ["line", "bar", "area"] as const) {
+      const started = performance.now();
+      const option = chartOption(chart({ type, x: "Day", y: ["A", "B", "C", "D", "E"], ...(type !== "line" ? { stacked: true } : {}) }), { columns, rows, types }, LIGHT, "en-US") as any;
+      const svg = renderChartSvg(option, { width: 960, height: 420 });
+      timings[type] = Math.round(performance.now() - started);
+      expect(option.series).toHaveLength(5);
+      expect(option.series[0].data).toHaveLength(n);
+      expect(svg.length).toBeLessThan(2_000_000); // sampled: not 500,000 marks
+      expect(texts(svg)).toEqual(expect.arrayContaining(["A", "E", "Day 1"]));
+    }
+    console.log(`100,000 rows × 5 series, option + SVG (ms): ${JSON.stringify(timings)}`);
+    for (const ms of Object.values(timings)) expect(ms).toBeLessThan(15_000); // ~1–2 s each alone; generous for a loaded machine
+  });
+});

@@ -1,0 +1,226 @@
+/**
+ * A workbook's charts (spec 2.8) as ECharts options and as server-rendered SVG (echarts 6 renders SVG in
+ * Node without a DOM), themed by the artifact's theme tokens (spec 2.10, 2.11). The same JSON option is
+ * drawn live in the browser by render/browser/charts.ts, which adds the formatter functions and the
+ * page's own theme colours.
+ */
+import * as echarts from "echarts";
+import { formatHex, formatRgb, parse, toGamut } from "culori";
+import type { Chart } from "../workbook";
+import type { Theme } from "../content";
+import { CHART_FORMATS_KEY, applyChartStyle, formatCell, withChartFormatters, type CellType, type ChartFormats, type ChartStyle } from "./format";
+
+export type { ChartStyle } from "./format";
+
+/** The slides kit's default tokens (core/artifacts/kit/kit.css), light and dark. */
+const KIT = {
+  light: { palette: ["#4f46e5", "#0ea5e9", "#10b981", "#f59e0b", "#e11d48"], foreground: "#0f172a", muted: "#475569", border: "#e2e8f0", background: "#ffffff" },
+  dark: { palette: ["#818cf8", "#38bdf8", "#34d399", "#fbbf24", "#fb7185"], foreground: "#e2e8f0", muted: "#94a3b8", border: "#1e293b", background: "#0b1120" },
+} as const;
+const KIT_FONT = '"Inter", ui-sans-serif, system-ui, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Liberation Sans", "DejaVu Sans", sans-serif';
+
+const toRgb = toGamut("rgb", "oklch");
+
+/** The arguments of `light-dark(a, b)`, split at its top-level comma. */
+function lightDark(value: string): [string, string] | undefined {
+  const m = /^\s*light-dark\(([\s\S]*)\)\s*$/i.exec(value);
+  if (!m) return undefined;
+  let depth = 0;
+  const inner = m[1]!;
+  for (let i = 0; i < inner.length; i++) {
+    const c = inner[i];
+    if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (c === "," && depth === 0) return [inner.slice(0, i).trim(), inner.slice(i + 1).trim()];
+  }
+  return undefined;
+}
+
+/**
+ * A CSS colour as ECharts reads it: `#rrggbb`, or `rgba(…)` when translucent; oklch, lab, hsl and the
+ * rest are converted (out-of-gamut colours mapped into sRGB); `light-dark(a, b)` picks by mode. Answers
+ * undefined for what culori cannot read (`currentColor`, `color-mix()`, `var()`).
+ */
+function cssColor(value: string | undefined, mode: "light" | "dark"): string | undefined {
+  if (!value) return undefined;
+  const pair = lightDark(value);
+  if (pair) return cssColor(mode === "light" ? pair[0] : pair[1], mode);
+  const parsed = parse(value.trim());
+  if (!parsed) return undefined;
+  const rgb = toRgb(parsed);
+  return rgb.alpha !== undefined && rgb.alpha < 1 ? formatRgb(rgb) : formatHex(rgb);
+}
+
+/**
+ * The style a chart is drawn with in `mode` (spec 2.11): the slides kit's default colours (the same as
+ * kit.css, light or dark), each overridden by the theme's token when it sets one (`--chart-1` to
+ * `--chart-5`, `--foreground`, `--muted-foreground`, `--border`, `--background`, `--font-sans`). Theme
+ * colours may be any CSS colour (e.g. `oklch()`); they are converted to hex or `rgba()`. A token culori
+ * cannot read (`color-mix()`) keeps the default.
+ *
+ * @param theme the artifact's `theme.json` (undefined: the kit's defaults)
+ * @param mode light or dark (a theme's pinned `mode` is the caller's to apply)
+ */
+export function chartStyle(theme: Theme | undefined, mode: "light" | "dark"): ChartStyle {
+  const kit = KIT[mode];
+  const t = theme?.tokens ?? {};
+  const font = t["--font-sans"]?.trim();
+  return {
+    palette: kit.palette.map((fallback, i) => cssColor(t[`--chart-${i + 1}`], mode) ?? fallback),
+    foreground: cssColor(t["--foreground"], mode) ?? kit.foreground,
+    muted: cssColor(t["--muted-foreground"], mode) ?? kit.muted,
+    border: cssColor(t["--border"], mode) ?? kit.border,
+    background: cssColor(t["--background"], mode) ?? kit.background,
+    fontFamily: font && !/[<>]/.test(font) ? font : KIT_FONT,
+  };
+}
+
+/** Above this many rows a line or area series is down-sampled (LTTB) and a bar series averaged per pixel. */
+const SAMPLE_ABOVE = 1_000;
+
+/**
+ * The ECharts option of a workbook chart (spec 2.8): JSON only (no functions), so a page can embed it for
+ * the browser; {@link renderChartSvg} and the browser add the formatters.
+ *
+ * - `bar`, `line`, `area` (a line with its area filled): one series per `y` column against the category
+ *   axis of `x`; bar and area stack when `stacked`. x labels are formatted by `formatCell` in `locale`
+ *   (dates as the locale writes them). y values are numbers (an empty cell is a gap).
+ * - `pie`: the one `y` column, one slice per row (publishing allows at most five), labelled with the
+ *   share in percent.
+ * - Title: `chart.title`, else `chart.name`. A legend when there is more than one series. Animation off
+ *   (server rendering). Series over 1,000 rows are sampled for drawing (lines: LTTB; bars: average).
+ * - The option carries its formats under `svcFormats` (locale, axis type, each series' type), which
+ *   ECharts ignores.
+ *
+ * @param data the sheet's header, data rows (raw CSV values) and column types
+ * @param style from {@link chartStyle}
+ * @param locale BCP 47 tag the labels are formatted in
+ * @throws Error when `x` or a `y` column is not a column of `data` (publishing guarantees they are)
+ */
+export function chartOption(chart: Chart, data: { columns: string[]; rows: string[][]; types: Record<string, CellType> }, style: ChartStyle, locale: string): Record<string, unknown> {
+  const index = (name: string) => {
+    const i = data.columns.indexOf(name);
+    if (i < 0) throw new Error(`Chart "${chart.name}": the sheet has no column "${name}"; its columns are ${data.columns.join(", ")}`);
+    return i;
+  };
+  const xi = index(chart.x);
+  const ys = chart.y.map((name) => ({ name, i: index(name), type: data.types[name] ?? ({ type: "number" } as CellType) }));
+  const xType = data.types[chart.x] ?? { type: "text" };
+  const rows = chart.type === "pie" ? data.rows.slice(0, 5) : data.rows;
+  const labels = rows.map((r) => formatCell(r[xi] ?? "", xType, locale).text);
+  const value = (raw: string | undefined) => {
+    if (raw === undefined || raw === "") return null;
+    const n = Number(raw);
+    return Number.isFinite(n) ? n : null;
+  };
+  const title = chart.title ?? chart.name;
+  const legend = ys.length > 1;
+  const formats: ChartFormats = { locale, axis: ys[0]!.type, series: ys.map((y) => y.type) };
+  const base: Record<string, unknown> = {
+    animation: false,
+    aria: { enabled: true },
+    title: { text: title, left: 0, top: 0, textStyle: { fontSize: 15, fontWeight: 600 } },
+    tooltip: { trigger: chart.type === "pie" ? "item" : "axis", confine: true, ...(chart.type === "bar" ? { axisPointer: { type: "shadow" } } : {}) },
+    [CHART_FORMATS_KEY]: formats,
+  };
+
+  if (chart.type === "pie") {
+    const y = ys[0]!;
+    return applyChartStyle(
+      {
+        ...base,
+        series: [
+          {
+            type: "pie",
+            name: y.name,
+            radius: ["42%", "68%"],
+            center: ["50%", "56%"],
+            avoidLabelOverlap: true,
+            percentPrecision: 1,
+            itemStyle: { borderWidth: 2, borderRadius: 4 },
+            label: { formatter: "{b}\n{d}%", fontSize: 12, lineHeight: 16 },
+            data: rows.map((r, k) => ({ name: labels[k], value: value(r[y.i]) })),
+          },
+        ],
+      },
+      style,
+    );
+  }
+
+  const stacked = (chart.type === "bar" || chart.type === "area") && chart.stacked === true;
+  const many = rows.length > SAMPLE_ABOVE;
+  const series = ys.map((y) => ({
+    type: chart.type === "bar" ? "bar" : "line",
+    name: y.name,
+    data: rows.map((r) => value(r[y.i])),
+    progressive: 0, // draw everything in one pass (server rendering takes one frame)
+    ...(stacked ? { stack: "total" } : {}),
+    ...(chart.type === "bar"
+      ? { barMaxWidth: 48, itemStyle: { borderRadius: stacked ? 0 : [3, 3, 0, 0] }, ...(many ? { sampling: "average", large: true } : {}) }
+      : {
+          showSymbol: rows.length <= 48,
+          symbol: "circle",
+          symbolSize: 6,
+          lineStyle: { width: 2 },
+          connectNulls: false,
+          ...(chart.type === "area" ? { areaStyle: { opacity: stacked ? 0.75 : 0.18 } } : {}),
+          ...(many ? { sampling: "lttb" } : {}),
+        }),
+  }));
+  return applyChartStyle(
+    {
+      ...base,
+      ...(legend ? { legend: { top: 26, left: 0, icon: "roundRect", itemWidth: 12, itemHeight: 8, itemGap: 16 } } : {}),
+      grid: { left: 4, right: 12, top: legend ? 64 : 40, bottom: 4, containLabel: true },
+      xAxis: { type: "category", data: labels, boundaryGap: chart.type === "bar", axisTick: { alignWithLabel: true }, axisLabel: { hideOverlap: true } },
+      yAxis: { type: "value", splitLine: { lineStyle: { type: "dashed" } } },
+      series,
+    },
+    style,
+  );
+}
+
+const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/**
+ * Draws an option as SVG on the server (echarts `ssr: true`, no DOM): the `<svg>` keeps its `viewBox`
+ * (`0 0 width height`) and has `width="100%" height="100%"` so it scales to its box, `role="img"` and an
+ * `aria-label` with the chart's title. Formatter functions are added from the option's formats.
+ *
+ * @param option a JSON option ({@link chartOption})
+ * @param size the drawing size in CSS pixels (also the viewBox)
+ * @returns the SVG markup
+ * @throws Error when ECharts refuses the option
+ */
+export function renderChartSvg(option: Record<string, unknown>, size: { width: number; height: number }): string {
+  const width = Math.max(1, Math.round(size.width));
+  const height = Math.max(1, Math.round(size.height));
+  const chart = echarts.init(null, null, { renderer: "svg", ssr: true, width, height });
+  let svg: string;
+  try {
+    chart.setOption(withChartFormatters(option) as echarts.EChartsOption);
+    svg = chart.renderToSVGString();
+  } finally {
+    chart.dispose();
+  }
+  const title = [option.title].flat()[0] as { text?: unknown } | undefined;
+  const label = typeof title?.text === "string" && title.text ? title.text : "Chart";
+  return svg.replace(/^<svg\b([^>]*)>/, (_whole, attrs: string) => {
+    let a = attrs.replace(/\s(?:width|height|role|aria-label)="[^"]*"/g, "");
+    if (!/\sviewBox=/.test(a)) a += ` viewBox="0 0 ${width} ${height}"`;
+    return `<svg${a} width="100%" height="100%" role="img" aria-label="${escapeAttr(label)}">`;
+  });
+}
+
+/**
+ * The markup that shows a chart in a page (documents, decks, sheets): the server SVG, replaced by the live
+ * chart when render/browser/charts.ts runs (it finds `[data-svc-chart]` and reads the JSON option from
+ * its `<script type="application/json">` child). `<` in the JSON is escaped so it cannot close the script.
+ * The box is `.svc-chart` (give it a height, or let the SVG's aspect ratio set it).
+ *
+ * @param chart `option` from {@link chartOption}, `svg` from {@link renderChartSvg}, `label` the accessible name
+ */
+export function chartEmbedHtml(chart: { option: Record<string, unknown>; svg: string; label: string }): string {
+  const json = JSON.stringify(chart.option).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  return `<div class="svc-chart" data-svc-chart role="figure" aria-label="${escapeAttr(chart.label)}"><script type="application/json">${json}</script>${chart.svg}</div>`;
+}

@@ -1,0 +1,197 @@
+import { text as readText } from "node:stream/consumers";
+import {
+  ArtifactStore, EmbedRenderer, FileStore, SheetData, chartOption, chartStyle, formatBytes, html, isImagePath, raw, readTheme, renderChartSvg, renderDocument, renderSheetView, safePageUrl, themeStyle,
+  type ArtifactVersion, type EmbedOptions, type RawHtml, type Theme, type VersionOutline,
+} from "../../core/plugin-api";
+import { FRAME_PREFIX, type FrameLinks } from "./frames";
+import { shell, type ShellUser } from "./shell";
+
+/** The services the artifact page reads through. */
+export interface PageServices {
+  artifacts: ArtifactStore;
+  embeds: EmbedRenderer;
+  sheets: SheetData;
+  files: FileStore;
+  frames: FrameLinks;
+}
+
+type Version = ArtifactVersion & { kind: "document" | "sheet" | "slides" | "file"; latestVersion: number; artifactTitle: string };
+type Reader = { kind: "identity"; id: string };
+
+const KIND_LABEL = { document: "Document", sheet: "Sheet", slides: "Deck", file: "File" } as const;
+
+/** URL of a version's file as the page loads it (same origin, the session cookie authenticates). */
+export const fileUrl = (artifactId: string, version: number, path: string, inline = true) =>
+  `/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/files/${path.split("/").map(encodeURIComponent).join("/")}${inline ? "?disposition=inline" : ""}`;
+/** URL of a deck check's screenshot of a slide. */
+export const screenshotUrl = (artifactId: string, version: number, slide: number) => `/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/checks/${slide}`;
+
+/** Embeds on the pages: files and screenshots through the API (the reader's own session). */
+export const pageLinks: EmbedOptions["links"] = { file: (id, v, p) => fileUrl(id, v, p), screenshot: screenshotUrl };
+
+/** The text of a version's file (document.md, theme.json). */
+export async function versionText(s: PageServices, version: Version, path: string): Promise<string | undefined> {
+  const entry = version.files.find((f) => f.path === path);
+  return entry ? readText((await s.files.open(entry.file.id)).stream) : undefined;
+}
+
+/** The version's theme (spec 2.11), when it has a valid `theme.json` (a file artifact's is just a file). */
+export async function versionTheme(s: PageServices, version: Version): Promise<Theme | undefined> {
+  if (version.kind === "file") return undefined;
+  const text = await versionText(s, version, "theme.json");
+  if (text === undefined) return undefined;
+  const read = readTheme(text);
+  return "theme" in read ? read.theme : undefined;
+}
+
+/**
+ * The page of one artifact version (spec 4.1: `/artifacts/{id}?v=&part=`): its head with the version
+ * picker, the publish warnings, and the kind's view inside `[data-svc-artifact]` with its theme.
+ */
+export async function artifactPage(s: PageServices, ctx: { reader: Reader; user: ShellUser; artifactId: string; v?: number; part?: string; locale: string; origin: string }): Promise<string> {
+  const version = (await s.artifacts.version(ctx.reader, ctx.artifactId, ctx.v)) as Version;
+  const versions = await s.artifacts.versions(ctx.reader, ctx.artifactId);
+  const theme = await versionTheme(s, version);
+  const mode = theme?.mode;
+  const surface = (cls: string, content: RawHtml) => html`<div class="artifact-surface ${cls}" data-svc-artifact data-kind="${version.kind}" data-theme="${mode ?? ""}">${content}</div>`;
+  let view: RawHtml;
+  let styles: string[] = [];
+  let scripts: string[] = [];
+  switch (version.kind) {
+    case "document":
+      view = await documentView(s, ctx, version, surface, mode ?? "light");
+      break;
+    case "sheet": {
+      view = surface("sheet-surface", await sheetView(s, ctx, version, mode ?? "light"));
+      styles = ["/assets/pages/sheet.css"];
+      scripts = ["/assets/pages/echarts.js", "/assets/pages/sheet.js", "/assets/pages/charts.js"];
+      break;
+    }
+    case "slides":
+      view = deckView(s, ctx, version);
+      break;
+    default:
+      view = surface("file-surface", await fileView(s, version));
+  }
+  const body = html`
+<nav class="crumbs" aria-label="Breadcrumb"><a href="/artifacts">Artifacts</a><span aria-hidden="true">/</span><span aria-current="page">${version.artifactTitle}</span></nav>
+${head(version, versions, ctx)}
+${version.version < version.latestVersion ? html`<p class="banner" role="status">You are reading version ${version.version}. <a href="${`/artifacts/${encodeURIComponent(ctx.artifactId)}${ctx.part ? `?part=${encodeURIComponent(ctx.part)}` : ""}`}">Open the latest (version ${version.latestVersion})</a></p>` : ""}
+${warningsList(version)}
+${view}`;
+  return shell({ title: version.artifactTitle, user: ctx.user, body, head: raw(themeStyle(theme, "[data-svc-artifact]")), styles, scripts, bodyClass: `kind-${version.kind}` });
+}
+
+function head(version: Version, versions: ArtifactVersion[], ctx: { artifactId: string; part?: string; locale: string }): RawHtml {
+  const published = new Intl.DateTimeFormat(ctx.locale, { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" }).format(new Date(version.publishedAt));
+  const options = [...versions].reverse().map((ver) => html`<option value="${ver.version}" ${raw(ver.version === version.version ? "selected" : "")}>Version ${ver.version}${ver.version === version.latestVersion ? " (latest)" : ""}</option>`);
+  return html`<header class="artifact-head">
+  <div class="artifact-title">
+    <p class="kind-badge" data-kind="${version.kind}">${KIND_LABEL[version.kind]}</p>
+    <h1>${version.title}</h1>
+    <p class="meta">Version ${version.version}${version.version === version.latestVersion ? " (latest)" : ` of ${version.latestVersion}`} · published ${published} UTC${version.publishedBy ? ` by ${version.publishedBy}` : ""}</p>
+  </div>
+  <form class="version-picker" method="get" action="/artifacts/${encodeURIComponent(ctx.artifactId)}">
+    <label for="version-select">Version</label>
+    <select id="version-select" name="v" data-autosubmit>${options}</select>
+    ${ctx.part ? html`<input type="hidden" name="part" value="${ctx.part}">` : ""}
+    <button type="submit" class="button button-quiet" data-no-js>Open</button>
+  </form>
+</header>`;
+}
+
+function warningsList(version: Version): RawHtml {
+  const warnings = version.warnings.filter((w) => w.code !== "deck_unchecked" && w.slide === undefined);
+  const unchecked = version.warnings.find((w) => w.code === "deck_unchecked");
+  return html`${warnings.length ? html`<details class="warnings"><summary>${warnings.length} publish ${warnings.length === 1 ? "warning" : "warnings"}</summary><ul>${warnings.map((w) => html`<li><code>${w.code}</code> ${w.message}</li>`)}</ul></details>` : ""}${unchecked ? html`<p class="banner banner-muted" role="note">${unchecked.message}</p>` : ""}`;
+}
+
+async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: "light" | "dark"): Promise<RawHtml> {
+  const md = (await versionText(s, version, "document.md")) ?? "";
+  const opts: EmbedOptions = { locale: ctx.locale, mode, links: pageLinks };
+  const doc = await renderDocument(md, {
+    imageUrl: (path) => fileUrl(version.artifactId, version.version, path),
+    linkUrl: (address) => safePageUrl(address),
+    addressImageUrl: () => undefined,
+    embed: async (address) => {
+      const shown = await s.embeds.show(ctx.reader, address, opts);
+      if (shown.state === "unavailable") return `<div class="embed-unavailable" role="note">Unavailable: this shows something you cannot open</div>`;
+      return `<div class="embed-body embed-${shown.resolution.part?.kind ?? (shown.resolution.file ? "file" : "artifact")}">${shown.body}</div><p class="embed-source">${shown.source}</p>`;
+    },
+  });
+  const contents = doc.outline.length
+    ? html`<nav class="contents" aria-label="Contents"><h2>Contents</h2><ol>${doc.outline.map((h) => html`<li class="depth-${h.depth}"><a href="#${h.slug}">${h.text}</a></li>`)}</ol></nav>`
+    : "";
+  return html`<div class="doc-layout">${contents}${surface("doc-surface", html`<article class="doc">${raw(doc.html)}</article>`)}</div>`;
+}
+
+async function sheetView(s: PageServices, ctx: { reader: Reader; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {
+  const book = await s.sheets.workbook(ctx.reader, version.artifactId, version.version);
+  const style = chartStyle(book.theme, book.theme?.mode ?? mode);
+  const sheets = await Promise.all(book.sheets.map(async (sheet) => {
+    const table = await s.sheets.table(ctx.reader, version.artifactId, version.version, sheet.name);
+    return { ...sheet, total: table.rows.length, firstRows: table.rows.slice(0, 100) };
+  }));
+  const charts = await Promise.all(book.charts.map(async (chart) => {
+    const sheet = book.sheets.find((x) => x.name === chart.sheet)!;
+    const table = await s.sheets.table(ctx.reader, version.artifactId, version.version, chart.sheet);
+    const option = chartOption(chart, { columns: table.columns, rows: table.rows, types: sheet.types }, style, ctx.locale);
+    return { name: chart.name, title: chart.title ?? chart.name, option, svg: renderChartSvg(option, { width: 960, height: 420 }) };
+  }));
+  return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, sheets, charts, part: ctx.part, locale: ctx.locale }));
+}
+
+function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin: string }, version: Version): RawHtml {
+  const outline = version.outline as VersionOutline;
+  const slides = outline.slides ?? [];
+  const token = s.frames.mint({ artifactId: version.artifactId, version: version.version, reader: ctx.reader.id });
+  const part = ctx.part && /^[1-9]\d*$/.test(ctx.part) ? Math.min(Number(ctx.part), Math.max(1, slides.length)) : 1;
+  const src = `${FRAME_PREFIX}${token}/index.html?part=${part}`;
+  const checks = outline.checks;
+  const bySlide = new Map<number, typeof version.warnings>();
+  for (const w of version.warnings) if (w.slide !== undefined) bySlide.set(w.slide, [...(bySlide.get(w.slide) ?? []), w]);
+  const warningCount = [...bySlide.values()].reduce((n, list) => n + list.length, 0);
+  const checkSection = checks?.checked
+    ? html`<section class="deck-checks" aria-labelledby="deck-checks-title">
+  <h2 id="deck-checks-title">Deck check</h2>
+  <p class="meta">${warningCount === 0 ? "Every slide was laid out at 1280×720 in light and dark mode with no warnings." : `${warningCount} ${warningCount === 1 ? "warning" : "warnings"} on ${bySlide.size} of ${slides.length} slides.`}</p>
+  <ol class="check-list">${checks.slides.map((slide) => {
+    const list = bySlide.get(slide.number) ?? [];
+    const title = slides.find((x) => x.number === slide.number)?.title;
+    return html`<li class="check-item" data-slide="${slide.number}" data-warnings="${list.length}">
+      <a class="check-shot" href="?${new URLSearchParams({ v: String(version.version), part: String(slide.number) }).toString()}"><img src="${screenshotUrl(version.artifactId, version.version, slide.number)}" alt="Slide ${slide.number} as checked" width="320" height="180" loading="lazy"></a>
+      <div><h3>Slide ${slide.number}${title ? html`: ${title}` : ""}</h3>${list.length ? html`<ul class="check-warnings">${list.map((w) => html`<li><code>${w.code}</code> ${w.message.replace(/^Slide \d+: /, "")}</li>`)}</ul>` : html`<p class="check-ok">No warnings</p>`}</div>
+    </li>`;
+  })}</ol>
+</section>`
+    : "";
+  return html`<section class="deck" aria-label="Slides">
+  <div class="deck-toolbar" role="toolbar" aria-label="Slide controls">
+    <button type="button" class="button button-quiet" data-deck="prev" aria-label="Previous slide">‹ Previous</button>
+    <output class="deck-position" data-deck-position aria-live="polite">${part} / ${slides.length}</output>
+    <button type="button" class="button button-quiet" data-deck="next" aria-label="Next slide">Next ›</button>
+    <span class="spacer"></span>
+    <button type="button" class="button button-quiet" data-deck="overview">Overview</button>
+    <button type="button" class="button" data-deck="present">Present</button>
+  </div>
+  <div class="deck-stage"><iframe class="deck-frame" data-deck-frame src="${src}" sandbox="allow-scripts" allow="fullscreen" referrerpolicy="no-referrer" title="${`Slides of ${version.title}`}" data-count="${slides.length}"></iframe></div>
+  <p class="deck-hint">Keys inside the slides: ← → to move, O for the overview, F to present.</p>
+</section>
+${checkSection}`;
+}
+
+async function fileView(s: PageServices, version: Version): Promise<RawHtml> {
+  const entry = version.files[0]!;
+  const type = entry.file.contentType;
+  const download = fileUrl(version.artifactId, version.version, entry.path, false);
+  let preview: RawHtml | string = "";
+  if (isImagePath(entry.path) || /^image\/(png|jpeg|gif|webp|avif)$/.test(type)) preview = html`<img class="file-image" src="${fileUrl(version.artifactId, version.version, entry.path)}" alt="${entry.path}">`;
+  else if (/^text\/|^application\/json/.test(type) && entry.file.size <= 256 * 1024) preview = html`<pre class="file-text">${(await versionText(s, version, entry.path)) ?? ""}</pre>`;
+  return html`<div class="file-card"><div class="file-icon" aria-hidden="true">${extension(entry.path)}</div><div><p class="file-name">${entry.path}</p><p class="meta">${type} · ${formatBytes(entry.file.size)}</p></div><a class="button" href="${download}" download>Download</a></div>${preview}`;
+}
+
+/** The file's extension in capitals (the file icon's label). */
+export function extension(path: string): string {
+  const m = /\.([a-z0-9]{1,5})$/i.exec(path);
+  return (m?.[1] ?? "file").toUpperCase();
+}

@@ -1,0 +1,124 @@
+/*
+ * svc artifact pages: sign in and out, the version picker, `?part=` for documents, and the deck host
+ * (the toolbar drives the sandboxed frame by postMessage; the frame reports the slide shown and hands
+ * over links to other artifacts, which only this page may follow). Plain JavaScript, no build.
+ */
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  function ready(fn) {
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fn);
+    else fn();
+  }
+
+  /** A path of this server to go to (never another origin). */
+  function safePath(href) {
+    try {
+      var url = new URL(href, location.origin);
+      return url.origin === location.origin ? url.pathname + url.search + url.hash : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function signIn(form) {
+    var error = form.querySelector("[data-error]");
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      error.textContent = "";
+      var data = new FormData(form);
+      var button = form.querySelector("button[type=submit]");
+      button.disabled = true;
+      fetch("/api/auth/sign-in", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ identity: String(data.get("identity") || ""), password: String(data.get("password") || "") }),
+      })
+        .then(function (res) {
+          if (res.ok) {
+            location.assign(safePath(form.getAttribute("data-next")) || "/artifacts");
+            return;
+          }
+          return res.json().then(function (body) {
+            error.textContent = res.status === 401 ? "Wrong identity or password." : (body && body.error && body.error.message) || "Could not sign in (" + res.status + ").";
+          });
+        })
+        .catch(function () { error.textContent = "The server cannot be reached."; })
+        .finally(function () { button.disabled = false; });
+    });
+  }
+
+  function signOut(button) {
+    button.addEventListener("click", function () {
+      fetch("/api/auth/session", { credentials: "same-origin" })
+        .then(function (res) { return res.ok ? res.json() : null; })
+        .then(function (session) {
+          if (!session) return;
+          return fetch("/api/auth/sign-out", { method: "POST", credentials: "same-origin", headers: { "x-svc-csrf": session.csrfToken } });
+        })
+        .finally(function () { location.assign("/sign-in"); });
+    });
+  }
+
+  function deck(frame) {
+    var position = document.querySelector("[data-deck-position]");
+    var count = Number(frame.getAttribute("data-count")) || 0;
+    function send(action) {
+      if (frame.contentWindow) frame.contentWindow.postMessage({ type: "svc-kit", action: action }, "*");
+    }
+    window.addEventListener("message", function (e) {
+      if (e.source !== frame.contentWindow || !e.data || typeof e.data !== "object") return;
+      if (e.data.type === "svc-slide" && typeof e.data.part === "number") {
+        count = e.data.count || count;
+        if (position) position.textContent = e.data.part + " / " + count;
+        var url = new URL(location.href);
+        url.searchParams.set("part", String(e.data.part));
+        history.replaceState(null, "", url);
+      } else if (e.data.type === "svc-open" && typeof e.data.href === "string") {
+        var path = safePath(e.data.href);
+        if (path && path.indexOf("/artifacts/") === 0) location.assign(path);
+      }
+    });
+    // the slides' keys work on this page too, not only once the frame has focus
+    var KEYS = { ArrowRight: "next", ArrowDown: "next", PageDown: "next", ArrowLeft: "prev", ArrowUp: "prev", PageUp: "prev", o: "overview", O: "overview", Home: 1, End: -1 };
+    document.addEventListener("keydown", function (e) {
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || !(e.key in KEYS)) return;
+      if (/^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(e.target.tagName) && e.key.indexOf("Arrow") !== 0) return;
+      if (/^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName) || e.target.isContentEditable) return;
+      var action = KEYS[e.key];
+      send(action === -1 ? count : action);
+      e.preventDefault();
+    });
+    document.querySelectorAll("[data-deck]").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var action = button.getAttribute("data-deck");
+        if (action === "present") {
+          if (frame.requestFullscreen) frame.requestFullscreen().catch(function () {});
+          frame.focus();
+          return;
+        }
+        send(action);
+        frame.focus();
+      });
+    });
+  }
+
+  ready(function () {
+    document.querySelectorAll("form[data-sign-in]").forEach(signIn);
+    document.querySelectorAll("[data-sign-out]").forEach(signOut);
+    document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+      select.addEventListener("change", function () { select.form.submit(); });
+    });
+    var frame = document.querySelector("iframe[data-deck-frame]");
+    if (frame) deck(frame);
+    // ?part=<heading slug> on a document: go to that section (again once images have their size)
+    var part = new URLSearchParams(location.search).get("part");
+    var target = part && document.body.classList.contains("kind-document") && !location.hash ? document.getElementById(part) : null;
+    if (target) {
+      target.scrollIntoView();
+      window.addEventListener("load", function () { if (window.scrollY < 10 || Math.abs(target.getBoundingClientRect().top) > 120) target.scrollIntoView(); });
+    }
+  });
+})();

@@ -1,0 +1,87 @@
+import { text as readText } from "node:stream/consumers";
+import { contentTypeOf, isApiError, kitAssets, kitDocument, rewriteDeck, safePageUrl, serveFile, type ArtifactReader, type EmbedOptions } from "../../core/plugin-api";
+import { versionTheme, type PageServices } from "./artifact";
+import { FRAME_PREFIX, frameCsp } from "./frames";
+
+const FRAME_HEADERS = { "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "cross-origin-resource-policy": "cross-origin" };
+
+const plain = (status: number, message: string) => new Response(message, { status, headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...FRAME_HEADERS } });
+
+/**
+ * Answers a request under a deck frame's link (spec 2.10): `index.html` rewritten for the link's reader
+ * and wrapped in the kit, `_artifact/<id>/<version>/<path>` an image of another artifact the reader can
+ * open, `_slide/<id>/<version>/<n>` a slide's screenshot, anything else a file of the deck's version.
+ */
+export async function serveFrame(s: PageServices, r: { req: Request; url: URL; token: string; path: string; thumbnail: boolean; locale: string; origins: string[] }): Promise<Response> {
+  const grant = s.frames.verify(r.token);
+  if (grant === "expired") return plain(410, "This link to the slides has expired: reload the page that showed them.");
+  if (!grant) return plain(404, "No such link");
+  const reader: ArtifactReader = { kind: "identity", id: grant.reader };
+  let path: string;
+  try {
+    path = decodeURIComponent(r.path);
+  } catch {
+    return plain(404, "No such file");
+  }
+  const base = `${r.url.origin}${FRAME_PREFIX}${r.token}/`;
+  try {
+    if (path === "index.html") {
+      const version = await s.artifacts.version(reader, grant.artifactId, grant.version);
+      if (version.kind !== "slides") return plain(404, "Not a deck");
+      const source = await readText((await s.files.open((await s.artifacts.file(reader, grant.artifactId, grant.version, "index.html")).id)).stream);
+      const theme = await versionTheme(s, version as never);
+      const opts: EmbedOptions = {
+        locale: r.locale,
+        mode: theme?.mode ?? "light",
+        chartSize: { width: 1100, height: 480 },
+        links: {
+          file: (id, v, p) => `${base}_artifact/${encodeURIComponent(id)}/${v}/${p.split("/").map(encodeURIComponent).join("/")}`,
+          screenshot: (id, v, n) => `${base}_slide/${encodeURIComponent(id)}/${v}/${n}`,
+        },
+      };
+      const rewritten = await rewriteDeck(source, {
+        link: async (address) => {
+          const shown = await s.embeds.resolve(reader, address);
+          return shown ? safePageUrl(address) : undefined;
+        },
+        image: async (address) => {
+          const resolution = await s.embeds.resolve(reader, address);
+          return resolution?.file ? opts.links.file(resolution.artifact.id, resolution.version, resolution.file.path) : undefined;
+        },
+        embed: async (address) => {
+          const shown = await s.embeds.show(reader, address, opts);
+          return shown.state === "shown" ? { html: shown.body, title: shown.resolution.part?.kind === "chart" ? shown.resolution.part.chart : shown.title } : undefined;
+        },
+      });
+      const body = kitDocument(rewritten, { kit: kitAssets(), theme, ...(r.thumbnail ? { layout: "thumbnail" as const } : {}) });
+      return new Response(body, {
+        headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": frameCsp(base, r.origins), "cache-control": "private, no-store", ...FRAME_HEADERS },
+      });
+    }
+    const other = /^_artifact\/([^/]+)\/(\d+)\/(.+)$/.exec(path);
+    if (other) {
+      const file = await s.artifacts.file(reader, other[1]!, Number(other[2]), other[3]!);
+      return withHeaders(await serveFile(r.req, s.files, file.id, "inline"));
+    }
+    const slide = /^_slide\/([^/]+)\/(\d+)\/(\d+)$/.exec(path);
+    if (slide) return withHeaders(await serveFile(r.req, s.files, (await s.artifacts.screenshot(reader, slide[1]!, Number(slide[2]), Number(slide[3]))).id, "inline"));
+    const file = await s.artifacts.file(reader, grant.artifactId, grant.version, path);
+    return withHeaders(await serveFile(r.req, s.files, file.id, "inline"), contentTypeOf(path));
+  } catch (err) {
+    if (isApiError(err) && err.code === "not_found") return plain(404, "No such file");
+    throw err;
+  }
+}
+
+/** The frame's headers on a file response; a deck's own files get the content type of their extension (scripts and styles run only with theirs under nosniff). */
+function withHeaders(res: Response, contentType?: string): Response {
+  const headers = new Headers(res.headers);
+  if (contentType && contentType !== "application/octet-stream" && res.status < 300) {
+    headers.set("content-type", contentType);
+    headers.delete("content-disposition");
+  }
+  for (const [k, v] of Object.entries(FRAME_HEADERS)) headers.set(k, v);
+  headers.set("cache-control", "private, max-age=300");
+  return new Response(res.body, { status: res.status, headers });
+}
+

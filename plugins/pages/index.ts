@@ -1,0 +1,171 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as v from "valibot";
+import {
+  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie,
+  type Principal,
+} from "../../core/plugin-api";
+import { artifactPage, type PageServices } from "./artifact";
+import { FrameLinks } from "./frames";
+import { serveFrame } from "./frame-route";
+import { listPage } from "./list";
+import { errorPage, page, shell, type ShellUser } from "./shell";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const HTML = { 200: { description: "HTML page", contentType: "text/html" }, 303: { description: "Not signed in: to the sign-in page, which comes back here" }, 404: { description: "No such artifact or version (or not yours): an HTML page saying so", contentType: "text/html" } };
+
+/** The reader's locale from Accept-Language (its first supported tag), else en-US. */
+export function localeOf(req: Request): string {
+  for (const part of (req.headers.get("accept-language") ?? "").split(",")) {
+    const tag = part.split(";")[0]!.trim();
+    if (!tag || tag === "*") continue;
+    try {
+      const [supported] = Intl.NumberFormat.supportedLocalesOf(tag);
+      if (supported) return supported;
+    } catch {
+      /* not a language tag */
+    }
+  }
+  return "en-US";
+}
+
+/** A same-origin path to come back to after signing in (anything else goes to /artifacts). */
+export function safeNext(next: string | undefined): string {
+  return next && /^\/(?![/\\])[^\s]*$/.test(next) ? next : "/artifacts";
+}
+
+/**
+ * The artifact pages (spec 4.1, 2.9–2.11, 5): `/sign-in`, `/artifacts` (the list with previews) and
+ * `/artifacts/{id}` (`?v=`, `?part=`) for the signed-in browser session; decks open in sandboxed frames
+ * from short-lived links under `/artifact-frames/`; the pages' CSS and scripts under `/assets/pages/`.
+ */
+export default definePlugin({
+  name: "pages",
+  deps: { sessions: SessionService, artifacts: ArtifactStore, embeds: EmbedRenderer, sheets: SheetData, files: FileStore },
+  setup({ routes, config, project, log }, { sessions, artifacts, embeds, sheets, files }) {
+    const frames = new FrameLinks(config.frameLinkTtlMs);
+    const services: PageServices = { artifacts, embeds, sheets, files, frames };
+    const signIn = (req: Request, url: URL) => Response.redirect(new URL(`/sign-in?${new URLSearchParams({ next: url.pathname + url.search })}`, url).toString(), 303);
+    /** The browser session's reader and the header's user, or undefined when signed out. */
+    const sessionOf = async (req: Request): Promise<{ principal: Principal; user: ShellUser } | undefined> => {
+      const session = await sessions.resolve(readCookie(req.headers.get("cookie"), SESSION_COOKIE) ?? "", true);
+      if (!session) return undefined;
+      return { principal: session.principal, user: { id: session.principal.id, name: project.identityName(session.principal.id) ?? session.principal.id } };
+    };
+    const failed = (err: unknown, user?: ShellUser): Response => {
+      if (isApiError(err) && err.code === "not_found") return errorPage(404, "Not found", err.message.replace(/^No artifact ".*"$/, "There is no such artifact, or it is not yours."), user);
+      if (isApiError(err)) return errorPage(err.status, "Something is wrong with this request", err.message, user);
+      log.error({ err }, "page failed");
+      return errorPage(500, "Something went wrong", "The page could not be shown; the server's log says why.", user);
+    };
+
+    routes.add({
+      method: "GET",
+      path: "/sign-in",
+      summary: "Sign-in page (HTML)",
+      description: "A form that signs in (POST /api/auth/sign-in) and goes back to `next` (a path of this server).",
+      tags: ["pages"],
+      auth: "none",
+      query: v.object({ next: v.optional(v.string()) }),
+      responses: { 200: HTML[200] },
+      handler: ({ query }) => {
+        const next = safeNext(query.next);
+        const body = html`<section class="sign-in" aria-labelledby="sign-in-title">
+  <h1 id="sign-in-title">Sign in</h1>
+  <p class="meta">Sign in to open your artifacts.</p>
+  <form data-sign-in data-next="${next}" novalidate>
+    <label for="identity">Identity</label>
+    <input id="identity" name="identity" autocomplete="username" required autofocus>
+    <label for="password">Password</label>
+    <input id="password" name="password" type="password" autocomplete="current-password" required>
+    <p class="form-error" role="alert" data-error></p>
+    <button type="submit" class="button">Sign in</button>
+  </form>
+</section>`;
+        return page(shell({ title: "Sign in", body, bodyClass: "signed-out" }));
+      },
+    });
+
+    routes.add({
+      method: "GET",
+      path: "/artifacts",
+      summary: "Artifacts page (HTML)",
+      description: "The artifacts you can open, most recently updated first, each with a preview of its latest version (spec 4.1). `kind` filters. Browser session; signed out, it sends you to /sign-in and back.",
+      tags: ["pages"],
+      auth: "none",
+      query: v.object({ kind: v.optional(v.picklist(ARTIFACT_KINDS)), after: v.optional(v.string()) }),
+      responses: HTML,
+      handler: async ({ event, query }) => {
+        const session = await sessionOf(event.req);
+        if (!session) return signIn(event.req, event.url);
+        try {
+          return page(await listPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, kind: query.kind, after: query.after, locale: localeOf(event.req) }));
+        } catch (err) {
+          return failed(err, session.user);
+        }
+      },
+    });
+
+    routes.add({
+      method: "GET",
+      path: "/artifacts/:artifactId",
+      summary: "Artifact page (HTML)",
+      description: "One artifact (spec 4.1): `v` picks a version (default the latest; a link to an older version stays on it), `part` a section slug, a sheet, `chart=<name>` or a slide number. Documents and sheets render here; decks open in a sandboxed frame. Only the owner opens it (404 page for others).",
+      tags: ["pages"],
+      auth: "none",
+      params: v.object({ artifactId: v.string() }),
+      query: v.object({ v: v.optional(routes.schemas.queryInteger({ min: 1, max: 1_000_000_000, description: "Version number" })), part: v.optional(v.pipe(v.string(), v.maxLength(500))) }),
+      responses: HTML,
+      handler: async ({ event, params, query }) => {
+        const session = await sessionOf(event.req);
+        if (!session) return signIn(event.req, event.url);
+        try {
+          return page(await artifactPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, artifactId: params.artifactId, v: query.v, part: query.part, locale: localeOf(event.req), origin: event.url.origin }));
+        } catch (err) {
+          return failed(err, session.user);
+        }
+      },
+    });
+
+    routes.add({
+      method: "GET",
+      path: "/artifact-frames/:token/**:path",
+      summary: "A deck's files in its sandboxed frame",
+      description: "Served from a short-lived link the deck page makes (spec 2.10): `index.html` with the kit, the theme and the artifact addresses resolved for the reader the link was made for; the deck's own files; images and screenshots of other artifacts the reader can open. The document is sandboxed (opaque origin) with a CSP allowing only its own files and jsDelivr, cdnjs, unpkg and Google Fonts. 410 when the link has expired.",
+      tags: ["pages"],
+      auth: "none",
+      params: v.object({ token: v.string(), path: v.string() }),
+      query: v.object({ part: v.optional(v.string()), thumbnail: v.optional(v.string()) }),
+      responses: { 200: { description: "The file" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such link or file (plain text)", contentType: "text/plain" }, 410: { description: "The link has expired: reload the page that made it (plain text)", contentType: "text/plain" } },
+      handler: async ({ event, params, query }) => serveFrame(services, { req: event.req, url: event.url, token: params.token, path: params.path, thumbnail: query.thumbnail !== undefined, locale: localeOf(event.req), origins: [...new Set([event.url.origin, config.publicOrigin])] }),
+    });
+
+    const assets: Record<string, { type: string; load: () => Promise<string> | string }> = {
+      "tokens.css": { type: "text/css", load: () => kitAssets().tokens },
+      "pages.css": { type: "text/css", load: () => fs.readFileSync(path.join(here, "assets", "pages.css"), "utf8") },
+      "pages.js": { type: "text/javascript", load: () => fs.readFileSync(path.join(here, "assets", "pages.js"), "utf8") },
+      "sheet.css": { type: "text/css", load: () => sheetCss() },
+      "sheet.js": { type: "text/javascript", load: () => browserScript("sheet") },
+      "charts.js": { type: "text/javascript", load: () => browserScript("charts") },
+      "echarts.js": { type: "text/javascript", load: () => fs.readFileSync(echartsBrowserPath(), "utf8") },
+    };
+    const cache = new Map<string, Promise<string>>();
+    routes.add({
+      method: "GET",
+      path: "/assets/pages/:name",
+      summary: "The pages' CSS and scripts",
+      description: `One of: ${Object.keys(assets).join(", ")}.`,
+      tags: ["pages"],
+      auth: "none",
+      params: v.object({ name: v.picklist(Object.keys(assets)) }),
+      responses: { 200: { description: "CSS or JavaScript" } },
+      handler: async ({ params }) => {
+        const asset = assets[params.name]!;
+        if (!cache.has(params.name)) cache.set(params.name, Promise.resolve(asset.load()));
+        const body = await cache.get(params.name)!;
+        return new Response(body, { headers: { "content-type": `${asset.type}; charset=utf-8`, "cache-control": "no-cache", "x-content-type-options": "nosniff" } });
+      },
+    });
+  },
+});

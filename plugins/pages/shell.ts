@@ -1,0 +1,66 @@
+import { html, raw, type RawHtml } from "../../core/plugin-api";
+
+/**
+ * The CSP of the pages: their own scripts and styles only (inline styles for theme tokens and server
+ * SVG), images and frames from this origin, no plugins, no base rewriting.
+ */
+export const PAGE_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'";
+
+/** What every page shows in its header. */
+export interface ShellUser {
+  id: string;
+  name: string;
+}
+
+/**
+ * A whole HTML page of the artifact pages: the header (brand, Artifacts, the signed-in user, sign out),
+ * a skip link, `main`, and the pages' CSS and script.
+ * @param opts.head extra head HTML (theme styles), trusted
+ */
+export function shell(opts: { title: string; user?: ShellUser; body: RawHtml; head?: RawHtml | string; styles?: string[]; scripts?: string[]; bodyClass?: string }): string {
+  const styles = ["/assets/pages/tokens.css", "/assets/pages/pages.css", ...(opts.styles ?? [])];
+  const scripts = ["/assets/pages/pages.js", ...(opts.scripts ?? [])];
+  return `<!doctype html>${html`<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>${opts.title} · svc</title>
+${styles.map((href) => html`<link rel="stylesheet" href="${href}">`)}
+${typeof opts.head === "string" ? raw(opts.head) : opts.head}
+${scripts.map((src) => html`<script src="${src}" defer></script>`)}
+</head>
+<body class="${opts.bodyClass ?? ""}">
+<a class="skip-link" href="#main">Skip to content</a>
+<header class="topbar">
+  <a class="brand" href="/artifacts"><span class="brand-mark" aria-hidden="true"></span>svc</a>
+  <nav class="topnav" aria-label="Main"><a href="/artifacts">Artifacts</a></nav>
+  ${opts.user ? html`<div class="account"><span class="account-name" title="${opts.user.id}">${opts.user.name}</span><button type="button" class="button button-quiet" data-sign-out>Sign out</button></div>` : ""}
+</header>
+<main id="main" tabindex="-1">
+${opts.body}
+</main>
+</body>
+</html>`}`;
+}
+
+/** An HTML response with the pages' security headers. */
+export function page(body: string, init: { status?: number; headers?: Record<string, string> } = {}): Response {
+  return new Response(body, {
+    status: init.status ?? 200,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": PAGE_CSP,
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "same-origin",
+      "cache-control": "no-store",
+      ...init.headers,
+    },
+  });
+}
+
+/** A page saying what went wrong (404 for an artifact that does not exist or is not the reader's). */
+export function errorPage(status: number, title: string, message: string, user?: ShellUser): Response {
+  const body = html`<section class="empty-state"><h1>${title}</h1><p>${message}</p><p><a class="button" href="/artifacts">Back to your artifacts</a></p></section>`;
+  return page(shell({ title, user, body }), { status });
+}

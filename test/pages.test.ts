@@ -1,0 +1,259 @@
+/**
+ * The artifact pages in a real Chromium (spec 4.1, 2.9–2.11, 5), used the way a person uses them: sign in,
+ * list, open each kind, switch versions, move through a deck with keys, the overview, `?part=`, dark mode,
+ * embeds that follow the latest version or stay on one, an embed another reader cannot open, and a deck
+ * that tries to read the app's cookies, call the API and load from a host it may not. axe-core checks our
+ * own pages. Screenshots land in test/screenshots (the README shows them).
+ */
+import type { Browser, BrowserContext, Frame, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ArtifactStore } from "../core/artifacts/store";
+import { contentTypeOf } from "../core/artifacts/content";
+import { FileStore } from "../core/files/file-store";
+import { Readable } from "node:stream";
+import { axeViolations, launchBrowser, screenshot, signIn } from "./helpers-browser";
+import { client, startApp } from "./helpers";
+
+// browser globals inside page.evaluate callbacks (this file is type-checked without the DOM library)
+declare const document: any;
+declare const window: any;
+declare const getComputedStyle: (el: unknown, pseudo?: string) => any;
+
+type App = Awaited<ReturnType<typeof startApp>>;
+let app: App;
+let browser: Browser;
+let ids: { sheet: string; document: string; deck: string };
+
+/** Publishes files as system code for `owner` (what agents and connectors do: spec 4.3). */
+async function publishAs(owner: string, kind: "document" | "slides" | "sheet" | "file", title: string, files: Record<string, string>): Promise<string> {
+  const fileStore = app.container.resolve(FileStore);
+  const entries = [];
+  for (const [path, content] of Object.entries(files)) entries.push({ path, file: await fileStore.upload(Readable.from([Buffer.from(content)]), { name: path.split("/").pop()!, declaredContentType: contentTypeOf(path), maxBytes: 10_000_000 }) });
+  const { artifact } = await app.container.resolve(ArtifactStore).publish({ kind, title, files: entries, author: { kind: "system" }, owner });
+  return artifact.id;
+}
+
+async function devPage(context?: BrowserContext): Promise<Page> {
+  const page = await (context ?? (await browser.newContext({ viewport: { width: 1360, height: 900 } }))).newPage();
+  await signIn(page, app.url, "dev", "dev-sandbox-password");
+  return page;
+}
+
+/** The deck's frame once its kit has started. */
+async function deckFrame(page: Page): Promise<Frame> {
+  const handle = await page.waitForSelector("iframe[data-deck-frame]");
+  const frame = (await handle.contentFrame())!;
+  await frame.waitForFunction(() => (window as any).svcKit?.count > 0);
+  return frame;
+}
+
+beforeAll(async () => {
+  app = await startApp({ env: { SVC_DECK_CHECKS: "true" } });
+  browser = await launchBrowser();
+  const list = await client(app).get("/api/artifacts");
+  const byTitle = (t: string) => list.body.data.find((a: any) => a.title === t).id;
+  ids = { sheet: byTitle("Revenue 2026"), document: byTitle("Q3 billing review"), deck: byTitle("Q3 in four slides") };
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+describe("sign in and the list", () => {
+  it("sends a signed-out reader to the sign-in page and back, then lists their artifacts newest first with previews", async () => {
+    const page = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
+    await page.goto(`${app.url}/artifacts/${ids.document}`);
+    await page.waitForURL(/\/sign-in\?next=/);
+    await page.getByLabel("Identity").fill("dev");
+    await page.getByLabel("Password").fill("wrong");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.locator("[data-error]").textContent()).toContain("Wrong identity or password");
+    await page.getByLabel("Password").fill("dev-sandbox-password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/artifacts/${ids.document}`);
+
+    await page.goto(`${app.url}/artifacts`);
+    const titles = await page.locator(".card-title").allTextContents();
+    expect(titles.slice(0, 3)).toEqual(["Revenue 2026", "Q3 in four slides", "Q3 billing review"]); // the sheet's version 2 came last
+    await expect.poll(() => page.locator('.card[data-kind="sheet"] .preview svg').count()).toBe(1); // its first chart
+    expect(await page.locator('.card[data-kind="document"] .preview-lede').textContent()).toContain("Revenue grew every month");
+    await expect.poll(() => page.locator('.card[data-kind="slides"] .preview img').evaluate((img: any) => img.complete && img.naturalWidth)).toBe(1280); // the deck check's first slide
+    await screenshot(page, "artifacts-list");
+    expect(await axeViolations(page)).toEqual([]);
+
+    await page.goto(`${app.url}/artifacts?kind=sheet`);
+    expect(await page.locator(".card-title").allTextContents()).toEqual(["Revenue 2026"]);
+    expect(await page.locator('.filters a[aria-current="page"]').textContent()).toBe("Sheets");
+  });
+
+  it("shows another reader nothing of dev's artifacts (a 404 page)", async () => {
+    const page = await (await browser.newContext()).newPage();
+    await signIn(page, app.url, "alice", "alice-sandbox-password");
+    expect(await page.locator(".card").count()).toBe(0);
+    const res = await page.goto(`${app.url}/artifacts/${ids.document}`);
+    expect(res!.status()).toBe(404);
+    expect(await page.locator("h1").textContent()).toBe("Not found");
+  });
+});
+
+describe("a document", () => {
+  it("renders title, lede, contents, callout, task list, footnote, figure and the two embeds with their source lines", async () => {
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts/${ids.document}`);
+    expect(await page.locator(".doc-title").textContent()).toBe("Q3 billing review");
+    expect(await page.locator(".doc-lede").textContent()).toContain("margins held near 37%");
+    expect(await page.locator(".contents a").allTextContents()).toEqual(["Highlights", "Revenue", "By month", "Open invoices"]);
+    expect(await page.locator(".markdown-alert-note").count()).toBe(1);
+    expect(await page.locator('.doc input[type="checkbox"]').evaluateAll((boxes: any[]) => boxes.map((b: any) => [b.checked, b.disabled]))).toEqual([[true, true], [false, true]]);
+    expect(await page.locator(".doc figure:not(.embed) figcaption").first().textContent()).toBe("Sandbox billing, internal");
+    expect(await page.locator(".doc .footnotes li").count()).toBe(1);
+    // the chart follows the latest version of the sheet (2: six months); the range is pinned at 1
+    const [chart, range] = [page.locator("figure.embed").nth(0), page.locator("figure.embed").nth(1)];
+    expect(await chart.locator("svg").count()).toBe(1);
+    expect(await chart.locator(".embed-source").textContent()).toContain("follows the latest version (2)");
+    expect(await chart.locator("figcaption").textContent()).toBe("Revenue and costs by month");
+    expect(await range.locator(".embed-source").textContent()).toContain("fixed at version 1 of 2");
+    expect(await range.locator("tbody tr").count()).toBe(3);
+    expect(await range.locator("tbody tr").first().locator("td").nth(1).textContent()).toMatch(/^USD\s182,000\.00$/);
+    // the figures column of the hand-written table aligns right
+    expect(await page.locator(".doc > .table-wrap table td").nth(1).evaluate((td) => getComputedStyle(td).textAlign)).toBe("right");
+    // links to addresses open the target's page
+    expect(await page.locator(".doc a.artifact-link").first().getAttribute("href")).toBe(`/artifacts/${ids.sheet}`);
+    await screenshot(page, "document", { fullPage: true });
+    expect(await axeViolations(page)).toEqual([]);
+
+    await page.goto(`${app.url}/artifacts/${ids.document}?part=revenue`);
+    await expect.poll(() => page.evaluate(() => document.getElementById("revenue")!.getBoundingClientRect().top)).toBeLessThan(200);
+    expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(400);
+  });
+
+  it("shows what another reader cannot open as unavailable", async () => {
+    const id = await publishAs("alice", "document", "Alice's notes", { "document.md": `# Alice's notes\n\nWhat dev's sheet says.\n\n![Revenue](artifact:${ids.sheet}#chart=Revenue%20by%20month)\n` });
+    const page = await (await browser.newContext()).newPage();
+    await signIn(page, app.url, "alice", "alice-sandbox-password", `/artifacts/${id}`);
+    expect(await page.locator(".embed-unavailable").textContent()).toContain("Unavailable");
+    expect(await page.content()).not.toContain("Revenue 2026");
+  });
+});
+
+describe("a sheet", () => {
+  it("shows the sheet formatted by the reader's locale, its charts, and switches versions", async () => {
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts/${ids.sheet}`);
+    await expect.poll(() => page.locator(".sheet-grid").first().textContent()).toContain("USD");
+    expect(await page.locator("#version-select").inputValue()).toBe("2");
+    expect(await page.locator("#version-select option").allTextContents()).toEqual(["Version 2 (latest)", "Version 1"]);
+    await screenshot(page, "sheet");
+    expect(await axeViolations(page)).toEqual([]);
+
+    await page.goto(`${app.url}/artifacts/${ids.sheet}?part=${encodeURIComponent("chart=Revenue by month")}`);
+    await expect.poll(() => page.locator("[data-svc-chart] svg").first().isVisible()).toBe(true);
+    await screenshot(page, "page-sheet-chart");
+
+    // a link copied from an older version stays on it; the picker moves
+    await page.goto(`${app.url}/artifacts/${ids.sheet}?v=1`);
+    expect(await page.locator(".banner").textContent()).toContain("You are reading version 1");
+    expect(await page.locator(".artifact-head .meta").textContent()).toContain("Version 1 of 2");
+    await page.locator("#version-select").selectOption("2");
+    await page.waitForURL(/v=2/);
+    expect(await page.locator(".artifact-head .meta").textContent()).toContain("Version 2 (latest)");
+  });
+});
+
+describe("a deck", () => {
+  it("moves with keys and the toolbar, opens at ?part=, shows the overview, embeds the chart, and follows links from the frame", async () => {
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts/${ids.deck}`);
+    const frame = await deckFrame(page);
+    expect(await page.locator("iframe[data-deck-frame]").getAttribute("sandbox")).toBe("allow-scripts");
+    await page.keyboard.press("ArrowRight"); // on the page: handed to the frame
+    await expect.poll(() => page.locator("[data-deck-position]").textContent()).toBe("2 / 4");
+    await page.waitForURL(/part=2/);
+    await page.getByRole("button", { name: "Next slide" }).click();
+    await expect.poll(() => frame.evaluate(() => (window as any).svcKit.current)).toBe(3);
+    await page.locator("iframe[data-deck-frame]").click(); // inside the frame: the kit's own keys
+    await page.keyboard.press("ArrowLeft");
+    await expect.poll(() => page.locator("[data-deck-position]").textContent()).toBe("2 / 4");
+    await page.keyboard.press("ArrowRight");
+    await expect.poll(() => page.locator("[data-deck-position]").textContent()).toBe("3 / 4");
+    expect(await frame.locator("section.slide[data-current] svc-embed[data-state=shown] svg").count()).toBe(1);
+    await screenshot(page, "deck");
+    await page.locator("iframe[data-deck-frame]").click();
+    await page.keyboard.press("o");
+    await expect.poll(() => frame.evaluate(() => document.documentElement.classList.contains("kit-overview"))).toBe(true);
+    // the overview shows embeds as empty boxes with their title
+    const embed = frame.locator("svc-embed").first();
+    expect(await embed.evaluate((el: any) => [getComputedStyle(el, "::before").content, getComputedStyle(el.firstElementChild).visibility])).toEqual(['"Revenue by month"', "hidden"]);
+    await page.keyboard.press("Escape");
+    expect(await page.locator(".check-item").count()).toBe(4); // the deck check beside the slides
+    expect(await axeViolations(page)).toEqual([]);
+
+    await page.goto(`${app.url}/artifacts/${ids.deck}?part=4`);
+    const again = await deckFrame(page);
+    expect(await again.evaluate(() => (window as any).svcKit.current)).toBe(4);
+    await again.locator("section.slide[data-current] a[data-svc-open]").click();
+    await page.waitForURL(`${app.url}/artifacts/${ids.document}?part=highlights`);
+  });
+
+  it("follows the reader's dark mode unless the theme pins one", async () => {
+    const id = await publishAs("dev", "slides", "Dark test", { "index.html": `<!doctype html><html><head><title>t</title></head><body><section class="slide title"><h1>Dark or light</h1><p style="font-size:12px">The fine print</p></section></body></html>` });
+    const context = await browser.newContext({ colorScheme: "dark", viewport: { width: 1360, height: 900 } });
+    const page = await devPage(context);
+    await page.goto(`${app.url}/artifacts/${id}`);
+    const frame = await deckFrame(page);
+    expect(await frame.locator("section.slide").evaluate((s) => getComputedStyle(s).backgroundColor)).toBe("rgb(11, 17, 32)");
+    await screenshot(page, "deck-dark");
+    // the deck check's warning, beside its screenshot
+    expect(await page.locator('.check-item[data-slide="1"] .check-warnings').textContent()).toContain("small_text");
+    expect(await page.locator('.check-item[data-slide="1"] img').evaluate((img: any) => img.complete && img.naturalWidth)).toBe(1280);
+    await page.goto(`${app.url}/artifacts/${ids.deck}`); // pinned light
+    const pinned = await deckFrame(page);
+    expect(await pinned.locator("section.slide").first().evaluate((s) => getComputedStyle(s).backgroundColor)).toBe("rgb(255, 255, 255)");
+  });
+
+  it("runs the deck's own script in an opaque origin: no cookies, no API as the reader, no host outside the allow-list", async () => {
+    const script = `
+      const out = document.getElementById("out");
+      const note = (k, v) => out.setAttribute("data-" + k, String(v));
+      note("origin", self.origin); // the document's origin: opaque in the sandbox (location keeps the URL's)
+      try { note("cookie", JSON.stringify(document.cookie)); } catch (e) { note("cookie", e.name); }
+      document.addEventListener("securitypolicyviolation", (e) => note("blocked", e.blockedURI));
+      fetch("/api/status", { credentials: "include" }).then((r) => note("api", r.status), (e) => note("api", e.name));
+      const img = new Image(); img.src = "https://evil.example.com/pixel.png"; document.body.append(img);
+    `;
+    const id = await publishAs("dev", "slides", "Sneaky", { "index.html": `<!doctype html><html><head><title>s</title></head><body><section class="slide"><h1 id="out">Hello</h1></section><script src="deck.js"></script></body></html>`, "deck.js": script });
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts/${id}`);
+    const frame = await deckFrame(page);
+    const out = frame.locator("#out");
+    await expect.poll(() => out.getAttribute("data-api")).not.toBeNull();
+    await expect.poll(() => out.getAttribute("data-blocked")).toBe("https://evil.example.com/pixel.png");
+    expect(await out.getAttribute("data-origin")).toBe("null");
+    expect(await out.getAttribute("data-cookie")).toBe("SecurityError");
+    expect(await out.getAttribute("data-api")).toBe("TypeError"); // refused by the frame's CSP before it left the browser
+  });
+});
+
+describe("a file", () => {
+  it("shows an image file with its type, size and a download link", async () => {
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="320" height="160"><rect width="320" height="160" fill="#4f46e5"/></svg>`;
+    const id = await publishAs("dev", "file", "Logo", { "logo.svg": svg });
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts?kind=file`);
+    expect(await page.locator(".preview-file-body").textContent()).toBe("SVGlogo.svg118 B");
+    await page.goto(`${app.url}/artifacts/${id}`);
+    await expect.poll(() => page.locator(".file-image").evaluate((img: any) => img.complete && img.naturalWidth)).toBe(320);
+    expect(await page.getByRole("link", { name: "Download" }).getAttribute("href")).toBe(`/api/artifacts/${id}/versions/1/files/logo.svg`);
+    expect(await axeViolations(page)).toEqual([]);
+  });
+});
+
+describe("sign-in page", () => {
+  it("has no accessibility violations", async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${app.url}/sign-in`);
+    await screenshot(page, "sign-in");
+    expect(await axeViolations(page)).toEqual([]);
+  });
+});
