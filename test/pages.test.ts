@@ -85,6 +85,11 @@ describe("sign in and the list", () => {
     await page.goto(`${app.url}/artifacts?kind=sheet`);
     expect(await page.locator(".card-title").allTextContents()).toEqual(["Revenue 2026"]);
     expect(await page.locator('.filters a[aria-current="page"]').textContent()).toBe("Sheets");
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/sign-in`);
+    await page.goto(`${app.url}/artifacts`);
+    await page.waitForURL(/\/sign-in\?next=%2Fartifacts$/);
   });
 
   it("shows another reader nothing of dev's artifacts (a 404 page)", async () => {
@@ -123,6 +128,13 @@ describe("a document", () => {
     await screenshot(page, "document", { fullPage: true });
     expect(await axeViolations(page)).toEqual([]);
 
+    // the theme's tokens apply to the artifact's box (spec 2.11), and an app's override under [data-svc-artifact] wins
+    const surface = page.locator("[data-svc-artifact]").first();
+    expect(await surface.evaluate((el: any) => getComputedStyle(el).getPropertyValue("--primary").trim())).toBe("oklch(0.55 0.18 255)");
+    expect(await surface.getAttribute("data-theme")).toBe("light");
+    await page.addStyleTag({ content: "[data-svc-artifact] { --primary: rgb(1, 2, 3); }" });
+    expect(await page.locator(".doc a.artifact-link").first().evaluate((a: any) => getComputedStyle(a).color)).toBe("rgb(1, 2, 3)");
+
     await page.goto(`${app.url}/artifacts/${ids.document}?part=revenue`);
     await expect.poll(() => page.evaluate(() => document.getElementById("revenue")!.getBoundingClientRect().top)).toBeLessThan(200);
     expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(400);
@@ -138,6 +150,14 @@ describe("a document", () => {
 });
 
 describe("a sheet", () => {
+  it("formats values and embeds by the reader's locale (Accept-Language and the browser's own)", async () => {
+    const page = await devPage(await browser.newContext({ locale: "de-DE" }));
+    await page.goto(`${app.url}/artifacts/${ids.sheet}`);
+    await expect.poll(() => page.locator(".sheet-grid").first().textContent()).toMatch(/182\.000,00\sUSD/);
+    await page.goto(`${app.url}/artifacts/${ids.document}`);
+    expect(await page.locator("figure.embed").nth(1).locator("tbody td").nth(1).textContent()).toMatch(/^182\.000,00\sUSD$/);
+  });
+
   it("shows the sheet formatted by the reader's locale, its charts, and switches versions", async () => {
     const page = await devPage();
     await page.goto(`${app.url}/artifacts/${ids.sheet}`);
@@ -188,6 +208,14 @@ describe("a deck", () => {
     await page.keyboard.press("Escape");
     expect(await page.locator(".check-item").count()).toBe(4); // the deck check beside the slides
     expect(await axeViolations(page)).toEqual([]);
+
+    // a thumbnail (the list's preview when a deck is unchecked): one slide, no chrome, embeds as empty boxes with their title
+    const src = await page.locator("iframe[data-deck-frame]").getAttribute("src");
+    const thumb = await page.context().newPage();
+    await thumb.goto(`${app.url}${src!.replace(/\?.*$/, "")}?part=3&thumbnail=1`);
+    expect(await thumb.evaluate(() => [document.documentElement.className, document.querySelectorAll(".kit-nav").length])).toEqual(["kit-thumbnail", 0]);
+    expect(await thumb.locator("svc-embed").evaluate((el: any) => getComputedStyle(el, "::before").content)).toBe('"Revenue by month"');
+    await thumb.close();
 
     await page.goto(`${app.url}/artifacts/${ids.deck}?part=4`);
     const again = await deckFrame(page);
