@@ -18,6 +18,11 @@ import { ConnectorRuns } from "./runtime/connector-runs";
 import { ScheduleManager } from "./runtime/schedules";
 import { HandlerRunner } from "./runtime/handler";
 import { createActivities, createSinks } from "./runtime/activities";
+import { createAgentActivities } from "./runtime/agent-activities";
+import { AgentRuns } from "./runtime/agents";
+import { AgentTools } from "./runtime/agent-tools";
+import { modelFromEnv } from "./agents/providers";
+import type { Model } from "./agents/model";
 import { TokenService } from "./auth/tokens";
 import { SessionService } from "./auth/sessions";
 import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
@@ -32,6 +37,7 @@ import { ArtifactStore } from "./artifacts/store";
 import { SheetData } from "./artifacts/sheet-data";
 import { EmbedRenderer } from "./artifacts/render/embed";
 import { DeckChecker } from "./artifacts/deck-check";
+import { AgentOutput } from "./agents/output";
 import { ApiError, errorResponse } from "./errors";
 import type { ProjectDefinition } from "./sdk/project";
 import type { Plugin, PluginDeps, ResolvedDeps } from "./plugin-api";
@@ -137,7 +143,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(DeckChecker, { useValue: decks });
     container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
-    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer]) {
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns]) {
       container.registerSingleton(service as never, service as never);
     }
 
@@ -157,7 +163,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const workflowBundle = await loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
     await temporal.startWorker({
       workflowBundle,
-      activities: createActivities({ db, events: container.resolve(EventLog), ontology: container.resolve(OntologyStore), actions, project, handlers }),
+      activities: {
+        ...createActivities({ db, events: container.resolve(EventLog), ontology: container.resolve(OntologyStore), actions, project, handlers }),
+        ...createAgentActivities({ runs: container.resolve(AgentRuns), output: container.resolve(AgentOutput), tools: container.resolve(AgentTools), project, model: models(config) }),
+      },
       sinks: createSinks(logs, log),
     });
     if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
@@ -253,4 +262,17 @@ export function installSignalHandlers(app: App): void {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+}
+
+/**
+ * The agents' models by id (`scripted`, `openai-compatible:<model>`, `anthropic:<model>`), made once
+ * each from the environment (keys and base URL); undefined is the service's `SVC_AGENT_MODEL`.
+ */
+function models(config: Config): (id: string | undefined) => Model {
+  const made = new Map<string, Model>();
+  return (id) => {
+    const key = id ?? config.agentModel;
+    if (!made.has(key)) made.set(key, modelFromEnv({ ...process.env, SVC_AGENT_MODEL: key }));
+    return made.get(key)!;
+  };
 }

@@ -36,7 +36,9 @@ import type { InjectionToken } from "./di";
  * | `SVC_FILE_STORAGE`, `SVC_S3_*` | local | where file bytes go: see `core/files/config.ts` |
  * | `SVC_DECK_CHECKS` | true | lay out published decks in headless Chromium and warn per slide (spec 4.3); false: publish decks unchecked |
  * | `SVC_CHROMIUM_PATH` | /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium` package) |
+ * | `SVC_AGENT_MODEL` | scripted | the agents' model: `scripted` (deterministic, no network), `openai-compatible:<model>` (with `SVC_AGENT_BASE_URL`, `SVC_AGENT_API_KEY`) or `anthropic:<model>` (with `ANTHROPIC_API_KEY`) |
  * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
+ * | `SVC_AGENT_OUTPUT_RETENTION_MS` | 604800000 (7 days) | how long agent reply output is kept for `/ws/agents` (spec 6.5 rule 3: older cursors resume from the earliest kept record); at least 1000 |
  */
 export interface Config {
   port: number;
@@ -77,6 +79,10 @@ export interface Config {
   chromiumPath: string;
   /** How long a deck frame's link works, ms. */
   frameLinkTtlMs: number;
+  /** How long agent reply output is retained for `/ws/agents`, ms (spec 6.5 rule 3). */
+  agentOutputRetentionMs: number;
+  /** The agents' default model (`scripted`, `openai-compatible:<model>`, `anthropic:<model>`). */
+  agentModel: string;
 }
 
 /** DI token of the runtime {@link Config}. */
@@ -122,7 +128,9 @@ const EnvSchema = v.object({
   SVC_FILE_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(86_400_000)),
   SVC_DECK_CHECKS: v.optional(bool, "true"),
   SVC_CHROMIUM_PATH: v.optional(nonEmpty, "/usr/bin/chromium"),
+  SVC_AGENT_MODEL: v.optional(v.pipe(v.string(), v.regex(/^(scripted|openai-compatible:\S+|anthropic:\S+)$/, "must be scripted, openai-compatible:<model> or anthropic:<model>")), "scripted"),
   SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
+  SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
@@ -179,6 +187,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deckChecks: e.SVC_DECK_CHECKS,
     chromiumPath: e.SVC_CHROMIUM_PATH,
     frameLinkTtlMs: e.SVC_FRAME_LINK_TTL_MS,
+    agentOutputRetentionMs: e.SVC_AGENT_OUTPUT_RETENTION_MS,
+    agentModel: e.SVC_AGENT_MODEL,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

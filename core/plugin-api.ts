@@ -104,3 +104,7 @@ export { browserScript, echartsBrowserPath, sheetCss } from "./artifacts/render/
 export { readTheme, isImagePath, contentTypeOf, ALLOWED_CDN_HOSTS, type Theme } from "./artifacts/content";
 export type { VersionOutline } from "./artifacts/resolve";
 export type { Artifact, ArtifactVersion, ArtifactReader } from "./artifacts/store";
+export { AGENT_TOOLS } from "./sdk/connector";
+export { AgentOutput, AGENT_OUTPUT_KINDS, encodeOutputCursor, decodeOutputCursor, type AgentOutputKind, type AgentRunAccess, type AgentRunState, type OutputRecord, type OutputRecordInput, type OutputScope } from "./agents/output";
+export type { SocketMessageHandler } from "./http/socket";
+export { AgentRuns, AgentRunStateSchema, ConversationSchema } from "./runtime/agents";

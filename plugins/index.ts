@@ -14,7 +14,8 @@ import files from "./files";
 import artifacts from "./artifacts";
 import viewer from "./viewer";
 import pages from "./pages";
+import agents from "./agents";
 import type { Plugin } from "../core/plugin-api";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin<any>[] = [status, auth, project, objects, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, pages, viewer, docs];
+export const builtinPlugins: readonly Plugin<any>[] = [status, auth, project, objects, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, agents, pages, viewer, docs];

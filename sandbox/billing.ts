@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, defineAction, defineConnector, definePipeline, defineSchedule, defineSync } from "../core/sdk";
+import { ApiError, defineAction, defineAgent, defineConnector, definePipeline, defineSchedule, defineSync } from "../core/sdk";
 
 /**
  * The sandbox's billing operations. `invoice.approve` approves an invoice: it sets its status,
@@ -83,6 +83,14 @@ export default defineConnector({
           },
         },
       ],
+    }),
+  },
+  agents: {
+    // a billing assistant: the sandbox runs it on the scripted model (no key, no network) unless
+    // SVC_AGENT_MODEL points at a real provider (see the README)
+    assistant: defineAgent({
+      title: "Billing assistant",
+      instructions: "You are the billing team's assistant. You read invoices and customers the user may see, and publish reports, sheets and decks they ask for as artifacts.",
     }),
   },
   actions: {

@@ -75,7 +75,7 @@ export const sandboxProject = defineProject({
   devIdentity: "dev",
   identities: {
     dev: { type: "user", name: "Developer", permissions: (p) => [...allPermissions(p), APPROVE_INVOICE], devPassword: "dev-sandbox-password" },
-    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review"), APPROVE_INVOICE], devPassword: "alice-sandbox-password" },
+    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review"), can.useAgent("assistant"), APPROVE_INVOICE], devPassword: "alice-sandbox-password" },
     auditor: { type: "user", name: "Auditor", permissions: [can.view("customer")], devPassword: "auditor-sandbox-password" },
     "ops-bot": { type: "serviceAccount", name: "Operations bot", permissions: [can.runAction("diagnostics.sleep"), can.runAction("diagnostics.fail"), can.runAction("diagnostics.noop"), can.observe("logs")] },
   },

@@ -17,6 +17,7 @@ import type { SvcActivities, SvcSinks } from "../core/sdk/activities-types";
 const { handlerLog } = proxySinks<SvcSinks>();
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
+export { agentReply } from "./agents";
 
 const ACTIVITY_OPTIONS = {
   startToCloseTimeout: "1 minute",

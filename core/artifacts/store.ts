@@ -89,6 +89,7 @@ interface VersionRow {
   warnings: string;
   published_at: string;
   published_by: string | null;
+  withdrawn_at?: string | null;
 }
 
 const toArtifact = (r: ArtifactRow): Artifact => ({ id: r.id, kind: r.kind, title: r.title, owner: r.owner, latestVersion: r.latest_version, createdAt: r.created_at, updatedAt: r.updated_at });
@@ -142,7 +143,8 @@ export class ArtifactStore {
 
   private async row(reader: ArtifactReader, id: string): Promise<ArtifactRow> {
     const row = await this.db.get<ArtifactRow>("SELECT * FROM artifacts WHERE id = ?", [id]);
-    if (!row || (reader.kind === "identity" && row.owner !== reader.id)) throw new ApiError("not_found", `No artifact "${id}"`);
+    // latest_version 0: every version was withdrawn (the reply that published them failed and was retried)
+    if (!row || row.latest_version === 0 || (reader.kind === "identity" && row.owner !== reader.id)) throw new ApiError("not_found", `No artifact "${id}"`);
     return row;
   }
 
@@ -159,6 +161,7 @@ export class ArtifactStore {
   async list(reader: ArtifactReader, q: { kind?: ArtifactKind; pageSize: number; nextPageToken?: string }): Promise<{ data: Artifact[]; nextPageToken?: string }> {
     const where: string[] = [];
     const params: Array<string | number> = [];
+    where.push("latest_version > 0");
     if (reader.kind === "identity") where.push("owner = ?"), params.push(reader.id);
     if (q.kind) where.push("kind = ?"), params.push(q.kind);
     if (q.nextPageToken) {
@@ -181,7 +184,7 @@ export class ArtifactStore {
   /** Every version of an artifact, oldest first. @throws {ApiError} not_found */
   async versions(reader: ArtifactReader, id: string): Promise<ArtifactVersion[]> {
     await this.row(reader, id);
-    return (await this.db.all<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? ORDER BY version", [id])).map(toVersion);
+    return (await this.db.all<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND withdrawn_at IS NULL ORDER BY version", [id])).map(toVersion);
   }
 
   /**
@@ -193,6 +196,7 @@ export class ArtifactStore {
     const n = version ?? artifact.latest_version;
     const row = await this.db.get<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND version = ?", [id, n]);
     if (!row) throw new ApiError("not_found", `Artifact ${id} has no version ${n}; latest is ${artifact.latest_version}`, { latestVersion: artifact.latest_version });
+    if (row.withdrawn_at) throw new ApiError("not_found", `Version ${n} of artifact ${id} was withdrawn (the reply that published it failed and was retried); latest is ${artifact.latest_version}`, { latestVersion: artifact.latest_version, withdrawn: true });
     return { ...toVersion(row), kind: artifact.kind, latestVersion: artifact.latest_version, artifactTitle: artifact.title };
   }
 
@@ -250,7 +254,12 @@ export class ArtifactStore {
    * @throws {ApiError} artifact_invalid (422) listing every problem (file, row, column, what was
    *   expected), capped at 100 with the total count; not_found for an artifact the author cannot open
    */
-  async publish(input: { artifactId?: string; kind?: ArtifactKind; title?: string; files: Array<{ path: string; file: { id: string } }>; author: ArtifactReader; owner?: string; publishedBy?: string }): Promise<{ artifact: Artifact; version: ArtifactVersion }> {
+  async publish(input: { artifactId?: string; kind?: ArtifactKind; title?: string; files: Array<{ path: string; file: { id: string } }>; author: ArtifactReader; owner?: string; publishedBy?: string; publishKey?: string }): Promise<{ artifact: Artifact; version: ArtifactVersion }> {
+    if (input.publishKey) {
+      // published before under this key (a retried activity): answer that version, publish nothing
+      const done = await this.db.get<{ artifact_id: string; version: number }>("SELECT artifact_id, version FROM artifact_versions WHERE publish_key = ?", [input.publishKey]);
+      if (done) return this.published(done.artifact_id, done.version);
+    }
     const existing = input.artifactId ? await this.row(input.author, input.artifactId) : undefined;
     const kind = existing?.kind ?? input.kind;
     if (!kind) throw new ApiError("invalid_request", "A new artifact needs a kind: document, sheet, slides or file");
@@ -346,7 +355,8 @@ export class ArtifactStore {
     }
 
     // every artifact address, resolved against what the author can read (spec 4.3)
-    const nextVersion = (existing?.latest_version ?? 0) + 1;
+    // numbers are never reused, not even those of withdrawn versions
+    const nextVersion = (existing ? ((await this.db.get<{ n: number }>("SELECT MAX(version) AS n FROM artifact_versions WHERE artifact_id = ?", [existing.id]))?.n ?? 0) : 0) + 1;
     const selfId = existing?.id;
     const links = new Map<string, ArtifactAddress>();
     /** Each distinct address is resolved once (a sheet may repeat one in many link cells). */
@@ -414,14 +424,14 @@ export class ArtifactStore {
     const now = nowIso();
     const id = existing?.id ?? newId("art");
     const written = await this.db.transaction(async (tx) => {
-      const current = await tx.get<{ latest_version: number }>("SELECT latest_version FROM artifacts WHERE id = ?", [id]);
+      const current = await tx.get<{ latest_version: number; max_version: number | null }>("SELECT latest_version, (SELECT MAX(version) FROM artifact_versions WHERE artifact_id = ?) AS max_version FROM artifacts WHERE id = ?", [id, id]);
       // the checks above were made for version nextVersion: another publish in between makes them stale
-      if ((current?.latest_version ?? 0) !== nextVersion - 1) throw new ApiError("conflict", `Artifact ${id} got version ${current?.latest_version} while this one was being checked; publish again`, { latestVersion: current?.latest_version });
+      if ((current?.max_version ?? 0) !== nextVersion - 1) throw new ApiError("conflict", `Artifact ${id} got version ${current?.max_version} while this one was being checked; publish again`, { latestVersion: current?.latest_version });
       const n = nextVersion;
       if (current) await tx.run("UPDATE artifacts SET title = ?, latest_version = ?, updated_at = ? WHERE id = ?", [title, n, now, id]);
       else await tx.run("INSERT INTO artifacts (id, kind, title, owner, latest_version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)", [id, kind, title, owner, now, now]);
-      await tx.run("INSERT INTO artifact_versions (artifact_id, version, title, files, outline, warnings, published_at, published_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
-        id, n, title, JSON.stringify(entries), JSON.stringify(outline), JSON.stringify(warnings), now, input.publishedBy ?? (input.author.kind === "identity" ? input.author.id : null),
+      await tx.run("INSERT INTO artifact_versions (artifact_id, version, title, files, outline, warnings, published_at, published_by, publish_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        id, n, title, JSON.stringify(entries), JSON.stringify(outline), JSON.stringify(warnings), now, input.publishedBy ?? (input.author.kind === "identity" ? input.author.id : null), input.publishKey ?? null,
       ]);
       for (const e of entries) await this.files.addReference(tx, e.file.id, { kind: "artifact", id, path: `/versions/${n}/${e.path}` });
       if (outline.checks?.checked) for (const s of outline.checks.slides) await this.files.addReference(tx, s.screenshot.id, { kind: "artifact", id, path: `/versions/${n}/checks/slide-${s.number}.png` });
@@ -430,9 +440,33 @@ export class ArtifactStore {
       }
       return n;
     });
+    return this.published(id, written);
+  }
+
+  private async published(id: string, n: number): Promise<{ artifact: Artifact; version: ArtifactVersion }> {
     const artifact = await this.get({ kind: "system" }, id);
-    const { kind: _kind, latestVersion: _latest, artifactTitle: _title, ...version } = await this.version({ kind: "system" }, id, written);
+    const { kind: _kind, latestVersion: _latest, artifactTitle: _title, ...version } = await this.version({ kind: "system" }, id, n);
     return { artifact, version };
+  }
+
+  /**
+   * Withdraws every version published under a key starting with `keyPrefix` (spec 4.3: retrying a
+   * failed agent reply removes what it published). A withdrawn version is no longer readable (404 saying
+   * so; addresses pinned to it show as unavailable), its number is never reused, and an artifact's latest
+   * becomes its newest version still standing; an artifact with none left is gone from every read.
+   * @returns the versions withdrawn now (none twice)
+   */
+  async withdraw(keyPrefix: string): Promise<Array<{ artifactId: string; version: number }>> {
+    if (!keyPrefix) throw new Error("withdraw needs a key prefix");
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.all<{ artifact_id: string; version: number }>("SELECT artifact_id, version FROM artifact_versions WHERE publish_key >= ? AND publish_key < ? AND withdrawn_at IS NULL", [keyPrefix, `${keyPrefix}\uffff`]);
+      const now = nowIso();
+      for (const r of rows) await tx.run("UPDATE artifact_versions SET withdrawn_at = ? WHERE artifact_id = ? AND version = ?", [now, r.artifact_id, r.version]);
+      for (const id of new Set(rows.map((r) => r.artifact_id))) {
+        await tx.run("UPDATE artifacts SET latest_version = COALESCE((SELECT MAX(version) FROM artifact_versions WHERE artifact_id = ? AND withdrawn_at IS NULL), 0), updated_at = ? WHERE id = ?", [id, now, id]);
+      }
+      return rows.map((r) => ({ artifactId: r.artifact_id, version: r.version }));
+    });
   }
 
   /** An identity may put into a version the files it uploaded and the files of its own artifacts; system code any file. */

@@ -17,6 +17,7 @@ import type { DomainEventEnvelope } from "../events/catalog";
  * | `can.viewTopic(topic)` | `view:topic:<topic>` | events of a topic without an object subject (schedules, syncs, ...) |
  * | `can.manage("webhooks")` | `manage:webhooks` | list and read webhook runs, replay deliveries |
  * | `can.manage("schedules")` | `manage:schedules` | list schedules, pause, unpause, trigger |
+ * | `can.useAgent(id)` | `use:agent:<id>` | start conversations with that agent; read and stream only your own |
  */
 export const can = {
   view: (objectTypeId: string) => `view:object:${objectTypeId}`,
@@ -29,6 +30,7 @@ export const can = {
   observe: (what: "logs") => `observe:${what}`,
   viewTopic: (topic: string) => `view:topic:${topic}`,
   manage: (what: "webhooks" | "schedules") => `manage:${what}`,
+  useAgent: (agentId: string) => `use:agent:${agentId}`,
 } as const;
 
 /** The authenticated caller of a request. */

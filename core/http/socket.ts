@@ -9,16 +9,31 @@ export function sendFrame(peer: Peer, frame: unknown): void {
 }
 
 /**
- * The subscription protocol shared by `/ws/events` and `/ws/logs` (spec 6.5): `connected` on open; a
- * `subscribe` message validated by `schema` (a second one replaces the first: one subscription per
- * socket); `unsubscribe` → `unsubscribed`; malformed messages → `{ type: "error", message }`; a read
- * error ends the subscription with `reset` (`cursor_expired`) or `error`. `start` acknowledges and
- * starts the subscription, answering its stop function.
+ * Handles one client message of a type other than `subscribe`/`unsubscribe` (`replay` on
+ * `/ws/agents`): it gets the parsed JSON as sent, validates it and answers on the peer itself; it
+ * never changes the socket's subscription. A thrown `ApiError` becomes an error frame.
+ */
+export type SocketMessageHandler = (peer: Peer, principal: Principal, message: unknown) => Promise<void> | void;
+
+/**
+ * The subscription protocol shared by `/ws/events`, `/ws/logs` and `/ws/agents` (spec 6.5):
+ * `connected` on open; a `subscribe` message validated by `schema` (a second one replaces the first:
+ * one subscription per socket); `unsubscribe` → `unsubscribed`; malformed messages →
+ * `{ type: "error", message }`; a read error ends the subscription with `reset` (`cursor_expired`) or
+ * `error`. `start` acknowledges and starts the subscription, answering its stop function; when it
+ * throws, no subscription is left and the error is sent as an `error` frame.
+ *
+ * Options for `/ws/agents` (off for the others, whose frames stay as they are): `handlers` answer other
+ * message types (see {@link SocketMessageHandler}); `errorCodes` adds `code` to error frames
+ * (`invalid_request` for malformed messages, the `ApiError`'s code otherwise, `internal` for anything
+ * else).
  */
 export function subscriptionSocket<S>(opts: {
   authenticate(request: Request): Promise<Principal>;
   schema: v.GenericSchema<unknown, S>;
   start(peer: Peer, principal: Principal, subscribe: S, onReadError: (err: unknown) => void): Promise<() => void>;
+  handlers?: Record<string, SocketMessageHandler>;
+  errorCodes?: boolean;
 }): Partial<Hooks> {
   const subscriptions = new Map<string, () => void>();
   /** Bumped by every subscribe, unsubscribe and close: a subscription started for an older one is stopped at once. */
@@ -27,6 +42,11 @@ export function subscriptionSocket<S>(opts: {
     generations.set(peer.id, (generations.get(peer.id) ?? 0) + 1);
     subscriptions.get(peer.id)?.();
     subscriptions.delete(peer.id);
+  };
+  const invalid = (peer: Peer, message: string) => sendFrame(peer, opts.errorCodes ? { type: "error", code: "invalid_request", message } : { type: "error", message });
+  const failed = (peer: Peer, err: unknown, fallback: string) => {
+    const message = isApiError(err) ? err.message : fallback;
+    sendFrame(peer, opts.errorCodes ? { type: "error", code: isApiError(err) ? err.code : "internal", message } : { type: "error", message });
   };
   return {
     async upgrade(request) {
@@ -38,25 +58,40 @@ export function subscriptionSocket<S>(opts: {
       try {
         data = JSON.parse(message.text());
       } catch {
-        return sendFrame(peer, { type: "error", message: "Messages are JSON objects" });
+        return invalid(peer, "Messages are JSON objects");
       }
       const type = (data as { type?: unknown })?.type;
       if (type === "unsubscribe") {
         stop(peer);
         return sendFrame(peer, { type: "unsubscribed" });
       }
-      if (type !== "subscribe") return sendFrame(peer, { type: "error", message: `Unknown message type ${JSON.stringify(type)}` });
+      const handler = typeof type === "string" && type !== "subscribe" && opts.handlers && Object.hasOwn(opts.handlers, type) ? opts.handlers[type] : undefined;
+      if (handler) {
+        try {
+          return await handler(peer, peer.context.principal as Principal, data);
+        } catch (err) {
+          return failed(peer, err, "The request failed");
+        }
+      }
+      if (type !== "subscribe") return invalid(peer, `Unknown message type ${JSON.stringify(type)}`);
       const parsed = v.safeParse(opts.schema, data);
-      if (!parsed.success) return sendFrame(peer, { type: "error", message: `Invalid subscribe: ${v.getDotPath(parsed.issues[0]) ?? "message"} ${parsed.issues[0].message}` });
+      if (!parsed.success) return invalid(peer, `Invalid subscribe: ${v.getDotPath(parsed.issues[0]) ?? "message"} ${parsed.issues[0].message}`);
       stop(peer);
       const generation = generations.get(peer.id)!;
       const current = () => generations.get(peer.id) === generation;
       const onReadError = (err: unknown) => {
         if (!current()) return;
         subscriptions.delete(peer.id);
-        sendFrame(peer, isApiError(err) && err.code === "cursor_expired" ? { type: "reset", reason: "cursor_expired" } : { type: "error", message: isApiError(err) ? err.message : "The subscription failed" });
+        if (isApiError(err) && err.code === "cursor_expired") sendFrame(peer, { type: "reset", reason: "cursor_expired" });
+        else failed(peer, err, "The subscription failed");
       };
-      const unsubscribe = await opts.start(peer, peer.context.principal as Principal, parsed.output, onReadError);
+      let unsubscribe: () => void;
+      try {
+        unsubscribe = await opts.start(peer, peer.context.principal as Principal, parsed.output, onReadError);
+      } catch (err) {
+        if (current()) failed(peer, err, "The subscription failed");
+        return;
+      }
       if (current()) subscriptions.set(peer.id, unsubscribe);
       else unsubscribe(); // superseded or closed while starting
     },

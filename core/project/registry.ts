@@ -1,5 +1,5 @@
 import type { ProjectDefinition } from "../sdk/project";
-import type { ActionDefinition, ConnectorDefinition, ScheduleDefinition } from "../sdk/connector";
+import type { ActionDefinition, AgentDefinition, ConnectorDefinition, ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
 import { ApiError } from "../errors";
 
@@ -32,7 +32,7 @@ export class ProjectRegistry {
         this.actions.set(id, { id, connectorId: connector.id, definition: def });
       }
     }
-    for (const kind of ["schedules", "syncs", "pipelines"] as const) {
+    for (const kind of ["schedules", "syncs", "pipelines", "agents"] as const) {
       const seen = new Map<string, string>();
       for (const connector of definition.connectors ?? []) {
         for (const id of Object.keys(connector[kind] ?? {})) {
@@ -49,6 +49,20 @@ export class ProjectRegistry {
 
   get id(): string {
     return this.definition.id;
+  }
+
+  /** An agent by its global id, with its connector. @throws {ApiError} not_found */
+  agent(id: string): { id: string; connectorId: string; definition: AgentDefinition } {
+    for (const connector of this.connectors.values()) {
+      const definition = connector.agents?.[id];
+      if (definition) return { id, connectorId: connector.id, definition };
+    }
+    throw new ApiError("not_found", `No agent "${id}"`);
+  }
+
+  /** Every declared agent. */
+  agents(): Array<{ id: string; connectorId: string; definition: AgentDefinition }> {
+    return [...this.connectors.values()].flatMap((c) => Object.entries(c.agents ?? {}).map(([id, definition]) => ({ id, connectorId: c.id, definition })));
   }
 
   /** @throws {ApiError} not_found */

@@ -71,3 +71,22 @@ export interface SvcActivities {
   /** Appends `schedule.triggered` (once per occurrenceKey) and runs the schedule's handler (its writes once per occurrence). */
   runSchedule(input: { scheduleId: string; occurrenceAt: string; triggeredAt: string; occurrenceKey: string }): Promise<void>;
 }
+
+/** The status a reply run ends with (spec 4.3). */
+export type AgentRunEnd = "completed" | "failed" | "cancelled";
+
+/**
+ * The activities of an agent reply (spec 4.3; workflow `agentReply`, id = run id). Each is idempotent on
+ * (run, step, tool call): what a step did is stored with the run, so a retried or resumed activity
+ * answers the stored result instead of calling the model or a tool again (never a second published version).
+ */
+export interface AgentActivities {
+  /** Marks the run running (once) and answers the agent's step limit. */
+  agentRunStarted(input: { runId: string }): Promise<{ maxSteps: number }>;
+  /** One model call: streams its text into the run's output; answers how many tool calls it made (0: the reply is done). */
+  agentModelStep(input: { runId: string; step: number }): Promise<{ toolCalls: number }>;
+  /** Runs tool call `index` of step `step` as the conversation's user and stores its result. */
+  agentToolCall(input: { runId: string; step: number; index: number }): Promise<void>;
+  /** Records how the run ended (once). */
+  agentRunFinished(input: { runId: string; status: AgentRunEnd; error?: string }): Promise<void>;
+}

@@ -138,6 +138,41 @@ export interface ConnectorDefinition {
   schedules?: Record<string, ScheduleDefinition>;
   syncs?: Record<string, SyncDefinition<any>>;
   pipelines?: Record<string, PipelineDefinition<any>>;
+  /** Agents by id (global across the project): conversations whose replies run durably (spec 1, 4.3). */
+  agents?: Record<string, AgentDefinition>;
+}
+
+/**
+ * The tools an agent may use (spec 4.3), each acting as the user of the conversation: read objects
+ * they may see, run actions they may run, publish an artifact, publish the next version of one, read
+ * an artifact by address.
+ */
+export const AGENT_TOOLS = ["read_objects", "run_action", "publish_artifact", "publish_version", "read_artifact"] as const;
+export type AgentTool = (typeof AGENT_TOOLS)[number];
+
+/**
+ * An agent (spec 1, 4.3): its instructions (the system prompt, before the runtime's own rules such as
+ * pinning versions in addresses), the tools it may use (default: all of {@link AGENT_TOOLS}), and the
+ * model (default: the service's `SVC_AGENT_MODEL`, the scripted model unless configured).
+ */
+export interface AgentDefinition {
+  title?: string;
+  instructions: string;
+  tools?: readonly AgentTool[];
+  /** `scripted`, `openai-compatible:<model>` or `anthropic:<model>`; default the service's. */
+  model?: string;
+  /** The most model calls one reply makes (default 8): a reply that needs more fails, saying so. */
+  maxSteps?: number;
+}
+
+/**
+ * Declares an agent.
+ * @throws Error when a tool is not one of {@link AGENT_TOOLS} or maxSteps is not 1..50
+ */
+export function defineAgent(def: AgentDefinition): AgentDefinition {
+  for (const tool of def.tools ?? []) if (!(AGENT_TOOLS as readonly string[]).includes(tool)) throw new Error(`Unknown agent tool "${tool}"; tools are: ${AGENT_TOOLS.join(", ")}`);
+  if (def.maxSteps !== undefined && !(Number.isInteger(def.maxSteps) && def.maxSteps >= 1 && def.maxSteps <= 50)) throw new Error("maxSteps must be an integer from 1 to 50");
+  return def;
 }
 
 /** Declares a sync; `input` (a valibot schema) types `ctx.input`. */

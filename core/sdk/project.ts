@@ -115,6 +115,7 @@ export function allPermissions(project: ProjectDefinition): string[] {
     can.observe("logs"),
     can.manage("webhooks"),
     can.manage("schedules"),
+    ...(project.connectors ?? []).flatMap((c) => Object.keys(c.agents ?? {}).map(can.useAgent)),
     ...TOPICS.map(can.viewTopic),
   ];
 }

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { definePlugin, propertyDef } from "../../core/plugin-api";
+import { AGENT_TOOLS, definePlugin, propertyDef } from "../../core/plugin-api";
 
 const ProjectSchema = v.object({
   id: v.string(),
@@ -7,15 +7,16 @@ const ProjectSchema = v.object({
   objectTypes: v.array(v.object({ id: v.string(), title: v.optional(v.string()), properties: v.record(v.string(), v.object({ type: v.string(), required: v.boolean() })) })),
   linkTypes: v.array(v.object({ id: v.string(), source: v.string(), target: v.string() })),
   telemetry: v.array(v.object({ propertyId: v.string(), objectTypeId: v.string(), unit: v.optional(v.string()) })),
-  connectors: v.array(v.object({ id: v.string(), actions: v.array(v.string()), webhooks: v.array(v.string()), schedules: v.array(v.string()) })),
+  connectors: v.array(v.object({ id: v.string(), actions: v.array(v.string()), webhooks: v.array(v.string()), schedules: v.array(v.string()), agents: v.array(v.string()) })),
   actions: v.array(v.object({ id: v.string(), connectorId: v.string(), subjectType: v.optional(v.string()), hasEffect: v.boolean() })),
   workflows: v.array(v.object({ id: v.string(), title: v.optional(v.string()) })),
+  agents: v.array(v.object({ id: v.string(), connectorId: v.string(), title: v.optional(v.string()), tools: v.array(v.string()), model: v.string() })),
 });
 
 /** `GET /api/project` (spec 4.1): project information. */
 export default definePlugin({
   name: "project",
-  setup({ routes, project }) {
+  setup({ routes, project, config }) {
     const d = project.definition;
     const info = {
       id: d.id,
@@ -27,15 +28,16 @@ export default definePlugin({
       })),
       linkTypes: Object.entries(d.linkTypes ?? {}).map(([id, l]) => ({ id, source: l.source, target: l.target })),
       telemetry: Object.entries(d.telemetry ?? {}).map(([propertyId, t]) => ({ propertyId, objectTypeId: t.objectTypeId, ...(t.unit ? { unit: t.unit } : {}) })),
-      connectors: [...project.connectors.values()].map((c) => ({ id: c.id, actions: Object.keys(c.actions ?? {}), webhooks: Object.keys(c.webhooks ?? {}), schedules: Object.keys(c.schedules ?? {}) })),
+      connectors: [...project.connectors.values()].map((c) => ({ id: c.id, actions: Object.keys(c.actions ?? {}), webhooks: Object.keys(c.webhooks ?? {}), schedules: Object.keys(c.schedules ?? {}), agents: Object.keys(c.agents ?? {}) })),
       actions: [...project.actions.values()].map((a) => ({ id: a.id, connectorId: a.connectorId, ...(a.definition.subject ? { subjectType: a.definition.subject.objectTypeId } : {}), hasEffect: !!a.definition.effect })),
       workflows: [...project.workflows.entries()].map(([id, w]) => ({ id, ...(w.title ? { title: w.title } : {}) })),
+      agents: project.agents().map((a) => ({ id: a.id, connectorId: a.connectorId, ...(a.definition.title ? { title: a.definition.title } : {}), tools: [...(a.definition.tools ?? AGENT_TOOLS)], model: a.definition.model ?? config.agentModel })),
     };
     routes.add({
       method: "GET",
       path: "/api/project",
       summary: "Project information",
-      description: "The project's id, name, object types, link types, telemetry, connectors, actions and workflows.",
+      description: "The project's id, name, object types, link types, telemetry, connectors, actions, workflows and agents.",
       tags: ["project"],
       auth: "bearer",
       responses: { 200: { description: "Project information", schema: ProjectSchema } },

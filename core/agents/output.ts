@@ -1,0 +1,272 @@
+import { EventEmitter } from "node:events";
+import { inject, injectable } from "../di";
+import { Database, type SqlReader, type SqlWriter } from "../store/db";
+import { CONFIG, type Config } from "../config";
+import { LOGGER, type Logger } from "../logger";
+import { Lifecycle } from "../lifecycle";
+import { ApiError } from "../errors";
+import { nowIso } from "../ids";
+import type { Principal } from "../auth/permissions";
+
+/** How often retention runs (spec 6.5 rule 3: what it removes is answered with a null cursor). */
+export const AGENT_OUTPUT_PRUNE_EVERY_MS = 60_000;
+
+/** The record kinds a reply run writes (see {@link AgentOutput}); `activity` ones also reach activity subscriptions. */
+export const AGENT_OUTPUT_KINDS = ["text", "tool.call", "tool.result", "artifact.published", "artifact.withdrawn", "error", "run.started", "run.finished"] as const;
+export type AgentOutputKind = (typeof AGENT_OUTPUT_KINDS)[number];
+
+/**
+ * One record to append (spec 6.5).
+ *
+ * - `runId`: the reply run it belongs to; `owner`: the identity id owning the run's conversation
+ *   (activity subscriptions are scoped by it).
+ * - `kind` and `data`: see {@link AgentOutput}; `data` is stored as JSON (`undefined` becomes `null`).
+ * - `key`: an idempotency key; appending a key that already exists writes nothing and answers the
+ *   stored record (a retried activity never streams twice).
+ * - `activity`: also an activity record (`run.started`, `run.finished`, `artifact.published`).
+ */
+export interface OutputRecordInput {
+  runId: string;
+  owner: string;
+  kind: string;
+  data: unknown;
+  key?: string;
+  activity?: boolean;
+}
+
+/**
+ * A retained record as readers get it: `cursor` is opaque ({@link encodeOutputCursor}), `at` the ISO
+ * time it was appended. `/ws/agents` frames it as `{ type: "record", runId, cursor, record: { kind, data, at } }`.
+ */
+export interface OutputRecord {
+  cursor: string;
+  runId: string;
+  kind: string;
+  data: unknown;
+  at: string;
+}
+
+/** What a read covers: one run's output, or the activity records of the runs `activityOf` (an identity id) owns. */
+export type OutputScope = { runId: string } | { activityOf: string };
+
+/**
+ * A reply run's state as `/ws/agents` sends it in `run.snapshot` frames (spec 4.3, 6.5): status,
+ * the versions it published (withdrawn ones flagged), model usage, the error of a failed run, and the
+ * retry links between a failed run and the run retrying it.
+ */
+export interface AgentRunState {
+  runId: string;
+  conversationId: string;
+  agentId: string;
+  status: "queued" | "running" | "completed" | "failed" | "cancelled";
+  retryOf?: string;
+  retriedBy?: string;
+  published: Array<{ artifactId: string; version: number; title: string; kind: string; address: string; withdrawn: boolean }>;
+  usage: { inputTokens: number; outputTokens: number; modelCalls: number };
+  error?: { message: string };
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * What `/ws/agents` needs of the reply runs (implemented by the agent runs service): the access
+ * check and state of one run, and a notifier of state changes.
+ */
+export interface AgentRunAccess {
+  /** The run's state for `principal` (its conversation's owner only). @throws ApiError not_found (no such run, or not yours) */
+  state(principal: Principal, runId: string): Promise<AgentRunState>;
+  /** Emits ("changed", runId) whenever a run's state changes. */
+  changes: EventEmitter;
+}
+
+const CURSOR_PREFIX = "ao1";
+
+/**
+ * Encodes a position of the agent output as an opaque cursor: base64url of `ao1:<seq>` (not
+ * interchangeable with `/ws/events` cursors, which carry the stream's epoch).
+ */
+export function encodeOutputCursor(seq: number): string {
+  return Buffer.from(`${CURSOR_PREFIX}:${seq}`).toString("base64url");
+}
+
+/**
+ * Decodes an agent output cursor into its position.
+ * @throws {ApiError} invalid_request when the string is not a cursor of the agent output
+ */
+export function decodeOutputCursor(cursor: string): number {
+  const parts = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8").split(":") : [];
+  const seq = Number(parts[1]);
+  if (parts.length !== 2 || parts[0] !== CURSOR_PREFIX || !/^\d+$/.test(parts[1]!) || !Number.isSafeInteger(seq)) {
+    throw new ApiError("invalid_request", "afterCursor is not a cursor of this agent output", { afterCursor: cursor });
+  }
+  return seq;
+}
+
+interface OutputRow {
+  seq: number;
+  run_id: string;
+  kind: string;
+  data: string;
+  created_at: string;
+}
+
+const COLUMNS = "seq, run_id, kind, data, created_at";
+const toRecord = (r: OutputRow): OutputRecord => ({ cursor: encodeOutputCursor(r.seq), runId: r.run_id, kind: r.kind, data: JSON.parse(r.data), at: r.created_at });
+
+/** The WHERE clause of a scope (the activity one matches the partial index `agent_output_activity`). */
+function scopeWhere(scope: OutputScope): { sql: string; params: string[] } {
+  if ("runId" in scope) return { sql: "run_id = ?", params: [scope.runId] };
+  return { sql: "owner = ? AND activity = 1", params: [scope.activityOf] };
+}
+
+/**
+ * Retained output of agent reply runs (spec 6.5, `/ws/agents`), in the `agent_output` table: one
+ * sequence (`seq`) orders every record; readers page it with opaque cursors; `notifier` emits
+ * "appended" after every commit that added records (live subscriptions read again then, see
+ * `cursorPump`).
+ *
+ * Record kinds and their `data`:
+ *
+ * | kind | data | activity |
+ * |---|---|---|
+ * | `text` | `{ delta }` (a piece of the reply's text) | no |
+ * | `tool.call` | `{ id, name, input }` | no |
+ * | `tool.result` | `{ id, name, result, isError }` | no |
+ * | `artifact.published` | `{ artifactId, version, title, kind, address }` | yes |
+ * | `artifact.withdrawn` | `{ artifactId, version }` (a retried failed reply withdrew it) | no |
+ * | `error` | `{ message }` | no |
+ * | `run.started` | `{ runId, agentId, conversationId }` | yes |
+ * | `run.finished` | `{ runId, status }` | yes |
+ *
+ * Retention (`SVC_AGENT_OUTPUT_RETENTION_MS`, default 7 days): once a minute {@link AgentOutput.prune}
+ * deletes older records and raises `agent_output_pruned.through_seq` in the same transaction; a read
+ * from a cursor below that mark answers `reset: true` (rule 3: resume from the earliest available).
+ */
+@injectable()
+export class AgentOutput {
+  /** Emits "appended" after a commit that added records. */
+  readonly notifier = new EventEmitter();
+
+  constructor(
+    @inject(Database) private readonly db: Database,
+    @inject(CONFIG) private readonly config: Config,
+    @inject(Lifecycle) lifecycle: Lifecycle,
+    @inject(LOGGER) private readonly log: Logger,
+  ) {
+    this.notifier.setMaxListeners(0);
+    lifecycle.every(AGENT_OUTPUT_PRUNE_EVERY_MS, () =>
+      this.prune().then(
+        ({ deleted }) => deleted && this.log.info({ deleted }, "pruned agent output"),
+        (err) => this.log.warn({ err }, "agent output retention failed"),
+      ),
+    );
+  }
+
+  /**
+   * Appends records in one transaction, in order, then emits "appended". A record whose `key` is
+   * already stored is not written again: the stored record is answered in its place.
+   *
+   * @returns the records as stored, in the input's order
+   * @throws the SQLite error (nothing is written)
+   */
+  async append(records: OutputRecordInput[]): Promise<OutputRecord[]> {
+    if (records.length === 0) return [];
+    const { stored, added } = await this.db.transaction((tx) => this.insert(tx, records));
+    if (added) this.notifyAppended();
+    return stored;
+  }
+
+  /**
+   * {@link AgentOutput.append} inside the caller's transaction: the caller calls
+   * {@link AgentOutput.notifyAppended} after its commit (readers see the records only then).
+   */
+  async appendInTx(tx: SqlWriter, records: OutputRecordInput[]): Promise<OutputRecord[]> {
+    return (await this.insert(tx, records)).stored;
+  }
+
+  /** Wakes live readers: call after committing a transaction that used {@link AgentOutput.appendInTx}. */
+  notifyAppended(): void {
+    this.notifier.emit("appended");
+  }
+
+  private async insert(tx: SqlWriter, records: OutputRecordInput[]): Promise<{ stored: OutputRecord[]; added: boolean }> {
+    const stored: OutputRecord[] = [];
+    let added = false;
+    for (const r of records) {
+      const at = nowIso();
+      const { changes, lastID } = await tx.run("INSERT OR IGNORE INTO agent_output (run_id, owner, kind, data, key, activity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
+        r.runId,
+        r.owner,
+        r.kind,
+        JSON.stringify(r.data ?? null),
+        r.key ?? null,
+        r.activity ? 1 : 0,
+        at,
+      ]);
+      if (changes > 0) {
+        added = true;
+        stored.push({ cursor: encodeOutputCursor(lastID), runId: r.runId, kind: r.kind, data: JSON.parse(JSON.stringify(r.data ?? null)), at });
+      } else {
+        const existing = await tx.get<OutputRow>(`SELECT ${COLUMNS} FROM agent_output WHERE key = ?`, [r.key ?? null]);
+        if (!existing) throw new Error(`agent output record was neither written nor found (key ${JSON.stringify(r.key)})`);
+        stored.push(toRecord(existing));
+      }
+    }
+    return { stored, added };
+  }
+
+  /**
+   * Reads the scope's records after `afterCursor` (from its first retained record without one), in
+   * `seq` order, at most `limit`. `reset` is true when retention removed records after the cursor
+   * (the cursor is below `agent_output_pruned.through_seq`): the records then start at the earliest
+   * retained one of the scope (spec 6.5 rule 3).
+   *
+   * @param limit 0 answers only `reset` (no records)
+   * @throws {ApiError} invalid_request when `afterCursor` is not a cursor of the agent output
+   */
+  async read(scope: OutputScope, afterCursor: string | undefined, limit: number): Promise<{ records: OutputRecord[]; reset: boolean }> {
+    const after = afterCursor === undefined ? 0 : decodeOutputCursor(afterCursor);
+    const where = scopeWhere(scope);
+    // records first, the prune mark second: a prune committed in between can only make `reset`
+    // true for records that were all still there (never a silent gap)
+    const rows = limit > 0 ? await this.db.all<OutputRow>(`SELECT ${COLUMNS} FROM agent_output WHERE ${where.sql} AND seq > ? ORDER BY seq LIMIT ?`, [...where.params, after, limit]) : [];
+    const reset = afterCursor !== undefined && after < (await this.prunedThrough(this.db));
+    return { records: rows.map(toRecord), reset };
+  }
+
+  /** The cursor of the scope's newest record, or undefined when it has none (a live-only subscription starts after it). */
+  async latestCursor(scope: OutputScope): Promise<string | undefined> {
+    const where = scopeWhere(scope);
+    const row = await this.db.get<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM agent_output WHERE ${where.sql}`, where.params);
+    return row?.seq ? encodeOutputCursor(row.seq) : undefined;
+  }
+
+  /**
+   * Retention: in one transaction, deletes the oldest records up to (not including) the first one
+   * appended less than `agentOutputRetentionMs` before `now`, and raises `through_seq` to the last
+   * deleted position (it never goes down).
+   *
+   * @param now epoch milliseconds (default: the current time)
+   * @returns how many records were deleted and the prune mark after the pass
+   */
+  async prune(now: number = Date.now()): Promise<{ deleted: number; throughSeq: number }> {
+    const cutoff = new Date(now - this.config.agentOutputRetentionMs).toISOString();
+    return this.db.transaction(async (tx) => {
+      const through = await this.prunedThrough(tx);
+      // output is appended in time order: delete the prefix that is older than the cutoff
+      const young = await tx.get<{ seq: number }>("SELECT seq FROM agent_output WHERE created_at >= ? ORDER BY seq LIMIT 1", [cutoff]);
+      const last = young
+        ? await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM agent_output WHERE seq < ?", [young.seq])
+        : await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM agent_output");
+      const upTo = last?.seq ?? 0;
+      if (upTo <= through) return { deleted: 0, throughSeq: through };
+      const { changes } = await tx.run("DELETE FROM agent_output WHERE seq <= ?", [upTo]);
+      await tx.run("INSERT INTO agent_output_pruned (id, through_seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET through_seq = MAX(through_seq, excluded.through_seq)", [upTo]);
+      return { deleted: changes, throughSeq: upTo };
+    });
+  }
+
+  private async prunedThrough(reader: SqlReader): Promise<number> {
+    return (await reader.get<{ through_seq: number }>("SELECT through_seq FROM agent_output_pruned WHERE id = 1"))?.through_seq ?? 0;
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The activities of an agent reply (spec 4.3; see {@link AgentActivities}). What a step did is stored
+ * with the run before the activity answers, so a retried or resumed activity answers the stored result:
+ * the model is not called again for a step it finished, and a tool call is not run again (publishing is
+ * also keyed by the call in the artifact store, for the moment between publishing and storing).
+ * Everything the reply produces is appended to the run's output for /ws/agents, keyed, so a retry never
+ * duplicates a record.
+ */
+import { Context } from "@temporalio/activity";
+import { ApplicationFailure } from "@temporalio/common";
+import { isApiError } from "../errors";
+import type { AgentActivities } from "../sdk/activities-types";
+import type { ProjectRegistry } from "../project/registry";
+import type { AgentOutput } from "../agents/output";
+import { ModelError, type Model } from "../agents/model";
+import { AGENT_RULES, type AgentRuns, type StoredStep } from "./agents";
+import type { AgentTools, PublishResult } from "./agent-tools";
+
+/**
+ * @param deps.model the model for a model id (`scripted`, `openai-compatible:<model>`, …): the agent's
+ *   own, else the service's default
+ */
+export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutput; tools: AgentTools; project: ProjectRegistry; model: (id: string | undefined) => Model }): AgentActivities {
+  const { runs, output, tools, project } = deps;
+  const append = (row: { id: string; owner: string }, kind: string, data: unknown, key: string, activity = false) => output.append([{ runId: row.id, owner: row.owner, kind, data, key: `${row.id}:${key}`, activity }]);
+  return {
+    async agentRunStarted({ runId }) {
+      const row = await runs.runRow(runId);
+      await runs.setStatus(runId, "running");
+      return { maxSteps: project.agent(row.agent_id).definition.maxSteps ?? 8 };
+    },
+
+    async agentModelStep({ runId, step }) {
+      const row = await runs.runRow(runId);
+      const done = (JSON.parse(row.steps) as StoredStep[])[step];
+      if (done) return { toolCalls: done.model.toolCalls.length };
+      const agent = project.agent(row.agent_id).definition;
+      const ctx = Context.current();
+      const attempt = ctx.info.attempt;
+      // a retried model call streams its text again: readers drop what the failed attempt streamed of this step
+      if (attempt > 1) await append(row, "text.reset", { step, attempt }, `${step}:${attempt}:reset`);
+      let n = 0;
+      let pending = Promise.resolve();
+      const onText = (delta: string) => {
+        ctx.heartbeat();
+        const i = n++;
+        pending = pending.then(() => append(row, "text", { step, delta }, `${step}:${attempt}:text:${i}`).then(() => undefined));
+        return pending;
+      };
+      let result;
+      try {
+        result = await deps.model(agent.model).step(
+          { system: `${agent.instructions}\n\n${AGENT_RULES}`, messages: await runs.history(row), tools: tools.definitions(agent.tools), signal: ctx.cancellationSignal, retry: !!row.retry_of },
+          onText,
+        );
+      } catch (err) {
+        await pending;
+        if (err instanceof ModelError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, "ModelError");
+        throw err;
+      }
+      await pending;
+      await runs.saveStep(runId, step, { model: { text: result.text, toolCalls: result.toolCalls, usage: result.usage } });
+      for (const [i, call] of result.toolCalls.entries()) await append(row, "tool.call", { step, id: call.id, name: call.name, input: call.input }, `${step}:call:${i}`);
+      return { toolCalls: result.toolCalls.length };
+    },
+
+    async agentToolCall({ runId, step, index }) {
+      const row = await runs.runRow(runId);
+      const stored = (JSON.parse(row.steps) as StoredStep[])[step];
+      if (!stored) throw ApplicationFailure.nonRetryable(`Step ${step} of ${runId} has no model answer`, "AgentStepMissing");
+      if (stored.results[index]) return;
+      const call = stored.model.toolCalls[index]!;
+      let result: unknown;
+      let isError = false;
+      try {
+        result = await tools.execute(call, { principal: runs.principalOf(row), agentId: row.agent_id, runId, step, index });
+      } catch (err) {
+        if (!isApiError(err)) throw err; // infrastructure: retried
+        result = { error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
+        isError = true;
+      }
+      await runs.saveStep(runId, step, { result: { index, result, isError } });
+      await append(row, "tool.result", { step, id: call.id, name: call.name, result, isError }, `${step}:result:${index}`);
+      if (!isError && (call.name === "publish_artifact" || call.name === "publish_version")) {
+        const p = result as PublishResult;
+        await append(row, "artifact.published", { artifactId: p.artifactId, version: p.version, title: p.title, kind: p.kind, address: p.address }, `${step}:published:${index}`, true);
+      }
+    },
+
+    async agentRunFinished({ runId, status, error }) {
+      const row = await runs.runRow(runId);
+      if (!(await runs.setStatus(runId, status, error))) return;
+      if (status === "failed" && error) await append(row, "error", { message: error }, "error");
+      await append(row, "run.finished", { runId, status, ...(error ? { error } : {}) }, "run.finished", true);
+    },
+  };
+}

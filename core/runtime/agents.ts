@@ -1,0 +1,332 @@
+/**
+ * Agents' conversations and reply runs (spec 1, 4.3, 5): a conversation belongs to the user who started
+ * it; each user message queues a reply run on Temporal (workflow `agentReply`, id = run id) and answers
+ * `{ runId }`; only the owner reads a conversation or its runs (404 for everyone else). Cancel keeps what
+ * the reply published; retrying a failed reply withdraws what it published, then runs again.
+ */
+import { EventEmitter } from "node:events";
+import * as v from "valibot";
+import { inject, injectable } from "../di";
+import { ApiError } from "../errors";
+import { newId, nowIso } from "../ids";
+import { can, has, type Principal } from "../auth/permissions";
+import { Database, type SqlWriter } from "../store/db";
+import { ProjectRegistry } from "../project/registry";
+import { TemporalHost } from "../temporal/host";
+import { startRun } from "../temporal/start";
+import { ArtifactStore } from "../artifacts/store";
+import { AgentOutput, type AgentRunAccess, type AgentRunState } from "../agents/output";
+import type { ModelMessage, ToolCall } from "../agents/model";
+import type { AgentRunEnd } from "../sdk/activities-types";
+import type { PublishResult } from "./agent-tools";
+
+export const AGENT_RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
+
+/** A reply run's state (spec 6.5 `run.snapshot`): status, what it published (and whether withdrawn), usage. */
+export const AgentRunStateSchema = v.object({
+  runId: v.string(),
+  conversationId: v.string(),
+  agentId: v.string(),
+  status: v.picklist(AGENT_RUN_STATUSES),
+  retryOf: v.optional(v.string()),
+  retriedBy: v.optional(v.string()),
+  published: v.array(v.object({ artifactId: v.string(), version: v.number(), title: v.string(), kind: v.string(), address: v.string(), withdrawn: v.boolean() })),
+  usage: v.object({ inputTokens: v.number(), outputTokens: v.number(), modelCalls: v.number() }),
+  error: v.optional(v.object({ message: v.string() })),
+  createdAt: v.string(),
+  updatedAt: v.string(),
+});
+
+/** A conversation with its messages (oldest first) and its reply runs. */
+export const ConversationSchema = v.object({
+  id: v.string(),
+  agentId: v.string(),
+  title: v.string(),
+  owner: v.string(),
+  createdAt: v.string(),
+  updatedAt: v.string(),
+  messages: v.array(v.object({ seq: v.number(), role: v.picklist(["user", "assistant"]), text: v.string(), runId: v.optional(v.string()), createdAt: v.string() })),
+  runs: v.array(AgentRunStateSchema),
+});
+export type Conversation = v.InferOutput<typeof ConversationSchema>;
+
+/** What one step of a run did: the model's answer, then each tool call's result (the activities' memo). */
+export interface StoredStep {
+  model: { text: string; toolCalls: ToolCall[]; usage: { inputTokens: number; outputTokens: number } };
+  results: Array<{ result: unknown; isError: boolean } | null>;
+}
+
+export interface RunRow {
+  id: string;
+  conversation_id: string;
+  agent_id: string;
+  owner: string;
+  message_seq: number;
+  status: AgentRunState["status"];
+  retry_of: string | null;
+  retried_by: string | null;
+  error: string | null;
+  usage: string;
+  steps: string;
+  created_at: string;
+  updated_at: string;
+}
+interface ConversationRow { id: string; agent_id: string; owner: string; title: string; created_at: string; updated_at: string }
+
+/** The runtime's rules every agent is given after its own instructions (spec 4.3). */
+export const AGENT_RULES = [
+  "Publish what the user asks for as an artifact (publish_artifact). When the user asks for a change to something you published, publish the next version of that same artifact (publish_version), never a new one.",
+  "Pin versions in every artifact address you write: artifact:<id>@<version>. An address without a version follows the latest version.",
+  "Decks are laid out in a headless browser when published; fix what the deck check warns about when the user asks.",
+].join("\n");
+
+/** Conversations and reply runs; also what /ws/agents checks access with ({@link AgentRunAccess}). */
+@injectable()
+export class AgentRuns implements AgentRunAccess {
+  /** Emits ("changed", runId) whenever a run's state changes. */
+  readonly changes = new EventEmitter();
+
+  constructor(
+    @inject(Database) private readonly db: Database,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
+    @inject(TemporalHost) private readonly temporal: TemporalHost,
+    @inject(ArtifactStore) private readonly artifacts: ArtifactStore,
+    @inject(AgentOutput) private readonly output: AgentOutput,
+  ) {
+    this.changes.setMaxListeners(0);
+  }
+
+  /**
+   * Starts a conversation with an agent, and queues the reply to `message` when given.
+   * @throws {ApiError} not_found (no such agent), forbidden (no `use:agent:<id>`)
+   */
+  async start(principal: Principal, agentId: string, input: { title?: string; message?: string }): Promise<{ conversation: Conversation; runId?: string }> {
+    this.project.agent(agentId);
+    if (!has(principal, can.useAgent(agentId))) throw new ApiError("forbidden", `You may not use agent "${agentId}" (needs ${can.useAgent(agentId)})`);
+    const id = newId("conv");
+    const now = nowIso();
+    const title = input.title ?? (input.message ? input.message.slice(0, 80) : `Conversation with ${agentId}`);
+    await this.db.transaction((tx) => tx.run("INSERT INTO agent_conversations (id, agent_id, owner, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)", [id, agentId, principal.id, title, now, now]));
+    const runId = input.message !== undefined ? (await this.post(principal, id, input.message)).runId : undefined;
+    return { conversation: await this.conversation(principal, id), ...(runId ? { runId } : {}) };
+  }
+
+  /**
+   * Posts a user message and queues its reply run; answers once Temporal has it (spec 4.3).
+   * @throws {ApiError} not_found, forbidden, conflict (a reply is still queued or running), unavailable (Temporal refused)
+   */
+  async post(principal: Principal, conversationId: string, text: string): Promise<{ runId: string; conversationId: string }> {
+    const conv = await this.conversationRow(principal, conversationId);
+    if (!has(principal, can.useAgent(conv.agent_id))) throw new ApiError("forbidden", `You may not use agent "${conv.agent_id}"`);
+    const runId = newId("arun");
+    const now = nowIso();
+    await this.db.transaction(async (tx) => {
+      const busy = await tx.get<{ id: string }>("SELECT id FROM agent_runs WHERE conversation_id = ? AND status IN ('queued', 'running')", [conversationId]);
+      if (busy) throw new ApiError("conflict", `A reply is still running in this conversation (${busy.id}); wait for it or cancel it`, { runId: busy.id });
+      const seq = ((await tx.get<{ n: number | null }>("SELECT MAX(seq) AS n FROM agent_messages WHERE conversation_id = ?", [conversationId]))?.n ?? 0) + 1;
+      await tx.run("INSERT INTO agent_messages (conversation_id, seq, role, text, run_id, created_at) VALUES (?, ?, 'user', ?, ?, ?)", [conversationId, seq, text, runId, now]);
+      await this.insertRun(tx, { runId, conv, seq, retryOf: null, now });
+    });
+    await this.queue(runId, conversationId);
+    return { runId, conversationId };
+  }
+
+  /** A conversation of the caller's. @throws {ApiError} not_found (also for another user's) */
+  async conversation(principal: Principal, id: string): Promise<Conversation> {
+    const conv = await this.conversationRow(principal, id);
+    const messages = await this.db.all<{ seq: number; role: "user" | "assistant"; text: string; run_id: string | null; created_at: string }>("SELECT * FROM agent_messages WHERE conversation_id = ? ORDER BY seq", [id]);
+    const runs = await this.db.all<RunRow>("SELECT * FROM agent_runs WHERE conversation_id = ? ORDER BY created_at, id", [id]);
+    return {
+      id: conv.id, agentId: conv.agent_id, title: conv.title, owner: conv.owner, createdAt: conv.created_at, updatedAt: conv.updated_at,
+      messages: messages.map((m) => ({ seq: m.seq, role: m.role, text: m.text, ...(m.run_id ? { runId: m.run_id } : {}), createdAt: m.created_at })),
+      runs: await Promise.all(runs.map((r) => this.toState(r))),
+    };
+  }
+
+  /** The caller's conversations, newest first. */
+  async conversations(principal: Principal): Promise<Array<Omit<Conversation, "messages" | "runs">>> {
+    const rows = await this.db.all<ConversationRow>("SELECT * FROM agent_conversations WHERE owner = ? ORDER BY updated_at DESC LIMIT 200", [principal.id]);
+    return rows.map((c) => ({ id: c.id, agentId: c.agent_id, title: c.title, owner: c.owner, createdAt: c.created_at, updatedAt: c.updated_at }));
+  }
+
+  /** A run's state, for its conversation's owner only. @throws {ApiError} not_found */
+  async state(principal: Principal, runId: string): Promise<AgentRunState> {
+    return this.toState(await this.runRow(runId, principal));
+  }
+
+  /**
+   * Cancels a queued or running reply: what it already published stays (spec 4.3). A finished run is
+   * answered as it is. @throws {ApiError} not_found
+   */
+  async cancel(principal: Principal, runId: string): Promise<AgentRunState> {
+    const row = await this.runRow(runId, principal);
+    if (row.status === "queued" || row.status === "running") await this.temporal.client.workflow.getHandle(runId).cancel();
+    return this.toState(row);
+  }
+
+  /**
+   * Retries a failed reply (spec 4.3): first withdraws every version it published (no longer readable;
+   * numbers are not reused; addresses pinned to them show as unavailable), then queues a new run that
+   * answers the same message. @throws {ApiError} not_found, conflict (not failed, or already retried)
+   */
+  async retry(principal: Principal, runId: string): Promise<{ runId: string; conversationId: string }> {
+    const row = await this.runRow(runId, principal);
+    if (row.status !== "failed") throw new ApiError("conflict", `Only a failed reply can be retried; ${runId} is ${row.status}`, { status: row.status });
+    if (row.retried_by) throw new ApiError("conflict", `${runId} was already retried by ${row.retried_by}`, { retriedBy: row.retried_by });
+    const withdrawn = await this.artifacts.withdraw(`agent:${runId}:`);
+    await this.output.append(withdrawn.map((w) => ({ runId, owner: row.owner, kind: "artifact.withdrawn", data: w, key: `${runId}:withdrawn:${w.artifactId}@${w.version}`, activity: true })));
+    const newRunId = newId("arun");
+    const now = nowIso();
+    const conv = (await this.db.get<ConversationRow>("SELECT * FROM agent_conversations WHERE id = ?", [row.conversation_id]))!;
+    await this.db.transaction(async (tx) => {
+      const again = await tx.get<{ retried_by: string | null }>("SELECT retried_by FROM agent_runs WHERE id = ?", [runId]);
+      if (again?.retried_by) throw new ApiError("conflict", `${runId} was already retried by ${again.retried_by}`);
+      await tx.run("UPDATE agent_runs SET retried_by = ?, updated_at = ? WHERE id = ?", [newRunId, now, runId]);
+      await this.insertRun(tx, { runId: newRunId, conv, seq: row.message_seq, retryOf: runId, now });
+    });
+    this.changes.emit("changed", runId);
+    await this.queue(newRunId, row.conversation_id);
+    return { runId: newRunId, conversationId: row.conversation_id };
+  }
+
+  // ---- used by the reply's activities ----
+
+  /** The run (any owner: system code). @throws {ApiError} not_found */
+  async runRow(runId: string, principal?: Principal): Promise<RunRow> {
+    const row = await this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]);
+    if (!row || (principal && row.owner !== principal.id)) throw new ApiError("not_found", `No agent run "${runId}"`);
+    return row;
+  }
+
+  /** The identity the run acts as: the conversation's owner, with their current permissions. */
+  principalOf(row: RunRow): Principal {
+    return { type: this.project.identityType(row.owner) ?? "user", id: row.owner, permissions: this.project.identityPermissions(row.owner) ?? new Set() };
+  }
+
+  /** Stores what a step did (the model's answer, or a tool result) and adds usage; emits a change. */
+  async saveStep(runId: string, step: number, update: { model?: StoredStep["model"]; result?: { index: number; result: unknown; isError: boolean } }): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const row = (await tx.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]))!;
+      const steps = JSON.parse(row.steps) as StoredStep[];
+      const usage = JSON.parse(row.usage) as AgentRunState["usage"];
+      if (update.model && !steps[step]) {
+        steps[step] = { model: update.model, results: update.model.toolCalls.map(() => null) };
+        usage.inputTokens += update.model.usage.inputTokens;
+        usage.outputTokens += update.model.usage.outputTokens;
+        usage.modelCalls += 1;
+      }
+      if (update.result && steps[step] && !steps[step]!.results[update.result.index]) steps[step]!.results[update.result.index] = { result: update.result.result, isError: update.result.isError };
+      await tx.run("UPDATE agent_runs SET steps = ?, usage = ?, updated_at = ? WHERE id = ?", [JSON.stringify(steps), JSON.stringify(usage), nowIso(), runId]);
+    });
+    this.changes.emit("changed", runId);
+  }
+
+  /** Sets the run's status (running once; an end once) and, on completion, stores the reply's text as the assistant message. @returns whether it changed */
+  async setStatus(runId: string, status: "running" | AgentRunEnd, error?: string): Promise<boolean> {
+    const changed = await this.db.transaction(async (tx) => {
+      const row = (await tx.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]))!;
+      const ended = row.status !== "queued" && row.status !== "running";
+      if (ended || (status === "running" && row.status === "running")) return false;
+      const now = nowIso();
+      await tx.run("UPDATE agent_runs SET status = ?, error = ?, updated_at = ? WHERE id = ?", [status, error ? JSON.stringify({ message: error }) : null, now, runId]);
+      if (status !== "running") {
+        const text = (JSON.parse(row.steps) as StoredStep[]).map((s) => s.model.text).filter(Boolean).join("\n\n");
+        if (status === "completed" || text) {
+          const seq = ((await tx.get<{ n: number | null }>("SELECT MAX(seq) AS n FROM agent_messages WHERE conversation_id = ?", [row.conversation_id]))?.n ?? 0) + 1;
+          await tx.run("INSERT INTO agent_messages (conversation_id, seq, role, text, run_id, created_at) VALUES (?, ?, 'assistant', ?, ?, ?)", [row.conversation_id, seq, text, runId, now]);
+        }
+        await tx.run("UPDATE agent_conversations SET updated_at = ? WHERE id = ?", [now, row.conversation_id]);
+      }
+      return true;
+    });
+    if (changed) this.changes.emit("changed", runId);
+    return changed;
+  }
+
+  /**
+   * The messages the model sees for a run: the conversation before its message (earlier replies with
+   * their tool calls and results, except replies that failed and were retried), its message, and what
+   * this run did so far.
+   */
+  async history(row: RunRow): Promise<ModelMessage[]> {
+    const messages = await this.db.all<{ seq: number; role: "user" | "assistant"; text: string; run_id: string | null }>("SELECT seq, role, text, run_id FROM agent_messages WHERE conversation_id = ? AND seq <= ? ORDER BY seq", [row.conversation_id, row.message_seq]);
+    const runs = await this.db.all<RunRow>("SELECT * FROM agent_runs WHERE conversation_id = ? AND retried_by IS NULL AND id <> ? ORDER BY created_at", [row.conversation_id, row.id]);
+    const out: ModelMessage[] = [];
+    for (const m of messages) {
+      if (m.role === "user") {
+        out.push({ role: "user", text: m.text });
+        const answer = runs.filter((r) => r.message_seq === m.seq).at(-1);
+        if (answer && m.seq < row.message_seq) out.push(...stepsAsMessages(JSON.parse(answer.steps)));
+      }
+    }
+    out.push(...stepsAsMessages(JSON.parse(row.steps)));
+    return out;
+  }
+
+  private async insertRun(tx: SqlWriter, r: { runId: string; conv: ConversationRow; seq: number; retryOf: string | null; now: string }): Promise<void> {
+    await tx.run("INSERT INTO agent_runs (id, conversation_id, agent_id, owner, message_seq, status, retry_of, usage, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)", [
+      r.runId, r.conv.id, r.conv.agent_id, r.conv.owner, r.seq, r.retryOf, JSON.stringify({ inputTokens: 0, outputTokens: 0, modelCalls: 0 }), r.now, r.now,
+    ]);
+    await tx.run("UPDATE agent_conversations SET updated_at = ? WHERE id = ?", [r.now, r.conv.id]);
+  }
+
+  /** Starts the reply on Temporal; a refusal removes the run again (nothing half-written) and answers 503. */
+  private async queue(runId: string, conversationId: string): Promise<void> {
+    const row = await this.runRow(runId);
+    try {
+      await startRun(this.temporal.client, { workflowType: "agentReply", workflowId: runId, taskQueue: this.temporal.taskQueue, args: [] });
+    } catch (err) {
+      await this.db.transaction(async (tx) => {
+        await tx.run("DELETE FROM agent_messages WHERE conversation_id = ? AND run_id = ? AND role = 'user' AND seq = ?", [conversationId, runId, row.message_seq]);
+        await tx.run("DELETE FROM agent_runs WHERE id = ?", [runId]);
+        if (row.retry_of) await tx.run("UPDATE agent_runs SET retried_by = NULL WHERE id = ?", [row.retry_of]);
+      });
+      throw new ApiError("unavailable", `Temporal did not queue the reply: ${(err as Error).message}`);
+    }
+    await this.output.append([{ runId, owner: row.owner, kind: "run.started", data: { runId, agentId: row.agent_id, conversationId, ...(row.retry_of ? { retryOf: row.retry_of } : {}) }, key: `${runId}:run.started`, activity: true }]);
+    this.changes.emit("changed", runId);
+  }
+
+  private async conversationRow(principal: Principal, id: string): Promise<ConversationRow> {
+    const conv = await this.db.get<ConversationRow>("SELECT * FROM agent_conversations WHERE id = ?", [id]);
+    if (!conv || conv.owner !== principal.id) throw new ApiError("not_found", `No conversation "${id}"`);
+    return conv;
+  }
+
+  private async toState(row: RunRow): Promise<AgentRunState> {
+    const steps = JSON.parse(row.steps) as StoredStep[];
+    const published: AgentRunState["published"] = [];
+    for (const step of steps) {
+      step.results.forEach((r, i) => {
+        const name = step.model.toolCalls[i]?.name;
+        if (r && !r.isError && (name === "publish_artifact" || name === "publish_version")) {
+          const p = r.result as PublishResult;
+          published.push({ artifactId: p.artifactId, version: p.version, title: p.title, kind: p.kind, address: p.address, withdrawn: false });
+        }
+      });
+    }
+    for (const p of published) {
+      const v2 = await this.db.get<{ withdrawn_at: string | null }>("SELECT withdrawn_at FROM artifact_versions WHERE artifact_id = ? AND version = ?", [p.artifactId, p.version]);
+      p.withdrawn = !!v2?.withdrawn_at;
+    }
+    return {
+      runId: row.id, conversationId: row.conversation_id, agentId: row.agent_id, status: row.status,
+      ...(row.retry_of ? { retryOf: row.retry_of } : {}), ...(row.retried_by ? { retriedBy: row.retried_by } : {}),
+      published, usage: JSON.parse(row.usage), ...(row.error ? { error: JSON.parse(row.error) } : {}), createdAt: row.created_at, updatedAt: row.updated_at,
+    };
+  }
+}
+
+/** A run's stored steps as model messages: each step's answer, then its tool results. */
+function stepsAsMessages(steps: StoredStep[]): ModelMessage[] {
+  const out: ModelMessage[] = [];
+  for (const s of steps) {
+    if (!s) continue;
+    out.push({ role: "assistant", text: s.model.text, toolCalls: s.model.toolCalls });
+    s.results.forEach((r, i) => {
+      const call = s.model.toolCalls[i]!;
+      if (r) out.push({ role: "tool", toolCallId: call.id, toolName: call.name, result: r.result, ...(r.isError ? { isError: true } : {}) });
+    });
+  }
+  return out;
+}

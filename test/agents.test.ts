@@ -1,0 +1,115 @@
+/**
+ * Agents against the real Temporal dev server (spec 1, 4.3, 5): replies are durable runs whose model
+ * and tool calls are activities, driven by the deterministic scripted model through the real tool path
+ * (uploads, the artifact store's checks, deck checks). Publish, a change request that publishes version
+ * 2 of the same artifact with pinned addresses, deck warnings back to the agent, cancel mid-reply,
+ * retry of a failed reply (withdrawal), and who may read what.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { client, eventually, startApp, tokenFor } from "./helpers";
+
+type App = Awaited<ReturnType<typeof startApp>>;
+let app: App;
+let dev: ReturnType<typeof client>;
+let alice: ReturnType<typeof client>;
+
+/** Waits until the run is no longer queued or running, and answers its state. */
+async function finished(c: ReturnType<typeof client>, runId: string): Promise<any> {
+  return eventually(async () => {
+    const res = await c.get(`/api/agent-runs/${runId}`);
+    expect(res.status).toBe(200);
+    return res.body.status === "queued" || res.body.status === "running" ? undefined : res.body;
+  }, 60_000);
+}
+
+async function converse(c: ReturnType<typeof client>, message: string): Promise<{ conversationId: string; runId: string }> {
+  const res = await c.post("/api/agents/assistant/conversations", { message });
+  expect(res.status).toBe(200);
+  return { conversationId: res.body.conversation.id, runId: res.body.runId };
+}
+
+beforeAll(async () => {
+  app = await startApp({ env: { SVC_DECK_CHECKS: "true" } });
+  dev = client(app);
+  alice = client(app, await tokenFor(app, "alice"));
+}, 120_000);
+
+afterAll(() => app?.close());
+
+describe("agent replies", () => {
+  it("publishes a document, then on a change request publishes version 2 of the same artifact, pinning addresses", async () => {
+    const { conversationId, runId } = await converse(dev, "Write a report titled Q4 outlook");
+    const run = await finished(dev, runId);
+    expect(run).toMatchObject({ status: "completed", published: [{ version: 1, kind: "document", title: "Q4 outlook", withdrawn: false }] });
+    expect(run.usage.modelCalls).toBe(2);
+    const artifactId = run.published[0].artifactId;
+    expect((await dev.get(`/api/artifacts/${artifactId}`)).body.owner).toBe("dev");
+
+    const change = await dev.post(`/api/conversations/${conversationId}/messages`, { text: "Please change it: add the risks" });
+    expect(change.status).toBe(200);
+    const second = await finished(dev, change.body.runId);
+    expect(second).toMatchObject({ status: "completed", published: [{ artifactId, version: 2 }] });
+    const v2 = await dev.get(`/api/artifacts/${artifactId}/versions/2/files/document.md`);
+    expect(v2.text ?? JSON.stringify(v2.body)).toContain(`artifact:${artifactId}@1`);
+
+    const conv = await dev.get(`/api/conversations/${conversationId}`);
+    expect(conv.body.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(conv.body.messages[1].text).toContain(`artifact:${artifactId}@1`);
+    expect(conv.body.runs).toHaveLength(2);
+  });
+
+  it("hands the deck check's warnings back to the agent", async () => {
+    const { runId } = await converse(dev, "Make a deck with small print, titled Board update");
+    const run = await finished(dev, runId);
+    expect(run.status).toBe("completed");
+    const out = await dev.get(`/api/agent-runs/${runId}/output?limit=500`);
+    const result = out.body.records.find((r: any) => r.kind === "tool.result").data.result;
+    expect(result.deckCheck.checked).toBe(true);
+    expect(result.warnings.some((w: any) => w.code === "small_text")).toBe(true);
+    const text = out.body.records.filter((r: any) => r.kind === "text").map((r: any) => r.data.delta).join("");
+    expect(text).toMatch(/small_text on slide 4/);
+  });
+
+  it("keeps what a cancelled reply published", async () => {
+    const { runId } = await converse(dev, "Write a document titled Slow one, slowly");
+    await eventually(async () => ((await dev.get(`/api/agent-runs/${runId}`)).body.published.length === 1 ? true : undefined), 30_000);
+    expect((await dev.post(`/api/agent-runs/${runId}/cancel`, {})).status).toBe(200);
+    const run = await finished(dev, runId);
+    expect(run.status).toBe("cancelled");
+    expect(run.published[0].withdrawn).toBe(false);
+    expect((await dev.get(`/api/artifacts/${run.published[0].artifactId}/versions/1`)).status).toBe(200);
+  });
+
+  it("withdraws what a failed reply published when it is retried, and the retry publishes anew", async () => {
+    const { runId } = await converse(dev, "Write a report titled Doomed, then fail");
+    const failed = await finished(dev, runId);
+    expect(failed.status).toBe("failed");
+    expect(failed.error.message).toContain("failed on purpose");
+    const first = failed.published[0];
+    expect((await dev.get(`/api/artifacts/${first.artifactId}`)).status).toBe(200);
+
+    const retry = await dev.post(`/api/agent-runs/${runId}/retry`, {});
+    expect(retry.status).toBe(200);
+    expect((await dev.post(`/api/agent-runs/${runId}/retry`, {})).status).toBe(409);
+    const again = await finished(dev, retry.body.runId);
+    expect(again).toMatchObject({ status: "completed", retryOf: runId });
+    expect(again.published[0].artifactId).not.toBe(first.artifactId);
+    expect((await dev.get(`/api/artifacts/${first.artifactId}`)).status).toBe(404);
+    expect((await dev.get(`/api/agent-runs/${runId}`)).body).toMatchObject({ retriedBy: retry.body.runId, published: [{ withdrawn: true }] });
+  });
+});
+
+describe("who may read what", () => {
+  it("lets only the owner read a conversation and its runs, and only holders of use:agent start one", async () => {
+    const { conversationId, runId } = await converse(dev, "hello");
+    await finished(dev, runId);
+    expect((await alice.get(`/api/agent-runs/${runId}`)).status).toBe(404);
+    expect((await alice.get(`/api/conversations/${conversationId}`)).status).toBe(404);
+    expect((await alice.post(`/api/conversations/${conversationId}/messages`, { text: "hi" })).status).toBe(404);
+    const auditor = client(app, await tokenFor(app, "auditor"));
+    expect((await auditor.post("/api/agents/assistant/conversations", { message: "hi" })).status).toBe(403);
+    expect((await dev.post("/api/agents/nobody/conversations", {})).status).toBe(404);
+    const project = await dev.get("/api/project");
+    expect(project.body.agents).toEqual([expect.objectContaining({ id: "assistant", model: "scripted", tools: ["read_objects", "run_action", "publish_artifact", "publish_version", "read_artifact"] })]);
+  });
+});
