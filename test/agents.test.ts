@@ -6,7 +6,8 @@
  * retry of a failed reply (withdrawal), and who may read what.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { client, eventually, startApp, tokenFor } from "./helpers";
+import { client, eventually, startApp, startFixtureProcess, tempDir, tokenFor } from "./helpers";
+import { freePort } from "./setup/global";
 
 type App = Awaited<ReturnType<typeof startApp>>;
 let app: App;
@@ -112,4 +113,33 @@ describe("who may read what", () => {
     const project = await dev.get("/api/project");
     expect(project.body.agents).toEqual([expect.objectContaining({ id: "assistant", model: "scripted", tools: ["read_objects", "run_action", "publish_artifact", "publish_version", "read_artifact"] })]);
   });
+});
+
+describe("a worker killed in the middle of a reply", () => {
+  it("resumes on restart over the same data directory and publishes nothing twice", async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    let child = await startFixtureProcess("sandbox-server.ts", dataDir, port);
+    const c = client(() => ({ url: `http://127.0.0.1:${port}` }) as App);
+    const { runId } = await converse(c, "Write a document titled Survivor, slowly");
+    // killed once the document is published, while the closing text streams
+    await eventually(async () => ((await c.get(`/api/agent-runs/${runId}`)).body.published?.length === 1 ? true : undefined), 30_000);
+    child.kill("SIGKILL");
+    await child.exited;
+    child = await startFixtureProcess("sandbox-server.ts", dataDir, port);
+    try {
+      const run = await finished(c, runId);
+      expect(run.status).toBe("completed");
+      expect(run.published).toHaveLength(1);
+      const versions = await c.get(`/api/artifacts/${run.published[0].artifactId}/versions`);
+      expect(versions.body.data.map((v: any) => v.version)).toEqual([1]);
+      const list = await c.get("/api/artifacts?kind=document");
+      expect(list.body.data.filter((a: any) => a.title.startsWith("Survivor"))).toHaveLength(1);
+      const out = await c.get(`/api/agent-runs/${runId}/output?limit=500`);
+      expect(out.body.records.filter((r: any) => r.kind === "artifact.published")).toHaveLength(1);
+    } finally {
+      child.kill("SIGTERM");
+      await child.exited;
+    }
+  }, 120_000);
 });

@@ -343,7 +343,7 @@ describe("tus upload sessions with small limits, a public origin and a short TTL
 });
 
 describe("a process killed in the middle of an upload", () => {
-  const start = (dataDir: string, port: number) => startFixtureProcess("upload-server.ts", dataDir, port);
+  const start = (dataDir: string, port: number) => startFixtureProcess("sandbox-server.ts", dataDir, port);
   const fileCount = async (dataDir: string) => {
     const db = await Database.open(path.join(dataDir, "svc.db"));
     try {

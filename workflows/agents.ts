@@ -11,10 +11,13 @@ const bookkeeping = proxyActivities<AgentActivities>({
   startToCloseTimeout: "1 minute",
   retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "30 seconds", maximumAttempts: 20 },
 });
-/** Model calls stream for a while; they heartbeat, so a cancelled reply stops within a heartbeat. */
+/**
+ * Model and tool calls take a while; they heartbeat every 5 s, so a dead worker's step is retried on
+ * another within 15 s, and a cancelled reply stops at its next heartbeat.
+ */
 const steps = proxyActivities<AgentActivities>({
   startToCloseTimeout: "10 minutes",
-  heartbeatTimeout: "30 seconds",
+  heartbeatTimeout: "15 seconds",
   retry: { initialInterval: "2 seconds", backoffCoefficient: 2, maximumInterval: "1 minute", maximumAttempts: 5, nonRetryableErrorTypes: ["ModelError", "AgentStepLimit"] },
 });
 

@@ -16,6 +16,20 @@ import { ModelError, type Model } from "../agents/model";
 import { AGENT_RULES, type AgentRuns, type StoredStep } from "./agents";
 import type { AgentTools, PublishResult } from "./agent-tools";
 
+/** How often a running step heartbeats, whatever the model or tool is doing (ms). */
+export const HEARTBEAT_EVERY_MS = 5_000;
+
+/** Runs `fn` heartbeating every {@link HEARTBEAT_EVERY_MS}, so Temporal notices a dead worker within the heartbeat timeout and delivers cancellation. */
+async function beating<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 /**
  * @param deps.model the model for a model id (`scripted`, `openai-compatible:<model>`, …): the agent's
  *   own, else the service's default
@@ -30,7 +44,7 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       return { maxSteps: project.agent(row.agent_id).definition.maxSteps ?? 8 };
     },
 
-    async agentModelStep({ runId, step }) {
+    agentModelStep: ({ runId, step }) => beating(async () => {
       const row = await runs.runRow(runId);
       const done = (JSON.parse(row.steps) as StoredStep[])[step];
       if (done) return { toolCalls: done.model.toolCalls.length };
@@ -62,9 +76,9 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       await runs.saveStep(runId, step, { model: { text: result.text, toolCalls: result.toolCalls, usage: result.usage } });
       for (const [i, call] of result.toolCalls.entries()) await append(row, "tool.call", { step, id: call.id, name: call.name, input: call.input }, `${step}:call:${i}`);
       return { toolCalls: result.toolCalls.length };
-    },
+    }),
 
-    async agentToolCall({ runId, step, index }) {
+    agentToolCall: ({ runId, step, index }) => beating(async () => {
       const row = await runs.runRow(runId);
       const stored = (JSON.parse(row.steps) as StoredStep[])[step];
       if (!stored) throw ApplicationFailure.nonRetryable(`Step ${step} of ${runId} has no model answer`, "AgentStepMissing");
@@ -85,7 +99,7 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
         const p = result as PublishResult;
         await append(row, "artifact.published", { artifactId: p.artifactId, version: p.version, title: p.title, kind: p.kind, address: p.address }, `${step}:published:${index}`, true);
       }
-    },
+    }),
 
     async agentRunFinished({ runId, status, error }) {
       const row = await runs.runRow(runId);
