@@ -54,7 +54,7 @@ export { ApiError, isApiError } from "./errors";
 export type { ErrorCode } from "./errors";
 export { can, has, requirePermission, type Principal } from "./auth/permissions";
 export { assertAllowedOrigin } from "./auth/authenticate";
-export { SESSION_COOKIE, readCookie, SessionService } from "./auth/sessions";
+export { SESSION_COOKIE, readCookie, sessionCookie, SessionService } from "./auth/sessions";
 export { TokenService } from "./auth/tokens";
 export { CONFIG, type Config } from "./config";
 export { LOGGER, type Logger } from "./logger";
@@ -101,7 +101,8 @@ export { chartOption, chartStyle, renderChartSvg } from "./artifacts/render/char
 export { formatCell } from "./artifacts/render/format";
 export { renderSheetView } from "./artifacts/render/sheet-view";
 export { browserScript, echartsBrowserPath, sheetCss } from "./artifacts/render/assets";
-export { readTheme, isImagePath, contentTypeOf, ALLOWED_CDN_HOSTS, type Theme } from "./artifacts/content";
+export { readTheme, readDeck, isImagePath, contentTypeOf, ALLOWED_CDN_HOSTS, type Theme } from "./artifacts/content";
+export { parseAddress, type ArtifactAddress } from "./artifacts/address";
 export type { VersionOutline } from "./artifacts/resolve";
 export type { Artifact, ArtifactVersion, ArtifactReader } from "./artifacts/store";
 export { AGENT_TOOLS } from "./sdk/connector";

@@ -176,6 +176,7 @@ describe("a sheet", () => {
     expect(await page.locator(".banner").textContent()).toContain("You are reading version 1");
     expect(await page.locator(".artifact-head .meta").textContent()).toContain("Version 1 of 2");
     await page.locator("#version-select").selectOption("2");
+    await page.getByRole("button", { name: "Open" }).click();
     await page.waitForURL(/v=2/);
     expect(await page.locator(".artifact-head .meta").textContent()).toContain("Version 2 (latest)");
   });
@@ -250,7 +251,7 @@ describe("a deck", () => {
       fetch("/api/status", { credentials: "include" }).then((r) => note("api", r.status), (e) => note("api", e.name));
       const img = new Image(); img.src = "https://evil.example.com/pixel.png"; document.body.append(img);
     `;
-    const id = await publishAs("dev", "slides", "Sneaky", { "index.html": `<!doctype html><html><head><title>s</title></head><body><section class="slide"><h1 id="out">Hello</h1></section><script src="deck.js"></script></body></html>`, "deck.js": script });
+    const id = await publishAs("dev", "slides", "Sneaky", { "index.html": `<!doctype html><html><head><title>s</title></head><body><section class="slide"><h1 id="out">Hello</h1><img id="logo" alt="Logo" src="artifact:${ids.document}/images/logo.svg"></section><script src="deck.js"></script></body></html>`, "deck.js": script });
     const page = await devPage();
     await page.goto(`${app.url}/artifacts/${id}`);
     const frame = await deckFrame(page);
@@ -260,6 +261,12 @@ describe("a deck", () => {
     expect(await out.getAttribute("data-origin")).toBe("null");
     expect(await out.getAttribute("data-cookie")).toBe("SecurityError");
     expect(await out.getAttribute("data-api")).toBe("TypeError"); // refused by the frame's CSP before it left the browser
+    // another artifact's image the deck shows loads through its link; nothing else of the reader's does
+    await expect.poll(() => frame.locator("#logo").evaluate((img: any) => img.complete && img.naturalWidth)).toBe(160);
+    const base = `${app.url}${(await page.locator("iframe[data-deck-frame]").getAttribute("src"))!.replace(/index\.html.*$/, "")}`;
+    expect((await fetch(`${base}_artifact/${ids.document}/1/images/logo.svg`)).status).toBe(200);
+    expect((await fetch(`${base}_artifact/${ids.document}/1/document.md`)).status).toBe(404);
+    expect((await fetch(`${base}_slide/${ids.deck}/1/1`)).status).toBe(404);
   });
 });
 
@@ -278,6 +285,29 @@ describe("a file", () => {
 });
 
 describe("sign-in page", () => {
+  it("goes back only to a path of this server", async () => {
+    for (const next of ["/..//evil.example/", "//evil.example", "/\\evil.example", "https://evil.example/"]) {
+      const html = await (await fetch(`${app.url}/sign-in?next=${encodeURIComponent(next)}`)).text();
+      expect(html).toContain('data-next="/artifacts"');
+    }
+    expect(await (await fetch(`${app.url}/sign-in?next=${encodeURIComponent("/artifacts?kind=sheet")}`)).text()).toContain('data-next="/artifacts?kind=sheet"');
+  });
+
+  it("signs in without JavaScript (the form posts; the password never lands in the URL)", async () => {
+    const page = await (await browser.newContext({ javaScriptEnabled: false })).newPage();
+    await page.goto(`${app.url}/artifacts?kind=document`);
+    await page.waitForURL(/\/sign-in\?next=/);
+    await page.getByLabel("Identity").fill("dev");
+    await page.getByLabel("Password").fill("wrong");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    expect(await page.locator("[data-error]").textContent()).toBe("Wrong identity or password.");
+    expect(page.url()).not.toContain("password");
+    await page.getByLabel("Password").fill("dev-sandbox-password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/artifacts?kind=document`);
+    expect(await page.locator(".card-title").first().textContent()).toBe("Q3 billing review");
+  });
+
   it("has no accessibility violations", async () => {
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${app.url}/sign-in`);

@@ -105,6 +105,15 @@ export class SessionService {
   }
 }
 
+/**
+ * The `Set-Cookie` value of the session cookie (spec 5): HttpOnly, SameSite=Lax, Path=/, Secure over
+ * https; an empty value with max age 0 clears it.
+ * @param maxAgeSec seconds
+ */
+export function sessionCookie(value: string, maxAgeSec: number, secure: boolean): string {
+  return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSec}${secure ? "; Secure" : ""}`;
+}
+
 /** Reads one cookie from a Cookie header. */
 export function readCookie(header: string | null, name: string): string | undefined {
   for (const part of (header ?? "").split(";")) {

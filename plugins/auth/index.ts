@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, readCookie } from "../../core/plugin-api";
+import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, readCookie, sessionCookie } from "../../core/plugin-api";
 
 const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.string() }), csrfToken: v.string(), expiresAt: v.string() });
 
@@ -11,8 +11,7 @@ export default definePlugin({
   name: "auth",
   deps: { sessions: SessionService },
   setup({ routes, config }, { sessions }) {
-    const cookie = (value: string, maxAgeSec: number, secure: boolean) =>
-      `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSec}${secure ? "; Secure" : ""}`;
+    const cookie = sessionCookie;
     const isHttps = (url: URL) => url.protocol === "https:" || config.publicOrigin.startsWith("https:");
     routes.add({
       method: "POST",

@@ -68,7 +68,7 @@ export async function artifactPage(s: PageServices, ctx: { reader: Reader; user:
       break;
     }
     case "slides":
-      view = deckView(s, ctx, version);
+      view = deckView(s, ctx, version, theme);
       break;
     default:
       view = surface("file-surface", await fileView(s, version));
@@ -89,13 +89,13 @@ function head(version: Version, versions: ArtifactVersion[], ctx: { artifactId: 
   <div class="artifact-title">
     <p class="kind-badge" data-kind="${version.kind}">${KIND_LABEL[version.kind]}</p>
     <h1>${version.title}</h1>
-    <p class="meta">Version ${version.version}${version.version === version.latestVersion ? " (latest)" : ` of ${version.latestVersion}`} · published ${published} UTC${version.publishedBy ? ` by ${version.publishedBy}` : ""}</p>
+    <p class="meta">Version ${version.version}${version.version === version.latestVersion ? " (latest)" : ` of ${version.latestVersion}`} · published ${published} UTC${publisher(version.publishedBy)}</p>
   </div>
   <form class="version-picker" method="get" action="/artifacts/${encodeURIComponent(ctx.artifactId)}">
     <label for="version-select">Version</label>
-    <select id="version-select" name="v" data-autosubmit>${options}</select>
+    <select id="version-select" name="v">${options}</select>
     ${ctx.part ? html`<input type="hidden" name="part" value="${ctx.part}">` : ""}
-    <button type="submit" class="button button-quiet" data-no-js>Open</button>
+    <button type="submit" class="button button-quiet">Open</button>
   </form>
 </header>`;
 }
@@ -141,7 +141,8 @@ async function sheetView(s: PageServices, ctx: { reader: Reader; part?: string; 
   return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, sheets, charts, part: ctx.part, locale: ctx.locale }));
 }
 
-function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin: string }, version: Version): RawHtml {
+function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin: string }, version: Version, theme: Theme | undefined): RawHtml {
+  const modes = theme?.mode ? `${theme.mode} mode (the theme pins it)` : "light and dark mode";
   const outline = version.outline as VersionOutline;
   const slides = outline.slides ?? [];
   const token = s.frames.mint({ artifactId: version.artifactId, version: version.version, reader: ctx.reader.id });
@@ -154,7 +155,7 @@ function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin:
   const checkSection = checks?.checked
     ? html`<section class="deck-checks" aria-labelledby="deck-checks-title">
   <h2 id="deck-checks-title">Deck check</h2>
-  <p class="meta">${warningCount === 0 ? "Every slide was laid out at 1280×720 in light and dark mode with no warnings." : `${warningCount} ${warningCount === 1 ? "warning" : "warnings"} on ${bySlide.size} of ${slides.length} slides.`}</p>
+  <p class="meta">${warningCount === 0 ? `Every slide was laid out at 1280×720 in ${modes} with no warnings.` : `${warningCount} ${warningCount === 1 ? "warning" : "warnings"} on ${bySlide.size} of ${slides.length} slides (laid out in ${modes}).`} Embeds are checked as the boxes they fill.</p>
   <ol class="check-list">${checks.slides.map((slide) => {
     const list = bySlide.get(slide.number) ?? [];
     const title = slides.find((x) => x.number === slide.number)?.title;
@@ -175,7 +176,8 @@ function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin:
     <button type="button" class="button" data-deck="present">Present</button>
   </div>
   <div class="deck-stage"><iframe class="deck-frame" data-deck-frame src="${src}" sandbox="allow-scripts" allow="fullscreen" referrerpolicy="no-referrer" title="${`Slides of ${version.title}`}" data-count="${slides.length}"></iframe></div>
-  <p class="deck-hint">Keys inside the slides: ← → to move, O for the overview, F to present.</p>
+  <p class="deck-hint">Keys: ← → to move, O for the overview, F to present.</p>
+  <noscript><p class="banner">The slides need JavaScript: they run in a sandboxed frame with the deck's own scripts.</p></noscript>
 </section>
 ${checkSection}`;
 }
@@ -188,6 +190,13 @@ async function fileView(s: PageServices, version: Version): Promise<RawHtml> {
   if (isImagePath(entry.path) || /^image\/(png|jpeg|gif|webp|avif)$/.test(type)) preview = html`<img class="file-image" src="${fileUrl(version.artifactId, version.version, entry.path)}" alt="${entry.path}">`;
   else if (/^text\/|^application\/json/.test(type) && entry.file.size <= 256 * 1024) preview = html`<pre class="file-text">${(await versionText(s, version, entry.path)) ?? ""}</pre>`;
   return html`<div class="file-card"><div class="file-icon" aria-hidden="true">${extension(entry.path)}</div><div><p class="file-name">${entry.path}</p><p class="meta">${type} · ${formatBytes(entry.file.size)}</p></div><a class="button" href="${download}" download>Download</a></div>${preview}`;
+}
+
+/** Who published a version, as the page says it: a person by id, an agent by name; system code (a seed, a connector) not at all. */
+function publisher(by: string | undefined): string {
+  if (!by) return "";
+  if (by.startsWith("agent:")) return ` by the ${by.slice(6)} agent`;
+  return by.includes(":") ? "" : ` by ${by}`;
 }
 
 /** The file's extension in capitals (the file icon's label). */

@@ -1,7 +1,7 @@
 import { text as readText } from "node:stream/consumers";
-import { contentTypeOf, isApiError, kitAssets, kitDocument, rewriteDeck, safePageUrl, serveFile, type ArtifactReader, type EmbedOptions } from "../../core/plugin-api";
+import { contentTypeOf, isApiError, parseAddress, readDeck, type ArtifactAddress, kitAssets, kitDocument, rewriteDeck, safePageUrl, serveFile, type ArtifactReader, type EmbedOptions } from "../../core/plugin-api";
 import { versionTheme, type PageServices } from "./artifact";
-import { FRAME_PREFIX, frameCsp } from "./frames";
+import { FRAME_PREFIX, frameCsp, type FrameGrant } from "./frames";
 
 const FRAME_HEADERS = { "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "cross-origin-resource-policy": "cross-origin" };
 
@@ -58,19 +58,38 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
         headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": frameCsp(base, r.origins), "cache-control": "private, no-store", ...FRAME_HEADERS },
       });
     }
+    // another artifact's image or slide: only one this deck shows (the link is not a key to the reader's other artifacts)
     const other = /^_artifact\/([^/]+)\/(\d+)\/(.+)$/.exec(path);
-    if (other) {
-      const file = await s.artifacts.file(reader, other[1]!, Number(other[2]), other[3]!);
+    const slide = /^_slide\/([^/]+)\/(\d+)\/(\d+)$/.exec(path);
+    if (other || slide) {
+      const shown = await deckAddresses(s, reader, grant);
+      const [id, v] = [(other ?? slide)![1]!, Number((other ?? slide)![2])];
+      const named = (a: ArtifactAddress) => a.artifactId === id && (a.version === undefined || a.version === v) && (other ? a.file === other[3] : a.part?.kind === "name" && a.part.name === slide![3]);
+      if (!shown.some(named)) return plain(404, "No such file");
+      const file = other ? await s.artifacts.file(reader, id, v, other[3]!) : await s.artifacts.screenshot(reader, id, v, Number(slide![3]));
       return withHeaders(await serveFile(r.req, s.files, file.id, "inline"));
     }
-    const slide = /^_slide\/([^/]+)\/(\d+)\/(\d+)$/.exec(path);
-    if (slide) return withHeaders(await serveFile(r.req, s.files, (await s.artifacts.screenshot(reader, slide[1]!, Number(slide[2]), Number(slide[3]))).id, "inline"));
     const file = await s.artifacts.file(reader, grant.artifactId, grant.version, path);
     return withHeaders(await serveFile(r.req, s.files, file.id, "inline"), contentTypeOf(path));
   } catch (err) {
     if (isApiError(err) && err.code === "not_found") return plain(404, "No such file");
     throw err;
   }
+}
+
+/** The artifact addresses a deck version's index.html contains (links, images, embeds). */
+async function deckAddresses(s: PageServices, reader: ArtifactReader, grant: FrameGrant): Promise<ArtifactAddress[]> {
+  const html = await readText((await s.files.open((await s.artifacts.file(reader, grant.artifactId, grant.version, "index.html")).id)).stream);
+  const out: ArtifactAddress[] = [];
+  for (const ref of readDeck(html).references) {
+    if (!ref.target.startsWith("artifact:")) continue;
+    try {
+      out.push(parseAddress(ref.target));
+    } catch {
+      /* refused at publish time: never shown */
+    }
+  }
+  return out;
 }
 
 /** The frame's headers on a file response; a deck's own files get the content type of their extension (scripts and styles run only with theirs under nosniff). */

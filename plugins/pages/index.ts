@@ -3,8 +3,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as v from "valibot";
 import {
-  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie,
-  type Principal,
+  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie, sessionCookie,
+  type Principal, type RawHtml,
 } from "../../core/plugin-api";
 import { artifactPage, type PageServices } from "./artifact";
 import { FrameLinks } from "./frames";
@@ -30,9 +30,37 @@ export function localeOf(req: Request): string {
   return "en-US";
 }
 
-/** A same-origin path to come back to after signing in (anything else goes to /artifacts). */
+/**
+ * A path of this server to come back to after signing in; anything else (another origin, `//host`,
+ * backslashes, dot segments that climb into `//`) goes to /artifacts. Answers the normalized path.
+ */
 export function safeNext(next: string | undefined): string {
-  return next && /^\/(?![/\\])[^\s]*$/.test(next) ? next : "/artifacts";
+  if (!next || !next.startsWith("/") || /[\\\s]/.test(next)) return "/artifacts";
+  try {
+    const base = "http://svc.invalid";
+    const url = new URL(next, base);
+    if (url.origin !== base || url.pathname.startsWith("//")) return "/artifacts";
+    return url.pathname + url.search + url.hash;
+  } catch {
+    return "/artifacts";
+  }
+}
+
+/** The sign-in page's body, with an error to show (after a failed form post). */
+function signInBody(next: string, error = "", identity = ""): RawHtml {
+  return html`<section class="sign-in" aria-labelledby="sign-in-title">
+  <h1 id="sign-in-title">Sign in</h1>
+  <p class="meta">Sign in to open your artifacts.</p>
+  <form method="post" action="/sign-in" data-sign-in data-next="${next}" novalidate>
+    <input type="hidden" name="next" value="${next}">
+    <label for="identity">Identity</label>
+    <input id="identity" name="identity" autocomplete="username" required autofocus value="${identity}">
+    <label for="password">Password</label>
+    <input id="password" name="password" type="password" autocomplete="current-password" required>
+    <p class="form-error" role="alert" data-error>${error}</p>
+    <button type="submit" class="button">Sign in</button>
+  </form>
+</section>`;
 }
 
 /**
@@ -46,7 +74,7 @@ export default definePlugin({
   setup({ routes, config, project, log }, { sessions, artifacts, embeds, sheets, files }) {
     const frames = new FrameLinks(config.frameLinkTtlMs);
     const services: PageServices = { artifacts, embeds, sheets, files, frames };
-    const signIn = (req: Request, url: URL) => Response.redirect(new URL(`/sign-in?${new URLSearchParams({ next: url.pathname + url.search })}`, url).toString(), 303);
+    const signIn = (url: URL) => new Response(null, { status: 303, headers: { location: `/sign-in?${new URLSearchParams({ next: url.pathname + url.search })}`, "cache-control": "no-store" } });
     /** The browser session's reader and the header's user, or undefined when signed out. */
     const sessionOf = async (req: Request): Promise<{ principal: Principal; user: ShellUser } | undefined> => {
       const session = await sessions.resolve(readCookie(req.headers.get("cookie"), SESSION_COOKIE) ?? "", true);
@@ -69,21 +97,31 @@ export default definePlugin({
       auth: "none",
       query: v.object({ next: v.optional(v.string()) }),
       responses: { 200: HTML[200] },
-      handler: ({ query }) => {
-        const next = safeNext(query.next);
-        const body = html`<section class="sign-in" aria-labelledby="sign-in-title">
-  <h1 id="sign-in-title">Sign in</h1>
-  <p class="meta">Sign in to open your artifacts.</p>
-  <form data-sign-in data-next="${next}" novalidate>
-    <label for="identity">Identity</label>
-    <input id="identity" name="identity" autocomplete="username" required autofocus>
-    <label for="password">Password</label>
-    <input id="password" name="password" type="password" autocomplete="current-password" required>
-    <p class="form-error" role="alert" data-error></p>
-    <button type="submit" class="button">Sign in</button>
-  </form>
-</section>`;
-        return page(shell({ title: "Sign in", body, bodyClass: "signed-out" }));
+      handler: ({ query }) => page(shell({ title: "Sign in", body: signInBody(safeNext(query.next)), bodyClass: "signed-out" })),
+    });
+
+    routes.add({
+      method: "POST",
+      path: "/sign-in",
+      summary: "Sign in with the form (no JavaScript)",
+      description: "The sign-in page's form posted as `application/x-www-form-urlencoded` (identity, password, next): sets the session cookie and answers 303 to `next`; a wrong password shows the page again (401). From an allowed Origin only. With JavaScript the page posts to /api/auth/sign-in instead.",
+      tags: ["pages"],
+      auth: "none",
+      bodyMode: "raw",
+      rawBodyDoc: { contentType: "application/x-www-form-urlencoded", description: "identity, password, next", schema: { type: "object", properties: { identity: { type: "string" }, password: { type: "string" }, next: { type: "string" } }, required: ["identity", "password"] } },
+      responses: { 303: { description: "Signed in: to `next`" }, 401: { description: "Wrong identity or password: the page again", contentType: "text/html" }, 403: { description: "`origin_not_allowed`" } },
+      handler: async ({ event }) => {
+        assertAllowedOrigin(event.req, config.allowedOrigins);
+        const form = new URLSearchParams((await event.req.text()).slice(0, 8192));
+        const next = safeNext(form.get("next") ?? undefined);
+        const identity = form.get("identity") ?? "";
+        try {
+          const { token } = await sessions.signIn(identity, form.get("password") ?? "");
+          return new Response(null, { status: 303, headers: { location: next, "set-cookie": sessionCookie(token, Math.floor(config.sessionTtlMs / 1000), event.url.protocol === "https:" || config.publicOrigin.startsWith("https:")), "cache-control": "no-store" } });
+        } catch (err) {
+          if (!isApiError(err)) throw err;
+          return page(shell({ title: "Sign in", body: signInBody(next, "Wrong identity or password.", identity), bodyClass: "signed-out" }), { status: 401 });
+        }
       },
     });
 
@@ -94,13 +132,15 @@ export default definePlugin({
       description: "The artifacts you can open, most recently updated first, each with a preview of its latest version (spec 4.1). `kind` filters. Browser session; signed out, it sends you to /sign-in and back.",
       tags: ["pages"],
       auth: "none",
-      query: v.object({ kind: v.optional(v.picklist(ARTIFACT_KINDS)), after: v.optional(v.string()) }),
-      responses: HTML,
+      query: v.object({ kind: v.optional(v.string()), after: v.optional(v.string()) }),
+      responses: { ...HTML, 400: { description: "An unknown kind: an HTML page saying so", contentType: "text/html" } },
       handler: async ({ event, query }) => {
         const session = await sessionOf(event.req);
-        if (!session) return signIn(event.req, event.url);
+        if (!session) return signIn(event.url);
+        const kind = query.kind === undefined || query.kind === "" ? undefined : (ARTIFACT_KINDS as readonly string[]).includes(query.kind) ? (query.kind as (typeof ARTIFACT_KINDS)[number]) : null;
+        if (kind === null) return errorPage(400, "No such kind", `Artifacts are of kind ${ARTIFACT_KINDS.join(", ")}.`, session.user);
         try {
-          return page(await listPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, kind: query.kind, after: query.after, locale: localeOf(event.req) }));
+          return page(await listPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, kind, after: query.after, locale: localeOf(event.req) }));
         } catch (err) {
           return failed(err, session.user);
         }
@@ -115,13 +155,15 @@ export default definePlugin({
       tags: ["pages"],
       auth: "none",
       params: v.object({ artifactId: v.string() }),
-      query: v.object({ v: v.optional(routes.schemas.queryInteger({ min: 1, max: 1_000_000_000, description: "Version number" })), part: v.optional(v.pipe(v.string(), v.maxLength(500))) }),
+      query: v.object({ v: v.optional(v.string()), part: v.optional(v.string()) }),
       responses: HTML,
       handler: async ({ event, params, query }) => {
         const session = await sessionOf(event.req);
-        if (!session) return signIn(event.req, event.url);
+        if (!session) return signIn(event.url);
+        const version = query.v === undefined || query.v === "" ? undefined : /^[1-9]\d{0,8}$/.test(query.v) ? Number(query.v) : null;
+        if (version === null) return errorPage(404, "Not found", `There is no version "${query.v}": versions are numbered 1, 2, …`, session.user);
         try {
-          return page(await artifactPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, artifactId: params.artifactId, v: query.v, part: query.part, locale: localeOf(event.req), origin: event.url.origin }));
+          return page(await artifactPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, artifactId: params.artifactId, v: version, part: query.part?.slice(0, 500), locale: localeOf(event.req), origin: event.url.origin }));
         } catch (err) {
           return failed(err, session.user);
         }
@@ -158,10 +200,11 @@ export default definePlugin({
       description: `One of: ${Object.keys(assets).join(", ")}.`,
       tags: ["pages"],
       auth: "none",
-      params: v.object({ name: v.picklist(Object.keys(assets)) }),
-      responses: { 200: { description: "CSS or JavaScript" } },
+      params: v.object({ name: v.string() }),
+      responses: { 200: { description: "CSS or JavaScript" }, 404: { description: "No such asset (plain text)", contentType: "text/plain" } },
       handler: async ({ params }) => {
-        const asset = assets[params.name]!;
+        const asset = Object.hasOwn(assets, params.name) ? assets[params.name]! : undefined;
+        if (!asset) return new Response(`No asset "${params.name}"`, { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
         if (!cache.has(params.name)) cache.set(params.name, Promise.resolve(asset.load()));
         const body = await cache.get(params.name)!;
         return new Response(body, { headers: { "content-type": `${asset.type}; charset=utf-8`, "cache-control": "no-cache", "x-content-type-options": "nosniff" } });

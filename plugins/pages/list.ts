@@ -55,7 +55,7 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
         const sheet = book.sheets.find((x) => x.name === chart.sheet)!;
         const table = await s.sheets.table(ctx.reader, artifact.id, version.version, chart.sheet);
         const option = chartOption(chart, { columns: table.columns, rows: table.rows, types: sheet.types }, chartStyle(book.theme, book.theme?.mode ?? "light"), ctx.locale);
-        return raw(`<div class="preview-chart" data-svc-artifact>${renderChartSvg(option, { width: 480, height: 270 })}</div>`);
+        return raw(`<div class="preview-chart" data-svc-artifact data-theme="${book.theme?.mode ?? "light"}">${renderChartSvg(option, { width: 480, height: 270 })}</div>`);
       }
       const sheet = book.sheets[0];
       if (!sheet) return html``;

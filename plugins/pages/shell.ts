@@ -25,6 +25,7 @@ export function shell(opts: { title: string; user?: ShellUser; body: RawHtml; he
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
+<link rel="icon" href="data:,">
 <title>${opts.title} · svc</title>
 ${styles.map((href) => html`<link rel="stylesheet" href="${href}">`)}
 ${typeof opts.head === "string" ? raw(opts.head) : opts.head}

@@ -12,11 +12,11 @@
     else fn();
   }
 
-  /** A path of this server to go to (never another origin). */
+  /** An absolute URL of this server to go to (never another origin, never a protocol-relative path). */
   function safePath(href) {
     try {
       var url = new URL(href, location.origin);
-      return url.origin === location.origin ? url.pathname + url.search + url.hash : null;
+      return url.origin === location.origin && url.pathname.indexOf("//") !== 0 ? url.href : null;
     } catch (e) {
       return null;
     }
@@ -77,28 +77,29 @@
         url.searchParams.set("part", String(e.data.part));
         history.replaceState(null, "", url);
       } else if (e.data.type === "svc-open" && typeof e.data.href === "string") {
-        var path = safePath(e.data.href);
-        if (path && path.indexOf("/artifacts/") === 0) location.assign(path);
+        var target = safePath(e.data.href);
+        if (target && new URL(target).pathname.indexOf("/artifacts/") === 0) location.assign(target);
       }
     });
-    // the slides' keys work on this page too, not only once the frame has focus
-    var KEYS = { ArrowRight: "next", ArrowDown: "next", PageDown: "next", ArrowLeft: "prev", ArrowUp: "prev", PageUp: "prev", o: "overview", O: "overview", Home: 1, End: -1 };
+    // the slides' keys work on this page too, not only once the frame has focus (← → move, O overview,
+    // F present); the page's own scrolling keys (↑ ↓ Page Up/Down, Home, End) stay the page's
+    var KEYS = { ArrowRight: "next", ArrowLeft: "prev", o: "overview", O: "overview", f: "present", F: "present" };
     document.addEventListener("keydown", function (e) {
-      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || !(e.key in KEYS)) return;
-      if (/^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(e.target.tagName) && e.key.indexOf("Arrow") !== 0) return;
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey && e.key.length > 1 || !(e.key in KEYS)) return;
       if (/^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName) || e.target.isContentEditable) return;
       var action = KEYS[e.key];
-      send(action === -1 ? count : action);
+      if (action === "present") present();
+      else send(action);
       e.preventDefault();
     });
+    function present() {
+      if (frame.requestFullscreen) frame.requestFullscreen().catch(function () {});
+      frame.focus();
+    }
     document.querySelectorAll("[data-deck]").forEach(function (button) {
       button.addEventListener("click", function () {
         var action = button.getAttribute("data-deck");
-        if (action === "present") {
-          if (frame.requestFullscreen) frame.requestFullscreen().catch(function () {});
-          frame.focus();
-          return;
-        }
+        if (action === "present") return present();
         send(action);
         frame.focus();
       });
@@ -108,9 +109,6 @@
   ready(function () {
     document.querySelectorAll("form[data-sign-in]").forEach(signIn);
     document.querySelectorAll("[data-sign-out]").forEach(signOut);
-    document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
-      select.addEventListener("change", function () { select.form.submit(); });
-    });
     var frame = document.querySelector("iframe[data-deck-frame]");
     if (frame) deck(frame);
     // ?part=<heading slug> on a document: go to that section (again once images have their size)
