@@ -12,7 +12,7 @@ import type { Principal } from "../auth/permissions";
 export const AGENT_OUTPUT_PRUNE_EVERY_MS = 60_000;
 
 /** The record kinds a reply run writes (see {@link AgentOutput}); `activity` ones also reach activity subscriptions. */
-export const AGENT_OUTPUT_KINDS = ["text", "tool.call", "tool.result", "artifact.published", "artifact.withdrawn", "error", "run.started", "run.finished"] as const;
+export const AGENT_OUTPUT_KINDS = ["text", "text.reset", "tool.call", "tool.result", "artifact.published", "artifact.withdrawn", "error", "run.started", "run.finished"] as const;
 export type AgentOutputKind = (typeof AGENT_OUTPUT_KINDS)[number];
 
 /**
@@ -129,14 +129,15 @@ function scopeWhere(scope: OutputScope): { sql: string; params: string[] } {
  *
  * | kind | data | activity |
  * |---|---|---|
- * | `text` | `{ delta }` (a piece of the reply's text) | no |
- * | `tool.call` | `{ id, name, input }` | no |
- * | `tool.result` | `{ id, name, result, isError }` | no |
+ * | `text` | `{ step, delta }` (a piece of the reply's text) | no |
+ * | `text.reset` | `{ step, attempt }` (the step's model call was retried: drop the text it streamed before) | no |
+ * | `tool.call` | `{ step, id, name, input }` | no |
+ * | `tool.result` | `{ step, id, name, result, isError }` | no |
  * | `artifact.published` | `{ artifactId, version, title, kind, address }` | yes |
- * | `artifact.withdrawn` | `{ artifactId, version }` (a retried failed reply withdrew it) | no |
+ * | `artifact.withdrawn` | `{ artifactId, version }` (a retried failed reply withdrew it) | yes |
  * | `error` | `{ message }` | no |
  * | `run.started` | `{ runId, agentId, conversationId }` | yes |
- * | `run.finished` | `{ runId, status }` | yes |
+ * | `run.finished` | `{ runId, status, error? }` | yes |
  *
  * Retention (`SVC_AGENT_OUTPUT_RETENTION_MS`, default 7 days): once a minute {@link AgentOutput.prune}
  * deletes older records and raises `agent_output_pruned.through_seq` in the same transaction; a read

@@ -204,6 +204,11 @@ function closing(r: ToolMessage, messages: ModelMessage[]): string {
 
 /** The deck check's outcome as a sentence, or "" when the result is not a deck's. */
 function deckSentence(result: Json): string {
+  if (result.deckCheck === undefined && result.kind !== "slides") {
+    // not a deck: only warnings such as dependent_broken are worth a sentence
+    const warnings = Array.isArray(result.warnings) ? result.warnings.map(obj) : [];
+    return warnings.length ? `It published with ${warnings.length} warning${warnings.length === 1 ? "" : "s"}: ${warnings.map((w) => str(w.code) ?? "warning").join(", ")}.` : "";
+  }
   const check = obj(result.deckCheck);
   const warnings = Array.isArray(result.warnings) ? result.warnings.map(obj) : undefined;
   if (check.checked === false) return `The deck was published unchecked: ${(str(check.reason) ?? "no reason given").replace(/\.$/, "")}.`;
