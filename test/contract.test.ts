@@ -209,7 +209,7 @@ describe("OpenAPI contract (schemathesis)", () => {
     for (const excluded of EXCLUDED_PATHS) expect(operations.some((o) => o.path === excluded), `${excluded} is still documented`).toBe(true);
     // runs 2 and 3 cover exactly the operations that accept only a browser session
     const sessionOnly = operations.filter((o) => o.security === JSON.stringify([{ sessionCookie: [] }]));
-    expect(sessionOnly.map((o) => `${o.method} ${o.path}`).sort()).toEqual(["get /api/auth/session", "get /ws/events", "get /ws/logs", "post /api/auth/sign-out"]);
+    expect(sessionOnly.map((o) => `${o.method} ${o.path}`).sort()).toEqual(["get /api/auth/session", "get /ws/agents", "get /ws/events", "get /ws/logs", "post /api/auth/sign-out"]);
 
     // 1. every operation (except EXCLUDED_PATHS) with the bearer token
     const bearer = await schemathesisRun("bearer", ["-H", `Authorization: Bearer ${DEV_TOKEN}`, ...EXCLUDED_PATHS.flatMap((p) => ["--exclude-path", p])]);
@@ -221,7 +221,7 @@ describe("OpenAPI contract (schemathesis)", () => {
     const origin = new URL(app.url).origin;
     const reads = await signIn();
     const session = await schemathesisRun("session", ["-H", `x-svc-csrf: ${reads.csrf}`, "-H", `Origin: ${origin}`, "--include-path-regex", "^/(api/auth/session|ws/)"], sessionConfig(reads.token));
-    expectClean(session, 3);
+    expectClean(session, 4);
 
     // 3. sign-out, with a session of its own
     const out = await signIn();

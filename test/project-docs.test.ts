@@ -20,7 +20,7 @@ describeMatrix("status, project, docs", (transport) => {
     expect(res.body.actions.map((a: any) => a.id)).toEqual(expect.arrayContaining(["invoice.approve", "diagnostics.sleep", "diagnostics.fail"]));
     expect(res.body.workflows).toEqual([{ id: "invoice-review", title: "Review an invoice" }]);
     expect(res.body.linkTypes).toEqual([{ id: "billedTo", source: "invoice", target: "customer" }]);
-    expect(res.body.connectors).toContainEqual({ id: "billing", actions: ["invoice.attach-pdf", "invoice.approve"], webhooks: [], schedules: ["overdue-scan"] });
+    expect(res.body.connectors).toContainEqual({ id: "billing", actions: ["invoice.attach-pdf", "invoice.approve"], webhooks: [], schedules: ["overdue-scan"], agents: ["assistant"] });
   });
 
   it("serves the OpenAPI reference without a CDN, covering every route and marking bearer auth", async () => {

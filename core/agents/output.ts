@@ -143,10 +143,30 @@ function scopeWhere(scope: OutputScope): { sql: string; params: string[] } {
  * deletes older records and raises `agent_output_pruned.through_seq` in the same transaction; a read
  * from a cursor below that mark answers `reset: true` (rule 3: resume from the earliest available).
  */
+/** The most recent records kept in memory for live readers (all scopes). */
+export const AGENT_OUTPUT_TAIL = 20_000;
+
+interface TailEntry {
+  seq: number;
+  runId: string;
+  owner: string;
+  activity: boolean;
+  record: OutputRecord;
+}
+
 @injectable()
 export class AgentOutput {
   /** Emits "appended" after a commit that added records. */
   readonly notifier = new EventEmitter();
+  /**
+   * The records appended by this process, newest last: every record with a position above `tailFloor`
+   * is here, so a live reader (its cursor at or above the floor) is answered from memory instead of
+   * SQLite's one read connection (a hundred subscribers of streaming replies would otherwise queue a
+   * hundred reads per record). Undefined until the first append; reads below the floor go to SQLite.
+   */
+  private tail: TailEntry[] = [];
+  private tailFloor: number | undefined;
+  private prunedCache: number | undefined;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -172,7 +192,25 @@ export class AgentOutput {
    */
   async append(records: OutputRecordInput[]): Promise<OutputRecord[]> {
     if (records.length === 0) return [];
-    const { stored, added } = await this.db.transaction((tx) => this.insert(tx, records));
+    const { stored, added, floor, seqs } = await this.db.transaction(async (tx) => {
+      // the first append of this process: every record above today's newest will pass through here
+      const floor = this.tailFloor ?? (await tx.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM agent_output"))?.seq ?? 0;
+      return { ...(await this.insert(tx, records)), floor };
+    });
+    if (this.tailFloor === undefined) this.tailFloor = floor;
+    stored.forEach((record, i) => {
+      const seq = seqs[i];
+      if (seq === undefined || seq <= this.tailFloor!) return;
+      const entry = { seq, runId: records[i]!.runId, owner: records[i]!.owner, activity: !!records[i]!.activity, record };
+      // commits are serialized but their continuations may run out of order: keep the tail sorted
+      let at = this.tail.length;
+      while (at > 0 && this.tail[at - 1]!.seq > seq) at--;
+      this.tail.splice(at, 0, entry);
+    });
+    if (this.tail.length > AGENT_OUTPUT_TAIL) {
+      const dropped = this.tail.splice(0, this.tail.length - AGENT_OUTPUT_TAIL / 2);
+      this.tailFloor = dropped.at(-1)!.seq;
+    }
     if (added) this.notifyAppended();
     return stored;
   }
@@ -182,6 +220,9 @@ export class AgentOutput {
    * {@link AgentOutput.notifyAppended} after its commit (readers see the records only then).
    */
   async appendInTx(tx: SqlWriter, records: OutputRecordInput[]): Promise<OutputRecord[]> {
+    // the caller's transaction may still roll back: these records are read from SQLite, never from the tail
+    this.tail = [];
+    this.tailFloor = undefined;
     return (await this.insert(tx, records)).stored;
   }
 
@@ -190,8 +231,9 @@ export class AgentOutput {
     this.notifier.emit("appended");
   }
 
-  private async insert(tx: SqlWriter, records: OutputRecordInput[]): Promise<{ stored: OutputRecord[]; added: boolean }> {
+  private async insert(tx: SqlWriter, records: OutputRecordInput[]): Promise<{ stored: OutputRecord[]; added: boolean; seqs: Array<number | undefined> }> {
     const stored: OutputRecord[] = [];
+    const seqs: Array<number | undefined> = [];
     let added = false;
     for (const r of records) {
       const at = nowIso();
@@ -207,13 +249,15 @@ export class AgentOutput {
       if (changes > 0) {
         added = true;
         stored.push({ cursor: encodeOutputCursor(lastID), runId: r.runId, kind: r.kind, data: JSON.parse(JSON.stringify(r.data ?? null)), at });
+        seqs.push(lastID);
       } else {
+        seqs.push(undefined);
         const existing = await tx.get<OutputRow>(`SELECT ${COLUMNS} FROM agent_output WHERE key = ?`, [r.key ?? null]);
         if (!existing) throw new Error(`agent output record was neither written nor found (key ${JSON.stringify(r.key)})`);
         stored.push(toRecord(existing));
       }
     }
-    return { stored, added };
+    return { stored, added, seqs };
   }
 
   /**
@@ -227,6 +271,22 @@ export class AgentOutput {
    */
   async read(scope: OutputScope, afterCursor: string | undefined, limit: number): Promise<{ records: OutputRecord[]; reset: boolean }> {
     const after = afterCursor === undefined ? 0 : decodeOutputCursor(afterCursor);
+    if (afterCursor !== undefined && this.tailFloor !== undefined && after >= this.tailFloor) {
+      // a live reader: everything after its cursor is in the tail
+      const records: OutputRecord[] = [];
+      let lo = 0;
+      let hi = this.tail.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (this.tail[mid]!.seq <= after) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let i = lo; i < this.tail.length && records.length < limit; i++) {
+        const e = this.tail[i]!;
+        if ("runId" in scope ? e.runId === scope.runId : e.owner === scope.activityOf && e.activity) records.push(e.record);
+      }
+      return { records, reset: after < (await this.prunedThroughCached()) };
+    }
     const where = scopeWhere(scope);
     // records first, the prune mark second: a prune committed in between can only make `reset`
     // true for records that were all still there (never a silent gap)
@@ -263,8 +323,16 @@ export class AgentOutput {
       if (upTo <= through) return { deleted: 0, throughSeq: through };
       const { changes } = await tx.run("DELETE FROM agent_output WHERE seq <= ?", [upTo]);
       await tx.run("INSERT INTO agent_output_pruned (id, through_seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET through_seq = MAX(through_seq, excluded.through_seq)", [upTo]);
+      this.prunedCache = upTo;
+      this.tail = this.tail.filter((e) => e.seq > upTo);
+      if (this.tailFloor !== undefined) this.tailFloor = Math.max(this.tailFloor, upTo);
       return { deleted: changes, throughSeq: upTo };
     });
+  }
+
+  private async prunedThroughCached(): Promise<number> {
+    this.prunedCache ??= await this.prunedThrough(this.db);
+    return this.prunedCache;
   }
 
   private async prunedThrough(reader: SqlReader): Promise<number> {
