@@ -71,6 +71,19 @@ describe("agent replies", () => {
     expect(text).toMatch(/small_text on slide 4/);
   });
 
+  it("tells the agent when a deck was published unchecked (no browser)", async () => {
+    app.config.deckChecks = false; // the same config object the artifact store reads at publish time
+    try {
+      const { runId } = await converse(dev, "Make slides titled Unchecked");
+      expect((await finished(dev, runId)).status).toBe("completed");
+      const out = await dev.get(`/api/agent-runs/${runId}/output?limit=500`);
+      expect(out.body.records.find((r: any) => r.kind === "tool.result").data.result.deckCheck).toEqual({ checked: false, reason: "deck checks are off (SVC_DECK_CHECKS=false)" });
+      expect(out.body.records.filter((r: any) => r.kind === "text").map((r: any) => r.data.delta).join("")).toContain("The deck was published unchecked: deck checks are off");
+    } finally {
+      app.config.deckChecks = true;
+    }
+  });
+
   it("keeps what a cancelled reply published", async () => {
     const { runId } = await converse(dev, "Write a document titled Slow one, slowly");
     await eventually(async () => ((await dev.get(`/api/agent-runs/${runId}`)).body.published.length === 1 ? true : undefined), 30_000);

@@ -1,5 +1,5 @@
 import type { ProjectDefinition } from "../sdk/project";
-import type { ActionDefinition, AgentDefinition, ConnectorDefinition, ScheduleDefinition } from "../sdk/connector";
+import type { ActionDefinition, AgentDefinition, ConnectorDefinition, RuleDefinition, ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
 import { ApiError } from "../errors";
 
@@ -32,7 +32,7 @@ export class ProjectRegistry {
         this.actions.set(id, { id, connectorId: connector.id, definition: def });
       }
     }
-    for (const kind of ["schedules", "syncs", "pipelines", "agents"] as const) {
+    for (const kind of ["schedules", "syncs", "pipelines", "agents", "rules"] as const) {
       const seen = new Map<string, string>();
       for (const connector of definition.connectors ?? []) {
         for (const id of Object.keys(connector[kind] ?? {})) {
@@ -63,6 +63,11 @@ export class ProjectRegistry {
   /** Every declared agent. */
   agents(): Array<{ id: string; connectorId: string; definition: AgentDefinition }> {
     return [...this.connectors.values()].flatMap((c) => Object.entries(c.agents ?? {}).map(([id, definition]) => ({ id, connectorId: c.id, definition })));
+  }
+
+  /** Every declared rule with its connector (spec 2.4 `rule.*`), in declaration order. */
+  rules(): Array<{ id: string; connectorId: string; definition: RuleDefinition }> {
+    return [...this.connectors.values()].flatMap((c) => Object.entries(c.rules ?? {}).map(([id, definition]) => ({ id, connectorId: c.id, definition })));
   }
 
   /** @throws {ApiError} not_found */

@@ -1,5 +1,5 @@
 import type * as v from "valibot";
-import type { ActionContext, EffectContext, SystemContext } from "./context";
+import type { ActionContext, Condition, EffectContext, SystemContext } from "./context";
 
 /** The delivery a webhook handler is running for (spec 3). */
 export interface WebhookDelivery {
@@ -140,6 +140,33 @@ export interface ConnectorDefinition {
   pipelines?: Record<string, PipelineDefinition<any>>;
   /** Agents by id (global across the project): conversations whose replies run durably (spec 1, 4.3). */
   agents?: Record<string, AgentDefinition>;
+  /** Rules by id (global across the project): conditions over objects of one type (spec 2.4 `rule.*`). */
+  rules?: Record<string, RuleDefinition>;
+}
+
+/**
+ * A rule (spec 2.4): a condition over objects of one type, in the filter language of
+ * `POST /api/objects/query` (`where`: property → value or `{ eq, ne, gt, gte, lt, lte, in, contains,
+ * exists }`, all conditions ANDed; `primaryId` is a property too). After each ontology commit the
+ * objects of `objectTypeId` it created, updated or deleted are evaluated: one that starts matching gets
+ * `rule.triggered` `{ ruleId, subject }`, one that stops matching (or is deleted) `rule.resolved`.
+ */
+export interface RuleDefinition {
+  objectTypeId: string;
+  where: Record<string, Condition>;
+  title?: string;
+  description?: string;
+}
+
+/**
+ * Declares a rule. Unknown properties and operators are refused when the app starts (the same checks
+ * as `POST /api/objects/query`).
+ * @throws Error when `objectTypeId` is empty or `where` is not an object
+ */
+export function defineRule(def: RuleDefinition): RuleDefinition {
+  if (typeof def.objectTypeId !== "string" || def.objectTypeId === "") throw new Error("A rule needs an objectTypeId");
+  if (def.where === null || typeof def.where !== "object" || Array.isArray(def.where)) throw new Error("A rule's where must be an object of conditions");
+  return def;
 }
 
 /**

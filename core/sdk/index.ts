@@ -2,8 +2,8 @@
  * The public authoring SDK: the only module connectors import (and what project definitions use).
  * It loads no server code: no h3, no SQLite, no Temporal client.
  */
-export { defineConnector, defineAction, defineWebhook, defineSchedule, defineSync, definePipeline, defineAgent, AGENT_TOOLS } from "./connector";
-export type { ActionDefinition, SyncDefinition, PipelineDefinition, PipelineStep, ConnectorRunContext, WebhookDefinition, WebhookRequest, WebhookResponse, WebhookContext, WebhookDelivery, ScheduleDefinition, ConnectorDefinition, OverlapPolicy, WebhookFormat, AgentDefinition, AgentTool } from "./connector";
+export { defineConnector, defineAction, defineWebhook, defineSchedule, defineSync, definePipeline, defineAgent, defineRule, AGENT_TOOLS } from "./connector";
+export type { ActionDefinition, SyncDefinition, PipelineDefinition, PipelineStep, ConnectorRunContext, WebhookDefinition, WebhookRequest, WebhookResponse, WebhookContext, WebhookDelivery, ScheduleDefinition, ConnectorDefinition, OverlapPolicy, WebhookFormat, AgentDefinition, AgentTool, RuleDefinition } from "./connector";
 export { defineWorkflow } from "./workflow";
 export type { WorkflowContext, WorkflowDefinition } from "./workflow";
 export { defineProject } from "./project";
