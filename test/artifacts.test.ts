@@ -3,7 +3,7 @@
  * POST /api/files, checked whole before they publish, owner-only reads, every address form resolved.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, client, startApp, tokenFor } from "./helpers";
+import { DEV_TOKEN, client, startApp, tokenFor, uploadFile } from "./helpers";
 import { ensureChromium } from "./setup/chromium";
 import type { App } from "../core/app";
 
@@ -17,14 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-/** Uploads `content` with POST /api/files as `token`'s identity and answers `{ id }`. */
-async function put(content: string | Uint8Array, name: string, type = "application/octet-stream", token = DEV_TOKEN): Promise<{ id: string }> {
-  const form = new FormData();
-  form.append("file", new Blob([content], { type }), name);
-  const res = await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
-  expect(res.status).toBe(200);
-  return (await res.json()) as { id: string };
-}
+const put = (content: string | Uint8Array, name: string, type = "application/octet-stream", token = DEV_TOKEN) => uploadFile(app, content, name, type, token);
 const publish = (body: unknown, c = dev) => c.post("/api/artifacts", body);
 
 const WORKBOOK = {

@@ -4,13 +4,9 @@
  * charts as SVG, sections as text (their own embeds as links), slides as their deck-check screenshot,
  * images, cards for whole artifacts, and "unavailable" for what the reader cannot open.
  */
-import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { contentTypeOf } from "../core/artifacts/content";
 import { EmbedRenderer, type EmbedOptions, type Shown } from "../core/artifacts/render/embed";
-import { ArtifactStore } from "../core/artifacts/store";
-import { FileStore } from "../core/files/file-store";
-import { startApp } from "./helpers";
+import { publishAs, startApp } from "./helpers";
 
 let app: Awaited<ReturnType<typeof startApp>>;
 let embeds: EmbedRenderer;
@@ -22,12 +18,7 @@ const shown = (s: Shown) => {
   return s;
 };
 
-async function publish(owner: string, kind: "document" | "sheet" | "slides" | "file", title: string, files: Record<string, string>): Promise<string> {
-  const store = app.container.resolve(FileStore);
-  const entries = [];
-  for (const [path, content] of Object.entries(files)) entries.push({ path, file: await store.upload(Readable.from([Buffer.from(content)]), { name: path.split("/").pop()!, declaredContentType: contentTypeOf(path), maxBytes: 1e7 }) });
-  return (await app.container.resolve(ArtifactStore).publish({ kind, title, files: entries, author: { kind: "system" }, owner })).artifact.id;
-}
+const publish = (owner: string, kind: "document" | "sheet" | "slides" | "file", title: string, files: Record<string, string>) => publishAs(app, owner, kind, title, files);
 
 beforeAll(async () => {
   app = await startApp({ env: { SVC_DECK_CHECKS: "true" } });

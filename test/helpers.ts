@@ -8,6 +8,10 @@ import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { builtinPlugins } from "../plugins";
 import { sandboxProject, SANDBOX_DEV_TOKEN } from "../sandbox/project";
 import type { ProjectDefinition } from "../core/sdk/project";
+import { Readable } from "node:stream";
+import { FileStore } from "../core/files/file-store";
+import { ArtifactStore } from "../core/artifacts/store";
+import { contentTypeOf } from "../core/artifacts/content";
 
 export const DEV_TOKEN = SANDBOX_DEV_TOKEN;
 
@@ -152,3 +156,23 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, ti
 }
 
 export const invoiceSubject = (primaryId: string) => ({ kind: "object", objectTypeId: "invoice", primaryId });
+
+/** Uploads `content` with POST /api/files (as `token`, dev by default) and answers the file reference's `{ id }`. */
+export async function uploadFile(app: { url: string }, content: string | Uint8Array, name: string, type = "application/octet-stream", token = DEV_TOKEN): Promise<{ id: string }> {
+  const form = new FormData();
+  form.append("file", new Blob([content], { type }), name);
+  const res = await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { id: string };
+}
+
+/**
+ * Publishes an artifact as system code for `owner` (what agents and connectors do, spec 4.3): files by
+ * path with text content, each uploaded with the content type of its extension. Answers the artifact id.
+ */
+export async function publishAs(app: App, owner: string, kind: "document" | "sheet" | "slides" | "file", title: string, files: Record<string, string>): Promise<string> {
+  const store = app.container.resolve(FileStore);
+  const entries = [];
+  for (const [path, content] of Object.entries(files)) entries.push({ path, file: await store.upload(Readable.from([Buffer.from(content)]), { name: path.split("/").pop()!, declaredContentType: contentTypeOf(path), maxBytes: 1e7 }) });
+  return (await app.container.resolve(ArtifactStore).publish({ kind, title, files: entries, author: { kind: "system" }, owner })).artifact.id;
+}

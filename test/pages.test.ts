@@ -7,12 +7,8 @@
  */
 import type { Browser, BrowserContext, Frame, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ArtifactStore } from "../core/artifacts/store";
-import { contentTypeOf } from "../core/artifacts/content";
-import { FileStore } from "../core/files/file-store";
-import { Readable } from "node:stream";
 import { axeViolations, launchBrowser, screenshot, signIn } from "./helpers-browser";
-import { client, startApp } from "./helpers";
+import { client, publishAs as publishWith, startApp } from "./helpers";
 
 // browser globals inside page.evaluate callbacks (this file is type-checked without the DOM library)
 declare const document: any;
@@ -24,14 +20,7 @@ let app: App;
 let browser: Browser;
 let ids: { sheet: string; document: string; deck: string };
 
-/** Publishes files as system code for `owner` (what agents and connectors do: spec 4.3). */
-async function publishAs(owner: string, kind: "document" | "slides" | "sheet" | "file", title: string, files: Record<string, string>): Promise<string> {
-  const fileStore = app.container.resolve(FileStore);
-  const entries = [];
-  for (const [path, content] of Object.entries(files)) entries.push({ path, file: await fileStore.upload(Readable.from([Buffer.from(content)]), { name: path.split("/").pop()!, declaredContentType: contentTypeOf(path), maxBytes: 10_000_000 }) });
-  const { artifact } = await app.container.resolve(ArtifactStore).publish({ kind, title, files: entries, author: { kind: "system" }, owner });
-  return artifact.id;
-}
+const publishAs = (owner: string, kind: "document" | "sheet" | "slides" | "file", title: string, files: Record<string, string>) => publishWith(app, owner, kind, title, files);
 
 async function devPage(context?: BrowserContext): Promise<Page> {
   const page = await (context ?? (await browser.newContext({ viewport: { width: 1360, height: 900 } }))).newPage();

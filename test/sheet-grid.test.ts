@@ -12,7 +12,7 @@ import path from "node:path";
 import type { AddressInfo } from "node:net";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, startApp } from "./helpers";
+import { DEV_TOKEN, startApp, uploadFile } from "./helpers";
 import { ensureChromium } from "./setup/chromium";
 import { CHROMIUM_ARGS } from "../core/artifacts/deck-check";
 import { SheetData } from "../core/artifacts/sheet-data";
@@ -59,13 +59,7 @@ let base: string;
 let artifactId: string;
 const rowsRequests: string[] = [];
 
-async function put(content: string, name: string, type: string): Promise<{ id: string }> {
-  const form = new FormData();
-  form.append("file", new Blob([content], { type }), name);
-  const res = await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: form });
-  expect(res.status).toBe(200);
-  return (await res.json()) as { id: string };
-}
+const put = (content: string, name: string, type: string) => uploadFile(app, content, name, type);
 
 /** The page: the view as the pages would render it for an en-US reader (tab from `part`), inside a themed artifact box. */
 async function pageHtml(part?: string): Promise<string> {

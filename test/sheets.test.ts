@@ -4,7 +4,7 @@
  * widths, theme, charts) and parses each CSV once, shared by concurrent readers; owner-only.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, client, startApp, tokenFor } from "./helpers";
+import { DEV_TOKEN, client, startApp, tokenFor, uploadFile } from "./helpers";
 import { SheetData } from "../core/artifacts/sheet-data";
 import type { App } from "../core/app";
 
@@ -14,14 +14,7 @@ let alice: ReturnType<typeof client>;
 let sheetId: string;
 const ROWS = 450;
 
-/** Uploads `content` with POST /api/files and answers `{ id }`. */
-async function put(content: string, name: string, type: string): Promise<{ id: string }> {
-  const form = new FormData();
-  form.append("file", new Blob([content], { type }), name);
-  const res = await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: form });
-  expect(res.status).toBe(200);
-  return (await res.json()) as { id: string };
-}
+const put = (content: string, name: string, type: string) => uploadFile(app, content, name, type);
 
 const WORKBOOK = {
   sheets: [

@@ -5,22 +5,12 @@
  * replaces by the live chart). Classes are prefixed `sheet-`; render/sheet.css styles them. Every name and
  * value is user text and is escaped.
  */
+import type { SheetInfo } from "../sheet-data";
 import { chartEmbedHtml } from "./chart";
 import { MAX_FROZEN_DATA_ROWS, artifactFileUrl, artifactPageHref, columnLetters, columnWidth, formatCell, type CellType, type SheetGridConfig } from "./format";
 
-/** A sheet of the view: what `SheetData.workbook` answers for it, plus its first rows (raw values, from row 0). */
-export interface SheetViewSheet {
-  name: string;
-  frozenRows: number;
-  frozenColumns: number;
-  widths: Record<string, number>;
-  columns: string[];
-  types: Record<string, CellType>;
-  /** Data rows in the sheet. */
-  total: number;
-  /** The first data rows (a page of the rows API; the grid fetches the rest). */
-  firstRows: string[][];
-}
+/** A sheet of the view: what `SheetData.workbook` answers for it, plus its first data rows (raw values; the grid fetches the rest). */
+export type SheetViewSheet = SheetInfo & { firstRows: string[][] };
 
 /** A chart of the view: `option` from `chartOption`, `svg` from `renderChartSvg`. */
 export interface SheetViewChart {
