@@ -20,6 +20,8 @@ try {
     `  svc sandbox is up (${((Date.now() - started) / 1000).toFixed(1)} s)`,
     `  API          ${app.url}`,
     `  Docs         ${app.url}/docs`,
+    `  Artifacts    ${app.url}/artifacts (sign in as dev / dev-sandbox-password)`,
+    `  Agent        npm run chat -- "Write a report titled Q4 outlook"`,
     `  Temporal UI  ${app.temporal.uiUrl ?? `(not served; cluster ${app.temporal.address})`}`,
     `  Public URL   ${app.config.apiPublicOrigin} (SVC_API_PUBLIC_ORIGIN, used in download URLs; local addresses are unreachable for external services)`,
     `  Dev token    ${app.config.devToken}`,
