@@ -21,6 +21,7 @@ import { createActivities, createSinks } from "./runtime/activities";
 import { createAgentActivities } from "./runtime/agent-activities";
 import { AgentRuns } from "./runtime/agents";
 import { AgentTools } from "./runtime/agent-tools";
+import { RuleEngine } from "./runtime/rules";
 import { modelFromEnv } from "./agents/providers";
 import type { Model } from "./agents/model";
 import { TokenService } from "./auth/tokens";
@@ -143,7 +144,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(DeckChecker, { useValue: decks });
     container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
-    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns]) {
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine]) {
       container.registerSingleton(service as never, service as never);
     }
 
@@ -158,6 +159,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
 
     // the runtime services register their own lifecycle hooks when created
+    // rules catch up with every commit since their checkpoint (the seed's included), then follow the stream
+    await container.resolve(RuleEngine).start();
     const actions = container.resolve(ActionRunner);
     container.resolve(WorkflowRuns);
     const workflowBundle = await loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));

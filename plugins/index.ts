@@ -2,6 +2,7 @@ import status from "./status";
 import auth from "./auth";
 import project from "./project";
 import objects from "./objects";
+import ontology from "./ontology";
 import actions from "./actions";
 import events from "./events";
 import logs from "./logs";
@@ -15,7 +16,8 @@ import artifacts from "./artifacts";
 import viewer from "./viewer";
 import pages from "./pages";
 import agents from "./agents";
+import rules from "./rules";
 import type { Plugin } from "../core/plugin-api";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin<any>[] = [status, auth, project, objects, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, agents, pages, viewer, docs];
+export const builtinPlugins: readonly Plugin<any>[] = [status, auth, project, objects, ontology, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, agents, rules, pages, viewer, docs];

@@ -1,11 +1,13 @@
 import * as v from "valibot";
-import { ApiError, defineAction, defineAgent, defineConnector, definePipeline, defineSchedule, defineSync } from "../core/sdk";
+import { ApiError, defineAction, defineAgent, defineConnector, definePipeline, defineRule, defineSchedule, defineSync } from "../core/sdk";
 
 /**
  * The sandbox's billing operations. `invoice.approve` approves an invoice: it sets its status,
  * makes sure the `billedTo` link to its customer exists, and records an `apiCalls` telemetry point on
  * the customer, all in one commit. Its effect (on Temporal, after the run) stamps `noticeSentAt`.
- * The `overdue-scan` schedule marks open invoices past their due date as overdue, hourly.
+ * The `overdue-scan` schedule marks open invoices past their due date as overdue, hourly; the
+ * `invoice-overdue` rule then triggers for each of them (`rule.triggered`) and resolves once the invoice
+ * is no longer overdue, e.g. approved (`rule.resolved`).
  * The `customer-sync` sync upserts customers from a CRM export (a built-in sample when none is given);
  * the `monthly-statement` pipeline totals each customer's unpaid invoices into `balance`.
  */
@@ -20,6 +22,14 @@ const CrmCustomer = v.object({ id: v.pipe(v.string(), v.minLength(1)), name: v.p
 export default defineConnector({
   id: "billing",
   title: "Billing",
+  rules: {
+    "invoice-overdue": defineRule({
+      objectTypeId: "invoice",
+      where: { status: "overdue" },
+      title: "Invoice overdue",
+      description: "An invoice the overdue scan marked overdue; resolved when its status changes (approved, paid, void).",
+    }),
+  },
   schedules: {
     "overdue-scan": defineSchedule({
       cron: "0 * * * *",

@@ -8,8 +8,9 @@ import type { DomainEventEnvelope } from "../events/catalog";
  * | Helper | String | Grants |
  * |---|---|---|
  * | `can.view("invoice")` | `view:object:invoice` | read objects of that type and events about them |
- * | `can.edit()` | `edit:object` | direct ontology writes (origin runtime, actor = caller); no HTTP route uses it yet |
- * | `can.appendTelemetry()` | `append:telemetry` | direct telemetry appends; no HTTP route uses it yet |
+ * | `can.edit()` | `edit:object` | direct object and link writes, `POST /api/ontology/writes` (origin runtime, actor = caller) |
+ * | `can.appendTelemetry()` | `append:telemetry` | direct telemetry appends, `POST /api/ontology/writes` |
+ * | `can.appendEvents()` | `append:events` | `POST /api/events`: append supported non-ontology events (spec 6.2) |
  * | `can.runAction(id)` | `run:action:<id>` | run that action; see its runs and events without a subject |
  * | `can.runWorkflow(id)` | `run:workflow:<id>` | start runs of that workflow, read them and their events |
  * | `can.runSync(id)` / `can.runPipeline(id)` | `run:sync:<id>` / `run:pipeline:<id>` | start and read runs of that sync or pipeline |
@@ -23,6 +24,7 @@ export const can = {
   view: (objectTypeId: string) => `view:object:${objectTypeId}`,
   edit: () => "edit:object",
   appendTelemetry: () => "append:telemetry",
+  appendEvents: () => "append:events",
   runAction: (actionId: string) => `run:action:${actionId}`,
   runWorkflow: (workflowId: string) => `run:workflow:${workflowId}`,
   runSync: (syncId: string) => `run:sync:${syncId}`,

@@ -42,6 +42,14 @@ const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
 };
 for (const t of Object.keys(EVENT_TOPICS) as EventType[]) if (t.startsWith("workflow.")) REQUIRED_FIELDS[t] = ["workflowId", "runId"];
 
+/**
+ * The payload fields an appended event of `type` must carry (spec 2.4), as {@link EventLog.prepare}
+ * checks them; empty for types without required fields. Routes use it to document their bodies.
+ */
+export function requiredPayloadFields(type: EventType): readonly string[] {
+  return REQUIRED_FIELDS[type] ?? [];
+}
+
 /** The partition key used when none is given: the run, else the subject. */
 function defaultPartitionKey(p: Record<string, any>): string {
   if (p.runId) return String(p.runId);

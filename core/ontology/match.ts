@@ -42,10 +42,16 @@ function sqlText(x: Exclude<SqlScalar, null>): string {
  */
 export function matchesWhere(where: Record<string, Condition> | undefined, primaryId: string, properties: Record<string, unknown>): boolean {
   for (const [property, cond] of Object.entries(where ?? {})) {
-    const col = property === "primaryId" ? primaryId : sqlValue(properties[property]);
+    // `primary_id` is a TEXT column: SQLite converts what it is compared with to text (affinity)
+    const isId = property === "primaryId";
+    const operand = (x: unknown) => {
+      const v = sqlValue(x);
+      return isId && v !== null ? sqlText(v) : v;
+    };
+    const col = isId ? primaryId : sqlValue(properties[property]);
     const ops: Record<string, unknown> = cond === null || typeof cond !== "object" ? { eq: cond } : cond;
     for (const [op, raw] of Object.entries(ops)) {
-      const value = op === "in" || op === "exists" || op === "contains" ? raw : sqlValue(raw);
+      const value = op === "exists" || op === "contains" ? raw : op === "in" ? (raw as unknown[]).map(operand) : operand(raw);
       if (!test(op, col, value)) return false;
     }
   }
@@ -53,6 +59,7 @@ export function matchesWhere(where: Record<string, Condition> | undefined, prima
 }
 
 function test(op: string, col: SqlScalar, value: unknown): boolean {
+  // `value` is already in SQL form (and an `in` list element-wise)
   switch (op) {
     case "eq":
       return value === null ? col === null : col !== null && compare(col, value as number | string) === 0;
@@ -67,10 +74,7 @@ function test(op: string, col: SqlScalar, value: unknown): boolean {
       return op === "gt" ? c > 0 : op === "gte" ? c >= 0 : op === "lt" ? c < 0 : c <= 0;
     }
     case "in":
-      return col !== null && (value as unknown[]).some((x) => {
-        const v = sqlValue(x);
-        return v !== null && compare(col, v) === 0;
-      });
+      return col !== null && (value as SqlScalar[]).some((v) => v !== null && compare(col, v) === 0);
     case "contains":
       return col !== null && asciiLower(sqlText(col)).includes(asciiLower(String(value)));
     case "exists":

@@ -109,6 +109,7 @@ export function allPermissions(project: ProjectDefinition): string[] {
     ...Object.keys(project.objectTypes).map(can.view),
     can.edit(),
     can.appendTelemetry(),
+    can.appendEvents(),
     ...actions.map(can.runAction),
     ...Object.keys(project.workflows ?? {}).map(can.runWorkflow),
     ...(project.connectors ?? []).flatMap((c) => [...Object.keys(c.syncs ?? {}).map(can.runSync), ...Object.keys(c.pipelines ?? {}).map(can.runPipeline)]),

@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { ApiError, EVENT_TYPES, EventLog, TOPICS, definePlugin } from "../../core/plugin-api";
 import { eventsSocket } from "./socket";
+import { addAppendRoute } from "./append";
 
 const EventSchema = v.looseObject({
   id: v.string(),
@@ -17,7 +18,8 @@ const EventSchema = v.looseObject({
 /**
  * `GET /api/events` (spec 4.1, 6.4): `{ count, events }` oldest first, filtered by `topic`, `type`,
  * `afterCursor`, `limit`, and scoped to what the caller may view (spec 5): events about subjects the
- * caller cannot view are omitted; a caller with no view permission at all gets 403.
+ * caller cannot view are omitted; a caller with no view permission at all gets 403. `POST /api/events`
+ * appends supported non-ontology events (spec 6.2; `./append.ts`).
  */
 export default definePlugin({
   name: "events",
@@ -65,5 +67,6 @@ export default definePlugin({
         return { count: page.length, events: page };
       },
     });
+    addAppendRoute(routes, events);
   },
 });
