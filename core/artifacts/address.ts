@@ -519,3 +519,25 @@ export function formatAddress(address: ArtifactAddress): string {
   }
   return out;
 }
+
+/**
+ * The page that opens an address (spec 4.1): `/artifacts/<id>`, with `v` when the address pins a
+ * version and `part` for a sheet, range's sheet, `chart=<name>`, section slug or slide number.
+ */
+export function pageUrl(address: ArtifactAddress): string {
+  const query: string[] = [];
+  if (address.version !== undefined) query.push(`v=${address.version}`);
+  const part = address.part;
+  const name = part?.kind === "chart" ? `chart=${part.chart}` : part?.kind === "range" ? part.sheet : part?.name;
+  if (name !== undefined) query.push(`part=${encodeURIComponent(name)}`);
+  return `/artifacts/${encodeURIComponent(address.artifactId)}${query.length ? `?${query.join("&")}` : ""}`;
+}
+
+/** A page URL for an address string ({@link pageUrl}), or `#` for a malformed one. */
+export function safePageUrl(address: string): string {
+  try {
+    return pageUrl(parseAddress(address));
+  } catch {
+    return "#";
+  }
+}

@@ -6,7 +6,6 @@
  * Parsed tables are cached by file id (a stored file never changes) in one LRU per process bounded by
  * cell count; concurrent first reads of a file share one parse.
  */
-import { text as readText } from "node:stream/consumers";
 import { parse } from "csv-parse";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
@@ -159,10 +158,6 @@ export class SheetData {
     @inject(FileStore) private readonly files: FileStore,
   ) {}
 
-  private async text(fileId: string): Promise<string> {
-    return readText((await this.files.open(fileId)).stream);
-  }
-
   /**
    * The workbook of a sheet version: `workbook.json` (with its defaults applied), `theme.json` when the
    * version has one, each sheet with its header columns, types (every column; `text` when unnamed), widths,
@@ -176,9 +171,7 @@ export class SheetData {
   async workbook(reader: ArtifactReader, artifactId: string, version?: number): Promise<SheetWorkbook & { version: number; latestVersion: number; title: string }> {
     const ver = await this.artifacts.version(reader, artifactId, version);
     const { workbook, sheets } = await this.sheetsOf(ver);
-    const themeFile = ver.files.find((f) => f.path === "theme.json")?.file;
-    const themeRead = themeFile ? readTheme(await this.text(themeFile.id)) : undefined;
-    const theme: Theme | undefined = themeRead && "theme" in themeRead ? (themeRead.theme as Theme) : undefined;
+    const theme = await this.artifacts.theme(ver);
     return { workbook, ...(theme ? { theme } : {}), sheets, charts: workbook.charts, version: ver.version, latestVersion: ver.latestVersion, title: ver.artifactTitle };
   }
 
@@ -188,7 +181,7 @@ export class SheetData {
     const workbookId = ver.files.find((f) => f.path === "workbook.json")!.file.id;
     let workbook = WORKBOOKS.get(workbookId);
     if (!workbook) {
-      workbook = v.parse(WorkbookSchema, JSON.parse(await this.text(workbookId)));
+      workbook = v.parse(WorkbookSchema, JSON.parse(await this.files.text(workbookId)));
       WORKBOOKS.set(workbookId, workbook);
       if (WORKBOOKS.size > 256) WORKBOOKS.delete(WORKBOOKS.keys().next().value!);
     }

@@ -1,4 +1,3 @@
-import { text as readText } from "node:stream/consumers";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { Database } from "../store/db";
@@ -12,7 +11,7 @@ import { newId, nowIso } from "../ids";
 import { FileReferenceSchema } from "../sdk/records";
 import type { FileReference } from "../sdk/context";
 import { AddressError, formatAddress, isArtifactAddress, parseAddress, toApiError, type ArtifactAddress } from "./address";
-import { ALLOWED_CDN_HOSTS, ARTIFACT_KINDS, checkLayout, classifyReference, cssUrls, isImagePath, normalizeArtifactPath, readDeck, readDocument, readTheme, resolveRelative, type ArtifactKind, type ContentProblem, type ContentReference } from "./content";
+import { ALLOWED_CDN_HOSTS, ARTIFACT_KINDS, checkLayout, type Theme, classifyReference, cssUrls, isImagePath, normalizeArtifactPath, readDeck, readDocument, readTheme, resolveRelative, type ArtifactKind, type ContentProblem, type ContentReference } from "./content";
 import { resolveWithin, type Resolution, type ResolvableVersion, type VersionOutline } from "./resolve";
 import { validateWorkbook } from "./workbook";
 
@@ -201,6 +200,18 @@ export class ArtifactStore {
   }
 
   /**
+   * A version's theme (spec 2.11): its valid `theme.json`, or undefined when it has none (in a `file`
+   * artifact a `theme.json` is just the file). Versions were checked at publish time, so a theme that
+   * does not read is treated as none.
+   */
+  async theme(version: { kind: ArtifactKind; files: ReadonlyArray<{ path: string; file: FileReference }> }): Promise<Theme | undefined> {
+    const entry = version.kind === "file" ? undefined : version.files.find((f) => f.path === "theme.json");
+    if (!entry) return undefined;
+    const read = readTheme(await this.files.text(entry.file.id));
+    return "theme" in read ? read.theme : undefined;
+  }
+
+  /**
    * The screenshot of slide `slide` of a checked deck version (spec 4.3: stored with the version).
    * @throws {ApiError} not_found when the version was not checked or has no such slide
    */
@@ -295,7 +306,7 @@ export class ArtifactStore {
     const text = async (path: string) => {
       const entry = entries.find((e) => e.path === path)!;
       if (entry.file.size > MAX_TEXT_BYTES) throw new ApiError("artifact_invalid", `${path} is larger than ${MAX_TEXT_BYTES} bytes`, { problems: [{ file: path, message: `${path} is larger than ${MAX_TEXT_BYTES} bytes` }], totalProblems: 1 });
-      return readText((await this.files.open(entry.file.id)).stream);
+      return this.files.text(entry.file.id);
     };
     const outline: VersionOutline = {};
     const references: ContentReference[] = [];

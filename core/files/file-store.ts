@@ -16,6 +16,7 @@
  * a blob that a concurrent upload of the same bytes is about to point at. The lock is in-process: run
  * collection in the process that serves uploads.
  */
+import { text as readText } from "node:stream/consumers";
 import { createHash, randomBytes } from "node:crypto";
 import { addAbortSignal, Readable } from "node:stream";
 import { fileTypeFromBuffer } from "file-type";
@@ -352,6 +353,14 @@ export class FileStore {
   async get(fileId: string): Promise<FileReference | undefined> {
     const row = await this.db.get<FileRow>(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`, [fileId]);
     return row ? toReference(row) : undefined;
+  }
+
+  /**
+   * A whole file as UTF-8 text (a document, a deck's HTML, a theme). The caller checks access first.
+   * @throws {ApiError} not_found when there is no such file
+   */
+  async text(fileId: string): Promise<string> {
+    return readText((await this.open(fileId)).stream);
   }
 
   /**

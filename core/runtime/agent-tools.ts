@@ -6,7 +6,6 @@
  * fail the reply.
  */
 import { Readable } from "node:stream";
-import { text as readText } from "node:stream/consumers";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { ApiError } from "../errors";
@@ -163,7 +162,7 @@ export class AgentTools {
         let content: unknown;
         if (version.kind === "document") {
           const entry = version.files.find((f) => f.path === "document.md");
-          content = entry ? (await readText((await this.files.open(entry.file.id)).stream)).slice(0, 20_000) : undefined;
+          content = entry ? (await this.files.text(entry.file.id)).slice(0, 20_000) : undefined;
         } else if (version.kind === "sheet") {
           content = await Promise.all((outline.sheets ?? []).map(async (s) => ({ sheet: s.name, columns: s.columns, rows: (await this.sheets.table(reader, version.artifactId, version.version, s.name)).rows.slice(0, 20), totalRows: s.rows })));
         } else if (version.kind === "slides") {

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { EVENT_TOPICS, EVENT_TYPES, ONTOLOGY_TOPICS, EventLog, can, nowIso, requirePermission, requiredPayloadFields, type EventType, type RouteRegistry } from "../../core/plugin-api";
+import { EVENT_TOPICS, EVENT_TYPES, ONTOLOGY_TOPICS, EventLog, can, newId, requirePermission, requiredPayloadFields, type EventType, type RouteRegistry } from "../../core/plugin-api";
 
 /** Event types a caller may append (spec 6.2): every catalog type outside the ontology topics. */
 export const APPENDABLE_TYPES = EVENT_TYPES.filter((t) => !ONTOLOGY_TOPICS.has(EVENT_TOPICS[t]));
@@ -47,7 +47,7 @@ export function addAppendRoute(routes: RouteRegistry, events: EventLog): void {
     handler: async ({ principal, body }) => {
       requirePermission(principal!, can.appendEvents());
       const actor = { type: principal!.type, id: principal!.id };
-      const correlationId = `append:${principal!.id}:${nowIso()}`;
+      const correlationId = newId("append");
       const written = await events.append(
         (body.events as Array<{ type: EventType; payload: Record<string, unknown>; partitionKey?: string; idempotencyKey?: string}>).map((e) => ({ ...e, actor, origin: { kind: "runtime" as const }, correlationId })),
       );

@@ -1,6 +1,5 @@
-import { text as readText } from "node:stream/consumers";
 import {
-  ArtifactStore, EmbedRenderer, FileStore, SheetData, chartOption, chartStyle, formatBytes, html, isImagePath, raw, readTheme, renderChartSvg, renderDocument, renderSheetView, safePageUrl, themeStyle,
+  ArtifactStore, EmbedRenderer, FileStore, SheetData, artifactFileUrl, formatBytes, html, isImagePath, raw, renderDocument, renderSheetView, safePageUrl, themeStyle, workbookChart,
   type ArtifactVersion, type EmbedOptions, type RawHtml, type Theme, type VersionOutline,
 } from "../../core/plugin-api";
 import { FRAME_PREFIX, type FrameLinks } from "./frames";
@@ -21,8 +20,7 @@ type Reader = { kind: "identity"; id: string };
 const KIND_LABEL = { document: "Document", sheet: "Sheet", slides: "Deck", file: "File" } as const;
 
 /** URL of a version's file as the page loads it (same origin, the session cookie authenticates). */
-export const fileUrl = (artifactId: string, version: number, path: string, inline = true) =>
-  `/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/files/${path.split("/").map(encodeURIComponent).join("/")}${inline ? "?disposition=inline" : ""}`;
+export const fileUrl = (artifactId: string, version: number, path: string, inline = true) => `${artifactFileUrl(artifactId, version, path)}${inline ? "?disposition=inline" : ""}`;
 /** URL of a deck check's screenshot of a slide. */
 export const screenshotUrl = (artifactId: string, version: number, slide: number) => `/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/checks/${slide}`;
 
@@ -32,17 +30,9 @@ export const pageLinks: EmbedOptions["links"] = { file: (id, v, p) => fileUrl(id
 /** The text of a version's file (document.md, theme.json). */
 export async function versionText(s: PageServices, version: Version, path: string): Promise<string | undefined> {
   const entry = version.files.find((f) => f.path === path);
-  return entry ? readText((await s.files.open(entry.file.id)).stream) : undefined;
+  return entry ? s.files.text(entry.file.id) : undefined;
 }
 
-/** The version's theme (spec 2.11), when it has a valid `theme.json` (a file artifact's is just a file). */
-export async function versionTheme(s: PageServices, version: Version): Promise<Theme | undefined> {
-  if (version.kind === "file") return undefined;
-  const text = await versionText(s, version, "theme.json");
-  if (text === undefined) return undefined;
-  const read = readTheme(text);
-  return "theme" in read ? read.theme : undefined;
-}
 
 /**
  * The page of one artifact version (spec 4.1: `/artifacts/{id}?v=&part=`): its head with the version
@@ -51,7 +41,7 @@ export async function versionTheme(s: PageServices, version: Version): Promise<T
 export async function artifactPage(s: PageServices, ctx: { reader: Reader; user: ShellUser; artifactId: string; v?: number; part?: string; locale: string; origin: string }): Promise<string> {
   const version = (await s.artifacts.version(ctx.reader, ctx.artifactId, ctx.v)) as Version;
   const versions = await s.artifacts.versions(ctx.reader, ctx.artifactId);
-  const theme = await versionTheme(s, version);
+  const theme = await s.artifacts.theme(version);
   const mode = theme?.mode;
   const surface = (cls: string, content: RawHtml) => html`<div class="artifact-surface ${cls}" data-svc-artifact data-kind="${version.kind}" data-theme="${mode ?? ""}">${content}</div>`;
   let view: RawHtml;
@@ -127,16 +117,10 @@ async function documentView(s: PageServices, ctx: { reader: Reader; locale: stri
 
 async function sheetView(s: PageServices, ctx: { reader: Reader; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {
   const book = await s.sheets.workbook(ctx.reader, version.artifactId, version.version);
-  const style = chartStyle(book.theme, book.theme?.mode ?? mode);
-  const sheets = await Promise.all(book.sheets.map(async (sheet) => {
-    const table = await s.sheets.table(ctx.reader, version.artifactId, version.version, sheet.name);
-    return { ...sheet, total: table.rows.length, firstRows: table.rows.slice(0, 100) };
-  }));
+  const sheets = await Promise.all(book.sheets.map(async (sheet) => ({ ...sheet, firstRows: (await s.sheets.table(ctx.reader, version.artifactId, version.version, sheet.name)).rows.slice(0, 100) })));
   const charts = await Promise.all(book.charts.map(async (chart) => {
-    const sheet = book.sheets.find((x) => x.name === chart.sheet)!;
     const table = await s.sheets.table(ctx.reader, version.artifactId, version.version, chart.sheet);
-    const option = chartOption(chart, { columns: table.columns, rows: table.rows, types: sheet.types }, style, ctx.locale);
-    return { name: chart.name, title: chart.title ?? chart.name, option, svg: renderChartSvg(option, { width: 960, height: 420 }) };
+    return { name: chart.name, title: chart.title ?? chart.name, ...workbookChart(book, chart, table, { mode, locale: ctx.locale, size: { width: 960, height: 420 } }) };
   }));
   return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, sheets, charts, part: ctx.part, locale: ctx.locale }));
 }

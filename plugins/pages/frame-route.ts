@@ -1,6 +1,5 @@
-import { text as readText } from "node:stream/consumers";
 import { contentTypeOf, isApiError, parseAddress, readDeck, type ArtifactAddress, kitAssets, kitDocument, rewriteDeck, safePageUrl, serveFile, type ArtifactReader, type EmbedOptions } from "../../core/plugin-api";
-import { versionTheme, type PageServices } from "./artifact";
+import type { PageServices } from "./artifact";
 import { FRAME_PREFIX, frameCsp, type FrameGrant } from "./frames";
 
 const FRAME_HEADERS = { "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "cross-origin-resource-policy": "cross-origin" };
@@ -28,8 +27,8 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
     if (path === "index.html") {
       const version = await s.artifacts.version(reader, grant.artifactId, grant.version);
       if (version.kind !== "slides") return plain(404, "Not a deck");
-      const source = await readText((await s.files.open((await s.artifacts.file(reader, grant.artifactId, grant.version, "index.html")).id)).stream);
-      const theme = await versionTheme(s, version as never);
+      const source = await s.files.text((await s.artifacts.file(reader, grant.artifactId, grant.version, "index.html")).id);
+      const theme = await s.artifacts.theme(version);
       const opts: EmbedOptions = {
         locale: r.locale,
         mode: theme?.mode ?? "light",
@@ -77,9 +76,25 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
   }
 }
 
-/** The artifact addresses a deck version's index.html contains (links, images, embeds). */
-async function deckAddresses(s: PageServices, reader: ArtifactReader, grant: FrameGrant): Promise<ArtifactAddress[]> {
-  const html = await readText((await s.files.open((await s.artifacts.file(reader, grant.artifactId, grant.version, "index.html")).id)).stream);
+/** Parsed addresses of recently framed deck versions (versions never change), at most {@link DECK_ADDRESS_CACHE} of them. */
+const deckAddressCache = new Map<string, Promise<ArtifactAddress[]>>();
+const DECK_ADDRESS_CACHE = 500;
+
+/** The artifact addresses a deck version's index.html contains (links, images, embeds), read once per version. */
+function deckAddresses(s: PageServices, reader: ArtifactReader, grant: FrameGrant): Promise<ArtifactAddress[]> {
+  const key = `${grant.artifactId}@${grant.version}`;
+  let found = deckAddressCache.get(key);
+  if (!found) {
+    found = readDeckAddresses(s, reader, grant);
+    found.catch(() => deckAddressCache.delete(key));
+    deckAddressCache.set(key, found);
+    if (deckAddressCache.size > DECK_ADDRESS_CACHE) deckAddressCache.delete(deckAddressCache.keys().next().value!);
+  }
+  return found;
+}
+
+async function readDeckAddresses(s: PageServices, reader: ArtifactReader, grant: FrameGrant): Promise<ArtifactAddress[]> {
+  const html = await s.files.text((await s.artifacts.file(reader, grant.artifactId, grant.version, "index.html")).id);
   const out: ArtifactAddress[] = [];
   for (const ref of readDeck(html).references) {
     if (!ref.target.startsWith("artifact:")) continue;

@@ -1,5 +1,5 @@
-import { chartOption, chartStyle, formatBytes, formatCell, html, raw, renderChartSvg, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
-import { extension, screenshotUrl, versionTheme, type PageServices } from "./artifact";
+import { formatBytes, formatCell, html, raw, workbookChart, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
+import { extension, screenshotUrl, type PageServices } from "./artifact";
 import { FRAME_PREFIX } from "./frames";
 import { shell, type ShellUser } from "./shell";
 
@@ -44,7 +44,7 @@ async function card(s: PageServices, ctx: { reader: Reader; locale: string }, ar
 </li>`;
 }
 
-async function preview(s: PageServices, ctx: { reader: Reader; locale: string }, artifact: Artifact, version: Parameters<typeof versionTheme>[1], outline: VersionOutline): Promise<RawHtml> {
+async function preview(s: PageServices, ctx: { reader: Reader; locale: string }, artifact: Artifact, version: { version: number; files: Array<{ path: string; file: { size: number } }> }, outline: VersionOutline): Promise<RawHtml> {
   switch (artifact.kind) {
     case "document":
       return html`<div class="preview-doc"><p class="preview-title">${outline.title ?? artifact.title}</p>${outline.lede ? html`<p class="preview-lede">${outline.lede}</p>` : ""}</div>`;
@@ -52,10 +52,9 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
       const book = await s.sheets.workbook(ctx.reader, artifact.id, version.version);
       const chart = book.charts[0];
       if (chart) {
-        const sheet = book.sheets.find((x) => x.name === chart.sheet)!;
         const table = await s.sheets.table(ctx.reader, artifact.id, version.version, chart.sheet);
-        const option = chartOption(chart, { columns: table.columns, rows: table.rows, types: sheet.types }, chartStyle(book.theme, book.theme?.mode ?? "light"), ctx.locale);
-        return raw(`<div class="preview-chart" data-svc-artifact data-theme="${book.theme?.mode ?? "light"}">${renderChartSvg(option, { width: 480, height: 270 })}</div>`);
+        const { svg } = workbookChart(book, chart, table, { mode: "light", locale: ctx.locale, size: { width: 480, height: 270 } });
+        return raw(`<div class="preview-chart" data-svc-artifact data-theme="${book.theme?.mode ?? "light"}">${svg}</div>`);
       }
       const sheet = book.sheets[0];
       if (!sheet) return html``;

@@ -32,10 +32,10 @@ export function browserScriptNames(): string[] {
  *   esbuild fails (a broken source; not cached, so a fixed file builds next time)
  */
 export async function browserScript(name: string): Promise<string> {
-  const names = browserScriptNames();
-  if (!/^[a-z][a-z0-9-]*$/.test(name) || !names.includes(name)) throw new Error(`No browser script "${name}"; the scripts are ${names.join(", ")}`);
   let bundle = bundles.get(name);
   if (!bundle) {
+    const names = browserScriptNames();
+    if (!/^[a-z][a-z0-9-]*$/.test(name) || !names.includes(name)) throw new Error(`No browser script "${name}"; the scripts are ${names.join(", ")}`);
     bundle = build({
       entryPoints: [path.join(BROWSER_DIR, `${name}.ts`)],
       bundle: true,

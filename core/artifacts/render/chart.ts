@@ -8,6 +8,7 @@ import * as echarts from "echarts";
 import { formatHex, formatRgb, parse, toGamut } from "culori";
 import type { Chart } from "../workbook";
 import type { Theme } from "../content";
+import { escapeHtml, scriptJson } from "./html";
 import { CHART_FORMATS_KEY, applyChartStyle, formatCell, withChartFormatters, type CellType, type ChartFormats, type ChartStyle } from "./format";
 
 export type { ChartStyle } from "./format";
@@ -180,7 +181,6 @@ export function chartOption(chart: Chart, data: { columns: string[]; rows: strin
   );
 }
 
-const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /**
  * Draws an option as SVG on the server (echarts `ssr: true`, no DOM): the `<svg>` keeps its `viewBox`
@@ -208,8 +208,25 @@ export function renderChartSvg(option: Record<string, unknown>, size: { width: n
   return svg.replace(/^<svg\b([^>]*)>/, (_whole, attrs: string) => {
     let a = attrs.replace(/\s(?:width|height|role|aria-label)="[^"]*"/g, "");
     if (!/\sviewBox=/.test(a)) a += ` viewBox="0 0 ${width} ${height}"`;
-    return `<svg${a} width="100%" height="100%" role="img" aria-label="${escapeAttr(label)}">`;
+    return `<svg${a} width="100%" height="100%" role="img" aria-label="${escapeHtml(label)}">`;
   });
+}
+
+/**
+ * A workbook's chart (spec 2.8) as its ECharts option and server SVG, for the pages, previews and embeds:
+ * drawn from the chart's sheet rows with the workbook's theme, in the mode the theme pins, else `mode`.
+ * @param table the chart's sheet (header and data rows, raw CSV values)
+ * @param opts.size the SVG's box in px (it scales by its viewBox)
+ */
+export function workbookChart(
+  book: { theme?: Theme; sheets: ReadonlyArray<{ name: string; types: Record<string, CellType> }> },
+  chart: Chart,
+  table: { columns: string[]; rows: string[][] },
+  opts: { mode: "light" | "dark"; locale: string; size: { width: number; height: number } },
+): { option: Record<string, unknown>; svg: string } {
+  const types = book.sheets.find((s) => s.name === chart.sheet)?.types ?? {};
+  const option = chartOption(chart, { columns: table.columns, rows: table.rows, types }, chartStyle(book.theme, book.theme?.mode ?? opts.mode), opts.locale);
+  return { option, svg: renderChartSvg(option, opts.size) };
 }
 
 /**
@@ -221,6 +238,5 @@ export function renderChartSvg(option: Record<string, unknown>, size: { width: n
  * @param chart `option` from {@link chartOption}, `svg` from {@link renderChartSvg}, `label` the accessible name
  */
 export function chartEmbedHtml(chart: { option: Record<string, unknown>; svg: string; label: string }): string {
-  const json = JSON.stringify(chart.option).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
-  return `<div class="svc-chart" data-svc-chart role="figure" aria-label="${escapeAttr(chart.label)}"><script type="application/json">${json}</script>${chart.svg}</div>`;
+  return `<div class="svc-chart" data-svc-chart role="figure" aria-label="${escapeHtml(chart.label)}"><script type="application/json">${scriptJson(chart.option)}</script>${chart.svg}</div>`;
 }

@@ -5,16 +5,15 @@
  * source line naming the target and whether it follows the latest version or a fixed one. Resolved as
  * the reader: a target the reader cannot open is `unavailable` (nothing of it is disclosed).
  */
-import { text as readText } from "node:stream/consumers";
 import { inject, injectable } from "../../di";
 import { isApiError } from "../../errors";
 import { FileStore } from "../../files/file-store";
-import { columnLetter, parseAddress, type ArtifactAddress } from "../address";
+import { columnLetter, pageUrl, parseAddress, safePageUrl, type ArtifactAddress } from "../address";
 import { isImagePath } from "../content";
 import type { Resolution, VersionOutline } from "../resolve";
 import { SheetData } from "../sheet-data";
 import { ArtifactStore, type ArtifactReader } from "../store";
-import { chartOption, chartStyle, renderChartSvg } from "./chart";
+import { workbookChart } from "./chart";
 import { formatCell, type CellType } from "./format";
 import { escapeHtml, html, raw, type RawHtml } from "./html";
 import { renderSection } from "./markdown";
@@ -42,21 +41,6 @@ export type Shown =
 export const EMBED_MAX_ROWS = 50;
 
 const KIND_LABEL: Record<string, string> = { document: "Document", sheet: "Sheet", slides: "Deck", file: "File" };
-
-/**
- * The page that opens an address (spec 4.1): `/artifacts/<id>`, with `v` when the address pins a
- * version and `part` for a sheet, range's sheet, `chart=<name>`, section slug or slide number.
- */
-export function pageUrl(address: ArtifactAddress): string {
-  const query = new URLSearchParams();
-  if (address.version !== undefined) query.set("v", String(address.version));
-  const part = address.part;
-  if (part?.kind === "chart") query.set("part", `chart=${part.chart}`);
-  else if (part?.kind === "range") query.set("part", part.sheet);
-  else if (part?.kind === "name") query.set("part", part.name);
-  const q = query.toString();
-  return `/artifacts/${encodeURIComponent(address.artifactId)}${q ? `?${q}` : ""}`;
-}
 
 /** Renders what addresses show, as a given reader (spec 2.9, 2.10). */
 @injectable()
@@ -109,10 +93,8 @@ export class EmbedRenderer {
       case "chart": {
         const book = await this.sheets.workbook(reader, id, r.version);
         const chart = book.charts.find((c) => c.name === part.chart)!;
-        const sheet = book.sheets.find((s) => s.name === chart.sheet)!;
         const table = await this.sheets.table(reader, id, r.version, chart.sheet);
-        const option = chartOption(chart, { columns: table.columns, rows: table.rows, types: sheet.types }, chartStyle(book.theme, book.theme?.mode ?? opts.mode), opts.locale);
-        return raw(renderChartSvg(option, opts.chartSize ?? { width: 720, height: 360 }));
+        return raw(workbookChart(book, chart, table, { mode: opts.mode, locale: opts.locale, size: opts.chartSize ?? { width: 720, height: 360 } }).svg);
       }
       case "range":
       case "sheet": {
@@ -144,17 +126,7 @@ export class EmbedRenderer {
   }
 
   private async text(reader: ArtifactReader, id: string, version: number, path: string): Promise<string> {
-    const ref = await this.artifacts.file(reader, id, version, path);
-    return readText((await this.files.open(ref.id)).stream);
-  }
-}
-
-/** A page URL for an address string, or `#` for a malformed one. */
-export function safePageUrl(address: string): string {
-  try {
-    return pageUrl(parseAddress(address));
-  } catch {
-    return "#";
+    return this.files.text((await this.artifacts.file(reader, id, version, path)).id);
   }
 }
 

@@ -6,6 +6,7 @@
  *
  * No Node imports: this module is bundled into the browser scripts too (render/browser/).
  */
+import { columnLetter, pageUrl, parseAddress } from "../address";
 
 /** A column's type as `normalizeColumnType` answers it (spec 2.8). `decimals`: percent; `currency`: ISO 4217 code. */
 export type CellType = { type: "text" | "number" | "currency" | "percent" | "date" | "link" | "image"; decimals?: number; currency?: string };
@@ -280,32 +281,19 @@ export function columnWidth(name: string, type: CellType, widths: Record<string,
   }
 }
 
-/** Spreadsheet column letters: 0 → `A`, 25 → `Z`, 26 → `AA`. */
-export function columnLetters(index: number): string {
-  let letters = "";
-  for (let n = index + 1; n > 0; n = Math.floor((n - 1) / 26)) letters = String.fromCharCode(0x41 + ((n - 1) % 26)) + letters;
-  return letters;
-}
+/** Spreadsheet column letters: 0 → `A`, 25 → `Z`, 26 → `AA` (the address parser's own). */
+export const columnLetters = columnLetter;
 
 /**
- * Where a cell's artifact address opens in the pages: `/artifacts/<id>` with `v` and `part` (spec 4.1's
- * browser pages). Answers undefined for something that is not an artifact address.
+ * Where a cell's artifact address opens in the pages ({@link pageUrl}: `/artifacts/<id>` with `v` and
+ * `part`, spec 4.1). Answers undefined for something that is not an artifact address.
  */
 export function artifactPageHref(address: string): string | undefined {
-  const m = /^artifact:(art_[0-9A-Za-z]+)(?:@(\d+))?(?:\/[^#]*)?(?:#(.*))?$/.exec(address);
-  if (!m) return undefined;
-  const query: string[] = [];
-  if (m[2]) query.push(`v=${m[2]}`);
-  if (m[3]) {
-    let part = m[3];
-    try {
-      part = decodeURIComponent(part);
-    } catch {
-      // kept as written
-    }
-    query.push(`part=${encodeURIComponent(part)}`);
+  try {
+    return pageUrl(parseAddress(address));
+  } catch {
+    return undefined;
   }
-  return `/artifacts/${m[1]}${query.length ? `?${query.join("&")}` : ""}`;
 }
 
 /** The URL of an image file of an artifact version (the files API; the reader's session authorizes it). */

@@ -7,6 +7,11 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ENTITIES[c]!);
 }
 
+/** JSON for a `<script type="application/json">`: `<`, U+2028 and U+2029 escaped, so nothing can close the script or break it. */
+export function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+}
+
 /** A tagged template that escapes every interpolated value unless it is {@link RawHtml} (or an array of them). */
 export function html(strings: TemplateStringsArray, ...values: unknown[]): RawHtml {
   let out = strings[0]!;

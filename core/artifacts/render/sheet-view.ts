@@ -7,6 +7,7 @@
  */
 import type { SheetInfo } from "../sheet-data";
 import { chartEmbedHtml } from "./chart";
+import { escapeHtml, scriptJson } from "./html";
 import { MAX_FROZEN_DATA_ROWS, artifactFileUrl, artifactPageHref, columnLetters, columnWidth, formatCell, type CellType, type SheetGridConfig } from "./format";
 
 /** A sheet of the view: what `SheetData.workbook` answers for it, plus its first data rows (raw values; the grid fetches the rest). */
@@ -32,13 +33,6 @@ export interface SheetViewInput {
   locale: string;
 }
 
-/** Escapes text for HTML text and double-quoted attributes. */
-export function escapeHtml(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
-}
-
-/** JSON for a `<script type="application/json">`: `<` escaped so nothing can close the script. */
-const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
 
 /** The rows API of a sheet. */
 export function sheetRowsUrl(artifactId: string, version: number, sheet: string): string {
