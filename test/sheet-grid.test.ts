@@ -236,6 +236,8 @@ describe("the sheet grid in Chromium (spec 2.8)", () => {
       scroll.scrollTop = scroll.scrollHeight / 2;
       scroll.scrollLeft = 300;
     });
+    // the grid redraws on the next animation frame: wait for it, then for the rows' page to arrive
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
     await page.waitForFunction(() => !document.querySelector("#sheet-panel-0 .sheet-body tr.sheet-pending"));
     const layout = await page.evaluate(() => {
       const scroll = document.querySelector("#sheet-panel-0 .sheet-scroll");
