@@ -20,7 +20,12 @@ describeMatrix("status, project, docs", (transport) => {
     expect(res.body.actions.map((a: any) => a.id)).toEqual(expect.arrayContaining(["invoice.approve", "diagnostics.sleep", "diagnostics.fail"]));
     expect(res.body.workflows).toEqual([{ id: "invoice-review", title: "Review an invoice" }]);
     expect(res.body.linkTypes).toEqual([{ id: "billedTo", source: "invoice", target: "customer" }]);
-    expect(res.body.connectors).toContainEqual({ id: "billing", actions: ["invoice.attach-pdf", "invoice.approve"], webhooks: [], schedules: ["overdue-scan"], agents: ["assistant"] });
+    const billing = res.body.connectors.find((c: any) => c.id === "billing");
+    expect(billing).toMatchObject({ actions: ["invoice.attach-pdf", "invoice.approve"], webhooks: [], syncs: ["customer-sync"], pipelines: ["monthly-statement"], agents: ["assistant"], rules: ["invoice-overdue"] });
+    expect(billing.schedules).toContain("overdue-scan");
+    expect(res.body.rules).toEqual([
+      { id: "invoice-overdue", connectorId: "billing", title: "Invoice overdue", description: expect.stringContaining("overdue scan"), objectTypeId: "invoice", where: { status: "overdue" } },
+    ]);
   });
 
   it("serves the OpenAPI reference without a CDN, covering every route and marking bearer auth", async () => {

@@ -7,10 +7,12 @@ const ProjectSchema = v.object({
   objectTypes: v.array(v.object({ id: v.string(), title: v.optional(v.string()), properties: v.record(v.string(), v.object({ type: v.string(), required: v.boolean() })) })),
   linkTypes: v.array(v.object({ id: v.string(), source: v.string(), target: v.string() })),
   telemetry: v.array(v.object({ propertyId: v.string(), objectTypeId: v.string(), unit: v.optional(v.string()) })),
-  connectors: v.array(v.object({ id: v.string(), actions: v.array(v.string()), webhooks: v.array(v.string()), schedules: v.array(v.string()), agents: v.array(v.string()) })),
+  connectors: v.array(v.object({ id: v.string(), actions: v.array(v.string()), webhooks: v.array(v.string()), schedules: v.array(v.string()), syncs: v.array(v.string()), pipelines: v.array(v.string()), agents: v.array(v.string()), rules: v.array(v.string()) })),
   actions: v.array(v.object({ id: v.string(), connectorId: v.string(), subjectType: v.optional(v.string()), hasEffect: v.boolean() })),
   workflows: v.array(v.object({ id: v.string(), title: v.optional(v.string()) })),
   agents: v.array(v.object({ id: v.string(), connectorId: v.string(), title: v.optional(v.string()), tools: v.array(v.string()), model: v.string() })),
+  /** Rules (spec 2.4 `rule.*`): the condition in the filter language of `POST /api/objects/query`; `GET /api/rules` adds the subjects triggered now. */
+  rules: v.array(v.object({ id: v.string(), connectorId: v.string(), title: v.optional(v.string()), description: v.optional(v.string()), objectTypeId: v.string(), where: v.record(v.string(), v.unknown()) })),
 });
 
 /** `GET /api/project` (spec 4.1): project information. */
@@ -28,16 +30,24 @@ export default definePlugin({
       })),
       linkTypes: Object.entries(d.linkTypes ?? {}).map(([id, l]) => ({ id, source: l.source, target: l.target })),
       telemetry: Object.entries(d.telemetry ?? {}).map(([propertyId, t]) => ({ propertyId, objectTypeId: t.objectTypeId, ...(t.unit ? { unit: t.unit } : {}) })),
-      connectors: [...project.connectors.values()].map((c) => ({ id: c.id, actions: Object.keys(c.actions ?? {}), webhooks: Object.keys(c.webhooks ?? {}), schedules: Object.keys(c.schedules ?? {}), agents: Object.keys(c.agents ?? {}) })),
+      connectors: [...project.connectors.values()].map((c) => ({ id: c.id, actions: Object.keys(c.actions ?? {}), webhooks: Object.keys(c.webhooks ?? {}), schedules: Object.keys(c.schedules ?? {}), syncs: Object.keys(c.syncs ?? {}), pipelines: Object.keys(c.pipelines ?? {}), agents: Object.keys(c.agents ?? {}), rules: Object.keys(c.rules ?? {}) })),
       actions: [...project.actions.values()].map((a) => ({ id: a.id, connectorId: a.connectorId, ...(a.definition.subject ? { subjectType: a.definition.subject.objectTypeId } : {}), hasEffect: !!a.definition.effect })),
       workflows: [...project.workflows.entries()].map(([id, w]) => ({ id, ...(w.title ? { title: w.title } : {}) })),
       agents: project.agents().map((a) => ({ id: a.id, connectorId: a.connectorId, ...(a.definition.title ? { title: a.definition.title } : {}), tools: [...(a.definition.tools ?? AGENT_TOOLS)], model: a.definition.model ?? config.agentModel })),
+      rules: project.rules().map((r) => ({
+        id: r.id,
+        connectorId: r.connectorId,
+        ...(r.definition.title !== undefined ? { title: r.definition.title } : {}),
+        ...(r.definition.description !== undefined ? { description: r.definition.description } : {}),
+        objectTypeId: r.definition.objectTypeId,
+        where: r.definition.where as Record<string, unknown>,
+      })),
     };
     routes.add({
       method: "GET",
       path: "/api/project",
       summary: "Project information",
-      description: "The project's id, name, object types, link types, telemetry, connectors, actions, workflows and agents.",
+      description: "The project's id, name, object types, link types, telemetry, connectors (with their actions, webhooks, schedules, syncs, pipelines, agents and rules), actions, workflows, agents and rules.",
       tags: ["project"],
       auth: "bearer",
       responses: { 200: { description: "Project information", schema: ProjectSchema } },
