@@ -22,6 +22,9 @@ import { createAgentActivities } from "./runtime/agent-activities";
 import { AgentRuns } from "./runtime/agents";
 import { AgentTools } from "./runtime/agent-tools";
 import { RuleEngine } from "./runtime/rules";
+import { DatasetStore } from "./datasets/store";
+import { DatasetProjector } from "./datasets/projector";
+import { EventScheduleConsumers } from "./runtime/event-schedules";
 import { modelFromEnv } from "./agents/providers";
 import type { Model } from "./agents/model";
 import { TokenService } from "./auth/tokens";
@@ -144,9 +147,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(DeckChecker, { useValue: decks });
     container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
-    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine]) {
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers]) {
       container.registerSingleton(service as never, service as never);
     }
+    for (const service of [DatasetStore, DatasetProjector]) container.registerSingleton(service as never, service as never);
 
     // Anything committed but not drained before the last stop (crash between commit and drain).
     await outbox.drain();
@@ -158,9 +162,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.devToken && opts.project.devIdentity) await tokens.ensure(config.devToken, opts.project.devIdentity, "development");
     for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
 
+    // dataset projections catch up with every committed version (the seed's included; waited for up to 5 s), then follow the stream
+    await container.resolve(DatasetProjector).start(5000);
     // the runtime services register their own lifecycle hooks when created
     // rules catch up with every commit since their checkpoint (the seed's included), then follow the stream
     await container.resolve(RuleEngine).start();
+    // event schedules (spec 6.1): each consumer resumes from its stored cursor; a new one starts at the newest event
+    await container.resolve(EventScheduleConsumers).start();
     const actions = container.resolve(ActionRunner);
     container.resolve(WorkflowRuns);
     const workflowBundle = await loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));

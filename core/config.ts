@@ -38,6 +38,8 @@ import type { InjectionToken } from "./di";
  * | `SVC_CHROMIUM_PATH` | /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium` package) |
  * | `SVC_AGENT_MODEL` | scripted | the agents' model: `scripted` (deterministic, no network), `openai-compatible:<model>` (with `SVC_AGENT_BASE_URL`, `SVC_AGENT_API_KEY`) or `anthropic:<model>` (with `ANTHROPIC_API_KEY`) |
  * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
+ * | `SVC_EVENT_SCHEDULE_MAX_LAG_MS` | 60000 | `/api/status` reports the event schedules unhealthy when an unpaused one's oldest unfinished event is older than this |
+ * | `SVC_PROJECTION_CHUNK_ROWS` | 500 | the most dataset rows one projection commit applies (one SQLite transaction each) |
  * | `SVC_AGENT_OUTPUT_RETENTION_MS` | 604800000 (7 days) | how long agent reply output is kept for `/ws/agents` (spec 6.5 rule 3: older cursors resume from the earliest kept record); at least 1000 |
  */
 export interface Config {
@@ -83,6 +85,10 @@ export interface Config {
   agentOutputRetentionMs: number;
   /** The agents' default model (`scripted`, `openai-compatible:<model>`, `anthropic:<model>`). */
   agentModel: string;
+  /** The most dataset rows one projection commit applies. */
+  projectionChunkRows: number;
+  /** Event schedules: lag (ms) above which `/api/status` reports them unhealthy. */
+  eventScheduleMaxLagMs: number;
 }
 
 /** DI token of the runtime {@link Config}. */
@@ -131,6 +137,8 @@ const EnvSchema = v.object({
   SVC_AGENT_MODEL: v.optional(v.pipe(v.string(), v.regex(/^(scripted|openai-compatible:\S+|anthropic:\S+)$/, "must be scripted, openai-compatible:<model> or anthropic:<model>")), "scripted"),
   SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
   SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),
+  SVC_PROJECTION_CHUNK_ROWS: v.optional(intIn(1, 100_000), "500"),
+  SVC_EVENT_SCHEDULE_MAX_LAG_MS: v.optional(intIn(100, 30 * 86_400_000), "60000"),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
@@ -189,6 +197,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     frameLinkTtlMs: e.SVC_FRAME_LINK_TTL_MS,
     agentOutputRetentionMs: e.SVC_AGENT_OUTPUT_RETENTION_MS,
     agentModel: e.SVC_AGENT_MODEL,
+    projectionChunkRows: e.SVC_PROJECTION_CHUNK_ROWS,
+    eventScheduleMaxLagMs: e.SVC_EVENT_SCHEDULE_MAX_LAG_MS,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

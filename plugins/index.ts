@@ -17,7 +17,8 @@ import viewer from "./viewer";
 import pages from "./pages";
 import agents from "./agents";
 import rules from "./rules";
+import datasets from "./datasets";
 import type { Plugin } from "../core/plugin-api";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin<any>[] = [status, auth, project, objects, ontology, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, agents, rules, pages, viewer, docs];
+export const builtinPlugins: readonly Plugin<any>[] = [status, auth, project, objects, ontology, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, agents, rules, datasets, pages, viewer, docs];

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, defineAction, defineAgent, defineConnector, definePipeline, defineRule, defineSchedule, defineSync } from "../core/sdk";
+import { ApiError, defineAction, defineAgent, defineConnector, defineDataset, definePipeline, defineRule, defineSchedule, defineSync } from "../core/sdk";
 
 /**
  * The sandbox's billing operations. `invoice.approve` approves an invoice: it sets its status,
@@ -7,10 +7,23 @@ import { ApiError, defineAction, defineAgent, defineConnector, definePipeline, d
  * the customer, all in one commit. Its effect (on Temporal, after the run) stamps `noticeSentAt`.
  * The `overdue-scan` schedule marks open invoices past their due date as overdue, hourly; the
  * `invoice-overdue` rule then triggers for each of them (`rule.triggered`) and resolves once the invoice
- * is no longer overdue, e.g. approved (`rule.resolved`).
+ * is no longer overdue, e.g. approved (`rule.resolved`); the `overdue-reminder` event schedule fires on
+ * each `rule.triggered` and stamps the invoice's `reminderSentAt` (a reminder sent).
  * The `customer-sync` sync upserts customers from a CRM export (a built-in sample when none is given);
  * the `monthly-statement` pipeline totals each customer's unpaid invoices into `balance`.
+ * The `price-list` dataset (primary key `sku`) is projected into `product` objects, which only its
+ * projection writes; the seed commits version 1 and the `price-list-sync` sync snapshots a new one (the
+ * built-in sample, or the rows of its input).
  */
+
+/** The sample price list the seed commits as `price-list` version 1 and `price-list-sync` snapshots when its input has no rows. */
+export const SAMPLE_PRICE_LIST = [
+  { sku: "SKU-API-1K", name: "API calls (per 1,000)", unitPrice: 0.5, currency: "USD", active: true },
+  { sku: "SKU-LEGACY", name: "Legacy plan (monthly)", unitPrice: 29, currency: "USD", active: false },
+  { sku: "SKU-SEAT", name: "User seat (monthly)", unitPrice: 12, currency: "USD", active: true },
+  { sku: "SKU-STORAGE", name: "Storage (per GB-month)", unitPrice: 0.1, currency: "USD", active: true },
+  { sku: "SKU-SUPPORT", name: "Premium support (monthly)", unitPrice: 499, currency: "USD", active: true },
+];
 
 /** The sample CRM export `customer-sync` uses when its input has none. */
 const SAMPLE_CRM = [
@@ -46,8 +59,43 @@ export default defineConnector({
         } while (nextPageToken);
       },
     }),
+    // an event schedule (spec 6.1): once per rule.triggered about an invoice, in order per invoice, retried on failure
+    "overdue-reminder": defineSchedule({
+      on: { types: ["rule.triggered"], objectTypeId: "invoice" },
+      description: "When the invoice-overdue rule triggers for an invoice, sends its customer a payment reminder and stamps reminderSentAt.",
+      async run(ctx) {
+        const { ruleId, subject } = ctx.event.payload as { ruleId?: string; subject?: { primaryId?: unknown } };
+        // only the rule engine's own events (no actor): an appended rule.triggered sends no reminder
+        if (ruleId !== "invoice-overdue" || ctx.event.actor !== undefined || typeof subject?.primaryId !== "string") return;
+        const invoice = await ctx.objects.get("invoice", subject.primaryId);
+        // paid, approved or deleted since: nothing to remind (stamping an overdue invoice leaves the rule triggered: no loop)
+        if ((invoice?.properties as { status?: string } | undefined)?.status !== "overdue") return;
+        ctx.objects.update("invoice", subject.primaryId, { reminderSentAt: new Date().toISOString() });
+        ctx.log.info({ invoice: subject.primaryId, attempt: ctx.attempt }, "payment reminder sent");
+      },
+    }),
+  },
+  datasets: {
+    "price-list": defineDataset({
+      title: "Price list",
+      description: "The products the company sells and their unit prices; projected into product objects.",
+      columns: { sku: "string", name: { type: "string", required: true }, unitPrice: { type: "number", required: true }, currency: { type: "string", required: true }, active: "boolean" },
+      primaryKey: "sku",
+      projection: { objectTypeId: "product", properties: { name: "name", unitPrice: "unitPrice", currency: "currency", active: "active" } },
+    }),
   },
   syncs: {
+    "price-list-sync": defineSync({
+      title: "Sync the price list",
+      description: "Snapshots the price-list dataset: the input's rows, or the built-in sample.",
+      input: v.object({ rows: v.optional(v.array(v.record(v.string(), v.unknown()))) }),
+      async run(ctx) {
+        const rows = ctx.input.rows ?? SAMPLE_PRICE_LIST;
+        ctx.datasets.snapshot("price-list", rows);
+        ctx.log.info({ count: rows.length }, "price list snapshotted");
+        return { rows: rows.length };
+      },
+    }),
     "customer-sync": defineSync({
       title: "Sync customers from the CRM",
       input: v.object({ customers: v.optional(v.array(CrmCustomer)) }),

@@ -6,7 +6,7 @@ import { stripeConnector } from "../connectors/stripe";
 import { githubConnector } from "../connectors/github";
 import { slackConnector } from "../connectors/slack";
 import { standardWebhooksConnector } from "../connectors/standard-webhooks";
-import billing from "./billing";
+import billing, { SAMPLE_PRICE_LIST } from "./billing";
 import { seedArtifacts } from "./artifacts";
 import { APPROVE_INVOICE, workflows } from "./workflows";
 
@@ -32,7 +32,7 @@ export const SANDBOX_WEBHOOK_SECRETS = {
  * The sandbox: a small billing-operations project with customers, invoices, the `billedTo` link,
  * `apiCalls` telemetry, the billing and diagnostics connectors and the `invoice-review` workflow.
  *
- * Identities: `dev` (every permission; the development token), `alice` (holds `approve:invoice`), `auditor`
+ * Identities: `dev` (every permission; the development token), `alice` (holds `approve:invoice`, views the price-list dataset), `auditor`
  * (sees customers only), `ops-bot` (a service account for the diagnostics actions).
  */
 export const sandboxProject = defineProject({
@@ -54,13 +54,19 @@ export const sandboxProject = defineProject({
         dueDate: "date",
         approvalNote: "string",
         noticeSentAt: "datetime",
+        reminderSentAt: { type: "datetime", description: "When the overdue-reminder event schedule last sent a payment reminder" },
         reviewStatus: "string",
         reviewedAt: "datetime",
         pdf: { type: "file", description: "The invoice document (a stored file reference)" },
       },
     },
+    product: {
+      title: "Product",
+      description: "Projected from the price-list dataset: written only by its projection (commit a new dataset version to change one).",
+      properties: { name: { type: "string", required: true }, unitPrice: { type: "number", required: true }, currency: { type: "string", required: true }, active: "boolean" },
+    },
   },
-  linkTypes: { billedTo: { source: "invoice", target: "customer", description: "The customer an invoice is billed to" } },
+  linkTypes: { billedTo: { source: "invoice", target: "customer", description: "The customer an invoice is billed to", properties: { note: "string" } } },
   telemetry: { apiCalls: { objectTypeId: "customer", unit: "calls", description: "API calls made for the customer" } },
   connectors: [
     billing,
@@ -75,7 +81,7 @@ export const sandboxProject = defineProject({
   devIdentity: "dev",
   identities: {
     dev: { type: "user", name: "Developer", permissions: (p) => [...allPermissions(p), APPROVE_INVOICE], devPassword: "dev-sandbox-password" },
-    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review"), can.useAgent("assistant"), APPROVE_INVOICE], devPassword: "alice-sandbox-password" },
+    alice: { type: "user", name: "Alice (approver)", permissions: [can.view("invoice"), can.view("customer"), can.runAction("invoice.approve"), can.runWorkflow("invoice-review"), can.useAgent("assistant"), can.viewDataset("price-list"), APPROVE_INVOICE], devPassword: "alice-sandbox-password" },
     auditor: { type: "user", name: "Auditor", permissions: [can.view("customer")], devPassword: "auditor-sandbox-password" },
     "ops-bot": { type: "serviceAccount", name: "Operations bot", permissions: [can.runAction("diagnostics.sleep"), can.runAction("diagnostics.fail"), can.runAction("diagnostics.noop"), can.observe("logs")] },
   },
@@ -98,6 +104,7 @@ export const sandboxProject = defineProject({
       ctx.objects.upsert("invoice", id, { number: id.replace("inv_", "INV-"), ...p });
       ctx.links.upsert({ sourceTypeId: "invoice", sourceId: id, linkId: "billedTo", targetTypeId: "customer", targetId: p.customerId });
     }
+    ctx.datasets.snapshot("price-list", SAMPLE_PRICE_LIST);
     const published = await seedArtifacts(ctx.artifacts, "dev");
     ctx.log.info(published, "published the sandbox's artifacts");
   },

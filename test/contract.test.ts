@@ -66,7 +66,9 @@ const EXCLUDED_PATHS = ["/api/actions/diagnostics.sleep", "/api/files/uploads", 
  *   files exist and are the caller's: a schema-valid request naming generated file ids is refused
  *   with 422 `artifact_invalid`, which lists the problems. An artifact address is a small language
  *   (percent escapes, A1 ranges) that a JSON Schema pattern only approximates: a refusal of it is 400
- *   with `details.position`. ST202 failures of exactly those answers are dropped.
+ *   with `details.position`. A dataset's rows (`POST /api/datasets/{id}/versions`, `…/transactions/{version}/rows`)
+ *   are checked against that dataset's columns, and a primary key may appear once per transaction: the
+ *   refusal is 400 naming the row in `details.row`. ST202 failures of exactly those answers are dropped.
  */
 const HOOKS = String.raw`
 import json
@@ -106,7 +108,10 @@ def refused_content(failure, case, response):
         return False
     if response.status_code == 422:
         return error.get("code") == "artifact_invalid"
-    return case.operation.path == "/api/artifacts/resolve" and "position" in (error.get("details") or {})
+    details = error.get("details") or {}
+    if case.operation.path.startswith("/api/datasets/") and isinstance(details, dict) and "row" in details:
+        return True
+    return case.operation.path == "/api/artifacts/resolve" and "position" in details
 
 
 @schemathesis.hook

@@ -76,12 +76,12 @@ export async function allEvents(c: ReturnType<typeof client>, query = ""): Promi
  * Runs a test fixture server (`test/fixtures/<script>`) as its own process over `dataDir` on `port`,
  * connected to the run's Temporal dev server, and resolves once it prints READY. It is started with
  * `node --import tsx` (not the tsx CLI, which forks), so the PID a test SIGKILLs is the server itself.
- * `exited` resolves when the process ends.
+ * `exited` resolves when the process ends. `env` adds variables (e.g. `SVC_PROJECTION_CHUNK_ROWS`).
  */
-export async function startFixtureProcess(script: string, dataDir: string, port: number): Promise<ChildProcess & { exited: Promise<void> }> {
+export async function startFixtureProcess(script: string, dataDir: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess & { exited: Promise<void> }> {
   const child = spawn(process.execPath, ["--import", "tsx", `test/fixtures/${script}`], {
     cwd: path.resolve(import.meta.dirname, ".."),
-    env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `${script}-${port}`, SVC_SCHEDULES: "false", SVC_DECK_CHECKS: "false" },
+    env: { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_WORKFLOW_BUNDLE: inject("workflowBundle"), SVC_TASK_QUEUE: `${script}-${port}`, SVC_SCHEDULES: "false", SVC_DECK_CHECKS: "false", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

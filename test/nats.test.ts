@@ -32,7 +32,8 @@ describe("NATS JetStream broker stream", () => {
       };
       const first = await read();
       expect(first.map((e) => e.type)).toEqual(expect.arrayContaining(["object.created", "action.requested", "object.updated", "action.completed"]));
-      expect(first.filter((e) => e.type === "object.created")).toHaveLength(9);
+      // the seed's 9 objects and the 5 products projected from its price-list version
+      expect(first.filter((e) => e.type === "object.created")).toHaveLength(14);
 
       await nats.stop();
       for (let i = 0; i < 4; i++) await run(`during-outage-${i}`); // writes still succeed; envelopes wait in the outbox

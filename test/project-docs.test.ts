@@ -16,12 +16,12 @@ describeMatrix("status, project, docs", (transport) => {
   it("describes the project", async () => {
     const res = await dev.get("/api/project");
     expect(res.body).toMatchObject({ id: "sandbox", name: "Sandbox billing" });
-    expect(res.body.objectTypes.map((t: any) => t.id)).toEqual(["customer", "invoice"]);
+    expect(res.body.objectTypes.map((t: any) => t.id)).toEqual(["customer", "invoice", "product"]);
     expect(res.body.actions.map((a: any) => a.id)).toEqual(expect.arrayContaining(["invoice.approve", "diagnostics.sleep", "diagnostics.fail"]));
     expect(res.body.workflows).toEqual([{ id: "invoice-review", title: "Review an invoice" }]);
     expect(res.body.linkTypes).toEqual([{ id: "billedTo", source: "invoice", target: "customer" }]);
     const billing = res.body.connectors.find((c: any) => c.id === "billing");
-    expect(billing).toMatchObject({ actions: ["invoice.attach-pdf", "invoice.approve"], webhooks: [], syncs: ["customer-sync"], pipelines: ["monthly-statement"], agents: ["assistant"], rules: ["invoice-overdue"] });
+    expect(billing).toMatchObject({ actions: ["invoice.attach-pdf", "invoice.approve"], webhooks: [], syncs: ["price-list-sync", "customer-sync"], pipelines: ["monthly-statement"], agents: ["assistant"], rules: ["invoice-overdue"], datasets: ["price-list"] });
     expect(billing.schedules).toContain("overdue-scan");
     expect(res.body.rules).toEqual([
       { id: "invoice-overdue", connectorId: "billing", title: "Invoice overdue", description: expect.stringContaining("overdue scan"), objectTypeId: "invoice", where: { status: "overdue" } },

@@ -11,19 +11,24 @@ describe("connector schedules on Temporal", () => {
       const c = client(app);
       const listed = await c.get("/api/schedules");
       expect(listed.status).toBe(200);
-      const [scan] = listed.body.data;
+      const [scan, reminder] = listed.body.data;
       expect(scan).toMatchObject({ scheduleId: "overdue-scan", connectorId: "billing", cron: "0 * * * *", timezone: "UTC", overlap: "skip", paused: false, temporalScheduleId: `${taskQueue}:overdue-scan` });
       expect(scan.nextRuns.length).toBeGreaterThan(0);
       expect(new Date(scan.nextRuns[0]).getUTCMinutes()).toBe(0);
+      // the event schedule is listed beside it, with its consumer, and is not a Temporal Schedule
+      expect(reminder).toMatchObject({ scheduleId: "overdue-reminder", connectorId: "billing", on: { types: ["rule.triggered"], objectTypeId: "invoice" }, paused: false, consumer: { backlog: 0, deadLettered: 0 } });
+      expect(reminder.temporalScheduleId).toBeUndefined();
+      await expect(app.temporal.client.schedule.getHandle(`${taskQueue}:overdue-reminder`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
 
       expect((await c.post("/api/schedules/overdue-scan/pause", { note: "maintenance" })).body).toMatchObject({ paused: true, note: "maintenance" });
       expect((await c.post("/api/schedules/overdue-scan/unpause", {})).body.paused).toBe(false);
       expect((await c.post("/api/schedules/nope/trigger", {})).status).toBe(404);
+      expect((await c.post("/api/schedules/overdue-reminder/trigger", {})).body.error.code).toBe("conflict");
       expect((await client(app, await tokenFor(app, "alice")).get("/api/schedules")).status).toBe(403);
 
       const triggered = await c.post("/api/schedules/overdue-scan/trigger", {});
       expect(triggered.status).toBe(200);
-      const event = await eventually(async () => (await c.get("/api/events?type=schedule.triggered")).body.events[0]);
+      const event = await eventually(async () => (await c.get("/api/events?type=schedule.triggered")).body.events.find((e: any) => e.payload.scheduleId === "overdue-scan"));
       expect(event.payload).toMatchObject({ scheduleId: "overdue-scan", occurrenceAt: expect.any(String), triggeredAt: expect.any(String), occurrenceKey: `overdue-scan@${event.payload.occurrenceAt}` });
       const invoice = await eventually(async () => {
         const res = await c.get("/api/objects/invoice/inv_1002");
@@ -34,8 +39,8 @@ describe("connector schedules on Temporal", () => {
 
       await new Promise((r) => setTimeout(r, 500));
       const all = (await c.get("/api/events?limit=1000")).body.events;
-      expect(all.filter((e: any) => e.type === "schedule.triggered")).toHaveLength(1);
-      const writes = all.filter((e: any) => e.correlationId === event.payload.occurrenceKey && e.type === "object.updated");
+      expect(all.filter((e: any) => e.type === "schedule.triggered" && e.payload.scheduleId === "overdue-scan")).toHaveLength(1);
+      const writes = all.filter((e: any) => e.correlationId === event.payload.occurrenceKey && e.type === "object.updated" && e.origin.scheduleId === "overdue-scan");
       expect(writes.map((e: any) => e.payload.primaryId)).toEqual(["inv_1002"]);
       expect(writes[0].origin).toMatchObject({ kind: "runtime", connectorId: "billing", scheduleId: "overdue-scan" });
     } finally {
@@ -43,7 +48,8 @@ describe("connector schedules on Temporal", () => {
     }
 
     // The same runtime without the schedule declared removes it from Temporal.
-    const without = { ...sandboxProject, connectors: sandboxProject.connectors.filter((c) => c.id !== "billing") };
+    // (without its seed too: the seed commits the billing connector's price-list dataset)
+    const without = { ...sandboxProject, connectors: sandboxProject.connectors.filter((c) => c.id !== "billing"), seed: undefined };
     const second = await startApp({ taskQueue, env: { SVC_SCHEDULES: "true" }, project: without });
     try {
       await eventually(async () => {

@@ -19,6 +19,8 @@ import type { DomainEventEnvelope } from "../events/catalog";
  * | `can.manage("webhooks")` | `manage:webhooks` | list and read webhook runs, replay deliveries |
  * | `can.manage("schedules")` | `manage:schedules` | list schedules, pause, unpause, trigger |
  * | `can.useAgent(id)` | `use:agent:<id>` | start conversations with that agent; read and stream only your own |
+ * | `can.viewDataset(id)` | `view:dataset:<id>` | read that dataset, its versions and rows, and its `dataset.version.committed` events |
+ * | `can.editDataset(id)` | `edit:dataset:<id>` | open, write, commit and abort that dataset's transactions over HTTP |
  */
 export const can = {
   view: (objectTypeId: string) => `view:object:${objectTypeId}`,
@@ -33,6 +35,8 @@ export const can = {
   viewTopic: (topic: string) => `view:topic:${topic}`,
   manage: (what: "webhooks" | "schedules") => `manage:${what}`,
   useAgent: (agentId: string) => `use:agent:${agentId}`,
+  viewDataset: (datasetId: string) => `view:dataset:${datasetId}`,
+  editDataset: (datasetId: string) => `edit:dataset:${datasetId}`,
 } as const;
 
 /** The authenticated caller of a request. */
@@ -75,6 +79,8 @@ export function eventPermissions(e: Pick<DomainEventEnvelope, "topic" | "payload
       return e.topic === "actions" ? [can.runAction(String(p.actionId)), null] : [can.viewTopic(e.topic), null];
     case "workflows":
       return [can.runWorkflow(String(p.workflowId)), null];
+    case "datasets":
+      return [can.viewDataset(String(p.datasetId)), null];
     default:
       return [can.viewTopic(e.topic), null];
   }

@@ -56,7 +56,7 @@ export interface Actor {
 export type Origin =
   | { kind: "action"; actionId: string; runId: string }
   | { kind: "runtime"; [key: string]: unknown }
-  | { kind: "projection"; datasetId: string }
+  | { kind: "projection"; datasetId: string; /** The dataset version being projected. */ version?: number }
   | { kind: "telemetry"; [key: string]: unknown };
 
 /** A property change inside an ontology event: `before` is absent on create, `after` on delete. */

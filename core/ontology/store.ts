@@ -82,6 +82,7 @@ export class OntologyStore {
     @inject(FileStore) private readonly files: FileStore,
   ) {
     this.project = registry.definition;
+    for (const d of registry.datasets()) if (d.definition.projection) this.projectedTypes.set(d.definition.projection.objectTypeId, d.id);
     for (const [id, type] of Object.entries(this.project.objectTypes)) {
       const names = fileProperties(type.properties);
       if (names.length) this.fileProps.set(id, names);
@@ -90,6 +91,23 @@ export class OntologyStore {
 
   /** Object types with `file` properties, and their names. */
   private readonly fileProps = new Map<string, string[]>();
+  /** Object types a dataset projects into (spec 2.3 `projection`), and that dataset: only its projection writes them. */
+  private readonly projectedTypes = new Map<string, string>();
+
+  /**
+   * Refuses writes to projection-owned objects from any other origin: object upserts, updates and
+   * deletes of a projected type, and links whose source is one (telemetry stays allowed).
+   * @throws {ApiError} conflict naming the type and the dataset, `details.index` the change
+   */
+  private checkOwnership(changes: readonly OntologyChange[], origin: Origin): void {
+    if (this.projectedTypes.size === 0) return;
+    changes.forEach((c, index) => {
+      const type = c.op.startsWith("object.") ? (c as { objectTypeId: string }).objectTypeId : c.op.startsWith("link.") ? (c as { sourceTypeId: string }).sourceTypeId : undefined;
+      const owner = type === undefined ? undefined : this.projectedTypes.get(type);
+      if (owner === undefined || (origin.kind === "projection" && origin.datasetId === owner)) return;
+      throw new ApiError("conflict", `objects of type ${type} are projected from dataset ${owner}; commit a new dataset version instead`, { index, objectTypeId: type, datasetId: owner });
+    });
+  }
 
   /**
    * Replaces each written file property value by the stored reference `{ id, name, contentType, size,
@@ -148,8 +166,11 @@ export class OntologyStore {
   /**
    * Applies already-validated changes inside the caller's transaction (used when a write must commit
    * together with other rows, such as an action run's completion). The caller drains after commit.
+   * @throws {ApiError} conflict when a change writes objects a dataset projection owns and the origin is
+   *   not that projection (nothing written); not_found / invalid_request as the changes go
    */
   async applyInTx(tx: SqlWriter, changes: readonly OntologyChange[], ctx: WriteContext): Promise<CommitResult> {
+    this.checkOwnership(changes, ctx.origin);
     const commitId = newId("commit");
     const now = nowIso();
     if (ctx.idempotencyKey !== undefined) {

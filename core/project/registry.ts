@@ -2,6 +2,9 @@ import type { ProjectDefinition } from "../sdk/project";
 import type { ActionDefinition, AgentDefinition, ConnectorDefinition, RuleDefinition, ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
 import { ApiError } from "../errors";
+import { registerDatasets, type RegisteredDataset } from "./datasets";
+
+export type { RegisteredDataset };
 
 /** An action with the connector that declares it. */
 export interface RegisteredAction {
@@ -14,13 +17,15 @@ export interface RegisteredAction {
  * The project as the runtime indexes it: actions by global id, connectors, workflows, and each
  * identity's permission set.
  *
- * @throws Error at construction when two connectors declare the same action id
+ * @throws Error at construction when two connectors declare the same action id (or schedule, sync,
+ *   pipeline, agent, rule, dataset id), or a dataset's declaration or projection is wrong (see `registerDatasets`)
  */
 export class ProjectRegistry {
   readonly actions = new Map<string, RegisteredAction>();
   readonly connectors: ReadonlyMap<string, ConnectorDefinition>;
   readonly workflows: ReadonlyMap<string, WorkflowDefinition<any, any>>;
   private readonly permissions = new Map<string, ReadonlySet<string>>();
+  private readonly datasetsById: ReadonlyMap<string, RegisteredDataset>;
 
   constructor(readonly definition: ProjectDefinition) {
     this.connectors = new Map((definition.connectors ?? []).map((c) => [c.id, c]));
@@ -32,7 +37,7 @@ export class ProjectRegistry {
         this.actions.set(id, { id, connectorId: connector.id, definition: def });
       }
     }
-    for (const kind of ["schedules", "syncs", "pipelines", "agents", "rules"] as const) {
+    for (const kind of ["schedules", "syncs", "pipelines", "agents", "rules", "datasets"] as const) {
       const seen = new Map<string, string>();
       for (const connector of definition.connectors ?? []) {
         for (const id of Object.keys(connector[kind] ?? {})) {
@@ -41,6 +46,7 @@ export class ProjectRegistry {
         }
       }
     }
+    this.datasetsById = registerDatasets(definition);
     for (const [id, identity] of Object.entries(definition.identities)) {
       const list = typeof identity.permissions === "function" ? identity.permissions(definition) : identity.permissions;
       this.permissions.set(id, new Set(list));
@@ -68,6 +74,18 @@ export class ProjectRegistry {
   /** Every declared rule with its connector (spec 2.4 `rule.*`), in declaration order. */
   rules(): Array<{ id: string; connectorId: string; definition: RuleDefinition }> {
     return [...this.connectors.values()].flatMap((c) => Object.entries(c.rules ?? {}).map(([id, definition]) => ({ id, connectorId: c.id, definition })));
+  }
+
+  /** Every declared dataset with its connector and row validator (spec 4.1 `GET /api/datasets`), in declaration order. */
+  datasets(): RegisteredDataset[] {
+    return [...this.datasetsById.values()];
+  }
+
+  /** A dataset by its global id. @throws {ApiError} not_found */
+  dataset(id: string): RegisteredDataset {
+    const found = this.datasetsById.get(id);
+    if (!found) throw new ApiError("not_found", `No dataset "${id}"`);
+    return found;
   }
 
   /** @throws {ApiError} not_found */

@@ -13,7 +13,9 @@ import { Readable } from "node:stream";
 import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/catalog";
 import type { ArtifactsApi, BlobsApi, HandlerLogger, OntologyChange, SystemContext } from "../sdk/context";
 import { eventsApi, ontologyAccess } from "./context";
-import { ApiError } from "../errors";
+import { ApiError, isApiError } from "../errors";
+import { DatasetStore } from "../datasets/store";
+import type { StagedRow } from "../datasets/rows";
 
 /** Who a handler runs for: where its logs go and how its writes are keyed. */
 export interface HandlerRun {
@@ -45,12 +47,14 @@ export interface BufferedHandler<T> {
   result: T;
   changes: OntologyChange[];
   events: DomainEventEnvelope[];
+  /** `ctx.datasets` calls in order, rows validated: each commits one dataset version. */
+  datasets: Array<{ datasetId: string; transaction: "snapshot" | "append"; rows: StagedRow[] }>;
   log: HandlerLogger;
 }
 
 /**
  * Runs connector code (action, effect, webhook, schedule, sync and pipeline handlers, the project
- * seed) with a write buffer: reads go to committed data, ontology writes and `events.append` calls are
+ * seed) with a write buffer: reads go to committed data, ontology writes, `events.append` and `datasets` calls are
  * buffered, and nothing reaches the store until the caller commits — in one transaction, possibly
  * with its own run-record rows. A handler that throws writes nothing.
  */
@@ -66,6 +70,7 @@ export class HandlerRunner {
     @inject(FileStore) private readonly files: FileStore,
     @inject(CONFIG) private readonly config: Config,
     @inject(ArtifactStore) private readonly artifactStore: ArtifactStore,
+    @inject(DatasetStore) private readonly datasetStore: DatasetStore,
   ) {}
 
   /** The SDK's artifact operations: system code reaches every artifact; `publishedBy` is recorded on versions. */
@@ -96,15 +101,18 @@ export class HandlerRunner {
   }
 
   /**
-   * Runs `fn` with a system context (reads, buffered writes, buffered appends, the run's logger) and
+   * Runs `fn` with a system context (reads, buffered writes, buffered appends and dataset versions, the run's logger) and
    * answers what it produced. The changes are validated against the project's types and the appended
-   * events against the catalog (ontology types refused) before anything is answered.
+   * events against the catalog (ontology types refused), and each `ctx.datasets` call's rows against its
+   * dataset, before anything is answered.
    *
-   * @throws whatever `fn` throws; {@link ApiError} invalid_request for invalid changes or events
+   * @throws whatever `fn` throws; {@link ApiError} invalid_request for invalid changes, events or rows
+   *   (a refused row: `ctx.datasets.<snapshot|append> call <n>: …` naming row and column; `details.call`)
    */
   async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>): Promise<BufferedHandler<T>> {
     const buffer = new WriteBuffer();
     const appended: AppendInput[] = [];
+    const datasetCalls: Array<{ datasetId: string; transaction: "snapshot" | "append"; rows: readonly unknown[] }> = [];
     const log = this.logger(spec);
     const ctx: SystemContext = {
       ...ontologyAccess(this.ontology, buffer),
@@ -112,21 +120,46 @@ export class HandlerRunner {
       blobs: this.blobs(`${spec.run.kind}:${spec.run.id}`),
       artifacts: this.artifacts(`${spec.run.kind}:${spec.run.id}`),
       events: eventsApi(this.events, async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType })))),
+      datasets: {
+        snapshot: (datasetId, rows) => void datasetCalls.push({ datasetId, transaction: "snapshot", rows: [...rows] }),
+        append: (datasetId, rows) => void datasetCalls.push({ datasetId, transaction: "append", rows: [...rows] }),
+      },
     };
     const result = await fn(ctx);
     validateChanges(this.project.definition, buffer.changes);
     const events = this.events.prepare(appended.map((e, i) => ({ ...e, correlationId: spec.correlationId, idempotencyKey: e.idempotencyKey ?? `${spec.key}:event:${i}` })));
-    return { result, changes: buffer.changes, events, log };
+    const datasets = datasetCalls.map((call, i) => {
+      try {
+        return { datasetId: call.datasetId, transaction: call.transaction, rows: this.datasetStore.checkRows(call.datasetId, call.rows) };
+      } catch (err) {
+        if (!isApiError(err)) throw err;
+        const details = typeof err.details === "object" && err.details !== null ? err.details : {};
+        throw new ApiError("invalid_request", `ctx.datasets.${call.transaction} call ${i + 1}: ${err.message}`, { ...details, call: i + 1 });
+      }
+    });
+    return { result, changes: buffer.changes, events, datasets, log };
   }
 
   /**
-   * Writes a handler's buffered changes and events inside the caller's transaction. The caller drains
-   * the event log after it commits.
-   * @throws {ApiError} when a change is refused at commit (e.g. an update of a missing object)
+   * Writes a handler's buffered changes, events and dataset versions inside the caller's transaction.
+   * Dataset call i commits keyed `<spec.key>:dataset:<i>` (a retried handler commits it once), source
+   * `{ kind: <run kind>, id: <run id> }`. The caller drains the event log after it commits.
+   * @throws {ApiError} when a change is refused at commit (e.g. an update of a missing object, a write to
+   *   a projected type), or conflict when a dataset has an open HTTP transaction
    */
   async commitInTx(tx: SqlWriter, buffered: BufferedHandler<unknown>, spec: HandlerRun, commit: HandlerCommit): Promise<CommitResult> {
     const result = await this.ontology.applyInTx(tx, buffered.changes, { ...commit, correlationId: spec.correlationId });
     await this.events.writeInTx(tx, buffered.events);
+    for (const [i, write] of buffered.datasets.entries()) {
+      await this.datasetStore.commitInTx(tx, write.datasetId, {
+        transaction: write.transaction,
+        rows: write.rows,
+        source: { kind: spec.run.kind, id: spec.run.id },
+        ...(commit.actor ? { actor: commit.actor } : {}),
+        correlationId: spec.correlationId,
+        idempotencyKey: `${spec.key}:dataset:${i}`,
+      });
+    }
     return result;
   }
 

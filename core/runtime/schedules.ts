@@ -6,6 +6,7 @@ import { ProjectRegistry } from "../project/registry";
 import type { OverlapPolicy, ScheduleDefinition } from "../sdk/connector";
 import { LOGGER, type Logger } from "../logger";
 import { ApiError } from "../errors";
+import { EventScheduleConsumers, EventScheduleStateSchema, type DeadLetter, type EventScheduleState } from "./event-schedules";
 
 const OVERLAP: Record<OverlapPolicy, ScheduleOverlapPolicy> = {
   skip: ScheduleOverlapPolicy.SKIP,
@@ -16,8 +17,8 @@ const OVERLAP: Record<OverlapPolicy, ScheduleOverlapPolicy> = {
   allowAll: ScheduleOverlapPolicy.ALLOW_ALL,
 };
 
-/** A schedule as operators read it (`GET /api/schedules`): Temporal's state, next five and recent runs. */
-export const ScheduleStateSchema = v.object({
+/** A cron or interval schedule as operators read it (`GET /api/schedules`): Temporal's state, next five and recent runs. */
+export const TemporalScheduleStateSchema = v.object({
   scheduleId: v.string(),
   connectorId: v.string(),
   cron: v.optional(v.string()),
@@ -30,13 +31,18 @@ export const ScheduleStateSchema = v.object({
   recentRuns: v.array(v.object({ scheduledAt: v.string(), takenAt: v.string(), runId: v.string() })),
   temporalScheduleId: v.string(),
 });
-export type ScheduleState = v.InferOutput<typeof ScheduleStateSchema>;
+
+/** A schedule as operators read it: a cron / interval schedule on Temporal, or an event schedule with its consumer. */
+export const ScheduleStateSchema = v.union([TemporalScheduleStateSchema, EventScheduleStateSchema]);
+export type ScheduleState = v.InferOutput<typeof TemporalScheduleStateSchema> | EventScheduleState;
 
 /**
- * Connectors' schedules as Temporal Schedules. Each declared schedule is upserted at startup under the
- * id `<taskQueue>:<scheduleId>` (so runtimes sharing a cluster on different task queues do not collide);
- * a schedule under that prefix that no connector declares any more is deleted. A firing starts the
- * `scheduleFiring` workflow, which appends `schedule.triggered` and runs the handler as an activity.
+ * Connectors' schedules. Cron and interval schedules are Temporal Schedules: each is upserted at startup
+ * under the id `<taskQueue>:<scheduleId>` (so runtimes sharing a cluster on different task queues do not
+ * collide); a schedule under that prefix that no connector declares any more is deleted. A firing starts
+ * the `scheduleFiring` workflow, which appends `schedule.triggered` and runs the handler as an activity.
+ * Event schedules (`on`, spec 6.1) are not on Temporal: reads and pause / unpause go to
+ * {@link EventScheduleConsumers}; triggering one is refused (409).
  */
 @injectable()
 export class ScheduleManager {
@@ -44,6 +50,7 @@ export class ScheduleManager {
     @inject(TemporalHost) private readonly host: TemporalHost,
     @inject(ProjectRegistry) private readonly project: ProjectRegistry,
     @inject(LOGGER) private readonly log: Logger,
+    @inject(EventScheduleConsumers) private readonly eventSchedules: EventScheduleConsumers,
   ) {}
 
   private temporalId(scheduleId: string): string {
@@ -56,10 +63,10 @@ export class ScheduleManager {
     return found;
   }
 
-  /** Upserts every declared schedule and removes undeclared ones under this runtime's prefix. */
+  /** Upserts every declared cron / interval schedule and removes undeclared ones under this runtime's prefix (event schedules are not Temporal Schedules). */
   async sync(): Promise<void> {
     const client = this.host.client;
-    const declared = this.project.schedules();
+    const declared = this.project.schedules().filter((s) => s.definition.on === undefined);
     for (const { scheduleId, definition } of declared) {
       const spec: ScheduleSpec = definition.cron ? { cronExpressions: [definition.cron], timezone: definition.timezone ?? "UTC" } : { intervals: [{ every: definition.every! }], timezone: definition.timezone ?? "UTC" };
       const action = { type: "startWorkflow" as const, workflowType: "scheduleFiring", taskQueue: this.host.taskQueue, args: [{ scheduleId }], workflowId: this.temporalId(scheduleId) };
@@ -92,6 +99,7 @@ export class ScheduleManager {
   /** @throws {ApiError} not_found */
   async describe(scheduleId: string): Promise<ScheduleState> {
     const { connectorId, definition } = this.declared(scheduleId);
+    if (definition.on) return this.eventSchedules.describe(scheduleId);
     let d;
     try {
       d = await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).describe();
@@ -115,21 +123,46 @@ export class ScheduleManager {
 
   /** Pauses a schedule (firings stop until unpaused). */
   async pause(scheduleId: string, note?: string): Promise<ScheduleState> {
-    this.declared(scheduleId);
+    if (this.declared(scheduleId).definition.on) return this.eventSchedules.pause(scheduleId, note);
     await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).pause(note ?? "paused through the API");
     return this.describe(scheduleId);
   }
 
   async unpause(scheduleId: string, note?: string): Promise<ScheduleState> {
-    this.declared(scheduleId);
+    if (this.declared(scheduleId).definition.on) return this.eventSchedules.unpause(scheduleId, note);
     await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).unpause(note ?? "unpaused through the API");
     return this.describe(scheduleId);
   }
 
-  /** Fires the schedule now (even when paused), with its overlap policy. */
+  /**
+   * Fires a cron / interval schedule now (even when paused), with its overlap policy.
+   * @throws {ApiError} not_found; conflict for an event schedule (it fires on matching events only)
+   */
   async trigger(scheduleId: string): Promise<ScheduleState> {
-    this.declared(scheduleId);
+    const { definition } = this.declared(scheduleId);
+    if (definition.on) {
+      throw new ApiError("conflict", `Schedule "${scheduleId}" is an event schedule: it fires once per matching event (${JSON.stringify(definition.on)}), not on demand. Append a matching event, or retry a dead-lettered one with POST /api/schedules/${scheduleId}/retry`, { scheduleId, on: definition.on });
+    }
     await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).trigger();
     return this.describe(scheduleId);
+  }
+
+  /**
+   * Runs a dead-lettered event of an event schedule again.
+   * @throws {ApiError} not_found (no schedule, or the event is not dead-lettered); conflict for a cron / interval schedule
+   */
+  async retry(scheduleId: string, eventId: string): Promise<EventScheduleState> {
+    this.eventSchedule(scheduleId);
+    return this.eventSchedules.retry(scheduleId, eventId);
+  }
+
+  /** @throws {ApiError} not_found; conflict for a cron / interval schedule */
+  async deadLetters(scheduleId: string, limit: number): Promise<DeadLetter[]> {
+    this.eventSchedule(scheduleId);
+    return this.eventSchedules.deadLetters(scheduleId, limit);
+  }
+
+  private eventSchedule(scheduleId: string): void {
+    if (!this.declared(scheduleId).definition.on) throw new ApiError("conflict", `Schedule "${scheduleId}" is a cron / interval schedule: it has no event consumer, retries or dead letters (those are event schedules')`, { scheduleId });
   }
 }

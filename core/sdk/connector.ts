@@ -1,5 +1,7 @@
 import type * as v from "valibot";
 import type { ActionContext, Condition, EffectContext, SystemContext } from "./context";
+import { EVENT_TOPICS, TOPICS, type EventType, type StoredDomainEvent, type Topic } from "../events/catalog";
+import type { DatasetDefinition } from "./datasets";
 
 /** The delivery a webhook handler is running for (spec 3). */
 export interface WebhookDelivery {
@@ -82,16 +84,60 @@ export interface WebhookDefinition<B = unknown> {
 /** Overlap policies of Temporal Schedules. */
 export type OverlapPolicy = "skip" | "bufferOne" | "bufferAll" | "cancelOther" | "terminateOther" | "allowAll";
 
-/** A schedule (cron or interval) a connector declares; run by a Temporal Schedule. */
+/**
+ * An event selector (spec 6.1): which stored events an event schedule fires on. Every given field must
+ * match; at least one of `topics` and `types`. `objectTypeId` / `primaryId` match the event's subject
+ * (an ontology event's object, a link's source, an action's or a rule's subject); `partitionKey` the
+ * envelope's partition key.
+ */
+export interface EventSelector {
+  topics?: Topic[];
+  types?: EventType[];
+  objectTypeId?: string;
+  primaryId?: string;
+  partitionKey?: string;
+}
+
+/** What a schedule's handler receives: system writes (buffered, committed once per occurrence). */
+export interface ScheduleContext extends SystemContext {
+  scheduleId: string;
+  /** ISO time of the occurrence: the scheduled time (cron, interval) or the event's `occurredAt` (event schedule). */
+  occurrenceAt: string;
+  /** Event schedules: the stored event that fired it. */
+  event?: StoredDomainEvent;
+  /** Event schedules: 1 for the first attempt at this event, 2 for the first retry, … */
+  attempt?: number;
+}
+
+/** The context of an event schedule's handler: `event` and `attempt` are always there. */
+export interface EventScheduleContext extends ScheduleContext {
+  event: StoredDomainEvent;
+  attempt: number;
+}
+
+/**
+ * A schedule a connector declares: exactly one of `cron`, `every` (run by a Temporal Schedule) or `on`
+ * (an event schedule, spec 6.1: run once per matching stored event by the runtime's durable consumer,
+ * in order per partition key, with retries; see core/runtime/event-schedules.ts).
+ */
 export interface ScheduleDefinition {
   cron?: string;
   /** Interval in milliseconds. */
   every?: number;
+  /** Event selector: the schedule fires once per stored event it matches (events appended after it is first registered). */
+  on?: EventSelector;
+  /** cron / every only. */
   timezone?: string;
+  /** cron / every only. */
   overlap?: OverlapPolicy;
+  /** Initial state when the schedule is first registered; afterwards pause / unpause through the API. */
   paused?: boolean;
+  /** Event schedules: attempts per event before it is dead-lettered (1..100, default 10). */
+  maxAttempts?: number;
+  /** Event schedules: partitions handled at once (1..256, default 16). */
+  concurrency?: number;
   description?: string;
-  run(ctx: SystemContext & { scheduleId: string; occurrenceAt: string }): Promise<void>;
+  run(ctx: ScheduleContext): Promise<void>;
 }
 
 /** What a sync or pipeline step receives: system writes (committed once per run or step), the run's input. */
@@ -142,6 +188,8 @@ export interface ConnectorDefinition {
   agents?: Record<string, AgentDefinition>;
   /** Rules by id (global across the project): conditions over objects of one type (spec 2.4 `rule.*`). */
   rules?: Record<string, RuleDefinition>;
+  /** Datasets by id (global across the project): versioned rows, optionally projected into objects (see `defineDataset`). */
+  datasets?: Record<string, DatasetDefinition>;
 }
 
 /**
@@ -233,12 +281,43 @@ export function defineWebhook<S extends Schema | undefined = undefined>(
 }
 
 /**
- * Declares a schedule.
- * @throws Error when neither or both of `cron` and `every` are given
+ * Declares a schedule: a cron expression, an interval (`every`, ms) or an event selector (`on`, spec 6.1).
+ * @throws Error when not exactly one of `cron`, `every`, `on` is given; for `on`: neither topics nor
+ *   types, an unknown topic, type or selector field, a type outside the given topics, an empty string,
+ *   `timezone` / `overlap` (cron only), `maxAttempts` outside 1..100 or `concurrency` outside 1..256;
+ *   for cron / every: `maxAttempts` or `concurrency`
  */
+export function defineSchedule(def: Omit<ScheduleDefinition, "on" | "run"> & { on: EventSelector; run(ctx: EventScheduleContext): Promise<void> }): ScheduleDefinition;
+export function defineSchedule(def: ScheduleDefinition): ScheduleDefinition;
 export function defineSchedule(def: ScheduleDefinition): ScheduleDefinition {
-  if ((def.cron === undefined) === (def.every === undefined)) throw new Error("A schedule needs exactly one of cron or every");
+  if ([def.cron, def.every, def.on].filter((x) => x !== undefined).length !== 1) throw new Error("A schedule needs exactly one of cron, every or on");
+  if (def.on === undefined) {
+    if (def.maxAttempts !== undefined || def.concurrency !== undefined) throw new Error("maxAttempts and concurrency apply to event schedules (on) only");
+    return def;
+  }
+  checkEventSelector(def.on);
+  if (def.timezone !== undefined || def.overlap !== undefined) throw new Error("timezone and overlap apply to cron and interval schedules only; an event schedule runs once per matching event");
+  const intIn = (x: number | undefined, min: number, max: number) => x === undefined || (Number.isInteger(x) && x >= min && x <= max);
+  if (!intIn(def.maxAttempts, 1, 100)) throw new Error("maxAttempts must be an integer from 1 to 100");
+  if (!intIn(def.concurrency, 1, 256)) throw new Error("concurrency must be an integer from 1 to 256");
   return def;
+}
+
+/** @throws Error naming what is wrong with an event selector (see {@link defineSchedule}) */
+function checkEventSelector(on: EventSelector): void {
+  if (on === null || typeof on !== "object" || Array.isArray(on)) throw new Error("A schedule's on must be an event selector object");
+  const known = ["topics", "types", "objectTypeId", "primaryId", "partitionKey"];
+  for (const key of Object.keys(on)) if (!known.includes(key)) throw new Error(`Unknown event selector field "${key}"; fields are: ${known.join(", ")}`);
+  if (!on.topics?.length && !on.types?.length) throw new Error("An event selector needs topics or types");
+  for (const topic of on.topics ?? []) if (!(TOPICS as readonly string[]).includes(topic)) throw new Error(`Unknown topic "${topic}"; topics are: ${TOPICS.join(", ")}`);
+  for (const type of on.types ?? []) {
+    const topic = (EVENT_TOPICS as Record<string, Topic>)[type];
+    if (!topic) throw new Error(`Unknown event type "${type}" (spec 2.4 catalog)`);
+    if (on.topics?.length && !on.topics.includes(topic)) throw new Error(`Event type "${type}" is on topic "${topic}", which the selector's topics leave out: it could never match`);
+  }
+  for (const key of ["objectTypeId", "primaryId", "partitionKey"] as const) {
+    if (on[key] !== undefined && (typeof on[key] !== "string" || on[key] === "")) throw new Error(`The event selector's ${key} must be a non-empty string`);
+  }
 }
 
 /**

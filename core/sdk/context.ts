@@ -88,6 +88,20 @@ export interface OntologyAccess {
   telemetry: OntologyWrites["telemetry"];
 }
 
+/**
+ * Buffered dataset writes (spec 2.4 `dataset.version.committed`). Each call becomes one committed
+ * version of the dataset when the handler's writes commit, in the same transaction (nothing when the
+ * handler throws). Rows are validated when the handler returns: a refusal (invalid_request naming the
+ * call, row and column) fails the handler and writes nothing. A retried handler (same run) commits
+ * nothing twice. While an HTTP transaction of the dataset is open, the commit is refused (409 `conflict`).
+ */
+export interface DatasetWrites {
+  /** Version content = exactly `rows`: rows of other keys are removed. */
+  snapshot(datasetId: string, rows: readonly Record<string, unknown>[]): void;
+  /** Adds `rows`; a row whose key exists replaces it. */
+  append(datasetId: string, rows: readonly Record<string, unknown>[]): void;
+}
+
 /** The SDK's events operations (spec 6.3) as handlers see them. */
 export interface EventsApi {
   read(input: { topics?: string[]; types?: string[]; afterCursor?: string; limit?: number }): Promise<StoredDomainEventLike[]>;
@@ -163,6 +177,7 @@ export type Subject = v.InferOutput<typeof SubjectSchema>;
 
 /** What an action handler receives (spec 4.2). Writes are applied with origin `action`, no actor. */
 export interface ActionContext<P> extends OntologyAccess {
+  datasets: DatasetWrites;
   blobs: BlobsApi;
   artifacts: ArtifactsApi;
   actionId: string;
@@ -181,6 +196,7 @@ export type ActionRunRecord = v.InferOutput<typeof ActionRunRecordSchema>;
 
 /** What an action's effect receives: the finished run, reads, and buffered system writes. */
 export interface EffectContext extends OntologyAccess {
+  datasets: DatasetWrites;
   run: ActionRunRecord;
   blobs: BlobsApi;
   artifacts: ArtifactsApi;
@@ -190,6 +206,7 @@ export interface EffectContext extends OntologyAccess {
 
 /** What system code (seed, schedules, syncs) receives: origin runtime, no actor (spec 2.3). */
 export interface SystemContext extends OntologyAccess {
+  datasets: DatasetWrites;
   log: HandlerLogger;
   blobs: BlobsApi;
   artifacts: ArtifactsApi;

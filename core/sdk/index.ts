@@ -4,6 +4,9 @@
  */
 export { defineConnector, defineAction, defineWebhook, defineSchedule, defineSync, definePipeline, defineAgent, defineRule, AGENT_TOOLS } from "./connector";
 export type { ActionDefinition, SyncDefinition, PipelineDefinition, PipelineStep, ConnectorRunContext, WebhookDefinition, WebhookRequest, WebhookResponse, WebhookContext, WebhookDelivery, ScheduleDefinition, ConnectorDefinition, OverlapPolicy, WebhookFormat, AgentDefinition, AgentTool, RuleDefinition } from "./connector";
+export { defineDataset, rowKey, DATASET_COLUMN_TYPES } from "./datasets";
+export type { DatasetDefinition, DatasetColumnDefinition, DatasetColumnType, DatasetProjection, DatasetColumn } from "./datasets";
+export type { EventSelector, ScheduleContext, EventScheduleContext } from "./connector";
 export { defineWorkflow } from "./workflow";
 export type { WorkflowContext, WorkflowDefinition } from "./workflow";
 export { defineProject } from "./project";

@@ -100,7 +100,7 @@ export function defineProject<const P extends ProjectDefinition>(project: P): P 
 
 /**
  * Every permission the project defines (view per object type, edit, telemetry, run per action and per
- * workflow, logs, each topic). Meant for a development identity; it is an explicit list, not a
+ * workflow, logs, view and edit per dataset, each topic). Meant for a development identity; it is an explicit list, not a
  * wildcard.
  */
 export function allPermissions(project: ProjectDefinition): string[] {
@@ -117,6 +117,7 @@ export function allPermissions(project: ProjectDefinition): string[] {
     can.manage("webhooks"),
     can.manage("schedules"),
     ...(project.connectors ?? []).flatMap((c) => Object.keys(c.agents ?? {}).map(can.useAgent)),
+    ...(project.connectors ?? []).flatMap((c) => Object.keys(c.datasets ?? {}).flatMap((id) => [can.viewDataset(id), can.editDataset(id)])),
     ...TOPICS.map(can.viewTopic),
   ];
 }

@@ -1,9 +1,11 @@
 import * as v from "valibot";
-import { ScheduleManager, ScheduleStateSchema, can, definePlugin, requirePermission } from "../../core/plugin-api";
+import { DeadLetterSchema, EventScheduleStateSchema, ScheduleManager, ScheduleStateSchema, can, definePlugin, requirePermission } from "../../core/plugin-api";
 
 /**
- * Connectors' schedules on Temporal, for operators with `manage:schedules`: list with next runs,
- * pause, unpause, trigger now. Each firing appends `schedule.triggered` (spec 2.4).
+ * Connectors' schedules, for operators with `manage:schedules`: list, pause, unpause, trigger now.
+ * Cron and interval schedules run on Temporal (each firing appends `schedule.triggered`, spec 2.4);
+ * event schedules (spec 6.1) fire once per matching event through the runtime's durable consumer, whose
+ * backlog, retries and dead letters show here; a dead-lettered event can be retried.
  */
 export default definePlugin({
   name: "schedules",
@@ -13,10 +15,11 @@ export default definePlugin({
       method: "GET",
       path: "/api/schedules",
       summary: "List schedules",
-      description: "Every schedule the connectors declare, with its Temporal state: paused, the next five run times and the recent runs.",
+      description:
+        "Every schedule the connectors declare. Cron and interval schedules: their Temporal state (paused, the next five run times, the recent runs). Event schedules (`on`: an event selector, spec 6.1): paused and their consumer (`cursor`, `backlog` of matching events read and not finished, `caughtUp`, `oldestPendingAt`, `lagMs`, `retrying`, `deadLettered`, `lastError`). A new event schedule starts at the newest event: it does not back-fill history.",
       tags: ["schedules"],
       auth: "bearer",
-      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleStateSchema) }) }, 404: { description: "`not_found`: a declared schedule is not on Temporal (schedules were not synced at startup: `SVC_SCHEDULES=false`)" } },
+      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleStateSchema) }) }, 404: { description: "`not_found`: a declared cron / interval schedule is not on Temporal (schedules were not synced at startup: `SVC_SCHEDULES=false`)" } },
       handler: async ({ principal }) => {
         requirePermission(principal!, can.manage("schedules"));
         return { data: await manager.list() };
@@ -28,17 +31,63 @@ export default definePlugin({
         method: "POST",
         path: `/api/schedules/:scheduleId/${verb}`,
         summary,
-        description: verb === "trigger" ? "Fires one occurrence now (also when paused), honouring the overlap policy." : `A note may say why; it shows in the schedule's state and the Temporal UI.`,
+        description:
+          verb === "trigger"
+            ? "Fires one occurrence of a cron / interval schedule now (also when paused), honouring the overlap policy. An event schedule is refused (409): it fires on matching events only."
+            : `A note may say why; it shows in the schedule's state (and the Temporal UI for cron / interval schedules). ${verb === "pause" ? "A paused event schedule keeps its cursor and keeps reading: its backlog grows and shows in GET /api/schedules and /api/status." : "An unpaused event schedule works off its backlog in order."}`,
         tags: ["schedules"],
         auth: "bearer",
         params: v.object({ scheduleId: v.string() }),
         body: NoteBody,
-        responses: { 200: { description: "The schedule after the change", schema: ScheduleStateSchema }, 404: { description: "`not_found`: no such schedule, or it is not on Temporal" } },
+        responses: {
+          200: { description: "The schedule after the change", schema: ScheduleStateSchema },
+          404: { description: "`not_found`: no such schedule, or it is not on Temporal" },
+          ...(verb === "trigger" ? ({ 409: { description: "`conflict`: an event schedule cannot be triggered on demand (it fires once per matching event)" } } as Record<number, { description: string }>) : {}),
+        },
         handler: ({ principal, params, body }) => {
           requirePermission(principal!, can.manage("schedules"));
           return verb === "trigger" ? manager.trigger(params.scheduleId) : manager[verb](params.scheduleId, body.note);
         },
       });
     }
+    routes.add({
+      method: "POST",
+      path: "/api/schedules/:scheduleId/retry",
+      summary: "Retry a dead-lettered event",
+      description:
+        "An event schedule's event that failed `maxAttempts` times is dead-lettered (the partition went on without it). This runs it again: its attempts start over and it runs next in its partition; on success its writes and `schedule.triggered` commit as for any event.",
+      tags: ["schedules"],
+      auth: "bearer",
+      params: v.object({ scheduleId: v.string() }),
+      body: v.strictObject({ eventId: v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.description("id of the dead-lettered event (GET /api/schedules/{scheduleId}/dead-letters)")) }),
+      responses: {
+        200: { description: "The event schedule after the retry was queued", schema: EventScheduleStateSchema },
+        404: { description: "`not_found`: no such schedule, or the event is not dead-lettered for it" },
+        409: { description: "`conflict`: a cron / interval schedule has no dead letters" },
+      },
+      handler: ({ principal, params, body }) => {
+        requirePermission(principal!, can.manage("schedules"));
+        return manager.retry(params.scheduleId, body.eventId);
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/schedules/:scheduleId/dead-letters",
+      summary: "List an event schedule's dead-lettered events",
+      description: "Events the schedule's handler failed `maxAttempts` times, oldest first, with their last error.",
+      tags: ["schedules"],
+      auth: "bearer",
+      params: v.object({ scheduleId: v.string() }),
+      query: v.object({ limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })) }),
+      responses: {
+        200: { description: "Dead-lettered events", schema: v.object({ data: v.array(DeadLetterSchema) }) },
+        404: { description: "`not_found`: no such schedule" },
+        409: { description: "`conflict`: a cron / interval schedule has no dead letters" },
+      },
+      handler: async ({ principal, params, query }) => {
+        requirePermission(principal!, can.manage("schedules"));
+        return { data: await manager.deadLetters(params.scheduleId, query.limit ?? 100) };
+      },
+    });
   },
 });

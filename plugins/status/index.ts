@@ -1,10 +1,10 @@
 import * as v from "valibot";
-import { Database, Lifecycle, Outbox, TemporalHost, definePlugin } from "../../core/plugin-api";
+import { Database, EventScheduleConsumers, Lifecycle, Outbox, TemporalHost, definePlugin } from "../../core/plugin-api";
 
 const PartSchema = v.looseObject({ status: v.picklist(["ok", "unhealthy"]) });
 const StatusSchema = v.object({
   status: v.picklist(["ok", "degraded", "shutting_down"]),
-  parts: v.object({ store: PartSchema, temporal: PartSchema, outbox: PartSchema }),
+  parts: v.object({ store: PartSchema, temporal: PartSchema, outbox: PartSchema, schedules: PartSchema }),
   checkedAt: v.string(),
 });
 
@@ -12,17 +12,20 @@ const StatusSchema = v.object({
  * `GET /api/status` (spec 4.1, 6.2): service health with its parts: the store, the Temporal
  * connection and the outbox (backlog, oldest age, failure streak). `degraded` when a part is
  * unhealthy: the outbox is unhealthy after {@link Outbox.DEGRADED_AFTER} consecutive drain failures
- * or when its oldest envelope is older than two recovery intervals.
+ * or when its oldest envelope is older than two recovery intervals. The `schedules` part lists the
+ * event schedules' consumers (backlog, lag, retrying, dead-lettered) and is unhealthy while one has
+ * dead-lettered events or an unpaused one lags more than `SVC_EVENT_SCHEDULE_MAX_LAG_MS`; `problems`
+ * says which and why.
  */
 export default definePlugin({
   name: "status",
-  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost },
-  setup({ routes, config }, { db, lifecycle, outbox, temporal }) {
+  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers },
+  setup({ routes, config }, { db, lifecycle, outbox, temporal, eventSchedules }) {
     routes.add({
       method: "GET",
       path: "/api/status",
       summary: "Service health",
-      description: "Health of the service and its parts. `degraded` while any part is unhealthy (spec 6.2). Any valid token may read it.",
+      description: "Health of the service and its parts: the store, Temporal, the outbox and the event schedules' consumers (backlog, lag, dead letters). `degraded` while any part is unhealthy (spec 6.2). Any valid token may read it.",
       tags: ["status"],
       auth: "bearer",
       responses: { 200: { description: "Health report", schema: StatusSchema } },
@@ -38,6 +41,7 @@ export default definePlugin({
           store,
           temporal: await temporal.health(),
           outbox: { status: outboxHealthy ? ("ok" as const) : ("unhealthy" as const), ...stats },
+          schedules: eventSchedules.health(),
         };
         const healthy = Object.values(parts).every((p) => p.status === "ok");
         return { status: lifecycle.shuttingDown ? "shutting_down" : healthy ? "ok" : "degraded", parts, checkedAt: new Date().toISOString() };

@@ -1,0 +1,254 @@
+import { inject, injectable } from "../di";
+import { Database, type SqlReader, type SqlWriter } from "../store/db";
+import { ProjectRegistry, type RegisteredDataset } from "../project/registry";
+import { EventLog } from "../events/log";
+import { EVENT_STREAM, type EventStream } from "../events/stream";
+import { OntologyStore } from "../ontology/store";
+import { Lifecycle } from "../lifecycle";
+import { LOGGER, type Logger } from "../logger";
+import { CONFIG, type Config } from "../config";
+import { nowIso } from "../ids";
+import type { OntologyChange } from "../sdk/context";
+import type { DatasetProjection } from "../sdk/datasets";
+import type { ProjectionState } from "./schemas";
+
+interface ProgressRow {
+  projected_version: number;
+  target_version: number | null;
+  after_key: string | null;
+  last_error: string | null;
+}
+
+interface CandidateRow {
+  row_key: string;
+  /** 1 for the key's row visible at V that started after P, 0 for its row visible at P. */
+  after_p: number;
+  data: string;
+}
+
+/**
+ * The rows of the difference between versions P and V (P < V) after a key: rows visible at V that
+ * started after P (new or changed: upsert), and rows visible at P that ended by V (changed or gone).
+ * A key has at most one of each. Parameters: dataset, after key, V, P, V, P, P, V, limit.
+ */
+const DIFF_SQL = `FROM dataset_rows WHERE dataset_id = ? AND row_key > ? AND from_version <= ? AND (
+    (from_version > ? AND (to_version IS NULL OR to_version > ?))
+    OR (from_version <= ? AND to_version > ? AND to_version <= ?)
+  )`;
+
+/**
+ * Projects datasets into objects (spec 2.3 origin `projection`, no actor; issue 14): a durable runtime
+ * job started after the seed, poked after every stream append (each commit appends
+ * `dataset.version.committed`) and every `SVC_OUTBOX_RECOVERY_MS`.
+ *
+ * For each dataset with a projection whose projected version P is below its newest committed version
+ * V, it walks the difference between P and V in row-key order, at most `SVC_PROJECTION_CHUNK_ROWS`
+ * keys per chunk: a key with a row visible at V that started after P upserts its object (the mapped
+ * properties; `object.created`, or `object.updated` with `propertyChanges`, nothing when unchanged)
+ * and its links (a link whose target column changed is deleted first); a key visible at P and not at V
+ * deletes its object and its links. Each chunk is ONE SQLite transaction: `OntologyStore.applyInTx`
+ * with origin `{ kind: "projection", datasetId, version: V }`, no actor, correlationId
+ * `projection:<datasetId>:<V>`, idempotencyKey `projection:<datasetId>:<V>:<after_key>`, and the
+ * progress row (`after_key`) in the same transaction; the last chunk sets `projected_version = V`. A
+ * crash resumes from `after_key` with the same V, so every row is projected exactly once per version.
+ * Versions committed meanwhile are projected afterwards, from V straight to the newest.
+ */
+@injectable()
+export class DatasetProjector {
+  private readonly projected: RegisteredDataset[];
+  private readonly chunkRows: number;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  private readonly onAppended = () => void this.poke();
+
+  constructor(
+    @inject(Database) private readonly db: Database,
+    @inject(EventLog) private readonly events: EventLog,
+    @inject(EVENT_STREAM) private readonly stream: EventStream,
+    @inject(OntologyStore) private readonly ontology: OntologyStore,
+    @inject(ProjectRegistry) project: ProjectRegistry,
+    @inject(Lifecycle) lifecycle: Lifecycle,
+    @inject(LOGGER) private readonly log: Logger,
+    @inject(CONFIG) config: Config,
+  ) {
+    this.projected = project.datasets().filter((d) => d.definition.projection);
+    this.chunkRows = config.projectionChunkRows;
+    lifecycle.every(config.outboxRecoveryMs, () => this.poke());
+    lifecycle.hook("close", () => this.stop());
+  }
+
+  /**
+   * Starts catching up and following the stream; waits for the catch-up at most `waitMs` (the app
+   * passes 5 s: a seed's small projection is done before the server answers, a long one resumed after
+   * a crash goes on in the background without holding up startup). Does nothing when no dataset has a
+   * projection.
+   */
+  async start(waitMs = Number.POSITIVE_INFINITY): Promise<void> {
+    if (this.projected.length === 0 || !this.stopped) return;
+    this.stopped = false;
+    this.stream.notifier.on("appended", this.onAppended);
+    const caughtUp = this.poke();
+    if (waitMs === Number.POSITIVE_INFINITY) return caughtUp;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([caughtUp, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Stops following and waits for the chunk in progress (its transaction is whole or absent). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stream.notifier.off("appended", this.onAppended);
+    await this.running;
+  }
+
+  /**
+   * Projects chunks until every dataset is projected up to its newest committed version. Concurrent
+   * calls share one pass (a call during a pass schedules one more). Never throws: a failed chunk is
+   * logged and recorded as `lastError`, leaves nothing written, and is retried on the next poke.
+   */
+  poke(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        for (const dataset of this.projected) {
+          try {
+            while (!this.stopped && (await this.step(dataset)));
+          } catch (err) {
+            this.log.error({ err, datasetId: dataset.id }, "dataset projection failed; it resumes from its stored progress");
+            const message = err instanceof Error ? err.message : String(err);
+            await this.db.transaction((tx) => this.saveProgress(tx, dataset.id, undefined, { last_error: message })).catch(() => undefined);
+          }
+        }
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /**
+   * Projects one chunk of `dataset` (one transaction), then drains the outbox.
+   * @returns false when the dataset was already projected up to its newest committed version
+   */
+  async step(dataset: RegisteredDataset): Promise<boolean> {
+    const projection = dataset.definition.projection!;
+    const progressed = await this.db.transaction(async (tx) => {
+      const progress = await this.progress(tx, dataset.id);
+      let target = progress.target_version;
+      let after = progress.after_key ?? "";
+      if (target === null) {
+        const latest = (await tx.get<{ v: number }>("SELECT COALESCE(MAX(version), 0) AS v FROM dataset_versions WHERE dataset_id = ? AND status = 'committed'", [dataset.id]))!.v;
+        if (latest <= progress.projected_version) return false;
+        target = latest;
+        after = "";
+      }
+      const P = progress.projected_version;
+      // a key has at most two candidate rows: 2n+1 rows hold n whole keys even when the last is cut
+      const rows = await tx.all<CandidateRow>(`SELECT row_key, from_version > ? AS after_p, data ${DIFF_SQL} ORDER BY row_key, from_version LIMIT ?`, [P, dataset.id, after, target, P, target, P, P, target, 2 * this.chunkRows + 1]);
+      const keys = group(rows);
+      if (rows.length === 2 * this.chunkRows + 1) keys.pop();
+      const chunk = keys.slice(0, this.chunkRows);
+      const done = chunk.length === keys.length && rows.length < 2 * this.chunkRows + 1;
+      if (chunk.length) {
+        const changes = chunk.flatMap((k) => changesOf(projection, k));
+        await this.ontology.applyInTx(tx, changes, {
+          origin: { kind: "projection", datasetId: dataset.id, version: target },
+          correlationId: `projection:${dataset.id}:${target}`,
+          idempotencyKey: `projection:${dataset.id}:${target}:${after}`,
+        });
+      }
+      if (done) await this.saveProgress(tx, dataset.id, { projected_version: target, target_version: null, after_key: null, last_error: null });
+      else await this.saveProgress(tx, dataset.id, { projected_version: P, target_version: target, after_key: chunk.at(-1)!.key, last_error: null });
+      return true;
+    });
+    if (progressed) await this.events.drain();
+    return progressed;
+  }
+
+  /**
+   * The projection state of a dataset (undefined without a projection): `projecting` while its
+   * projected version is below its newest committed one, with `pendingRows`, the changed rows still to
+   * walk for the version being projected.
+   */
+  async state(dataset: RegisteredDataset): Promise<ProjectionState | undefined> {
+    const projection = dataset.definition.projection;
+    if (!projection) return undefined;
+    const progress = await this.progress(this.db, dataset.id);
+    const latest = (await this.db.get<{ v: number }>("SELECT COALESCE(MAX(version), 0) AS v FROM dataset_versions WHERE dataset_id = ? AND status = 'committed'", [dataset.id]))!.v;
+    const state: ProjectionState = { objectTypeId: projection.objectTypeId, projectedVersion: progress.projected_version, status: latest > progress.projected_version ? "projecting" : "idle" };
+    if (state.status === "projecting") {
+      const target = progress.target_version ?? latest;
+      const P = progress.projected_version;
+      const { n } = (await this.db.get<{ n: number }>(`SELECT COUNT(DISTINCT row_key) AS n ${DIFF_SQL}`, [dataset.id, progress.target_version === null ? "" : (progress.after_key ?? ""), target, P, target, P, P, target]))!;
+      Object.assign(state, { targetVersion: target, pendingRows: n });
+    }
+    if (progress.last_error) state.lastError = progress.last_error;
+    return state;
+  }
+
+  private async progress(reader: SqlReader, datasetId: string): Promise<ProgressRow> {
+    return (await reader.get<ProgressRow>("SELECT projected_version, target_version, after_key, last_error FROM dataset_projections WHERE dataset_id = ?", [datasetId])) ?? { projected_version: 0, target_version: null, after_key: null, last_error: null };
+  }
+
+  /** Writes the progress row (creating it); `undefined` keeps the stored progress and sets only the other fields. */
+  private async saveProgress(tx: SqlWriter, datasetId: string, progress: Omit<ProgressRow, "last_error"> & { last_error: string | null } | undefined, extra: Partial<ProgressRow> = {}): Promise<void> {
+    const current = progress ?? { ...(await this.progress(tx, datasetId)), ...extra };
+    await tx.run(
+      `INSERT INTO dataset_projections (dataset_id, projected_version, target_version, after_key, last_error, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (dataset_id) DO UPDATE SET projected_version = excluded.projected_version, target_version = excluded.target_version, after_key = excluded.after_key, last_error = excluded.last_error, updated_at = excluded.updated_at`,
+      [datasetId, current.projected_version, current.target_version, current.after_key, current.last_error, nowIso()],
+    );
+  }
+}
+
+/** One key of the difference: its row at V when it is new or changed, its row at P when it had one. */
+interface KeyDiff {
+  key: string;
+  atV?: Record<string, unknown>;
+  atP?: Record<string, unknown>;
+}
+
+/** Groups candidate rows (ordered by key, then version) by key. */
+function group(rows: readonly CandidateRow[]): KeyDiff[] {
+  const out: KeyDiff[] = [];
+  for (const r of rows) {
+    let last = out.at(-1);
+    if (!last || last.key !== r.row_key) out.push((last = { key: r.row_key }));
+    if (r.after_p === 1) last.atV = JSON.parse(r.data);
+    else last.atP = JSON.parse(r.data);
+  }
+  return out;
+}
+
+/** The ontology changes of one key (object first, then its links). */
+function changesOf(projection: DatasetProjection, k: KeyDiff): OntologyChange[] {
+  const base = { objectTypeId: projection.objectTypeId, primaryId: k.key };
+  const links = projection.links ?? [];
+  const linkKey = (l: (typeof links)[number], target: unknown) => ({ sourceTypeId: projection.objectTypeId, sourceId: k.key, linkId: l.linkId, targetTypeId: l.targetTypeId, targetId: String(target) });
+  const present = (x: unknown) => x !== undefined && x !== null && x !== "";
+  if (!k.atV) {
+    const out: OntologyChange[] = [{ op: "object.delete", ...base }];
+    for (const l of links) if (k.atP && present(k.atP[l.targetId])) out.push({ op: "link.delete", ...linkKey(l, k.atP[l.targetId]) });
+    return out;
+  }
+  const row = k.atV;
+  const properties: Record<string, unknown> = {};
+  for (const [name, source] of Object.entries(projection.properties)) {
+    const value = typeof source === "function" ? source(row) : row[source];
+    properties[name] = value === undefined ? null : value;
+  }
+  const out: OntologyChange[] = [{ op: "object.upsert", ...base, properties }];
+  for (const l of links) {
+    const before = k.atP?.[l.targetId];
+    const now = row[l.targetId];
+    if (present(before) && String(before) !== String(now)) out.push({ op: "link.delete", ...linkKey(l, before) });
+    if (present(now)) out.push({ op: "link.upsert", ...linkKey(l, now) });
+  }
+  return out;
+}

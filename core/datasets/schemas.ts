@@ -1,0 +1,85 @@
+/**
+ * The dataset records the API answers (spec 4.1 `GET /api/datasets`), declared once as valibot
+ * schemas: the routes document them and the store's types are derived from them.
+ */
+import * as v from "valibot";
+import { DATASET_COLUMN_TYPES } from "../sdk/datasets";
+
+/** Where a version's rows came from: `http` (rows in request bodies), `upload` (a stored file), or the run kind of connector code (`sync`, `pipeline`, `action`, `schedule`, `webhook`, `seed`, ...) with its run `id`. */
+export const DatasetSourceSchema = v.object({
+  kind: v.string(),
+  id: v.optional(v.string()),
+  /** The first stored file the transaction's rows were read from. */
+  fileId: v.optional(v.string()),
+});
+export type DatasetSource = v.InferOutput<typeof DatasetSourceSchema>;
+
+/**
+ * One version of a dataset: a transaction `snapshot` (the whole content) or `append` (rows added or
+ * replaced by key), `open` → `committed` or `aborted`. `rowCount` is the rows the transaction received;
+ * `totalRows` the rows in the dataset as of this version (set at commit).
+ */
+export const DatasetVersionSchema = v.object({
+  datasetId: v.string(),
+  version: v.number(),
+  transaction: v.picklist(["snapshot", "append"]),
+  status: v.picklist(["open", "committed", "aborted"]),
+  rowCount: v.number(),
+  totalRows: v.optional(v.number()),
+  source: DatasetSourceSchema,
+  openedAt: v.string(),
+  committedAt: v.optional(v.string()),
+  abortedAt: v.optional(v.string()),
+  /** The principal that opened it over HTTP; absent for connector code. */
+  openedBy: v.optional(v.object({ type: v.string(), id: v.string() })),
+});
+export type DatasetVersion = v.InferOutput<typeof DatasetVersionSchema>;
+
+/**
+ * A dataset's projection state: `projectedVersion` is the last version whose difference is applied to
+ * the objects (0: none yet); `projecting` while a newer committed version is being applied, with the
+ * version (`targetVersion`) and the changed rows still to walk (`pendingRows`). `lastError` is the last
+ * failure of a chunk (retried on the next commit and every `SVC_OUTBOX_RECOVERY_MS`).
+ */
+export const ProjectionStateSchema = v.object({
+  objectTypeId: v.string(),
+  projectedVersion: v.number(),
+  status: v.picklist(["idle", "projecting"]),
+  targetVersion: v.optional(v.number()),
+  pendingRows: v.optional(v.number()),
+  lastError: v.optional(v.string()),
+});
+export type ProjectionState = v.InferOutput<typeof ProjectionStateSchema>;
+
+/** A column as the API describes it (`json`: a valibot-schema entry of another kind). */
+export const DatasetColumnSchema = v.object({
+  name: v.string(),
+  type: v.picklist([...DATASET_COLUMN_TYPES, "json"]),
+  required: v.boolean(),
+  description: v.optional(v.string()),
+});
+
+/** A dataset as `GET /api/datasets` lists it. `latestVersion` is the newest committed version (null: none), `rowCount` its rows. */
+export const DatasetSchema = v.object({
+  id: v.string(),
+  connectorId: v.string(),
+  title: v.optional(v.string()),
+  description: v.optional(v.string()),
+  columns: v.array(DatasetColumnSchema),
+  primaryKey: v.array(v.string()),
+  latestVersion: v.nullable(v.number()),
+  rowCount: v.number(),
+  /** The open transaction, when there is one. */
+  openTransaction: v.optional(v.object({ version: v.number(), transaction: v.picklist(["snapshot", "append"]), openedAt: v.string() })),
+  projection: v.optional(ProjectionStateSchema),
+});
+export type Dataset = v.InferOutput<typeof DatasetSchema>;
+
+/** A page of a committed version's rows in row-key order; continue with `nextPageToken`. */
+export const DatasetRowsPageSchema = v.object({
+  datasetId: v.string(),
+  version: v.number(),
+  data: v.array(v.record(v.string(), v.unknown())),
+  nextPageToken: v.optional(v.string()),
+});
+export type DatasetRowsPage = v.InferOutput<typeof DatasetRowsPageSchema>;
