@@ -9,7 +9,7 @@
  *
  * `svc-project-workflows` is an alias set at bundle time to the project's workflows module.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities, proxySinks, sleep, workflowInfo, TemporalFailure, type Sinks } from "@temporalio/workflow";
+import { ApplicationFailure, CancellationScope, isCancellation, patched, proxyActivities, proxyLocalActivities, proxySinks, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
 import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
 import { workflows } from "svc-project-workflows";
 import type { SvcActivities, SvcSinks } from "../core/sdk/activities-types";
@@ -27,6 +27,40 @@ const activities = proxyActivities<SvcActivities>(ACTIVITY_OPTIONS);
 
 /** Activities whose history entries carry `summary` (the designer's node name), so history reads as written. */
 const named = (summary: string) => proxyActivities<SvcActivities>({ ...ACTIVITY_OPTIONS, summary });
+
+/**
+ * Patch id of issue 15's change: run, node, step and intervention records run as local activities
+ * (executed by this worker inside the workflow task, one `MARKER_RECORDED` entry each, with the same
+ * summary) instead of activities with a server round trip each; a node then costs one round trip, its
+ * own work. Runs whose history was recorded before (no marker) keep recording with activities until
+ * they end: {@link recordsLocally} decides once per run, at its start. Once no such run is open, this
+ * becomes `deprecatePatch(LOCAL_RECORDS)`, and later goes.
+ */
+const LOCAL_RECORDS = "svc-local-records";
+
+/**
+ * Whether this run records its events with local activities. Called first thing in a run (before
+ * any command): a new run records the patch marker and answers true; a replay of a history without
+ * the marker answers false, and so does the rest of that run, also after its replay catches up
+ * (`patched` alone would switch mid-run once the worker executes live).
+ */
+const recordsLocally = (): boolean => patched(LOCAL_RECORDS);
+
+/**
+ * Records are idempotent on their keys, so a local activity that runs again (retry, or a workflow task
+ * retried after a worker died) writes nothing twice. Retries back off inside the workflow task (the
+ * worker heartbeats the task meanwhile) up to `localRetryThreshold`, then on a server timer.
+ */
+const LOCAL_OPTIONS = { startToCloseTimeout: "1 minute", retry: ACTIVITY_OPTIONS.retry } as const;
+
+/**
+ * The bookkeeping proxy of a run: local activities for runs that record locally, else exactly the
+ * activities their history was recorded with (`unnamed`: the old code's run start and end carried no summary).
+ */
+const recorder =
+  (local: boolean) =>
+  (summary: string, unnamed = false): SvcActivities =>
+    local ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary }) : unnamed ? activities : named(summary);
 
 /** Runs an action's effect as an activity with retries. */
 export async function actionEffect(input: { actionId: string; runId: string }): Promise<void> {
@@ -60,8 +94,9 @@ const messageOf = (err: unknown) => {
 
 /** A sync run (spec 4.3): workflow id = runId; `sync.run.started`, the handler as an activity, `sync.run.finished`. */
 export async function syncRun(args: { syncId: string; input: unknown }): Promise<unknown> {
+  const record = recorder(recordsLocally());
   const runId = workflowInfo().workflowId;
-  const event = (type: string, extra: Record<string, unknown> = {}) => named(type).recordRunEvent({ type, runId, key: `${runId}:${type}`, payload: { syncId: args.syncId, runId, ...extra } });
+  const event = (type: string, extra: Record<string, unknown> = {}) => record(type).recordRunEvent({ type, runId, key: `${runId}:${type}`, payload: { syncId: args.syncId, runId, ...extra } });
   await event("sync.run.started");
   try {
     const result = await named(`sync ${args.syncId}`).runSync({ syncId: args.syncId, runId, input: args.input });
@@ -75,8 +110,9 @@ export async function syncRun(args: { syncId: string; input: unknown }): Promise
 
 /** A pipeline run (spec 4.3): each step an activity, with step events; results flow to later steps. */
 export async function pipelineRun(args: { pipelineId: string; input: unknown; steps: string[] }): Promise<Record<string, unknown>> {
+  const record = recorder(recordsLocally());
   const runId = workflowInfo().workflowId;
-  const event = (type: string, key: string, extra: Record<string, unknown> = {}) => named(`${type}${extra.step ? ` ${String(extra.step)}` : ""}`).recordRunEvent({ type, runId, key: `${runId}:${key}`, payload: { pipelineId: args.pipelineId, runId, ...extra } });
+  const event = (type: string, key: string, extra: Record<string, unknown> = {}) => record(`${type}${extra.step ? ` ${String(extra.step)}` : ""}`).recordRunEvent({ type, runId, key: `${runId}:${key}`, payload: { pipelineId: args.pipelineId, runId, ...extra } });
   const results: Record<string, unknown> = {};
   await event("pipeline.run.started", "started");
   let current: { index: number; step: string } | undefined;
@@ -99,12 +135,12 @@ export async function pipelineRun(args: { pipelineId: string; input: unknown; st
   }
 }
 
-function createContext(workflowId: string, runId: string): WorkflowContext {
+function createContext(workflowId: string, runId: string, bookkeeping: (summary: string) => SvcActivities): WorkflowContext {
   let seq = 0;
   let node: string | undefined;
-  const record = (type: string, key: string, payload?: Record<string, unknown>) => named(`${type}${payload?.node ? ` ${String(payload.node)}` : ""}`).recordWorkflowEvent({ type, workflowId, runId, key, payload });
+  const record = (type: string, key: string, payload?: Record<string, unknown>) => bookkeeping(`${type}${payload?.node ? ` ${String(payload.node)}` : ""}`).recordWorkflowEvent({ type, workflowId, runId, key, payload });
   const inNode = (what: string) => named(node ? `${node}: ${what}` : what);
-  const intervention = installInterventions(workflowId, runId, (input) => named(`intervention ${input.name} ${input.phase}`).recordIntervention(input));
+  const intervention = installInterventions(workflowId, runId, (input) => bookkeeping(`intervention ${input.name} ${input.phase}`).recordIntervention(input));
   const write = (level: "debug" | "info" | "warn" | "error") => (message: string, fields: Record<string, unknown> = {}) => handlerLog.write(level, message, fields);
   return {
     workflowId,
@@ -144,16 +180,17 @@ function createContext(workflowId: string, runId: string): WorkflowContext {
 
 /** The dynamic workflow: dispatches on the workflow type to the project's definition. */
 export default async function projectWorkflow(input: unknown): Promise<unknown> {
+  const bookkeeping = recorder(recordsLocally());
   const info = workflowInfo();
   const workflowId = info.workflowType;
   const runId = info.workflowId;
   const definition = (workflows as Record<string, WorkflowDefinition<unknown, unknown>>)[workflowId];
   if (!definition) throw ApplicationFailure.nonRetryable(`This worker has no workflow "${workflowId}"`, "UnknownWorkflow");
   const finished = (payload: Record<string, unknown>) =>
-    CancellationScope.nonCancellable(() => activities.recordWorkflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }));
-  await activities.recordWorkflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` });
+    CancellationScope.nonCancellable(() => bookkeeping("workflow.run.finished", true).recordWorkflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }));
+  await bookkeeping("workflow.run.started", true).recordWorkflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` });
   try {
-    const result = await definition.run(createContext(workflowId, runId), input);
+    const result = await definition.run(createContext(workflowId, runId, bookkeeping), input);
     await finished({ status: "completed" });
     return result;
   } catch (err) {

@@ -3,12 +3,12 @@ import type { InjectedSinks } from "@temporalio/worker";
 import type { SvcActivities, SvcSinks } from "../sdk/activities-types";
 import type { LogCapture } from "../logs/capture";
 import type { Logger } from "../logger";
-import type { EventLog } from "../events/log";
-import type { Database } from "../store/db";
+import type { AppendInput, EventLog } from "../events/log";
+import type { Database, SqlWriter } from "../store/db";
 import type { OntologyStore } from "../ontology/store";
 import type { ActionRunner } from "./actions";
 import type { ProjectRegistry } from "../project/registry";
-import type { EventType } from "../events/catalog";
+import type { Actor, EventType } from "../events/catalog";
 import type { HandlerRunner, HandlerCommit, HandlerRun } from "./handler";
 import type { SystemContext } from "../sdk/context";
 import { isApiError } from "../errors";
@@ -36,6 +36,17 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     } catch (err) {
       throw toFailure(err);
     }
+  };
+  /**
+   * Commits a run's keyed events in one transaction (with the rows `inTx` writes) and drains the outbox
+   * to the stream. Only a record that ends a run awaits the drain, so whoever sees the run ended finds
+   * all its events in the stream (the drain is in commit order); the others start it and go on, as the
+   * run's next step does not need it. Intervention records always await it (see `recordIntervention`).
+   */
+  const commitRecord = async (inputs: AppendInput[], endsRun: boolean, inTx?: (tx: SqlWriter) => Promise<AppendInput[]>) => {
+    await db.transaction(async (tx) => events.writeInTx(tx, events.prepare([...(inTx ? await inTx(tx) : []), ...inputs])));
+    if (endsRun) await events.drain();
+    else void events.drain();
   };
   return {
     async recordIntervention(input) {
@@ -74,15 +85,24 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       await events.drain();
     },
     async recordWorkflowEvent(input) {
-      await events.append([
-        {
-          type: input.type as EventType,
-          payload: { workflowId: input.workflowId, runId: input.runId, ...input.payload },
-          idempotencyKey: input.key,
-          correlationId: input.runId,
-          origin: { kind: "runtime", workflowId: input.workflowId, runId: input.runId },
-        },
-      ]);
+      const event: AppendInput = {
+        type: input.type as EventType,
+        payload: { workflowId: input.workflowId, runId: input.runId, ...input.payload },
+        idempotencyKey: input.key,
+        correlationId: input.runId,
+        origin: { kind: "runtime", workflowId: input.workflowId, runId: input.runId },
+      };
+      // `workflow.run.queued` comes first in the run's events: the start request appends it once Temporal
+      // took the run, but the run may start before that commit; whichever comes first writes it (same key)
+      const queued =
+        input.type === "workflow.run.started"
+          ? async (tx: SqlWriter): Promise<AppendInput[]> => {
+              const row = await tx.get<{ actor: string | null }>("SELECT actor FROM workflow_runs WHERE run_id = ?", [input.runId]);
+              const actor = row?.actor ? (JSON.parse(row.actor) as Actor) : undefined;
+              return row ? [{ type: "workflow.run.queued", payload: { workflowId: input.workflowId, runId: input.runId }, idempotencyKey: `${input.runId}:queued`, correlationId: input.runId, ...(actor ? { actor } : {}) }] : [];
+            }
+          : undefined;
+      await commitRecord([event], input.type === "workflow.run.finished", queued);
     },
     async readObject(input) {
       return (await ontology.getObject(input.objectTypeId, input.primaryId)) ?? null;
@@ -112,7 +132,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       );
     },
     async recordRunEvent(input) {
-      await events.append([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }]);
+      await commitRecord([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }], input.type.endsWith(".run.finished"));
     },
     async runSync(input) {
       const { connectorId, definition } = project.connectorRun("syncs", input.syncId);

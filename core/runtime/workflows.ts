@@ -70,7 +70,7 @@ export const HistoryEventSchema = v.object({
   eventId: v.number(),
   eventType: v.string(),
   eventTime: v.string(),
-  /** The type: activity type, timer id, update name, workflow type. */
+  /** The type: activity or local activity type, timer id, update name, workflow type, `patch <id>`. */
   name: v.optional(v.string()),
   /** The designer's words for it (Temporal user metadata): node name and what the step does. */
   summary: v.optional(v.string()),
@@ -117,6 +117,25 @@ function toIntervention(r: InterventionRow): InterventionState {
   };
 }
 
+/**
+ * The name a `MARKER_RECORDED` history event shows: a local activity's type (`recordWorkflowEvent`, as an
+ * activity's would be) or `patch <id>` for a patch marker; undefined for anything else.
+ * @param attributes the event's `markerRecordedEventAttributes` as `History.toObject` gives them (bytes as base64)
+ */
+function markerName(attributes: Record<string, any>): string | undefined {
+  const json = (key: string) => {
+    const data = attributes.details?.[key]?.payloads?.[0]?.data as string | undefined;
+    try {
+      return data ? (JSON.parse(Buffer.from(data, "base64").toString("utf8")) as Record<string, unknown>) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  if (attributes.markerName === "core_local_activity") return typeof json("data")?.activity_type === "string" ? String(json("data")!.activity_type) : undefined;
+  if (attributes.markerName === "core_patch") return typeof json("patch-data")?.id === "string" ? `patch ${String(json("patch-data")!.id)}` : undefined;
+  return undefined;
+}
+
 /** True when the principal may answer: a listed identity, or a holder of the named permission. */
 export function mayAnswer(principal: Principal, assignees: InterventionAssignees): boolean {
   return (assignees.identities?.includes(principal.id) ?? false) || (assignees.permission !== undefined && has(principal, assignees.permission));
@@ -147,10 +166,11 @@ export class WorkflowRuns {
   }
 
   /**
-   * Records the run, queues it on Temporal (workflow id = runId), then records `workflow.run.queued`.
-   * The row is written first, so an execution never exists unrecorded; when Temporal refuses the start
-   * the row is removed again. Sending the same `runId` again answers the same run without starting
-   * another.
+   * Records the run, queues it on Temporal (workflow id = runId), then records `workflow.run.queued`
+   * (committed before the answer, drained to the stream after it; it precedes the run's other events
+   * in the stream, see the `workflow.run.started` record). The row is written first, so an execution
+   * never exists unrecorded; when Temporal refuses the start the row is removed again. Sending the same
+   * `runId` again answers the same run without starting another.
    * @throws {ApiError} not_found (workflow), invalid_request (input), conflict (runId of another
    *   workflow or execution), shutting_down, unavailable (Temporal unreachable)
    */
@@ -167,7 +187,11 @@ export class WorkflowRuns {
     });
     const forget = () => (recorded ? Promise.resolve() : this.db.transaction((tx) => tx.run("DELETE FROM workflow_runs WHERE run_id = ?", [runId])).then(() => undefined));
     await startRecordedRun(host, { workflowType: workflowId, workflowId: runId, taskQueue: host.taskQueue, args: [parsed], memo: actor ? { actor } : undefined }, recorded, forget, (type) => type === workflowId);
-    await this.events.append([{ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor }]);
+    // committed before the answer; the drain to the stream is not awaited (the answer does not need it, and
+    // under load it waited up to its 250 ms cap). The run's started record writes the same event if it commits first.
+    const queued = this.events.prepare([{ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor }]);
+    await this.db.transaction((tx) => this.events.writeInTx(tx, queued));
+    void this.events.drain();
     return { runId };
   }
 
@@ -281,7 +305,7 @@ export class WorkflowRuns {
     const events = (parsed.events ?? []).map((e) => {
       const key = Object.keys(e).find((k) => k.endsWith("EventAttributes"));
       const attributes = (key ? e[key] : {}) as Record<string, any>;
-      const name = attributes.activityType?.name ?? attributes.workflowType?.name ?? attributes.request?.input?.name ?? attributes.acceptedRequest?.input?.name ?? (attributes.timerId ? `timer ${attributes.timerId}` : undefined);
+      const name = attributes.activityType?.name ?? attributes.workflowType?.name ?? attributes.request?.input?.name ?? attributes.acceptedRequest?.input?.name ?? (attributes.timerId ? `timer ${attributes.timerId}` : undefined) ?? markerName(attributes);
       const summaryData = e.userMetadata?.summary?.data as string | undefined;
       let summary: string | undefined;
       try {

@@ -52,13 +52,20 @@ export interface SvcSinks extends Sinks {
 }
 
 export interface SvcActivities {
+  /** Records a sync or pipeline run event once per key (a local activity for runs started since the `svc-local-records` patch). */
   recordRunEvent(input: RecordRunEventInput): Promise<void>;
   /** Runs a sync's handler; its writes are applied once per run. Answers its JSON result. */
   runSync(input: { syncId: string; runId: string; input: unknown }): Promise<unknown>;
   /** Runs one pipeline step; its writes are applied once per run and step. Answers its JSON result. */
   runPipelineStep(input: { pipelineId: string; runId: string; index: number; input: unknown; results: Record<string, unknown> }): Promise<unknown>;
-  /** Records an intervention's phase: its index row and events (requested also records run/node waiting). */
+  /** Records an intervention's phase once: its index row and events (requested also records run/node waiting); a local activity for runs started since the `svc-local-records` patch. */
   recordIntervention(input: RecordInterventionInput): Promise<void>;
+  /**
+   * Records a run or node event once per key (run as a local activity by runs started since issue 15's
+   * `svc-local-records` patch, as an activity by older ones). `workflow.run.started` also writes the run's
+   * `workflow.run.queued` first when the start request has not committed it yet (same key), so queued
+   * always precedes started in the stream.
+   */
   recordWorkflowEvent(input: RecordWorkflowEventInput): Promise<void>;
   readObject(input: { objectTypeId: string; primaryId: string }): Promise<ObjectRecord | null>;
   writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string }): Promise<void>;

@@ -26,7 +26,8 @@ export interface DevServer {
 }
 
 /**
- * Starts `temporal server start-dev` over a SQLite file (WAL) and waits until its frontend answers
+ * Starts `temporal server start-dev` over a SQLite file (WAL), with workflow updates and eager activity
+ * dispatch enabled, and waits until its frontend answers
  * `GetSystemInfo`, retrying every 250 ms for up to `readyTimeoutMs` (60 s by default).
  *
  * @throws Error when the process exits early (with the end of its output, e.g. a port in use) or
@@ -45,6 +46,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     "--log-level", "warn",
     "--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=true",
     "--dynamic-config-value", "frontend.enableUpdateWorkflowExecutionAsyncAccepted=true",
+    // eager activity dispatch (off by default before server 1.32): an activity the workflow task schedules
+    // comes back in the task's completion response to this worker, without an activity poll round trip
+    "--dynamic-config-value", "system.enableActivityEagerExecution=true",
     ...(opts.namespace !== "default" ? ["--namespace", opts.namespace] : []),
     ...(opts.ui ? ["--ui-port", String(uiPort)] : ["--headless"]),
   ];

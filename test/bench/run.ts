@@ -13,7 +13,10 @@
  * 3. Workflow runs: `POST /api/workflows/invoice-review/runs` (answer = queued on Temporal) at max load,
  *    then how fast the queued runs complete on the embedded dev server (completed runs per second), then
  *    intervention latency: from sending a submission to the `workflow.run.node.started` of the next node
- *    (server timestamps), one run at a time.
+ *    (server timestamps), one run at a time. Printed with them: CPU per completed run of the service
+ *    process (all threads; the start requests and this script's event polling included) and of the
+ *    embedded Temporal dev server, and one run's history length (events, workflow tasks, activities,
+ *    markers). `BENCH_ONLY=workflows` runs the yardstick and these rows only.
  *
  * Max load: autocannon, closed loop, BENCH_CONCURRENCY connections (default 16) for BENCH_SECONDS
  * (default 10). Half load: an open-loop generator sending at evenly spaced instants at half the
@@ -21,6 +24,7 @@
  * p50/p99 of the responses. The generator shares the machine's two cores with the server.
  */
 import crypto from "node:crypto";
+import fs from "node:fs";
 import os from "node:os";
 import autocannon from "autocannon";
 import { Agent, request } from "undici";
@@ -94,12 +98,20 @@ const app = await startBenchServer("app");
 const actionOpts: autocannon.Options = { url: `${app.url}/api/actions/diagnostics.noop`, method: "POST", headers: { ...json, authorization: `Bearer ${SANDBOX_DEV_TOKEN}` }, body: JSON.stringify({ params: {} }) };
 const webhookUrl = `${app.url}/api/webhooks/standard-webhooks/events`;
 const webhookOpts: autocannon.Options = { url: webhookUrl, method: "POST", requests: [{ setupRequest: (req) => ({ ...req, ...signedDelivery() }) }] };
-await closedLoop("warm-up", { ...actionOpts, duration: 2 });
-await closedLoop("warm-up", { ...webhookOpts, duration: 2 });
-const action = await closedLoop("action run (POST /api/actions/diagnostics.noop)", actionOpts);
-const webhook = await closedLoop("webhook delivery, signed Standard Webhooks, max load", webhookOpts);
-const half = Math.max(1, Math.round(webhook.rps / 2));
-const webhookHalf = await openLoop(`webhook delivery at half that load (${half}/s, paced)`, webhookUrl, half, signedDelivery);
+// BENCH_ONLY=workflows: the yardstick and the workflow rows only (start, completion, intervention)
+const only = process.env.BENCH_ONLY;
+const skipped = (name: string): Figures => ({ name: `${name} (skipped: BENCH_ONLY=${only})`, rps: NaN, p50: NaN, p99: NaN, errors: 0 });
+let action = skipped("action run");
+let webhook = skipped("webhook delivery");
+let webhookHalf = skipped("webhook delivery at half load");
+if (only !== "workflows") {
+  await closedLoop("warm-up", { ...actionOpts, duration: 2 });
+  await closedLoop("warm-up", { ...webhookOpts, duration: 2 });
+  action = await closedLoop("action run (POST /api/actions/diagnostics.noop)", actionOpts);
+  webhook = await closedLoop("webhook delivery, signed Standard Webhooks, max load", webhookOpts);
+  const half = Math.max(1, Math.round(webhook.rps / 2));
+  webhookHalf = await openLoop(`webhook delivery at half that load (${half}/s, paced)`, webhookUrl, half, signedDelivery);
+}
 
 const auth = { ...json, authorization: `Bearer ${SANDBOX_DEV_TOKEN}` };
 const api = async (method: string, path: string, body?: unknown) => {
@@ -116,7 +128,26 @@ const allEventsOf = async (type: string) => {
     cursor = page.events.at(-1).cursor;
   }
 };
+/** CPU seconds (user + system) a process has used, from /proc (Linux); NaN elsewhere. */
+const cpuSeconds = (pid: number | undefined) => {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+};
+/** The embedded Temporal dev server: the app process's child running `temporal server start-dev`. */
+const temporalPid = (() => {
+  try {
+    const children = fs.readFileSync(`/proc/${app.child.pid}/task/${app.child.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+    return children.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("start-dev"));
+  } catch {
+    return undefined;
+  }
+})();
 const finishedBefore = (await allEventsOf("workflow.run.finished")).length;
+const cpuBefore = { app: cpuSeconds(app.child.pid), temporal: cpuSeconds(temporalPid) };
 const startT0 = Date.now();
 const starts = await closedLoop("workflow run start (POST → queued on Temporal)", { url: `${app.url}/api/workflows/invoice-review/runs`, method: "POST", headers: auth, body: JSON.stringify({ input: { invoiceId: "inv_1001", waitMs: 0 } }) });
 const started = Math.round(starts.rps * seconds);
@@ -128,6 +159,11 @@ while (Date.now() < drainDeadline) {
   await new Promise((r) => setTimeout(r, 1000));
 }
 const completionSeconds = (Date.now() - startT0) / 1000;
+const cpuPerRun = { app: ((cpuSeconds(app.child.pid) - cpuBefore.app) * 1000) / finished, temporal: ((cpuSeconds(temporalPid) - cpuBefore.temporal) * 1000) / finished };
+// one run's history: how many events and workflow tasks (server round trips) a run costs
+const lastRun = (await allEventsOf("workflow.run.finished")).at(-1)?.payload.runId;
+const lastHistory = ((await api("GET", `/api/workflow-runs/${lastRun}/history`)).events ?? []) as Array<{ eventType: string }>;
+const historyOf = (type: string) => lastHistory.filter((e) => e.eventType === type).length;
 const completed: Figures = { name: `workflow runs completed (${finished} of ~${started} started)`, rps: finished / completionSeconds, p50: NaN, p99: NaN, errors: 0 };
 
 const submitLatencies: number[] = [];
@@ -166,4 +202,6 @@ for (const r of [baseline, action, webhook, webhookHalf, starts, completed, subm
 console.log(`\naction runs / bare handler:        ${(action.rps / baseline.rps).toFixed(3)}`);
 console.log(`webhook deliveries / bare handler: ${(webhook.rps / baseline.rps).toFixed(3)} (target >= 0.2)`);
 console.log(`webhook p99 at half load:          ${webhookHalf.p99} ms (target < 20 ms)`);
-console.log(`workflow runs completed per second: ${completed.rps.toFixed(1)} (Temporal TS SDK stress floor: 35/s on a 4-core runner)\n`);
+console.log(`workflow runs completed per second: ${completed.rps.toFixed(1)} (Temporal TS SDK stress floor: 35/s on a 4-core runner)`);
+console.log(`CPU per workflow run (start + completion): service ${cpuPerRun.app.toFixed(0)} ms, Temporal dev server ${cpuPerRun.temporal.toFixed(0)} ms`);
+console.log(`one run's history (invoice-review, no approval): ${lastHistory.length} events, ${historyOf("WORKFLOW_TASK_COMPLETED")} workflow tasks, ${historyOf("ACTIVITY_TASK_SCHEDULED")} activities, ${historyOf("MARKER_RECORDED")} markers\n`);
