@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import NodeWebSocket from "crossws/websocket";
-import { client, eventually, startApp } from "./helpers";
+import { client, eventually, startApp, tokenFor } from "./helpers";
 import { EventLog } from "../core/events/log";
 import { EVENT_STREAM } from "../core/events/stream";
 import type { App } from "../core/app";
@@ -97,6 +97,41 @@ describe("/ws/events (spec 6.5)", () => {
     expect(await ws.next((f) => f.type === "error" && /Unknown message type/.test(f.message))).toBeTruthy();
     ws.send({ type: "unsubscribe" });
     expect(await ws.next((f) => f.type === "unsubscribed")).toBeTruthy();
+  });
+
+  it("serves many sockets subscribing at once, each only what is committed after its subscribed and in its own scope", async () => {
+    // 1,000 sockets subscribing at once once read the newest cursor as "none" (a statement shared by
+    // concurrent gets) and were replayed the whole history; live events now reach them from one feed
+    const [devCookie, aliceCookie] = [await sessionCookie("dev", "dev-sandbox-password"), await sessionCookie("alice", "alice-sandbox-password")];
+    const sockets = [...Array.from({ length: 24 }, () => ({ who: "dev", ws: connect({ cookie: devCookie }) })), ...Array.from({ length: 12 }, () => ({ who: "alice", ws: connect({ cookie: aliceCookie }) }))];
+    await Promise.all(sockets.map((s) => s.ws.next((f) => f.type === "connected")));
+    for (const s of sockets) s.ws.send({ type: "subscribe" });
+    await Promise.all(sockets.map((s) => s.ws.next((f) => f.type === "subscribed")));
+    const aliceRest = client(app, await tokenFor(app, "alice"));
+    const lastCursor = async (c: ReturnType<typeof client>) => {
+      let cursor: string | undefined;
+      for (;;) {
+        const page = await c.get(`/api/events?limit=1000${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
+        if (page.body.count === 0) return cursor;
+        cursor = page.body.events.at(-1).cursor;
+      }
+    };
+    const mark = await lastCursor(dev);
+    for (let i = 0; i < 3; i++) {
+      await noop();
+      expect((await dev.post("/api/ontology/writes", { changes: [{ op: "object.create", objectTypeId: "customer", primaryId: `fan-${i}-${Date.now()}`, properties: { name: `Fan ${i}` } }] })).status).toBe(200);
+    }
+    const expected = async (c: ReturnType<typeof client>) => (await c.get(`/api/events?limit=1000&afterCursor=${encodeURIComponent(mark!)}`)).body.events.map((e: any) => e.id);
+    const want = { dev: await expected(dev), alice: await expected(aliceRest) };
+    expect(want.dev.length).toBeGreaterThan(want.alice.length); // alice may not see diagnostics.noop runs
+    expect(want.alice.length).toBeGreaterThanOrEqual(3);
+    for (const s of sockets) {
+      const target = want[s.who as "dev" | "alice"];
+      await eventually(async () => s.ws.frames.filter((f) => f.type === "event").length >= target.length);
+    }
+    await new Promise((r) => setTimeout(r, 200)); // nothing more arrives
+    for (const s of sockets) expect(s.ws.frames.filter((f) => f.type === "event").map((f) => f.event.id)).toEqual(want[s.who as "dev" | "alice"]);
+    for (const s of sockets) s.ws.socket.terminate();
   });
 
   it("answers reset with cursor_expired for a cursor older than the retained events", async () => {

@@ -2,10 +2,10 @@ import { inject, injectable } from "../di";
 import { Database, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { Outbox } from "./outbox";
-import { EVENT_STREAM, type EventStream, type StreamQuery } from "./stream";
+import { EVENT_STREAM, readEventsJson, type EventStream, type StreamQuery } from "./stream";
 import { EVENT_TOPICS, ONTOLOGY_TOPICS, type Actor, type DomainEventEnvelope, type EventType, type Origin, type StoredDomainEvent } from "./catalog";
 import { ApiError } from "../errors";
-import { cursorPump } from "./pump";
+import { EventFeed } from "./feed";
 import { newId, nowIso } from "../ids";
 import { LOGGER, type Logger } from "../logger";
 
@@ -67,6 +67,8 @@ function defaultPartitionKey(p: Record<string, any>): string {
 @injectable()
 export class EventLog {
   private readonly projectId: string;
+  /** The live tail every subscription of this process is served from (see {@link EventFeed}). */
+  private readonly feed: EventFeed;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -76,6 +78,7 @@ export class EventLog {
     @inject(LOGGER) private readonly log: Logger,
   ) {
     this.projectId = project.id;
+    this.feed = new EventFeed(stream, (err) => this.log.warn({ err }, "the event feed's read failed; subscriptions read the stream themselves"));
   }
 
   /** Builds a complete envelope (id, schemaVersion 1, projectId, occurredAt, topic, partitionKey). */
@@ -170,22 +173,48 @@ export class EventLog {
   }
 
   /**
-   * Streams new events to `handler` in batches (spec 6.3 `events.subscribe`), starting after
-   * `query.afterCursor` or, without one, after the newest event at the time of the call. Handler
-   * errors are swallowed and logged. A read error (an expired or foreign cursor) ends the subscription
-   * and goes to `onReadError` when given (else it is logged). Answers the unsubscribe function.
+   * Reads stored events as the JSON texts of the stored events (cursor included), oldest first: the
+   * same events as {@link EventLog.read}, for answers that pass them on without looking inside.
    */
-  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number; fromStart?: boolean }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void): () => void {
-    return cursorPump({
-      fromStart: query.fromStart,
-      read: (afterCursor) => this.read({ ...query, afterCursor, limit: query.limit ?? 500 }),
-      latestCursor: () => this.latestCursor(),
-      notifier: this.stream.notifier,
-      afterCursor: query.afterCursor,
-      handler,
-      onHandlerError: (err) => this.log.warn({ err }, "events.subscribe handler failed; error swallowed"),
-      onReadError: onReadError ?? ((err) => this.log.warn({ err }, "events.subscribe read failed")),
-    });
+  readJson(query: StreamQuery): Promise<string[]> {
+    return readEventsJson(this.stream, query);
   }
 
+  /**
+   * Streams new events to `handler` in batches of at most `limit` (default 500) (spec 6.3
+   * `events.subscribe`), starting after `query.afterCursor`, from the start with `fromStart`, else
+   * after the newest event at the time of the call. Retained events are replayed from the stream,
+   * then live ones come from the process's shared {@link EventFeed}, in order with no gap and no
+   * duplicate. The events are shared with other subscriptions: the handler must not change them. A
+   * handler's promise holds the next batch back; handler errors are swallowed and logged. A read
+   * error (an expired or foreign cursor) ends the subscription and goes to `onReadError` when given
+   * (else it is logged). Answers the unsubscribe function.
+   */
+  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number; fromStart?: boolean }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void): () => void {
+    const { afterCursor, fromStart, limit, ...filters } = query;
+    const readError = onReadError ?? ((err: unknown) => this.log.warn({ err }, "events.subscribe read failed"));
+    const start = (cursor: string | undefined) =>
+      this.feed.subscribe({
+        query: { ...filters, limit: limit ?? 500 },
+        afterCursor: cursor,
+        handler,
+        onHandlerError: (err) => this.log.warn({ err }, "events.subscribe handler failed; error swallowed"),
+        onReadError: readError,
+      });
+    if (afterCursor !== undefined || fromStart) return start(afterCursor);
+    let stopped = false;
+    let stop: () => void = () => undefined;
+    this.latestCursor().then(
+      (cursor) => {
+        if (!stopped) stop = start(cursor);
+      },
+      (err) => {
+        if (!stopped) readError(err);
+      },
+    );
+    return () => {
+      stopped = true;
+      stop();
+    };
+  }
 }

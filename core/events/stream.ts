@@ -35,6 +35,12 @@ export const EVENT_STREAM = Symbol("svc.EventStream") as InjectionToken<EventStr
 export interface EventStream {
   append(envelopes: readonly DomainEventEnvelope[]): Promise<void>;
   read(query: StreamQuery): Promise<StoredDomainEvent[]>;
+  /**
+   * The same events as {@link EventStream.read}, each as the JSON text of the stored event (cursor
+   * included), for answers that only pass them on (`GET /api/events`). Optional: without it callers
+   * serialize what `read` answers ({@link readEventsJson}).
+   */
+  readJson?(query: StreamQuery): Promise<string[]>;
   latestCursor(): Promise<string | undefined>;
   /** Drops events older than `retentionMs`; answers how many were dropped. */
   prune(retentionMs: number): Promise<number>;
@@ -44,26 +50,80 @@ export interface EventStream {
   close?(): Promise<void>;
 }
 
+/**
+ * What the stream's filters and permissions look at in one event (the SQLite stream's columns):
+ * computed once per event by {@link eventFacts} so that many subscriptions can test it cheaply.
+ */
+export interface EventFacts {
+  topic: string;
+  type: string;
+  subjectType: string | undefined;
+  subjectId: string | undefined;
+  actionId: unknown;
+  runId: unknown;
+  perm1: string;
+  perm2: string | null;
+}
+
+/** The {@link EventFacts} of an event (its subject per `eventSubject`, its permissions per `eventPermissions`). */
+export function eventFacts(e: Pick<DomainEventEnvelope, "topic" | "type" | "payload">): EventFacts {
+  const p = e.payload as Record<string, any>;
+  const subject = eventSubject(p);
+  const [perm1, perm2] = eventPermissions(e);
+  return { topic: e.topic, type: e.type, subjectType: subject?.objectTypeId, subjectId: subject?.primaryId, actionId: p.actionId, runId: p.runId, perm1, perm2 };
+}
+
+/**
+ * A query's subject filters and permissions as one predicate over {@link EventFacts} (what SQL does for
+ * SQLite): empty `topics`/`types` lists filter nothing; with `permissions`, an event passes when every
+ * permission it requires is in the list (spec 5). Built once per query; the sets make each test O(1).
+ */
+export function compileEventFilter(q: Omit<StreamQuery, "limit" | "afterCursor">): (f: EventFacts) => boolean {
+  const topics = q.topics?.length ? new Set<string>(q.topics) : undefined;
+  const types = q.types?.length ? new Set<string>(q.types) : undefined;
+  const permissions = q.permissions ? new Set(q.permissions) : undefined;
+  const { objectTypeId, primaryId, actionId, runId } = q;
+  return (f) =>
+    (topics === undefined || topics.has(f.topic)) &&
+    (types === undefined || types.has(f.type)) &&
+    (objectTypeId === undefined || f.subjectType === objectTypeId) &&
+    (primaryId === undefined || f.subjectId === primaryId) &&
+    (actionId === undefined || f.actionId === actionId) &&
+    (runId === undefined || f.runId === runId) &&
+    (permissions === undefined || (permissions.has(f.perm1) && (f.perm2 === null || permissions.has(f.perm2))));
+}
+
 /** True when a stored event passes a query's subject filters and permissions (what SQL does for SQLite). */
 export function eventMatches(e: DomainEventEnvelope, q: StreamQuery): boolean {
-  const p = e.payload as Record<string, any>;
-  if (q.topics?.length && !q.topics.includes(e.topic)) return false;
-  if (q.types?.length && !q.types.includes(e.type)) return false;
-  const subject = eventSubject(p);
-  if (q.objectTypeId !== undefined && subject?.objectTypeId !== q.objectTypeId) return false;
-  if (q.primaryId !== undefined && subject?.primaryId !== q.primaryId) return false;
-  if (q.actionId !== undefined && p.actionId !== q.actionId) return false;
-  if (q.runId !== undefined && p.runId !== q.runId) return false;
-  if (q.permissions) {
-    const [a, b] = eventPermissions(e);
-    if (!q.permissions.includes(a) || (b !== null && !q.permissions.includes(b))) return false;
-  }
-  return true;
+  return compileEventFilter(q)(eventFacts(e));
+}
+
+/**
+ * A read as JSON texts of stored events (cursor included): the stream's own `readJson` when it has one,
+ * else `read` serialized here.
+ */
+export async function readEventsJson(stream: EventStream, q: StreamQuery): Promise<string[]> {
+  if (stream.readJson) return stream.readJson(q);
+  return (await stream.read(q)).map((e) => JSON.stringify(e));
+}
+
+/** The JSON text of a stored event from its envelope's JSON text: the cursor spliced in as its last field. */
+function withCursor(envelopeJson: string, cursor: string): string {
+  // the envelope is a JSON object (it ends with "}") without a cursor field; cursors are base64url
+  return `${envelopeJson.slice(0, -1)},"cursor":"${cursor}"}`;
 }
 
 interface EventRow {
   seq: number;
   envelope: string;
+}
+
+/** One event of {@link SqliteEventStream}'s in-memory tail. */
+interface TailEntry {
+  seq: number;
+  event: DomainEventEnvelope;
+  facts: EventFacts;
+  json: string;
 }
 
 /**
@@ -75,11 +135,11 @@ export class SqliteEventStream implements EventStream {
   readonly notifier = new EventEmitter();
   /**
    * The last {@link SqliteEventStream.TAIL_SIZE} events this process appended, contiguous and in seq
-   * order. This process is the only writer of its data dir, so a read whose cursor falls inside the
-   * tail is answered from memory with the same filters — live subscribers (one reader per socket)
-   * then cost no query per append. Older cursors read SQLite.
+   * order, each with its stored JSON text. This process is the only writer of its data dir, so a read
+   * whose cursor falls inside the tail is answered from memory with the same filters. Older cursors
+   * read SQLite.
    */
-  private tail: Array<{ seq: number; event: DomainEventEnvelope }> = [];
+  private tail: TailEntry[] = [];
   static readonly TAIL_SIZE = 10_000;
 
   private constructor(
@@ -100,25 +160,23 @@ export class SqliteEventStream implements EventStream {
   async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     if (envelopes.length === 0) return;
     const now = Date.now();
-    const appended: Array<{ seq: number; event: DomainEventEnvelope }> = [];
+    const appended: TailEntry[] = [];
     await this.db.transaction(async (tx) => {
       for (const e of envelopes) {
-        const [perm1, perm2] = eventPermissions(e);
-        const p = e.payload as Record<string, any>;
-        const subject = eventSubject(p);
-        const subjectType = subject?.objectTypeId ?? null;
-        const subjectId = subject?.primaryId ?? null;
+        const facts = eventFacts(e);
+        const json = JSON.stringify(e);
         const { changes, lastID } = await tx.run(
           `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-          [e.id, e.type, e.topic, e.partitionKey, now, subjectType, subjectId, p.actionId ?? null, p.runId ?? null, perm1, perm2, JSON.stringify(e)],
+          [e.id, e.type, e.topic, e.partitionKey, now, facts.subjectType ?? null, facts.subjectId ?? null, (facts.actionId as string | undefined) ?? null, (facts.runId as string | undefined) ?? null, facts.perm1, facts.perm2, json],
         );
-        if (changes === 1) appended.push({ seq: lastID, event: e });
+        if (changes === 1) appended.push({ seq: lastID, event: e, facts, json });
       }
     });
     if (appended.length) {
       const last = this.tail[this.tail.length - 1];
       // keep the tail contiguous: it only ever extends what this process appended right after it
+      // (a re-appended id still uses up a seq under AUTOINCREMENT, so redelivery leaves a gap)
       if (last && appended[0]!.seq !== last.seq + 1) this.tail = [];
       this.tail.push(...appended);
       if (this.tail.length > SqliteEventStream.TAIL_SIZE) this.tail.splice(0, this.tail.length - SqliteEventStream.TAIL_SIZE);
@@ -128,22 +186,55 @@ export class SqliteEventStream implements EventStream {
   }
 
   async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
+    const fromTail = this.readTail(q);
+    if (fromTail) return fromTail.map((t) => ({ ...t.event, cursor: encodeCursor(this.epoch, t.seq) }));
+    const rows = await this.select(q);
+    return rows.map((r) => ({ ...(JSON.parse(r.envelope) as DomainEventEnvelope), cursor: encodeCursor(this.epoch, r.seq) }));
+  }
+
+  /** {@link EventStream.readJson}: the stored envelope texts with the cursor spliced in, never parsed. */
+  async readJson(q: StreamQuery): Promise<string[]> {
+    const fromTail = this.readTail(q);
+    if (fromTail) return fromTail.map((t) => withCursor(t.json, encodeCursor(this.epoch, t.seq)));
+    const rows = await this.select(q);
+    return rows.map((r) => withCursor(r.envelope, encodeCursor(this.epoch, r.seq)));
+  }
+
+  /**
+   * The tail entries answering `q`, or undefined when its cursor is not inside the tail.
+   * @throws {ApiError} cursor_expired, invalid_request (see {@link SqliteEventStream.afterSeq})
+   */
+  private readTail(q: StreamQuery): TailEntry[] | undefined {
+    const seq = this.afterSeq(q);
+    const first = this.tail[0];
+    if (seq === undefined || !first || seq < first.seq - 1) return undefined;
+    const matches = compileEventFilter(q);
+    const out: TailEntry[] = [];
+    for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
+      if (matches(this.tail[i]!.facts)) out.push(this.tail[i]!);
+    }
+    return out;
+  }
+
+  /**
+   * The position after which `q` reads (undefined: from the start).
+   * @throws {ApiError} invalid_request for a cursor of another stream; cursor_expired for one older than the last prune
+   */
+  private afterSeq(q: StreamQuery): number | undefined {
+    if (q.afterCursor === undefined) return undefined;
+    const seq = decodeCursor(this.epoch, q.afterCursor);
+    if (seq < this.prunedThrough) {
+      throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
+    }
+    return seq;
+  }
+
+  /** Reads `q` from SQLite (one statement per filter shape, prepared once by the database's cache). */
+  private select(q: StreamQuery): Promise<EventRow[]> {
     const where: string[] = [];
     const params: SqlParams = [];
-    if (q.afterCursor !== undefined) {
-      const seq = decodeCursor(this.epoch, q.afterCursor);
-      if (seq < this.prunedThrough) {
-        throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
-      }
-      const first = this.tail[0];
-      if (first && seq >= first.seq - 1) {
-        const out: StoredDomainEvent[] = [];
-        for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
-          const { seq: s, event } = this.tail[i]!;
-          if (eventMatches(event, q)) out.push({ ...event, cursor: encodeCursor(this.epoch, s) });
-        }
-        return out;
-      }
+    const seq = this.afterSeq(q);
+    if (seq !== undefined) {
       where.push("seq > ?");
       params.push(seq);
     }
@@ -164,8 +255,7 @@ export class SqliteEventStream implements EventStream {
     }
     const sql = `SELECT seq, envelope FROM events ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`;
     params.push(q.limit);
-    const rows = await this.db.all<EventRow>(sql, params);
-    return rows.map((r) => ({ ...(JSON.parse(r.envelope) as DomainEventEnvelope), cursor: encodeCursor(this.epoch, r.seq) }));
+    return this.db.all<EventRow>(sql, params);
   }
 
   async latestCursor(): Promise<string | undefined> {

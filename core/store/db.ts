@@ -30,6 +30,8 @@ function openConnection(file: string, mode: number): Promise<sqlite3.Database> {
  */
 function wrap(db: sqlite3.Database): SqlWriter & { exec(sql: string): Promise<void>; close(): Promise<void> } {
   const cache = new Map<string, sqlite3.Statement>();
+  /** How many gets each statement has queued (see `get`). */
+  const gets = new WeakMap<sqlite3.Statement, number>();
   const statement = (sql: string): sqlite3.Statement => {
     let stmt = cache.get(sql);
     if (stmt) {
@@ -56,8 +58,19 @@ function wrap(db: sqlite3.Database): SqlWriter & { exec(sql: string): Promise<vo
     get: <T>(sql: string, params: SqlParams = []) =>
       new Promise<T | undefined>((resolve, reject) => {
         const stmt = statement(sql);
+        // node-sqlite3 resets a statement before a get only when binding parameters: a second get of a
+        // parameterless statement queued behind a first one would step on past its row and answer none
+        // (1,000 sockets subscribing at once read `MAX(seq)` as empty). The statement's queue is FIFO,
+        // so a reset queued first makes this get start over.
+        const queued = gets.get(stmt) ?? 0;
+        if (queued > 0) stmt.reset();
+        gets.set(stmt, queued + 1);
         stmt.get(params, (err, row) => {
-          stmt.reset(() => (err ? reject(err) : resolve(row as T | undefined)));
+          stmt.reset(() => {
+            gets.set(stmt, gets.get(stmt)! - 1);
+            if (err) reject(err);
+            else resolve(row as T | undefined);
+          });
         });
       }),
     all: <T>(sql: string, params: SqlParams = []) =>

@@ -57,14 +57,17 @@ export default definePlugin({
         if (!permissions.some((p) => p.startsWith("view:") || p.startsWith("run:"))) {
           throw new ApiError("forbidden", "This identity may not view any events");
         }
-        const page = await events.read({
+        // the stored events' JSON texts, spliced into the answer as they are (never parsed and re-serialized)
+        const page = await events.readJson({
           topics: query.topic ? [query.topic] : undefined,
           types: query.type ? [query.type] : undefined,
           afterCursor: query.afterCursor,
           limit: query.limit ?? 100,
           permissions,
         });
-        return { count: page.length, events: page };
+        const text = `{"count":${page.length},"events":[${page.join(",")}]}`;
+        // encoded once here: a string body would be measured, then encoded again chunk by chunk on its way out
+        return new Response(Buffer.from(text), { status: 200, headers: { "content-type": "application/json; charset=utf-8" } });
       },
     });
     addAppendRoute(routes, events);

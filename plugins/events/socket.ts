@@ -24,14 +24,33 @@ function frameEvent(e: StoredDomainEvent) {
 }
 
 /**
+ * Serialized `event` frames by event: live events are objects shared by every subscription (the
+ * event feed), so each is serialized once per process rather than once per socket; the frame has one
+ * shape for every socket. Entries go with their events.
+ */
+const eventFrames = new WeakMap<StoredDomainEvent, string>();
+
+/** The `event` frame of `e` as JSON text. */
+function eventFrame(e: StoredDomainEvent): string {
+  let text = eventFrames.get(e);
+  if (text === undefined) {
+    text = JSON.stringify({ type: "event", event: frameEvent(e) });
+    eventFrames.set(e, text);
+  }
+  return text;
+}
+
+/**
  * `/ws/events` (spec 6.5): after `connected`, the client sends `subscribe` (topic, types, objectTypeId,
  * primaryId, actionId, runId, limit ≤ 500 = read batch size, afterCursor); the server answers
  * `subscribed`, then `event` frames. Without `afterCursor` only events committed after `subscribed`
  * arrive; with it, retained events after the cursor are replayed in order and live ones follow with no
- * gap and no duplicate (one cursor-driven reader). An expired cursor answers `reset` with
+ * gap and no duplicate (the replay reads the stream, then the subscription joins the shared feed; see
+ * `EventFeed`). An expired cursor answers `reset` with
  * `cursor_expired`. Events are scoped to the session identity's view permissions. A socket whose
  * unsent data passes `maxBufferedBytes` is closed with 4008 (writers and other sockets never wait for
- * it: each socket has its own reader and sends without blocking).
+ * it: live events reach every socket from the process's shared event feed, synchronously, and sends
+ * are never awaited). Each event's frame is serialized once per process, not once per socket.
  */
 export function eventsSocket(events: EventLog, authenticate: (req: Request) => Promise<Principal>, maxBufferedBytes: number): Partial<Hooks> {
   return subscriptionSocket({
@@ -56,7 +75,7 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
           permissions: [...principal.permissions],
         },
         (batch) => {
-          for (const e of batch) sendFrame(peer, { type: "event", event: frameEvent(e) });
+          for (const e of batch) peer.send(eventFrame(e)); // not awaited: a slow socket only grows its own buffer
           if (peer.bufferedAmount > maxBufferedBytes) {
             stop();
             peer.close(SLOW_CONSUMER_CLOSE, "slow consumer: reconnect with your last cursor");

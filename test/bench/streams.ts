@@ -5,8 +5,9 @@
  *    from the event's `occurredAt` (stamped just before its commit) to its receipt by each client.
  * 2. Replay: BENCH_REPLAY_EVENTS (default 20000) events written, then read back with
  *    `GET /api/events?limit=500` page after page; pages and events per second.
- * The server runs in its own process; clients run here.
+ * The server runs in its own process; clients run here (both share the machine's cores).
  */
+import os from "node:os";
 import NodeWebSocket from "crossws/websocket";
 import { request } from "undici";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
@@ -83,11 +84,12 @@ for (;;) {
 }
 const replaySeconds = (Date.now() - replayStarted) / 1000;
 
-console.log(`\nstreams: ${CLIENTS} WebSocket clients (connected and subscribed in ${connectMs} ms), ${RUNS} action runs (2 events each)\n`);
+const socketCount = CLIENTS.toLocaleString("en-US");
+console.log(`\nstreams: node ${process.version}, ${os.cpus().length} cores; ${CLIENTS} WebSocket clients (connected and subscribed in ${connectMs} ms), ${RUNS} action runs (2 events each)\n`);
 console.log("| case | figure |\n|---|---:|");
 console.log(`| fan-out deliveries received | ${received} of ${expected} |`);
 console.log(`| fan-out deliveries per second | ${(received / fanSeconds).toFixed(0)} |`);
-console.log(`| commit → receipt p50 / p99 | ${percentile(latencies, 50)} ms / ${percentile(latencies, 99)} ms |`);
+console.log(`| /ws/events fan-out, ${socketCount} sockets, commit → receipt p50 / p99 | ${percentile(latencies, 50)} ms / ${percentile(latencies, 99)} ms |`);
 console.log(`| replay GET /api/events pages of 500 | ${(pages / replaySeconds).toFixed(1)} pages/s, ${(events / replaySeconds).toFixed(0)} events/s (${events} events) |\n`);
 
 await server.stop();
