@@ -8,6 +8,7 @@ import { Lifecycle } from "../lifecycle";
 import { LOGGER, type Logger } from "../logger";
 import { CONFIG, type Config } from "../config";
 import { nowIso } from "../ids";
+import { SerialPass } from "../serial-pass";
 import type { OntologyChange } from "../sdk/context";
 import type { DatasetProjection } from "../sdk/datasets";
 import type { ProjectionState } from "./schemas";
@@ -57,9 +58,11 @@ const DIFF_SQL = `FROM dataset_rows WHERE dataset_id = ? AND row_key > ? AND fro
 export class DatasetProjector {
   private readonly projected: RegisteredDataset[];
   private readonly chunkRows: number;
-  private running: Promise<void> | undefined;
-  private again = false;
   private stopped = true;
+  private readonly passes = new SerialPass(() => this.pass(), {
+    stopped: () => this.stopped,
+    onError: (err) => this.log.error({ err }, "dataset projection pass failed; it resumes from its stored progress"),
+  });
   private readonly onAppended = () => void this.poke();
 
   constructor(
@@ -99,37 +102,30 @@ export class DatasetProjector {
   async stop(): Promise<void> {
     this.stopped = true;
     this.stream.notifier.off("appended", this.onAppended);
-    await this.running;
+    await this.passes.idle();
   }
 
   /**
-   * Projects chunks until every dataset is projected up to its newest committed version. Concurrent
-   * calls share one pass (a call during a pass schedules one more). Never throws: a failed chunk is
-   * logged and recorded as `lastError`, leaves nothing written, and is retried on the next poke.
+   * Projects chunks until every dataset is projected up to its newest committed version ({@link
+   * SerialPass}: concurrent calls share one pass, a call during a pass schedules one more). Never
+   * throws: a failed chunk is logged and recorded as `lastError`, leaves nothing written, and is
+   * retried on the next poke.
    */
   poke(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.running) {
-      this.again = true;
-      return this.running;
+    return this.passes.poke();
+  }
+
+  /** One pass: each projected dataset in turn, chunk after chunk until it is caught up or stopped. */
+  private async pass(): Promise<void> {
+    for (const dataset of this.projected) {
+      try {
+        while (!this.stopped && (await this.step(dataset)));
+      } catch (err) {
+        this.log.error({ err, datasetId: dataset.id }, "dataset projection failed; it resumes from its stored progress");
+        const message = err instanceof Error ? err.message : String(err);
+        await this.db.transaction((tx) => this.saveProgress(tx, dataset.id, undefined, { last_error: message })).catch(() => undefined);
+      }
     }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        for (const dataset of this.projected) {
-          try {
-            while (!this.stopped && (await this.step(dataset)));
-          } catch (err) {
-            this.log.error({ err, datasetId: dataset.id }, "dataset projection failed; it resumes from its stored progress");
-            const message = err instanceof Error ? err.message : String(err);
-            await this.db.transaction((tx) => this.saveProgress(tx, dataset.id, undefined, { last_error: message })).catch(() => undefined);
-          }
-        }
-      } while (this.again && !this.stopped);
-    })().finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
   }
 
   /**

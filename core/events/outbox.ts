@@ -2,6 +2,7 @@ import type { Database, SqlWriter } from "../store/db";
 import type { DomainEventEnvelope } from "./catalog";
 import type { EventStream } from "./stream";
 import type { Logger } from "../logger";
+import { SerialPass } from "../serial-pass";
 
 /** Health of the outbox, as reported by `/api/status` (spec 6.2). */
 export interface OutboxStats {
@@ -25,8 +26,11 @@ export class Outbox {
   static readonly DEGRADED_AFTER = 3;
   /** A stream append that takes longer than this counts as failed (the batch is retried; ids de-duplicate). */
   static readonly APPEND_TIMEOUT_MS = 5000;
-  private draining: Promise<void> | undefined;
-  private again = false;
+  /** One drain at a time; a drain asked for while one runs gets one more pass (no lost wake-up). */
+  private readonly pass = new SerialPass(() => this.drainAll(), {
+    stopped: () => false,
+    onError: (err) => this.log.warn({ err }, "outbox drain failed; envelopes stay durable and will be retried"),
+  });
   private failures = 0;
   private lastError: string | undefined;
 
@@ -37,11 +41,16 @@ export class Outbox {
     private readonly batchSize = 500,
   ) {}
 
-  /** Writes envelopes into the outbox inside the caller's transaction. */
+  /** Rows per multi-row INSERT of {@link Outbox.enqueue} (3 parameters each, well under SQLite's 999). */
+  static readonly INSERT_ROWS = 100;
+
+  /** Writes envelopes into the outbox inside the caller's transaction, in order: one INSERT per {@link Outbox.INSERT_ROWS}. */
   async enqueue(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     const now = new Date().toISOString();
-    for (const e of envelopes) {
-      await tx.run("INSERT INTO outbox (event_id, envelope, created_at) VALUES (?, ?, ?)", [e.id, JSON.stringify(e), now]);
+    for (let i = 0; i < envelopes.length; i += Outbox.INSERT_ROWS) {
+      const chunk = envelopes.slice(i, i + Outbox.INSERT_ROWS);
+      // rows of one INSERT take rowids (seq) in the order of its VALUES
+      await tx.run(`INSERT INTO outbox (event_id, envelope, created_at) VALUES ${chunk.map(() => "(?, ?, ?)").join(", ")}`, chunk.flatMap((e) => [e.id, JSON.stringify(e), now]));
     }
   }
 
@@ -51,19 +60,7 @@ export class Outbox {
    * Never throws: failures are counted and logged, and the rows stay for the next pass.
    */
   drain(): Promise<void> {
-    if (this.draining) {
-      this.again = true;
-      return this.draining;
-    }
-    this.draining = (async () => {
-      do {
-        this.again = false;
-        await this.drainAll();
-      } while (this.again);
-    })().finally(() => {
-      this.draining = undefined;
-    });
-    return this.draining;
+    return this.pass.poke();
   }
 
   private async drainAll(): Promise<void> {

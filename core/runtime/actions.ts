@@ -168,13 +168,19 @@ export class ActionRunner {
     }
 
     const origin = { kind: "action" as const, actionId: req.actionId, runId };
+    // the run's row as committed, kept in hand: the answer needs no read-back
+    const row: RunRow = {
+      id, run_id: runId, action_id: req.actionId, status: "running", subject: subject ? JSON.stringify(subject) : null, params: JSON.stringify(req.params ?? {}),
+      attempts: (stale?.attempts ?? 0) + 1, started_at: startedAt, finished_at: null, result: null, error: null,
+    };
     const finish = async (fail: typeof failure) => {
       const finishedAt = nowIso();
+      const result = !fail && buffered?.result !== undefined ? (JSON.stringify(buffered.result) ?? null) : null;
       await this.db.transaction(async (tx) => {
         if (!fail && buffered) await this.handlers.commitInTx(tx, buffered, spec, { origin, causationId: requested.id });
         const hasEffect = !fail && definition.effect ? "pending" : null;
         await tx.run("UPDATE action_runs SET status = ?, finished_at = ?, result = ?, error = ?, effect_status = ? WHERE id = ?", [
-          fail ? "failed" : "succeeded", finishedAt, !fail && buffered?.result !== undefined ? JSON.stringify(buffered.result) : null, fail ? JSON.stringify(fail) : null, hasEffect, id,
+          fail ? "failed" : "succeeded", finishedAt, result, fail ? JSON.stringify(fail) : null, hasEffect, id,
         ]);
         const done = this.events.envelope({
           type: fail ? "action.failed" : "action.completed",
@@ -186,6 +192,7 @@ export class ActionRunner {
         await this.events.writeInTx(tx, [done]);
         if (!fail && buffered?.result !== undefined) await this.referenceFiles(tx, runId, buffered.result, "/result");
       });
+      Object.assign(row, { status: fail ? "failed" : "succeeded", finished_at: finishedAt, result, error: fail ? JSON.stringify(fail) : null });
     };
     try {
       await finish(failure);
@@ -198,7 +205,7 @@ export class ActionRunner {
       await finish(failure);
     }
     await this.events.drain();
-    const record = toRecord((await this.db.get<RunRow>("SELECT * FROM action_runs WHERE id = ?", [id]))!);
+    const record = toRecord(row);
     if (record.status === "succeeded" && definition.effect) this.trackEffect(record);
     return record;
   }

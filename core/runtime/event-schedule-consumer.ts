@@ -2,8 +2,10 @@ import { eventMatches, type StreamQuery } from "../events/stream";
 import type { StoredDomainEvent } from "../events/catalog";
 import { ApiError, isApiError } from "../errors";
 import { nowIso } from "../ids";
-import type { BufferedHandler, HandlerRun } from "./handler";
-import { EventScheduleStore, type EventRow, type EventRowWrite } from "./event-schedule-store";
+import { SerialPass } from "../serial-pass";
+import type { HandlerRun } from "./handler";
+import { EventScheduleStore, type EventRow } from "./event-schedule-store";
+import { writeGroupCommit, type Outcome } from "./event-schedule-commit";
 import { PartitionQueues, RETRY_BASE_MS, retryDelayMs, type ConsumerDeps, type ConsumerSnapshot, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
 
 /** Events per stream read. */
@@ -12,8 +14,6 @@ const READ_BATCH = 500;
 export const MAX_BACKLOG = 10_000;
 /** A cursor move over non-matching events only is written at most this often (a crash re-reads them). */
 const CURSOR_FLUSH_MS = 1000;
-
-type Outcome = { entry: Entry; attempt: number; startedAt: string; spec: HandlerRun } & ({ ok: true; buffered: BufferedHandler<unknown> } | { ok: false; error: string });
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -36,9 +36,7 @@ export class ScheduleConsumer {
   private revivedSeq = Number.MIN_SAFE_INTEGER;
   private runningCount = 0;
   private outcomes: Outcome[] = [];
-  private reading: Promise<void> | undefined;
   private committing: Promise<void> | undefined;
-  private readAgain = true;
   private capped = false;
   private atEnd = false;
   private cursorDirty = false;
@@ -56,6 +54,11 @@ export class ScheduleConsumer {
   private readonly maxAttempts: number;
   private readonly concurrency: number;
   private readonly onAppended = () => this.poke();
+  /** The reader: one read pass at a time, one more when poked meanwhile; it pauses while capped. */
+  private readonly reads = new SerialPass(() => this.readPass(), {
+    stopped: () => this.stopping || this.capped,
+    onError: (err) => this.deps.log.error({ err, scheduleId: this.id }, "event schedule read failed; retried on the next append or recovery pass"),
+  });
   private readonly store: EventScheduleStore;
 
   constructor(
@@ -105,7 +108,7 @@ export class ScheduleConsumer {
 
   /** Reads again (new events or the recovery timer). */
   poke(): void {
-    this.readAgain = true;
+    void this.reads.poke();
     this.kick();
   }
 
@@ -120,7 +123,7 @@ export class ScheduleConsumer {
     clearTimeout(this.flushTimer);
     clearTimeout(this.retryTimer?.timer);
     this.flushTimer = this.retryTimer = undefined;
-    await this.reading;
+    await this.reads.idle();
     if (this.runningCount > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([new Promise<void>((r) => this.idle.push(r)), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
@@ -138,17 +141,7 @@ export class ScheduleConsumer {
     if (this.stopping) return;
     if (this.capped && this.partitions.size < MAX_BACKLOG) {
       this.capped = false;
-      this.readAgain = true;
-    }
-    if (!this.reading && this.readAgain) {
-      this.reading = this.readLoop()
-        .catch((err) => {
-          this.deps.log.error({ err, scheduleId: this.id }, "event schedule read failed; retried on the next append or recovery pass");
-        })
-        .finally(() => {
-          this.reading = undefined;
-          if (this.readAgain && !this.stopping) this.kick();
-        });
+      void this.reads.poke();
     }
     if (!this.committing && (this.outcomes.length > 0 || this.flushRequested)) {
       this.committing = this.commitLoop().finally(() => {
@@ -166,39 +159,37 @@ export class ScheduleConsumer {
     }
   }
 
-  private async readLoop(): Promise<void> {
-    do {
-      this.readAgain = false;
-      while (!this.stopping) {
-        if (this.partitions.size >= MAX_BACKLOG) {
-          this.capped = true;
-          break;
-        }
-        let batch: StoredDomainEvent[];
-        try {
-          // unfiltered: the read position moves over every event, so the stored cursor keeps up with
-          // the stream even when nothing matches (and never outruns what was actually read)
-          batch = await this.deps.stream.read({ afterCursor: this.readCursor, limit: READ_BATCH });
-        } catch (err) {
-          if (!isApiError(err) || err.code !== "cursor_expired") throw err;
-          await this.expired();
-          continue;
-        }
-        if (batch.length === 0) {
-          this.atEnd = true;
-          break;
-        }
-        this.atEnd = false;
-        this.readCursor = batch[batch.length - 1]!.cursor;
-        this.cursorDirty = true;
-        for (const e of batch) this.admit(e);
-        this.dispatch();
-        if (batch.length < READ_BATCH) {
-          this.atEnd = true;
-          break;
-        }
+  /** One read pass: batches after the read position until the end of the stream, a stop, or the backlog cap. */
+  private async readPass(): Promise<void> {
+    while (!this.stopping) {
+      if (this.partitions.size >= MAX_BACKLOG) {
+        this.capped = true;
+        break;
       }
-    } while (this.readAgain && !this.stopping && !this.capped);
+      let batch: StoredDomainEvent[];
+      try {
+        // unfiltered: the read position moves over every event, so the stored cursor keeps up with
+        // the stream even when nothing matches (and never outruns what was actually read)
+        batch = await this.deps.stream.read({ afterCursor: this.readCursor, limit: READ_BATCH });
+      } catch (err) {
+        if (!isApiError(err) || err.code !== "cursor_expired") throw err;
+        await this.expired();
+        continue;
+      }
+      if (batch.length === 0) {
+        this.atEnd = true;
+        break;
+      }
+      this.atEnd = false;
+      this.readCursor = batch[batch.length - 1]!.cursor;
+      this.cursorDirty = true;
+      for (const e of batch) this.admit(e);
+      this.dispatch();
+      if (batch.length < READ_BATCH) {
+        this.atEnd = true;
+        break;
+      }
+    }
   }
 
   /** Whether the schedule fires on `e`: the selector, and never on what this schedule itself produced. */
@@ -291,64 +282,12 @@ export class ScheduleConsumer {
     }
   }
 
-  /** One transaction: every finished handler's writes and `schedule.triggered`, retries, dead letters, done marks, the cursor. */
+  /** One group commit ({@link writeGroupCommit}: one transaction, then the outbox drain), then applies what it wrote to memory. */
   private async commit(batch: Outcome[]): Promise<void> {
-    const { db, events, handlers, log } = this.deps;
-    const store = this.store;
-    const { scheduleId, connectorId } = this.schedule;
-    type Result = { o: Outcome; status: "done" | "retrying" | "dead"; error?: string };
-    let results: Result[] = [];
-    let popped: Entry[] = [];
-    let newCursor = this.cursor;
-    let readAtSnapshot = this.readCursor;
+    const { log } = this.deps;
+    const { scheduleId } = this.schedule;
     const now = nowIso();
-    await db.transaction(async (tx) => {
-      results = [];
-      for (const o of batch) {
-        const e = o.entry.event!;
-        let error = o.ok ? undefined : o.error;
-        if (o.ok) {
-          const origin = { kind: "runtime" as const, connectorId, scheduleId, eventId: e.id };
-          await tx.run("SAVEPOINT schedule_handler");
-          try {
-            await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key });
-            const occurrenceKey = `${scheduleId}@${e.id}`;
-            const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: `schedule.triggered:${occurrenceKey}` });
-            await events.writeInTx(tx, [triggered]);
-            await tx.run("RELEASE schedule_handler");
-            results.push({ o, status: "done" });
-            continue;
-          } catch (err) {
-            await tx.run("ROLLBACK TO schedule_handler");
-            await tx.run("RELEASE schedule_handler");
-            error = `commit refused: ${messageOf(err)}`;
-          }
-        }
-        results.push({ o, status: o.attempt >= this.maxAttempts ? "dead" : "retrying", error });
-      }
-      // the new cursor: after the longest finished prefix of what was read (a synchronous snapshot)
-      const finished = new Map(results.map((r) => [r.o.entry, r.status]));
-      let k = 0;
-      while (k < this.window.length) {
-        const entry = this.window[k]!;
-        const state = finished.get(entry) ?? entry.state;
-        if (state !== "done" && state !== "dead") break;
-        k++;
-      }
-      popped = this.window.slice(0, k);
-      readAtSnapshot = this.readCursor;
-      newCursor = k === this.window.length ? this.readCursor : k > 0 ? popped[k - 1]!.cursor : this.cursor;
-      const poppedSet = new Set(popped);
-      for (const { o, status, error } of results) {
-        const entry = o.entry;
-        const w: EventRowWrite = { eventId: entry.id, partitionKey: entry.partition, occurredAt: entry.occurredAt, attempts: o.attempt, error, revived: entry.revived, event: entry.event };
-        if (status !== "done") await store.writeFailure(tx, status, { ...w, nextAttemptAt: status === "retrying" ? Date.now() + retryDelayMs(o.attempt) : undefined }, now);
-        else if (!entry.revived && !poppedSet.has(entry)) await store.writeDone(tx, w, now);
-        else if (entry.hasRow) await store.deleteRow(tx, entry.id, false);
-      }
-      for (const entry of popped) if (entry.hasRow && !finished.has(entry)) await store.deleteRow(tx, entry.id, true);
-      if (newCursor !== this.cursor) await store.saveCursor(tx, newCursor, now);
-    });
+    const { results, popped, newCursor, readAtSnapshot } = await writeGroupCommit(this.deps, this.store, this.schedule, this.maxAttempts, batch, { window: this.window, cursor: this.cursor, readCursor: () => this.readCursor }, now);
     // committed: apply to memory
     const done: Array<{ eventId: string; occurredAt: string; partitionKey: string }> = [];
     const poppedSet = new Set(popped);
@@ -381,7 +320,6 @@ export class ScheduleConsumer {
     this.cursor = newCursor;
     // reads made during the transaction moved the read position past the snapshot: flush it later
     this.cursorDirty = this.readCursor !== readAtSnapshot;
-    if (results.some((r) => r.status === "done")) void events.drain();
     if (done.length) this.deps.notifier.emit("committed", { scheduleId, events: done, at: Date.now() });
   }
 

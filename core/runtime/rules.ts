@@ -12,6 +12,7 @@ import { compileObjectQuery } from "../ontology/query";
 import { matchesWhere } from "../ontology/match";
 import { isApiError } from "../errors";
 import { nowIso } from "../ids";
+import { SerialPass } from "../serial-pass";
 import { SubjectSchema } from "../sdk/records";
 import type { RuleDefinition } from "../sdk/connector";
 
@@ -24,8 +25,8 @@ export const TriggeredSubjectSchema = v.object({
   eventId: v.string(),
 });
 
-/** A rule as `GET /api/rules` answers it: its definition and the subjects currently triggered. */
-export const RuleStateSchema = v.object({
+/** A rule's definition as the API shows it (spec 2.4; `GET /api/project` `rules`, the base of `GET /api/rules`). */
+export const RuleInfoSchema = v.object({
   id: v.string(),
   connectorId: v.string(),
   title: v.optional(v.string()),
@@ -33,14 +34,37 @@ export const RuleStateSchema = v.object({
   objectTypeId: v.string(),
   /** The condition, in the filter language of `POST /api/objects/query`. */
   where: v.record(v.string(), v.unknown()),
+});
+export type RuleInfo = v.InferOutput<typeof RuleInfoSchema>;
+
+/** A rule as `GET /api/rules` answers it: its definition ({@link RuleInfoSchema}) and the subjects currently triggered. */
+export const RuleStateSchema = v.object({
+  ...RuleInfoSchema.entries,
   triggered: v.array(TriggeredSubjectSchema),
 });
 export type RuleState = v.InferOutput<typeof RuleStateSchema>;
 
-interface RegisteredRule {
+/** A rule of the project as `ProjectRegistry.rules()` lists it. */
+export interface RegisteredRule {
   id: string;
   connectorId: string;
   definition: RuleDefinition;
+}
+
+/**
+ * The one mapping of a registered rule to {@link RuleInfo} (spec 2.4): id, connector, title and
+ * description when the definition sets them (absent otherwise, never `undefined`), the subject type and
+ * the `where` condition as declared. Pure; throws nothing.
+ */
+export function ruleInfo(rule: RegisteredRule): RuleInfo {
+  return {
+    id: rule.id,
+    connectorId: rule.connectorId,
+    ...(rule.definition.title !== undefined ? { title: rule.definition.title } : {}),
+    ...(rule.definition.description !== undefined ? { description: rule.definition.description } : {}),
+    objectTypeId: rule.definition.objectTypeId,
+    where: rule.definition.where as Record<string, unknown>,
+  };
 }
 
 /** The final state of one object in a commit: its properties, or null once deleted; `event` is the last one about it. */
@@ -74,9 +98,13 @@ const CONSUMER = "rules";
 export class RuleEngine {
   private readonly rules: RegisteredRule[];
   private readonly byType = new Map<string, RegisteredRule[]>();
-  private running: Promise<void> | undefined;
-  private again = false;
   private stopped = true;
+  private readonly passes = new SerialPass(
+    async () => {
+      while (!this.stopped && (await this.step()) > 0);
+    },
+    { stopped: () => this.stopped, onError: (err) => this.log.error({ err }, "rule evaluation failed; it is retried from the stored checkpoint") },
+  );
   private readonly onAppended = () => void this.poke();
 
   constructor(
@@ -116,31 +144,16 @@ export class RuleEngine {
   async stop(): Promise<void> {
     this.stopped = true;
     this.stream.notifier.off("appended", this.onAppended);
-    await this.running;
+    await this.passes.idle();
   }
 
   /**
-   * Runs passes until the checkpoint reaches the end of the stream. Concurrent calls share one pass
-   * (a call during a pass schedules one more). Never throws: a failed step is logged, leaves nothing
-   * written, and is retried by the next append or the recovery timer.
+   * Runs passes until the checkpoint reaches the end of the stream ({@link SerialPass}: concurrent
+   * calls share one pass, a call during a pass schedules one more). Never throws: a failed step is
+   * logged, leaves nothing written, and is retried by the next append or the recovery timer.
    */
   poke(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        while (!this.stopped && (await this.step()) > 0);
-      } while (this.again && !this.stopped);
-    })()
-      .catch((err) => this.log.error({ err }, "rule evaluation failed; it is retried from the stored checkpoint"))
-      .finally(() => {
-        this.running = undefined;
-      });
-    return this.running;
+    return this.passes.poke();
   }
 
   /**
@@ -190,12 +203,7 @@ export class RuleEngine {
       "SELECT rule_id, object_type_id, primary_id, triggered_at, event_id FROM rule_states ORDER BY rule_id, triggered_at, primary_id",
     );
     return this.rules.map((r) => ({
-      id: r.id,
-      connectorId: r.connectorId,
-      ...(r.definition.title !== undefined ? { title: r.definition.title } : {}),
-      ...(r.definition.description !== undefined ? { description: r.definition.description } : {}),
-      objectTypeId: r.definition.objectTypeId,
-      where: r.definition.where as Record<string, unknown>,
+      ...ruleInfo(r),
       triggered: visible(r.definition.objectTypeId)
         ? rows
             .filter((row) => row.rule_id === r.id && row.object_type_id === r.definition.objectTypeId)

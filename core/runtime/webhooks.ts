@@ -181,15 +181,6 @@ export class WebhookDeliveries {
   private admit(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): Promise<{ row: RunRow; attempt: number } | undefined> {
     return this.db.transaction(async (tx) => {
       const now = nowIso();
-      const existing = key === null ? undefined : await tx.get<RunRow>("SELECT * FROM webhook_runs WHERE connector_id = ? AND webhook_id = ? AND idempotency_key = ?", [connectorId, webhookId, key]);
-      if (existing?.status === "completed") return undefined;
-      if (existing) {
-        const attempt = existing.attempts + 1;
-        await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
-        await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [now, JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }), existing.id]);
-        await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, now]);
-        return { row: { ...existing, status: "running", attempts: attempt }, attempt };
-      }
       const row: RunRow = {
         id: newId("whrun"),
         execution_id: newId("exec"),
@@ -206,11 +197,22 @@ export class WebhookDeliveries {
         response: null,
         replay_of: replayOf ?? null,
       };
-      await tx.run(
+      // insert first: a first delivery (the common case) costs no lookup; a key seen before inserts nothing
+      const { changes } = await tx.run(
         `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of)
-         VALUES (?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
         [row.id, row.execution_id, connectorId, webhookId, key, now, row.content_type, row.headers, row.body, row.replay_of],
       );
+      const existing = changes === 1 || key === null ? undefined : await tx.get<RunRow>("SELECT * FROM webhook_runs WHERE connector_id = ? AND webhook_id = ? AND idempotency_key = ?", [connectorId, webhookId, key]);
+      if (changes === 0 && !existing) throw new Error(`webhook run ${row.id} conflicted with a stored run`);
+      if (existing?.status === "completed") return undefined;
+      if (existing) {
+        const attempt = existing.attempts + 1;
+        await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
+        await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [now, JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }), existing.id]);
+        await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, now]);
+        return { row: { ...existing, status: "running", attempts: attempt }, attempt };
+      }
       await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, 1, ?, 'running')", [row.id, now]);
       return { row, attempt: 1 };
     });

@@ -1,5 +1,7 @@
-/** The SQLite wrapper's statement cache under concurrency (real files). */
+/** The SQLite wrapper's statement cache and group commit under concurrency (real files). */
 import path from "node:path";
+import sqlite3 from "sqlite3";
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { Database } from "./db";
 import { tempDir } from "../../test/helpers-fs";
@@ -26,5 +28,172 @@ describe("Database", () => {
     // and the reader sees later commits (no statement left holding an old snapshot)
     await db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('v6')"));
     expect(await db.get<{ m: number }>("SELECT MAX(seq) AS m FROM t")).toEqual({ m: 6 });
+  });
+});
+
+/** A second, read-only connection to the file: sees only what is committed (durable in the WAL). */
+async function observer(file: string): Promise<{ count(sql: string, params?: unknown[]): Promise<number>; close(): Promise<void> }> {
+  const conn = await new Promise<sqlite3.Database>((resolve, reject) => {
+    const c = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (err) => (err ? reject(err) : resolve(c)));
+  });
+  return {
+    count: (sql, params = []) => new Promise((resolve, reject) => conn.get(sql, params, (err, row: { n: number }) => (err ? reject(err) : resolve(row.n)))),
+    close: () => new Promise((resolve) => conn.close(() => resolve())),
+  };
+}
+
+async function openWithTable(ddl: string[]): Promise<Database> {
+  const db = await Database.open(path.join(tempDir("svc-db-"), "svc.db"));
+  opened.push(db);
+  await db.transaction(async (tx) => {
+    for (const sql of ddl) await tx.run(sql);
+  });
+  return db;
+}
+
+/** One caller's plan: how many rows it inserts, and after how many of them it throws (or never). */
+interface Plan {
+  rows: number;
+  throwAfter: number | null;
+}
+
+/**
+ * Runs the plans as concurrent transactions; answers which settled how. Each successful caller checks,
+ * when its promise resolves, that a second connection already sees all its rows.
+ */
+async function runPlans(db: Database, plans: Plan[], seen: { count(sql: string, params?: unknown[]): Promise<number> }) {
+  const outcomes = await Promise.allSettled(
+    plans.map((plan, caller) =>
+      db
+        .transaction(async (tx) => {
+          for (let r = 0; r < plan.rows; r++) {
+            if (plan.throwAfter === r) throw new Error(`caller ${caller} fails after ${r} rows`);
+            await tx.run("INSERT INTO rows (caller, n) VALUES (?, ?)", [caller, r]);
+            // reads its own writes inside its transaction
+            expect((await tx.get<{ n: number }>("SELECT COUNT(*) AS n FROM rows WHERE caller = ?", [caller]))!.n).toBe(r + 1);
+          }
+          if (plan.throwAfter === plan.rows) throw new Error(`caller ${caller} fails at the end`);
+          return caller;
+        })
+        .then(async (value) => ({ value, visible: await seen.count("SELECT COUNT(*) AS n FROM rows WHERE caller = ?", [caller]) })),
+    ),
+  );
+  return outcomes;
+}
+
+async function checkPlans(db: Database, plans: Plan[], outcomes: Awaited<ReturnType<typeof runPlans>>): Promise<void> {
+  for (const [caller, plan] of plans.entries()) {
+    const outcome = outcomes[caller]!;
+    const stored = (await db.get<{ n: number }>("SELECT COUNT(*) AS n FROM rows WHERE caller = ?", [caller]))!.n;
+    if (plan.throwAfter === null) {
+      expect(outcome).toEqual({ status: "fulfilled", value: { value: caller, visible: plan.rows } });
+      expect(stored).toBe(plan.rows);
+    } else {
+      expect(outcome.status).toBe("rejected");
+      expect(String((outcome as PromiseRejectedResult).reason)).toContain(`caller ${caller} fails`);
+      expect(stored).toBe(0);
+    }
+  }
+}
+
+describe("Database group commit", () => {
+  it("commits exactly the callers that did not throw, each resolved only once its rows are visible to another connection", async () => {
+    const db = await openWithTable(["CREATE TABLE rows (caller INTEGER NOT NULL, n INTEGER NOT NULL)"]);
+    const seen = await observer(db.file);
+    try {
+      // a seeded mix: a third throw (before any row, between rows, after the last row)
+      let seed = 42;
+      const rand = (k: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % k);
+      const plans: Plan[] = Array.from({ length: 300 }, () => {
+        const rows = rand(4);
+        return { rows, throwAfter: rand(3) === 0 ? rand(rows + 1) : null };
+      });
+      const before = db.stats();
+      const outcomes = await runPlans(db, plans, seen);
+      await checkPlans(db, plans, outcomes);
+      const after = db.stats();
+      expect(after.transactions - before.transactions).toBe(300);
+      // callers queued together shared COMMITs
+      expect(after.commits - before.commits).toBeLessThan(300 / 4);
+    } finally {
+      await seen.close();
+    }
+  });
+
+  it("holds for any mix of callers and failures (property)", async () => {
+    const db = await openWithTable(["CREATE TABLE rows (caller INTEGER NOT NULL, n INTEGER NOT NULL)"]);
+    const seen = await observer(db.file);
+    try {
+      const plan = fc.integer({ min: 0, max: 3 }).chain((rows) => fc.record({ rows: fc.constant(rows), throwAfter: fc.option(fc.integer({ min: 0, max: rows }), { freq: 3 }) }));
+      await fc.assert(
+        fc.asyncProperty(fc.array(plan, { minLength: 1, maxLength: 80 }), async (plans) => {
+          await db.transaction((tx) => tx.run("DELETE FROM rows"));
+          await checkPlans(db, plans, await runPlans(db, plans, seen));
+        }),
+        { numRuns: 40 },
+      );
+    } finally {
+      await seen.close();
+    }
+  });
+
+  it("rejects every caller of a group whose COMMIT fails, and writes none of it", async () => {
+    const db = await openWithTable([
+      "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
+      "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
+    ]);
+    // queued in one tick: one group. The orphan passes its own statement (the check is deferred) and fails the COMMIT.
+    const results = await Promise.allSettled([
+      db.transaction((tx) => tx.run("INSERT INTO parent (id) VALUES (1)")),
+      db.transaction((tx) => tx.run("INSERT INTO child (id, parent_id) VALUES (1, 99)")),
+      db.transaction((tx) => tx.run("INSERT INTO parent (id) VALUES (2)")),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    for (const r of results) expect(String((r as PromiseRejectedResult).reason)).toMatch(/FOREIGN KEY/);
+    expect(await db.get("SELECT COUNT(*) AS n FROM parent")).toEqual({ n: 0 });
+    // the writer is usable again
+    await db.transaction((tx) => tx.run("INSERT INTO parent (id) VALUES (3)"));
+    expect(await db.get("SELECT COUNT(*) AS n FROM parent")).toEqual({ n: 1 });
+  });
+
+  it("rejects the group's earlier callers when SQLite itself rolls the transaction back", async () => {
+    const db = await openWithTable([
+      "CREATE TABLE t (v TEXT NOT NULL)",
+      "CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.v = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom refused'); END",
+    ]);
+    const results = await Promise.allSettled([
+      db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('a')")),
+      db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('boom')")),
+      db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('c')")),
+    ]);
+    expect(results[0]!.status).toBe("rejected");
+    expect(String((results[0] as PromiseRejectedResult).reason)).toMatch(/rolled back by SQLite/);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/boom refused/);
+    // the caller after the lost group runs in a new transaction
+    expect(results[2]!.status).toBe("fulfilled");
+    expect(await db.all("SELECT v FROM t")).toEqual([{ v: "c" }]);
+  });
+
+  it("keeps a caller's own savepoints working inside a group", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"]);
+    await Promise.all([
+      db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('first')")),
+      db.transaction(async (tx) => {
+        await tx.run("SAVEPOINT schedule_handler");
+        await tx.run("INSERT INTO t (v) VALUES ('undone')");
+        await tx.run("ROLLBACK TO schedule_handler");
+        await tx.run("RELEASE schedule_handler");
+        await tx.run("INSERT INTO t (v) VALUES ('kept')");
+      }),
+    ]);
+    expect(await db.all("SELECT v FROM t ORDER BY rowid")).toEqual([{ v: "first" }, { v: "kept" }]);
+  });
+
+  it("answers a caller's result, and lastID/changes of its statements, as a lone transaction would", async () => {
+    const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)"]);
+    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => db.transaction(async (tx) => (await tx.run("INSERT INTO t (v) VALUES (?)", [`v${i}`])).lastID)));
+    expect(ids).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const changed = await db.transaction((tx) => tx.run("UPDATE t SET v = 'x' WHERE id <= 5"));
+    expect(changed.changes).toBe(5);
   });
 });

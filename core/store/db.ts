@@ -28,11 +28,14 @@ function openConnection(file: string, mode: number): Promise<sqlite3.Database> {
  * costs about as much as running (measured: 90 µs per awaited INSERT unprepared, 39 µs prepared), and
  * the runtime runs the same few statements over and over. The cache keeps the 256 most recently used.
  */
-function wrap(db: sqlite3.Database): SqlWriter & { exec(sql: string): Promise<void>; close(): Promise<void> } {
+function wrap(db: sqlite3.Database): SqlWriter & { exec(sql: string): Promise<void>; close(): Promise<void>; statements: () => number } {
   const cache = new Map<string, sqlite3.Statement>();
+  /** Statements run on this connection (each `run`/`get`/`all`/`exec` call counts one). */
+  let statements = 0;
   /** How many gets each statement has queued (see `get`). */
   const gets = new WeakMap<sqlite3.Statement, number>();
   const statement = (sql: string): sqlite3.Statement => {
+    statements++;
     let stmt = cache.get(sql);
     if (stmt) {
       cache.delete(sql);
@@ -75,7 +78,11 @@ function wrap(db: sqlite3.Database): SqlWriter & { exec(sql: string): Promise<vo
       }),
     all: <T>(sql: string, params: SqlParams = []) =>
       new Promise<T[]>((resolve, reject) => statement(sql).all(params, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
-    exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
+    exec: (sql) => {
+      statements++;
+      return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
+    },
+    statements: () => statements,
     close: () =>
       new Promise((resolve, reject) => {
         for (const stmt of cache.values()) stmt.finalize();
@@ -87,20 +94,55 @@ function wrap(db: sqlite3.Database): SqlWriter & { exec(sql: string): Promise<vo
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
+/** Counters of the store's work since it opened (for benchmarks and `statements per request`). */
+export interface DatabaseStats {
+  /**
+   * Calls to SQLite on the writer connection (each `run`/`get`/`all`/`exec` is one round trip to
+   * SQLite's thread; BEGIN/SAVEPOINT/RELEASE/COMMIT included, an `exec` of two statements counts one).
+   */
+  writerStatements: number;
+  /** Calls to SQLite on the read connection. */
+  readerStatements: number;
+  /** {@link Database.transaction} callers that ran (committed or not). */
+  transactions: number;
+  /** `COMMIT`s attempted: each is one group of callers (see {@link Database.transaction}). */
+  commits: number;
+}
+
+/** One caller of {@link Database.transaction} waiting for its turn. */
+interface Waiter {
+  fn: (tx: SqlWriter) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
 /**
  * The SQLite store: one file in WAL mode with two connections.
  *
  * - The **writer** runs every write, always inside {@link Database.transaction}, which is the one place
- *   that owns transactions: callers queue behind each other (`BEGIN IMMEDIATE` … `COMMIT`, or
- *   `ROLLBACK` when the callback throws), so a transaction never interleaves with another.
+ *   that owns transactions. Callers queue; the queue is run as **group commit**: the callers waiting
+ *   when a transaction starts (and those that arrive while it runs, up to {@link Database.GROUP_MAX}
+ *   callers or {@link Database.GROUP_MS} ms) run one after another in ONE `BEGIN IMMEDIATE` … `COMMIT`,
+ *   each inside its own `SAVEPOINT svc_group_<n>`. A caller whose callback throws is
+ *   rolled back alone (`ROLLBACK TO` + `RELEASE`) and gets its error at once; every other caller's
+ *   promise resolves only after the shared `COMMIT` (so "resolved" still means "committed"); a failed
+ *   `COMMIT` rejects every caller of the group. Callbacks never interleave.
  * - The **reader** answers reads outside transactions. In WAL mode it sees only committed data and
  *   never waits for the writer.
  *
  * Numbered migrations (`core/store/migrations/NNN_name.sql`) run at {@link Database.open}.
  */
 export class Database implements SqlReader {
-  private queue: Promise<unknown> = Promise.resolve();
+  /** At most this many callers share one COMMIT. */
+  static readonly GROUP_MAX = 64;
+  /** No caller joins a group whose transaction began more than this many ms ago. */
+  static readonly GROUP_MS = 5;
+  private readonly waiting: Waiter[] = [];
+  /** The running group loop, while there is one. */
+  private running: Promise<void> | undefined;
   private closed = false;
+  private transactions = 0;
+  private commits = 0;
 
   constructor(
     readonly file: string,
@@ -142,27 +184,98 @@ export class Database implements SqlReader {
   }
 
   /**
-   * Runs `fn` in one write transaction and answers its result. Transactions are serialized; the
-   * callback must do all its writes through `tx` and should not wait on slow outside work.
+   * Runs `fn` in a write transaction and answers its result once that transaction has committed.
+   * Callers are serialized and grouped (see {@link Database}): `fn` sees the writes of the callers
+   * before it in its group (they commit with it), so it must do all its writes through `tx`, should
+   * not wait on slow outside work (the whole group waits), and must not await another
+   * `transaction` call (that call queues behind it: a deadlock, as it always was).
    *
-   * @throws whatever `fn` throws, after rolling back; or the SQLite error of `COMMIT`
+   * @throws whatever `fn` throws, right away, after rolling back `fn`'s writes (only its own); or the
+   *   SQLite error of the shared `COMMIT` (nothing of the group was written); or "database is closed"
    */
   transaction<T>(fn: (tx: SqlWriter) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error("database is closed"));
-    const run = async () => {
-      await this.writer.run("BEGIN IMMEDIATE");
-      try {
-        const result = await fn(this.writer);
-        await this.writer.run("COMMIT");
-        return result;
-      } catch (err) {
-        await this.writer.run("ROLLBACK").catch(() => undefined);
-        throw err;
-      }
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.running ??= this.runGroups();
+    });
+  }
+
+  /** Runs groups until nobody waits. Never throws: every outcome goes to its caller. */
+  private async runGroups(): Promise<void> {
+    // start on a later tick, so that callers queued in the same tick join the first group
+    await Promise.resolve();
+    while (this.waiting.length > 0) await this.runGroup();
+    // cleared in the same synchronous step as the check above: a caller queued after it starts a new loop
+    this.running = undefined;
+  }
+
+  /**
+   * One `BEGIN IMMEDIATE` … `COMMIT` over the callers waiting now (and joining while it runs). Every
+   * caller runs inside its own `SAVEPOINT svc_group_<n>`; each step between callers is one call to
+   * SQLite (`RELEASE` of the last folded with the next `SAVEPOINT`, `BEGIN` with the first, the last
+   * `RELEASE` with `COMMIT`), so a lone caller costs what it always did: two calls around its own.
+   * A `RELEASE` or `ROLLBACK TO` that finds its savepoint gone means SQLite rolled the whole
+   * transaction back itself (SQLITE_FULL, RAISE(ROLLBACK), ...): the group's earlier callers are
+   * rejected then, as at a failed `COMMIT`.
+   */
+  private async runGroup(): Promise<void> {
+    const w = this.writer;
+    try {
+      await w.exec("BEGIN IMMEDIATE; SAVEPOINT svc_group_1");
+    } catch (err) {
+      // e.g. SQLITE_BUSY past the busy timeout: the first caller gets the error, the rest try again
+      await w.run("ROLLBACK").catch(() => undefined);
+      this.waiting.shift()!.reject(err);
+      return;
+    }
+    const began = performance.now();
+    const done: Array<{ waiter: Waiter; value: unknown }> = [];
+    /** The savepoint open now (undefined after a failed caller's was rolled back and released). */
+    let open: string | undefined = "svc_group_1";
+    const lose = async (cause: unknown) => {
+      await w.run("ROLLBACK").catch(() => undefined);
+      const lost = new Error(`the transaction was rolled back by SQLite while running another caller (${cause instanceof Error ? cause.message : String(cause)}); nothing was written`);
+      for (const d of done) d.waiter.reject(lost);
     };
-    const result = this.queue.then(run, run);
-    this.queue = result.catch(() => undefined);
-    return result;
+    for (let n = 1; ; n++) {
+      const waiter = this.waiting.shift()!;
+      this.transactions++;
+      try {
+        done.push({ waiter, value: await waiter.fn(w) });
+      } catch (err) {
+        try {
+          await w.exec(`ROLLBACK TO ${open}; RELEASE ${open}`);
+        } catch {
+          waiter.reject(err);
+          return lose(err);
+        }
+        open = undefined;
+        waiter.reject(err);
+      }
+      if (this.waiting.length === 0 || n >= Database.GROUP_MAX || performance.now() - began >= Database.GROUP_MS) break;
+      const next = `svc_group_${n + 1}`;
+      try {
+        await w.exec(open ? `RELEASE ${open}; SAVEPOINT ${next}` : `SAVEPOINT ${next}`);
+      } catch (err) {
+        return lose(err);
+      }
+      open = next;
+    }
+    this.commits++;
+    try {
+      await w.exec(open ? `RELEASE ${open}; COMMIT` : "COMMIT");
+    } catch (err) {
+      await w.run("ROLLBACK").catch(() => undefined);
+      for (const d of done) d.waiter.reject(err);
+      return;
+    }
+    for (const d of done) d.waiter.resolve(d.value);
+  }
+
+  /** What the store has done since it opened: statements per connection, callers and commits. */
+  stats(): DatabaseStats {
+    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits };
   }
 
   /** Reads one row from committed data. */
@@ -179,7 +292,7 @@ export class Database implements SqlReader {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.queue;
+    while (this.running) await this.running;
     await this.reader.close();
     if (this.writer !== this.reader) await this.writer.close();
   }

@@ -10,7 +10,7 @@
  *    connector, each with its own `webhook-id` — verify (HMAC), parse, admit durably (one transaction),
  *    trivial handler, complete (one transaction), respond 202.
  *
- * 3. Workflow runs: `POST /api/workflows/invoice-review/runs` (answer = queued on Temporal) at max load,
+ * 3. Workflow runs: `POST /api/workflows/invoice-review/runs` (answer = queued in the store) at max load,
  *    then how fast the queued runs complete on the embedded dev server (completed runs per second), then
  *    intervention latency: from sending a submission to the `workflow.run.node.started` of the next node
  *    (server timestamps), one run at a time. Printed with them: CPU per completed run of the service
@@ -104,13 +104,54 @@ const skipped = (name: string): Figures => ({ name: `${name} (skipped: BENCH_ONL
 let action = skipped("action run");
 let webhook = skipped("webhook delivery");
 let webhookHalf = skipped("webhook delivery at half load");
+let actionHalf = skipped("action run at half load");
+/** The store's counters per request over `count` requests made by `send` (core/store/db.ts `DatabaseStats`). */
+const perRequest = async (count: number, send: () => Promise<number>) => {
+  const before = await app.stats();
+  const sent = await send();
+  await new Promise((r) => setTimeout(r, 500)); // the drains after the last requests
+  const after = await app.stats();
+  const per = (k: string) => ((after[k]! - before[k]!) / (sent || count)).toFixed(1);
+  return `${per("writerStatements")} writer + ${per("readerStatements")} reader statements, ${per("transactions")} transactions, ${per("commits")} commits`;
+};
+const sequential = (count: number, opts: autocannon.Options) => async () => {
+  for (let i = 0; i < count; i++) {
+    const setup = (opts.requests?.[0] as { setupRequest?: (r: object) => { body?: string; headers?: Record<string, string> } } | undefined)?.setupRequest;
+    const req = setup?.({}) ?? {};
+    const res = await request(opts.url!, { method: "POST", body: req.body ?? (opts.body as string), headers: req.headers ?? opts.headers });
+    await res.body.dump();
+  }
+  return count;
+};
+const underLoad = (opts: autocannon.Options, set: (f: Figures) => void) => async () => {
+  const f = await closedLoop(opts === actionOpts ? "action run (POST /api/actions/diagnostics.noop)" : "webhook delivery, signed Standard Webhooks, max load", opts);
+  set(f);
+  return Math.round(f.rps * seconds);
+};
+const statementLines: string[] = [];
 if (only !== "workflows") {
   await closedLoop("warm-up", { ...actionOpts, duration: 2 });
   await closedLoop("warm-up", { ...webhookOpts, duration: 2 });
-  action = await closedLoop("action run (POST /api/actions/diagnostics.noop)", actionOpts);
-  webhook = await closedLoop("webhook delivery, signed Standard Webhooks, max load", webhookOpts);
+  statementLines.push(`statements per action run (one at a time):          ${await perRequest(200, sequential(200, actionOpts))}`);
+  statementLines.push(`statements per webhook delivery (one at a time):    ${await perRequest(200, sequential(200, webhookOpts))}`);
+  statementLines.push(`statements per action run (max load):               ${await perRequest(0, underLoad(actionOpts, (f) => (action = f)))}`);
+  statementLines.push(`statements per webhook delivery (max load):         ${await perRequest(0, underLoad(webhookOpts, (f) => (webhook = f)))}`);
   const half = Math.max(1, Math.round(webhook.rps / 2));
   webhookHalf = await openLoop(`webhook delivery at half that load (${half}/s, paced)`, webhookUrl, half, signedDelivery);
+  const actionHalfRate = Math.max(1, Math.round(action.rps / 2));
+  actionHalf = await openLoop(`action run at half its max load (${actionHalfRate}/s, paced)`, actionOpts.url!, actionHalfRate, () => ({ body: actionOpts.body as string, headers: actionOpts.headers as Record<string, string> }));
+}
+// BENCH_ONLY=writes: the yardstick and the write-path rows only (actions, webhooks, statements per request)
+if (only === "writes") {
+  await app.stop();
+  console.log("| case | req/s | p50 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|");
+  for (const r of [baseline, action, actionHalf, webhook, webhookHalf]) console.log(`| ${r.name} | ${r.rps.toFixed(1)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  console.log(`\naction runs / bare handler:        ${(action.rps / baseline.rps).toFixed(3)}`);
+  console.log(`webhook deliveries / bare handler: ${(webhook.rps / baseline.rps).toFixed(3)} (target >= 0.2)`);
+  console.log(`webhook p99 at half load:          ${webhookHalf.p99} ms (target < 20 ms)`);
+  console.log(`action p99 at half load:           ${actionHalf.p99} ms (target < 10 ms)`);
+  console.log(statementLines.join("\n") + "\n");
+  process.exit(0);
 }
 
 const auth = { ...json, authorization: `Bearer ${SANDBOX_DEV_TOKEN}` };
@@ -149,7 +190,7 @@ const temporalPid = (() => {
 const finishedBefore = (await allEventsOf("workflow.run.finished")).length;
 const cpuBefore = { app: cpuSeconds(app.child.pid), temporal: cpuSeconds(temporalPid) };
 const startT0 = Date.now();
-const starts = await closedLoop("workflow run start (POST → queued on Temporal)", { url: `${app.url}/api/workflows/invoice-review/runs`, method: "POST", headers: auth, body: JSON.stringify({ input: { invoiceId: "inv_1001", waitMs: 0 } }) });
+const starts = await closedLoop("workflow run start (POST → queued)", { url: `${app.url}/api/workflows/invoice-review/runs`, method: "POST", headers: auth, body: JSON.stringify({ input: { invoiceId: "inv_1001", waitMs: 0 } }) });
 const started = Math.round(starts.rps * seconds);
 let finished = 0;
 const drainDeadline = Date.now() + 600_000;
@@ -198,10 +239,25 @@ const submit: Figures = { name: `intervention submit → next node started (${sa
 await app.stop();
 
 console.log("| case | req/s | p50 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|");
-for (const r of [baseline, action, webhook, webhookHalf, starts, completed, submit]) console.log(`| ${r.name} | ${Number.isNaN(r.rps) ? "" : r.rps.toFixed(1)} | ${Number.isNaN(r.p50) ? "" : r.p50} | ${Number.isNaN(r.p99) ? "" : r.p99} | ${r.errors} |`);
+for (const r of [baseline, action, actionHalf, webhook, webhookHalf, starts, completed, submit]) console.log(`| ${r.name} | ${Number.isNaN(r.rps) ? "" : r.rps.toFixed(1)} | ${Number.isNaN(r.p50) ? "" : r.p50} | ${Number.isNaN(r.p99) ? "" : r.p99} | ${r.errors} |`);
 console.log(`\naction runs / bare handler:        ${(action.rps / baseline.rps).toFixed(3)}`);
 console.log(`webhook deliveries / bare handler: ${(webhook.rps / baseline.rps).toFixed(3)} (target >= 0.2)`);
 console.log(`webhook p99 at half load:          ${webhookHalf.p99} ms (target < 20 ms)`);
 console.log(`workflow runs completed per second: ${completed.rps.toFixed(1)} (Temporal TS SDK stress floor: 35/s on a 4-core runner)`);
 console.log(`CPU per workflow run (start + completion): service ${cpuPerRun.app.toFixed(0)} ms, Temporal dev server ${cpuPerRun.temporal.toFixed(0)} ms`);
+if (statementLines.length) console.log(statementLines.join("\n"));
 console.log(`one run's history (invoice-review, no approval): ${lastHistory.length} events, ${historyOf("WORKFLOW_TASK_COMPLETED")} workflow tasks, ${historyOf("ACTIVITY_TASK_SCHEDULED")} activities, ${historyOf("MARKER_RECORDED")} markers\n`);
+
+// the one summary (test/bench/all.ts): issue 15's rows this script measures
+const { reportRows, fmt, meets } = await import("./report");
+const ratio = (r: Figures) => r.rps / baseline.rps;
+reportRows("run", [
+  { case: "bare h3 handler (same run, the yardstick)", now: `${fmt(baseline.rps)} req/s`, goal: "-", met: null },
+  // the action p99 goal is at half load; this row has the max-load p99 (an upper bound): met when both hold, open when only the ratio does
+  { case: "action runs (diagnostics.noop)", now: `${fmt(action.rps)} req/s, p99 ${action.p99} ms at max load (ratio ${ratio(action).toFixed(3)})`, goal: "ratio >= 0.25, p99 < 10 ms at half load", met: meets(ratio(action), 0.25, true) === false ? false : action.p99 < 10 ? true : null },
+  { case: "signed webhook deliveries, max load", now: `${fmt(webhook.rps)} req/s (ratio ${ratio(webhook).toFixed(3)})`, goal: "ratio >= 0.20", met: meets(ratio(webhook), 0.2, true) },
+  { case: "webhook p99 at half load (paced)", now: `${webhookHalf.p99} ms`, goal: "< 20 ms", met: meets(webhookHalf.p99, 20) },
+  { case: "workflow runs completed", now: `${completed.rps.toFixed(1)}/s`, goal: ">= 35/s", met: meets(completed.rps, 35, true) },
+  { case: "workflow run start, POST -> queued", now: `p50 ${starts.p50} ms`, goal: "p50 < 50 ms", met: meets(starts.p50, 50) },
+  { case: "intervention submit -> next node started", now: `p50 ${submit.p50} ms, p99 ${submit.p99} ms`, goal: "p99 < 100 ms", met: meets(submit.p99, 100) },
+]);

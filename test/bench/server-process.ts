@@ -13,7 +13,7 @@ export type BenchServerKind = "bare" | "bare-files" | "app";
  * dir (and, for `app`, its own embedded Temporal dev server). BENCH_NODE_FLAGS adds node flags
  * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). `child.pid` is the target's Node process itself.
  */
-export async function startBenchServer(kind: BenchServerKind, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+export async function startBenchServer(kind: BenchServerKind, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void>; stats(): Promise<Record<string, number>> }> {
   const port = await freePort();
   const fullEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
@@ -32,5 +32,19 @@ export async function startBenchServer(kind: BenchServerKind, env: Record<string
     child.kill("SIGTERM");
     await exited;
   };
-  return { url, child, stop };
+  /** `app` only: the store's counters (core/store/db.ts `DatabaseStats`), asked for with SIGUSR2. */
+  const stats = () =>
+    new Promise<Record<string, number>>((resolve) => {
+      let out = "";
+      const onData = (d: Buffer) => {
+        out += d;
+        const m = /STATS (\{.*\})\n/.exec(out);
+        if (!m) return;
+        child.stdout!.off("data", onData);
+        resolve(JSON.parse(m[1]!));
+      };
+      child.stdout!.on("data", onData);
+      child.kill("SIGUSR2");
+    });
+  return { url, child, stop, stats };
 }

@@ -66,5 +66,9 @@ if (kind === "bare") {
   ]);
   const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, defaults: { devToken: SANDBOX_DEV_TOKEN }, logger: pino({ level: "warn" }) });
   process.stdout.write(`READY ${app.url}\n`);
+  // SIGUSR2: print the store's counters (statements, transactions, commits) as one `STATS {json}` line
+  const { Database } = await import("../../core/store/db");
+  const db = app.container.resolve(Database);
+  process.on("SIGUSR2", () => void process.stdout.write(`STATS ${JSON.stringify(db.stats?.() ?? {})}\n`));
   process.once("SIGTERM", () => void app.close().then(() => process.exit(0)));
 }

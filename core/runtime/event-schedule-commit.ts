@@ -1,0 +1,118 @@
+import type { BufferedHandler, HandlerRun } from "./handler";
+import type { EventScheduleStore, EventRowWrite } from "./event-schedule-store";
+import { retryDelayMs, type ConsumerDeps, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
+
+/*
+ * The group commit of an event schedule's consumer (spec 6.1, 2.4 `schedule.triggered`): the one
+ * transaction that writes what a batch of finished handlers did. The consumer (event-schedule-consumer.ts)
+ * decides when to commit and applies the result to its memory afterwards.
+ */
+
+/** A finished handler run, waiting for its group commit: its buffered writes, or why it failed. */
+export type Outcome = { entry: Entry; attempt: number; startedAt: string; spec: HandlerRun } & ({ ok: true; buffered: BufferedHandler<unknown> } | { ok: false; error: string });
+
+/** What became of one outcome in the commit. `error` is set for `retrying` and `dead`. */
+export interface CommitResult {
+  o: Outcome;
+  status: "done" | "retrying" | "dead";
+  error?: string;
+}
+
+/** What a committed group changed, for the consumer to apply to its memory. */
+export interface GroupCommit {
+  results: CommitResult[];
+  /** The finished prefix of the read window (in read order) that the new cursor moved past. */
+  popped: Entry[];
+  /** The stored cursor now (unchanged when nothing was popped and the window was not all finished). */
+  newCursor: string | undefined;
+  /** The consumer's read position when the cursor was chosen: reads made later still need a flush. */
+  readAtSnapshot: string | undefined;
+}
+
+/** What the commit reads of the consumer: its window and cursors (read synchronously inside the transaction). */
+export interface CommitView {
+  /** The matching events in read order, finished ones included until the cursor moves past them. */
+  window: readonly Entry[];
+  /** The stored cursor before this commit. */
+  cursor: string | undefined;
+  /** The consumer's read position now (it moves while the transaction waits on SQLite). */
+  readCursor: () => string | undefined;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * Writes one group commit in ONE transaction: per successful handler, inside its own SAVEPOINT, its
+ * buffered writes (`HandlerRunner.commitInTx`, origin `{ kind: "runtime", connectorId, scheduleId,
+ * eventId }`, causationId = the event, idempotencyKey `schedule:<scheduleId>:<eventId>`) and its
+ * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`); a handler whose writes are refused is
+ * rolled back to its savepoint alone and counts as a failed attempt (`commit refused: …`). Failed
+ * attempts become `retrying` (next attempt after `retryDelayMs`) or, at `maxAttempts`, `dead`. Then the
+ * new cursor: after the longest finished (done or dead) prefix of the window, or the read position when
+ * the whole window is finished; done marks are written for events finished beyond that prefix, rows of
+ * popped events are deleted, and the cursor is saved when it moved.
+ *
+ * Then, when a handler's writes were committed, starts draining the outbox (not awaited). Writes
+ * nothing to the consumer's memory.
+ * @param now ISO timestamp for the rows' `updated_at`
+ * @throws whatever the transaction throws (then nothing of the batch was written)
+ */
+export async function writeGroupCommit(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">, store: EventScheduleStore, schedule: RegisteredEventSchedule, maxAttempts: number, batch: Outcome[], view: CommitView, now: string): Promise<GroupCommit> {
+  const { db, events, handlers } = deps;
+  const { scheduleId, connectorId } = schedule;
+  let results: CommitResult[] = [];
+  let popped: Entry[] = [];
+  let newCursor = view.cursor;
+  let readAtSnapshot = view.readCursor();
+  await db.transaction(async (tx) => {
+    results = [];
+    for (const o of batch) {
+      const e = o.entry.event!;
+      let error = o.ok ? undefined : o.error;
+      if (o.ok) {
+        const origin = { kind: "runtime" as const, connectorId, scheduleId, eventId: e.id };
+        await tx.run("SAVEPOINT schedule_handler");
+        try {
+          await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key });
+          const occurrenceKey = `${scheduleId}@${e.id}`;
+          const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: `schedule.triggered:${occurrenceKey}` });
+          await events.writeInTx(tx, [triggered]);
+          await tx.run("RELEASE schedule_handler");
+          results.push({ o, status: "done" });
+          continue;
+        } catch (err) {
+          await tx.run("ROLLBACK TO schedule_handler");
+          await tx.run("RELEASE schedule_handler");
+          error = `commit refused: ${messageOf(err)}`;
+        }
+      }
+      results.push({ o, status: o.attempt >= maxAttempts ? "dead" : "retrying", error });
+    }
+    // the new cursor: after the longest finished prefix of what was read (a synchronous snapshot)
+    const finished = new Map(results.map((r) => [r.o.entry, r.status]));
+    const window = view.window;
+    let k = 0;
+    while (k < window.length) {
+      const entry = window[k]!;
+      const state = finished.get(entry) ?? entry.state;
+      if (state !== "done" && state !== "dead") break;
+      k++;
+    }
+    popped = window.slice(0, k);
+    readAtSnapshot = view.readCursor();
+    newCursor = k === window.length ? readAtSnapshot : k > 0 ? popped[k - 1]!.cursor : view.cursor;
+    const poppedSet = new Set(popped);
+    for (const { o, status, error } of results) {
+      const entry = o.entry;
+      const w: EventRowWrite = { eventId: entry.id, partitionKey: entry.partition, occurredAt: entry.occurredAt, attempts: o.attempt, error, revived: entry.revived, event: entry.event };
+      if (status !== "done") await store.writeFailure(tx, status, { ...w, nextAttemptAt: status === "retrying" ? Date.now() + retryDelayMs(o.attempt) : undefined }, now);
+      else if (!entry.revived && !poppedSet.has(entry)) await store.writeDone(tx, w, now);
+      else if (entry.hasRow) await store.deleteRow(tx, entry.id, false);
+    }
+    for (const entry of popped) if (entry.hasRow && !finished.has(entry)) await store.deleteRow(tx, entry.id, true);
+    if (newCursor !== view.cursor) await store.saveCursor(tx, newCursor, now);
+  });
+  // committed: append what the handlers wrote to the stream (right away, before the caller's memory work)
+  if (results.some((r) => r.status === "done")) void events.drain();
+  return { results, popped, newCursor, readAtSnapshot };
+}
