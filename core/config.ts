@@ -16,7 +16,8 @@ import type { InjectionToken } from "./di";
  * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links |
  * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |
  * | `TEMPORAL_NAMESPACE` | default | namespace on that cluster |
- * | `SVC_TEMPORAL_CLI` | built into `~/.cache/svc` | path of an existing `temporal` binary |
+ * | `SVC_TEMPORAL_CLI` | fetched or built into the svc cache | path of an existing `temporal` binary |
+ * | `SVC_CACHE_DIR` | `$XDG_CACHE_HOME/svc` (`~/.cache/svc`) | where the fetched or built Temporal CLI is cached (read by `core/temporal/go-install.ts`); an empty directory makes the next start fetch it again |
  * | `SVC_TEMPORAL_PORT` | 7233 | gRPC port of the embedded dev server |
  * | `SVC_TEMPORAL_UI` | true | serve the Temporal UI (gRPC port + 1000) |
  * | `SVC_TASK_QUEUE` | svc | Temporal task queue of this runtime's worker |
@@ -39,6 +40,7 @@ import type { InjectionToken } from "./di";
  * | `SVC_AGENT_MODEL` | scripted | the agents' model: `scripted` (deterministic, no network), `openai-compatible:<model>` (with `SVC_AGENT_BASE_URL`, `SVC_AGENT_API_KEY`) or `anthropic:<model>` (with `ANTHROPIC_API_KEY`) |
  * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
  * | `SVC_EVENT_SCHEDULE_MAX_LAG_MS` | 60000 | `/api/status` reports the event schedules unhealthy when an unpaused one's oldest unfinished event is older than this |
+ * | `SVC_RUN_START_MAX_AGE_MS` | 60000 | `/api/status` reports run starts unhealthy when a queued workflow, sync or pipeline run has waited longer than this to be started on Temporal |
  * | `SVC_PROJECTION_CHUNK_ROWS` | 500 | the most dataset rows one projection commit applies (one SQLite transaction each) |
  * | `SVC_AGENT_OUTPUT_RETENTION_MS` | 604800000 (7 days) | how long agent reply output is kept for `/ws/agents` (spec 6.5 rule 3: older cursors resume from the earliest kept record); at least 1000 |
  */
@@ -89,6 +91,8 @@ export interface Config {
   projectionChunkRows: number;
   /** Event schedules: lag (ms) above which `/api/status` reports them unhealthy. */
   eventScheduleMaxLagMs: number;
+  /** Run starts: how long (ms) a queued run may wait for its Temporal start before `/api/status` reports it unhealthy. */
+  runStartMaxAgeMs: number;
 }
 
 /** DI token of the runtime {@link Config}. */
@@ -139,6 +143,7 @@ const EnvSchema = v.object({
   SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),
   SVC_PROJECTION_CHUNK_ROWS: v.optional(intIn(1, 100_000), "500"),
   SVC_EVENT_SCHEDULE_MAX_LAG_MS: v.optional(intIn(100, 30 * 86_400_000), "60000"),
+  SVC_RUN_START_MAX_AGE_MS: v.optional(intIn(100, 30 * 86_400_000), "60000"),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
@@ -199,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     agentModel: e.SVC_AGENT_MODEL,
     projectionChunkRows: e.SVC_PROJECTION_CHUNK_ROWS,
     eventScheduleMaxLagMs: e.SVC_EVENT_SCHEDULE_MAX_LAG_MS,
+    runStartMaxAgeMs: e.SVC_RUN_START_MAX_AGE_MS,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

@@ -115,12 +115,16 @@ describe("run records are written before their executions start", () => {
     expect(await execution("unrecordable-sync-run")).toBe("none");
   });
 
-  it("a sync run naming another execution's id is refused and leaves no row (compensated)", async () => {
+  it("a sync run naming another execution's id is queued, then refused by its start and ends failed", async () => {
     const run = await client(app).post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1004" }, params: {}, runId: "sync-hijack" });
     expect(run.body.status).toBe("succeeded");
     await expect.poll(() => execution("action-effect:sync-hijack")).toBe("exists");
     const res = await client(app).post("/api/syncs/probe-sync/runs", { input: {}, runId: "action-effect:sync-hijack" });
-    expect(res.status).toBe(409);
-    expect((await client(app).get("/api/sync-runs/action-effect:sync-hijack")).status).toBe(404);
+    expect(res.status).toBe(200);
+    await expect.poll(async () => (await client(app).get("/api/sync-runs/action-effect:sync-hijack")).body.status, { timeout: 10_000 }).toBe("failed");
+    const failed = (await client(app).get("/api/sync-runs/action-effect:sync-hijack")).body;
+    expect(failed.error.message).toMatch(/taken by another execution \(actionEffect\)/);
+    const events = ((await client(app).get("/api/events?topic=syncs&limit=1000")).body.events as any[]).filter((e) => e.payload.runId === "action-effect:sync-hijack");
+    expect(events.map((e) => [e.type, e.payload.status])).toEqual([["sync.run.finished", "failed"]]);
   });
 });

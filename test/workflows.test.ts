@@ -44,11 +44,21 @@ describe("workflow runs on Temporal", () => {
     expect((await dev.post("/api/workflows/nope/runs", { input: {} })).status).toBe(404);
     expect((await client(suite.app, suite.tokens.auditor).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" } })).status).toBe(403);
     expect((await dev.get("/api/workflow-runs/run_unknown")).status).toBe(404);
-    // an execution the API did not start (an action's effect) cannot be adopted by naming its id
+    // an execution the API did not start (an action's effect) cannot be adopted by naming its id: the
+    // request is queued (it does not wait for Temporal), then the start is refused for good and the run ends failed
     await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "effect-owner" });
     await eventually(async () => (await suite.app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe().catch(() => undefined)) !== undefined);
     const hijack = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId: "action-effect:effect-owner" });
-    expect(hijack.status).toBe(409);
-    expect((await dev.get("/api/workflow-runs/action-effect:effect-owner")).status).toBe(404);
+    expect(hijack.status).toBe(200);
+    const refused = await eventually(async () => {
+      const res = await dev.get("/api/workflow-runs/action-effect:effect-owner");
+      return res.body.status === "failed" ? res.body : undefined;
+    });
+    expect(refused.error).toMatchObject({ message: expect.stringMatching(/taken by another execution \(actionEffect\)/), type: "conflict" });
+    expect(refused.links).toEqual({ temporalWorkflowId: "action-effect:effect-owner" });
+    expect((await dev.get("/api/workflow-runs/action-effect:effect-owner/history")).body.events).toEqual([]);
+    const finished = (await allEvents(dev)).filter((e) => e.correlationId === "action-effect:effect-owner" && e.topic === "workflows");
+    expect(finished.map((e) => [e.type, e.payload.status])).toEqual([["workflow.run.queued", undefined], ["workflow.run.finished", "failed"]]);
+    expect((await suite.app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe()).type).toBe("actionEffect");
   });
 });

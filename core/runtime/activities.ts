@@ -92,8 +92,9 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
         correlationId: input.runId,
         origin: { kind: "runtime", workflowId: input.workflowId, runId: input.runId },
       };
-      // `workflow.run.queued` comes first in the run's events: the start request appends it once Temporal
-      // took the run, but the run may start before that commit; whichever comes first writes it (same key)
+      // `workflow.run.queued` comes first in the run's events. The start request commits it with the run's
+      // row before the run can start (issue 15), so this finds it written; it stays for runs queued by
+      // older versions, which committed it after the Temporal start (same key: written once)
       const queued =
         input.type === "workflow.run.started"
           ? async (tx: SqlWriter): Promise<AppendInput[]> => {

@@ -8,7 +8,8 @@ import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { readRunState, RunLinksSchema, startRecordedRun } from "./run-state";
+import { readRunState, RunLinksSchema, unstartedRunState, type StartRow } from "./run-state";
+import { RunStarter } from "./run-starter";
 
 /** A sync or pipeline run's state (`GET /api/sync-runs/:runId`, `GET /api/pipeline-runs/:runId`). */
 export const ConnectorRunStateSchema = v.object({
@@ -31,8 +32,9 @@ export type ConnectorRunState = v.InferOutput<typeof ConnectorRunStateSchema>;
 const KIND = { sync: { table: "syncs", workflow: "syncRun", key: "syncId", topic: "syncs" }, pipeline: { table: "pipelines", workflow: "pipelineRun", key: "pipelineId", topic: "pipelines" } } as const;
 
 /**
- * Sync and pipeline runs on Temporal (spec 4.3): a run request answers `{ runId }` once queued
- * (workflow id = runId; workflow type `syncRun` / `pipelineRun`); the run endpoint reports completion.
+ * Sync and pipeline runs on Temporal (spec 4.3): a run request answers `{ runId }` once durably queued
+ * in the store; the {@link RunStarter} starts it on Temporal afterwards (workflow id = runId; workflow
+ * type `syncRun` / `pipelineRun`); the run endpoint reports completion.
  */
 @injectable()
 export class ConnectorRuns {
@@ -41,27 +43,28 @@ export class ConnectorRuns {
     @inject(EventLog) private readonly events: EventLog,
     @inject(ProjectRegistry) private readonly project: ProjectRegistry,
     @inject(TemporalHost) private readonly temporal: TemporalHost,
+    @inject(RunStarter) private readonly starter: RunStarter,
   ) {}
 
   /**
-   * Records the run, then queues it on Temporal; when Temporal refuses, the row is removed again (an
-   * execution never exists unrecorded). Sending the same runId again answers the same run.
-   * @throws {ApiError} not_found, invalid_request (input), conflict (runId of another run), unavailable
+   * Queues a run: validates the input, then one transaction writes the row (`start_status` pending);
+   * the answer follows the commit and the {@link RunStarter} starts it on Temporal afterwards. Sending
+   * the same runId again answers the same run without queuing another.
+   * @throws {ApiError} not_found, invalid_request (input), conflict (runId of another run), shutting_down
    */
   async start(kind: "sync" | "pipeline", id: string, input: unknown, actor: Actor | undefined, runId = newId("run")): Promise<{ runId: string }> {
+    if (!this.starter.accepting) throw new ApiError("shutting_down", "The server is shutting down; the run was not queued");
     const k = KIND[kind];
     const { definition } = this.project.connectorRun(k.table, id);
     const parsed = definition.input ? parseOrThrow(definition.input as v.GenericSchema<unknown, unknown>, input ?? {}, "input") : (input ?? null);
-    const args = kind === "sync" ? { syncId: id, input: parsed } : { pipelineId: id, input: parsed, steps: (definition as { steps: Array<{ name: string }> }).steps.map((s) => s.name) };
-    const recorded = await this.db.transaction(async (tx) => {
+    const inserted = await this.db.transaction(async (tx) => {
       const row = await tx.get<{ kind: string; definition_id: string }>("SELECT kind, definition_id FROM connector_runs WHERE run_id = ?", [runId]);
       if (row && (row.kind !== kind || row.definition_id !== id)) throw new ApiError("conflict", `runId ${runId} belongs to another run`);
-      if (!row) await tx.run("INSERT INTO connector_runs (run_id, kind, definition_id, input, actor, requested_at) VALUES (?, ?, ?, ?, ?, ?)", [runId, kind, id, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
-      return row !== undefined;
+      if (row) return false;
+      await tx.run("INSERT INTO connector_runs (run_id, kind, definition_id, input, actor, requested_at, start_status) VALUES (?, ?, ?, ?, ?, ?, 'pending')", [runId, kind, id, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
+      return true;
     });
-    const forget = () => (recorded ? Promise.resolve() : this.db.transaction((tx) => tx.run("DELETE FROM connector_runs WHERE run_id = ?", [runId])).then(() => undefined));
-    // an execution of that id this request did not record is never adopted (no way to tell it is this run)
-    await startRecordedRun(this.temporal, { workflowType: k.workflow, workflowId: runId, taskQueue: this.temporal.taskQueue, args: [args], memo: actor ? { actor } : undefined }, recorded, forget, () => false);
+    if (inserted) this.starter.poke("connector_runs", runId);
     return { runId };
   }
 
@@ -75,10 +78,12 @@ export class ConnectorRuns {
   /** A run's state from Temporal and its recorded events. @throws {ApiError} not_found, unavailable */
   async get(kind: "sync" | "pipeline", runId: string): Promise<ConnectorRunState> {
     const k = KIND[kind];
-    const row = await this.db.get<{ definition_id: string; input: string; requested_at: string }>("SELECT definition_id, input, requested_at FROM connector_runs WHERE run_id = ? AND kind = ?", [runId, kind]);
+    const row = await this.db.get<{ definition_id: string; input: string } & StartRow>("SELECT definition_id, input, requested_at, start_status, start_error, start_finished_at FROM connector_runs WHERE run_id = ? AND kind = ?", [runId, kind]);
     if (!row) throw new ApiError("not_found", `No ${kind} run "${runId}"`);
     const events = await this.events.read({ runId, topics: [k.topic], limit: 1000 });
-    const { execution: _execution, error, ...base } = await readRunState(this.temporal, runId, row.requested_at, events.find((e) => e.type.endsWith(".run.started"))?.occurredAt);
+    // a run not started on Temporal (queued, or refused for good) is read from its row alone
+    const { error, ...base } =
+      row.start_status === "started" ? await readRunState(this.temporal, runId, row.requested_at, events.find((e) => e.type.endsWith(".run.started"))?.occurredAt).then(({ execution: _execution, ...rest }) => rest) : unstartedRunState(runId, row);
     const state: ConnectorRunState = { runId, kind, [k.key]: row.definition_id, input: JSON.parse(row.input), ...base, ...(error ? { error: { message: error.message } } : {}) };
     if (kind === "pipeline") {
       const steps = new Map<number, NonNullable<ConnectorRunState["steps"]>[number]>();

@@ -1,12 +1,21 @@
 import * as v from "valibot";
-import { WorkflowNotFoundError } from "@temporalio/client";
 import { readExecution, type ExecutionOutcome } from "../temporal/execution";
 import type { TemporalHost } from "../temporal/host";
-import { startRun, type StartRunOptions } from "../temporal/start";
-import { ApiError } from "../errors";
 
-/** Where a run lives on Temporal: workflow id (= runId), Temporal run id, and the UI page when served. */
-export const RunLinksSchema = v.object({ temporalWorkflowId: v.string(), temporalRunId: v.string(), temporalUi: v.optional(v.string()) });
+/**
+ * Where a run lives on Temporal: workflow id (= runId), Temporal run id, and the UI page when served.
+ * A run not started on Temporal yet (or ended before its start) has no `temporalRunId` and no UI page.
+ */
+export const RunLinksSchema = v.object({ temporalWorkflowId: v.string(), temporalRunId: v.optional(v.string()), temporalUi: v.optional(v.string()) });
+
+/** A run row's start columns (migration 013): `pending` until the starter started it on Temporal. */
+export interface StartRow {
+  requested_at: string;
+  start_status: "pending" | "started" | "failed" | "cancelled";
+  /** JSON `{ message, type? }` when Temporal refused the start for good. */
+  start_error: string | null;
+  start_finished_at: string | null;
+}
 
 /** Fields every run state shares (workflow, sync and pipeline runs). Times are ISO 8601 UTC. */
 export interface RunStateBase {
@@ -43,40 +52,16 @@ export async function readRunState(temporal: TemporalHost, runId: string, queued
 }
 
 /**
- * Starts a run on Temporal after its row was written (issue 9: an execution never exists unrecorded).
- * When this request wrote the row (`recordedBefore` false) and the execution turns out not to be ours,
- * or Temporal certainly has none after a refused start, `forget()` removes the row again. When the start
- * failed and Temporal's state is unknown (a timeout after it may have accepted), the row stays: a resend
- * with the same runId reconciles it.
- *
- * @param ours whether an existing execution of that id (by its workflow type) is this run
- * @throws {ApiError} unavailable (Temporal did not queue it), conflict (the id is another execution's)
+ * The shared fields of a run that is not started on Temporal (spec 3): `queued` while pending; `failed`
+ * (with the refusal as `error`) or `cancelled` when it ended before its start. Reads no Temporal state.
  */
-export async function startRecordedRun(temporal: TemporalHost, opts: StartRunOptions, recordedBefore: boolean, forget: () => Promise<void>, ours: (workflowType: string) => boolean): Promise<void> {
-  const existingType = () =>
-    temporal.client.workflow
-      .getHandle(opts.workflowId)
-      .describe()
-      .then(
-        (d) => d.type as string | null,
-        (err) => (err instanceof WorkflowNotFoundError ? null : undefined),
-      );
-  let started: boolean;
-  try {
-    ({ started } = await startRun(temporal.client, opts));
-  } catch (err) {
-    const type = await existingType();
-    if (type === null && !recordedBefore) await forget();
-    if (type === null || type === undefined) throw new ApiError("unavailable", `Temporal did not queue the run: ${(err as Error).message}`);
-    started = false;
-  }
-  if (!started && !recordedBefore) {
-    const type = await existingType();
-    // an execution this API did not record (an effect, a schedule firing, another run): never adopt it
-    if (type === undefined) throw new ApiError("unavailable", "Temporal did not say whether the run exists; send the same runId again");
-    if (type === null || !ours(type)) {
-      await forget();
-      throw new ApiError("conflict", `runId ${opts.workflowId} is taken by another execution`);
-    }
-  }
+export function unstartedRunState(runId: string, row: StartRow): RunStateBase {
+  const status = row.start_status === "pending" ? "queued" : row.start_status === "cancelled" ? "cancelled" : "failed";
+  return {
+    status,
+    ...(row.start_error ? { error: JSON.parse(row.start_error) as { message: string; type?: string } } : {}),
+    queuedAt: row.requested_at,
+    ...(row.start_finished_at ? { finishedAt: row.start_finished_at } : {}),
+    links: { temporalWorkflowId: runId },
+  };
 }

@@ -8,13 +8,13 @@ import { Database } from "../store/db";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { TemporalHost } from "../temporal/host";
-import { Lifecycle } from "../lifecycle";
 import type { Actor } from "../events/catalog";
 import type { InterventionAssignees } from "../sdk/activities-types";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { readRunState, RunLinksSchema, startRecordedRun } from "./run-state";
+import { readRunState, RunLinksSchema, unstartedRunState, type StartRow } from "./run-state";
+import { RunStarter } from "./run-starter";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
 export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
@@ -147,51 +147,45 @@ export function mayAnswer(principal: Principal, assignees: InterventionAssignees
  */
 @injectable()
 export class WorkflowRuns {
-  private accepting = true;
-
   constructor(
     @inject(Database) private readonly db: Database,
     @inject(EventLog) private readonly events: EventLog,
     @inject(ProjectRegistry) private readonly project: ProjectRegistry,
     @inject(TemporalHost) private readonly temporal: TemporalHost,
-    @inject(Lifecycle) lifecycle: Lifecycle,
-  ) {
-    lifecycle.hook("preClose", () => {
-      this.accepting = false;
-    });
-  }
+    @inject(RunStarter) private readonly starter: RunStarter,
+  ) {}
 
   private host(): TemporalHost {
     return this.temporal;
   }
 
   /**
-   * Records the run, queues it on Temporal (workflow id = runId), then records `workflow.run.queued`
-   * (committed before the answer, drained to the stream after it; it precedes the run's other events
-   * in the stream, see the `workflow.run.started` record). The row is written first, so an execution
-   * never exists unrecorded; when Temporal refuses the start the row is removed again. Sending the same
-   * `runId` again answers the same run without starting another.
-   * @throws {ApiError} not_found (workflow), invalid_request (input), conflict (runId of another
-   *   workflow or execution), shutting_down, unavailable (Temporal unreachable)
+   * Queues a run (spec 4.3): validates the input, then ONE transaction writes the run row
+   * (`start_status` pending) and `workflow.run.queued`; the answer follows the commit. The
+   * {@link RunStarter} starts it on Temporal afterwards (workflow id = runId, type = the workflow id), so
+   * the answer never waits for Temporal and a Temporal outage leaves runs queued rather than refused.
+   * Sending the same `runId` again answers the same run without queuing another.
+   * @throws {ApiError} not_found (workflow), invalid_request (input), conflict (runId of a run of another
+   *   workflow), shutting_down (nothing is queued once shutdown began)
    */
   async start(workflowId: string, input: unknown, actor: Actor | undefined, runId = newId("run")): Promise<{ runId: string }> {
-    if (!this.accepting) throw new ApiError("shutting_down", "The server is shutting down; the run was not queued");
+    if (!this.starter.accepting) throw new ApiError("shutting_down", "The server is shutting down; the run was not queued");
     const definition = this.project.workflow(workflowId);
     const parsed = parseOrThrow(definition.input, input ?? {}, "input");
-    const host = this.host();
-    const recorded = await this.db.transaction(async (tx) => {
+    const queued = this.events.prepare([{ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor }]);
+    const inserted = await this.db.transaction(async (tx) => {
       const row = await tx.get<{ workflow_id: string }>("SELECT workflow_id FROM workflow_runs WHERE run_id = ?", [runId]);
       if (row && row.workflow_id !== workflowId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${row.workflow_id}`);
-      if (!row) await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, actor, requested_at) VALUES (?, ?, ?, ?, ?)", [runId, workflowId, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
-      return row !== undefined;
+      if (row) return false;
+      await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, actor, requested_at, start_status) VALUES (?, ?, ?, ?, ?, 'pending')", [runId, workflowId, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
+      await this.events.writeInTx(tx, queued);
+      return true;
     });
-    const forget = () => (recorded ? Promise.resolve() : this.db.transaction((tx) => tx.run("DELETE FROM workflow_runs WHERE run_id = ?", [runId])).then(() => undefined));
-    await startRecordedRun(host, { workflowType: workflowId, workflowId: runId, taskQueue: host.taskQueue, args: [parsed], memo: actor ? { actor } : undefined }, recorded, forget, (type) => type === workflowId);
-    // committed before the answer; the drain to the stream is not awaited (the answer does not need it, and
-    // under load it waited up to its 250 ms cap). The run's started record writes the same event if it commits first.
-    const queued = this.events.prepare([{ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor }]);
-    await this.db.transaction((tx) => this.events.writeInTx(tx, queued));
-    void this.events.drain();
+    if (inserted) {
+      this.starter.poke("workflow_runs", runId);
+      // the drain to the stream is not awaited: the answer does not need it (under load it waited up to its 250 ms cap)
+      void this.events.drain();
+    }
     return { runId };
   }
 
@@ -204,7 +198,7 @@ export class WorkflowRuns {
 
   /** Reads a run's state from Temporal and its recorded events. @throws {ApiError} not_found */
   async get(runId: string): Promise<WorkflowRunState> {
-    const row = await this.db.get<{ workflow_id: string; input: string; requested_at: string }>("SELECT workflow_id, input, requested_at FROM workflow_runs WHERE run_id = ?", [runId]);
+    const row = await this.db.get<{ workflow_id: string; input: string } & StartRow>("SELECT workflow_id, input, requested_at, start_status, start_error, start_finished_at FROM workflow_runs WHERE run_id = ?", [runId]);
     if (!row) throw new ApiError("not_found", `No workflow run "${runId}"`);
     const events = await this.events.read({ runId, topics: ["workflows"], limit: 1000 });
     const nodes = new Map<number, WorkflowNodeState>();
@@ -215,7 +209,9 @@ export class WorkflowRuns {
       else if (e.type === "workflow.run.node.finished" && nodes.has(n)) Object.assign(nodes.get(n)!, { status: e.payload.status, finishedAt: e.occurredAt });
     }
     const interventions = await this.interventions(runId);
-    const { execution: _execution, status, ...base } = await readRunState(this.host(), runId, row.requested_at, events.find((e) => e.type === "workflow.run.started")?.occurredAt);
+    // a run not started on Temporal (queued, or ended before its start) is read from its row alone
+    const { status, ...base } =
+      row.start_status === "started" ? await readRunState(this.host(), runId, row.requested_at, events.find((e) => e.type === "workflow.run.started")?.occurredAt).then(({ execution: _execution, ...rest }) => rest) : unstartedRunState(runId, row);
     return {
       runId,
       workflowId: row.workflow_id,
@@ -280,8 +276,16 @@ export class WorkflowRuns {
     return { ...current, status: "cancelled", by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) };
   }
 
-  /** Requests cancellation of a run; its open interventions end `cancelled`. */
+  /**
+   * Requests cancellation of a run; its open interventions end `cancelled`. A run not started on
+   * Temporal yet ends `cancelled` at once (with `workflow.run.finished`) and is never started: the
+   * decision is taken while the starter holds off that run.
+   * @throws {ApiError} conflict (the run is not running), unavailable (Temporal did not cancel it)
+   */
   async cancel(runId: string): Promise<void> {
+    if (await this.starter.exclusive("workflow_runs", runId, () => this.starter.end("workflow_runs", runId, { status: "cancelled" }))) return;
+    const row = await this.db.get<{ start_status: string }>("SELECT start_status FROM workflow_runs WHERE run_id = ?", [runId]);
+    if (row && row.start_status !== "started") throw new ApiError("conflict", `Run ${runId} is not running (${row.start_status === "cancelled" ? "cancelled" : "failed"} before it started)`);
     try {
       await this.host().client.workflow.getHandle(runId).cancel();
     } catch (err) {
@@ -292,6 +296,9 @@ export class WorkflowRuns {
 
   /** The run's Temporal history, event by event, with the names the designer gave. */
   async history(runId: string): Promise<{ runId: string; events: HistoryEvent[] }> {
+    // a run not started on Temporal has no history (and its id may name another execution: never read that)
+    const row = await this.db.get<{ start_status: string }>("SELECT start_status FROM workflow_runs WHERE run_id = ?", [runId]);
+    if (row && row.start_status !== "started") return { runId, events: [] };
     let history;
     try {
       history = await this.host().client.workflow.getHandle(runId).fetchHistory();

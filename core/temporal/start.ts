@@ -1,5 +1,8 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from "@temporalio/client";
+import { WorkflowExecutionAlreadyStartedError, isGrpcServiceError, type Client } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
+
+/** gRPC status code INVALID_ARGUMENT (grpc-js `status.INVALID_ARGUMENT`; not a direct dependency). */
+const GRPC_INVALID_ARGUMENT = 3;
 
 /** What {@link startRun} starts: a workflow type with its arguments under a workflow id. */
 export interface StartRunOptions {
@@ -34,4 +37,15 @@ export async function startRun(client: Client, opts: StartRunOptions): Promise<{
     if (err instanceof WorkflowExecutionAlreadyStartedError) return { started: false };
     throw err;
   }
+}
+
+/**
+ * Whether a start error is Temporal refusing the request itself (gRPC `INVALID_ARGUMENT`: a workflow id,
+ * type, memo or input it will never take), so retrying cannot help. Anything else (unreachable,
+ * deadline exceeded, overloaded, permission or namespace trouble an operator can fix) is transient.
+ */
+export function isPermanentStartError(err: unknown): boolean {
+  const cause = (err as { cause?: unknown })?.cause;
+  const grpc = isGrpcServiceError(err) ? err : isGrpcServiceError(cause) ? cause : undefined;
+  return grpc?.code === GRPC_INVALID_ARGUMENT;
 }

@@ -1,10 +1,10 @@
 import * as v from "valibot";
-import { Database, EventScheduleConsumers, Lifecycle, Outbox, TemporalHost, definePlugin } from "../../core/plugin-api";
+import { Database, EventScheduleConsumers, Lifecycle, Outbox, RunStarter, TemporalHost, definePlugin } from "../../core/plugin-api";
 
 const PartSchema = v.looseObject({ status: v.picklist(["ok", "unhealthy"]) });
 const StatusSchema = v.object({
   status: v.picklist(["ok", "degraded", "shutting_down"]),
-  parts: v.object({ store: PartSchema, temporal: PartSchema, outbox: PartSchema, schedules: PartSchema }),
+  parts: v.object({ store: PartSchema, temporal: PartSchema, outbox: PartSchema, schedules: PartSchema, runStarts: PartSchema }),
   checkedAt: v.string(),
 });
 
@@ -15,17 +15,19 @@ const StatusSchema = v.object({
  * or when its oldest envelope is older than two recovery intervals. The `schedules` part lists the
  * event schedules' consumers (backlog, lag, retrying, dead-lettered) and is unhealthy while one has
  * dead-lettered events or an unpaused one lags more than `SVC_EVENT_SCHEDULE_MAX_LAG_MS`; `problems`
- * says which and why.
+ * says which and why. The `runStarts` part counts workflow, sync and pipeline runs answered as queued
+ * but not started on Temporal yet (`pending`, `oldestPendingAgeMs`, `inFlight`) and is unhealthy once
+ * the oldest waited more than `SVC_RUN_START_MAX_AGE_MS` (e.g. during a Temporal outage).
  */
 export default definePlugin({
   name: "status",
-  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers },
-  setup({ routes, config }, { db, lifecycle, outbox, temporal, eventSchedules }) {
+  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers, starter: RunStarter },
+  setup({ routes, config }, { db, lifecycle, outbox, temporal, eventSchedules, starter }) {
     routes.add({
       method: "GET",
       path: "/api/status",
       summary: "Service health",
-      description: "Health of the service and its parts: the store, Temporal, the outbox and the event schedules' consumers (backlog, lag, dead letters). `degraded` while any part is unhealthy (spec 6.2). Any valid token may read it.",
+      description: "Health of the service and its parts: the store, Temporal, the outbox, the event schedules' consumers (backlog, lag, dead letters) and run starts (queued runs not yet started on Temporal, oldest age). `degraded` while any part is unhealthy (spec 6.2). Any valid token may read it.",
       tags: ["status"],
       auth: "bearer",
       responses: { 200: { description: "Health report", schema: StatusSchema } },
@@ -42,6 +44,7 @@ export default definePlugin({
           temporal: await temporal.health(),
           outbox: { status: outboxHealthy ? ("ok" as const) : ("unhealthy" as const), ...stats },
           schedules: eventSchedules.health(),
+          runStarts: await starter.health(),
         };
         const healthy = Object.values(parts).every((p) => p.status === "ok");
         return { status: lifecycle.shuttingDown ? "shutting_down" : healthy ? "ok" : "degraded", parts, checkedAt: new Date().toISOString() };

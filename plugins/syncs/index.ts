@@ -8,7 +8,7 @@ const RunRequest = v.strictObject({
 
 /**
  * Sync and pipeline runs (spec 4.3): `POST /api/syncs/:syncId/runs` and `POST /api/pipelines/:pipelineId/runs`
- * answer `{ runId }` once queued on Temporal; `GET /api/sync-runs/:runId` and `GET /api/pipeline-runs/:runId`
+ * answer `{ runId }` once durably queued in the store (started on Temporal afterwards); `GET /api/sync-runs/:runId` and `GET /api/pipeline-runs/:runId`
  * report completion (pipelines with their steps). Needs `run:sync:<id>` / `run:pipeline:<id>`.
  */
 export default definePlugin({
@@ -22,7 +22,7 @@ export default definePlugin({
         method: "POST",
         path: `/api/${plural}/:id/runs`,
         summary: `Start a ${kind} run`,
-        description: `Queues the ${kind} on Temporal and answers its runId; read completion at GET /api/${kind}-runs/{runId}. Sending the same runId again answers the same run.`,
+        description: `Queues the ${kind} and answers its runId once committed; it is started on Temporal right after (while Temporal is unreachable it stays \`queued\`). Read completion at GET /api/${kind}-runs/{runId}: a start Temporal refuses for good ends the run \`failed\` with the reason. Sending the same runId again answers the same run.`,
         tags: [plural],
         auth: "bearer",
         params: v.object({ id: v.string() }),
@@ -31,8 +31,8 @@ export default definePlugin({
         responses: {
           200: { description: "Queued", schema: v.object({ runId: v.string() }) },
           404: { description: `\`not_found\`: no such ${kind}` },
-          409: { description: "`conflict`: the `runId` belongs to another run, or to another execution" },
-          503: { description: "`unavailable`: Temporal did not queue the run" },
+          409: { description: "`conflict`: the `runId` belongs to another run" },
+          503: { description: "`shutting_down`: the server is shutting down; nothing was queued" },
         },
         handler: ({ principal, params, body }) => {
           project.connectorRun(plural, params.id);

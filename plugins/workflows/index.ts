@@ -2,8 +2,9 @@ import * as v from "valibot";
 import { HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 /**
- * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once queued on
- * Temporal (Temporal workflow id = runId); `GET /api/workflow-runs/:runId` reports its state.
+ * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once durably queued
+ * in the store (the run starts on Temporal afterwards, workflow id = runId); `GET /api/workflow-runs/:runId`
+ * reports its state.
  * Both need `run:workflow:<id>`.
  */
 export default definePlugin({
@@ -14,7 +15,7 @@ export default definePlugin({
       method: "POST",
       path: "/api/workflows/:id/runs",
       summary: "Start a workflow run",
-      description: "Validates `input` with the workflow's schema and queues the run on Temporal. Answers once queued; read completion at GET /api/workflow-runs/{runId}. Sending the same `runId` again answers the same run.",
+      description: "Validates `input` with the workflow's schema and queues the run: answers once the run and `workflow.run.queued` are committed; the run is started on Temporal right after (while Temporal is unreachable it stays `queued`, see `runStarts` in GET /api/status). Read its state at GET /api/workflow-runs/{runId}: a start Temporal refuses for good (e.g. the `runId` names another execution) ends the run `failed` with the reason. Sending the same `runId` again answers the same run.",
       tags: ["workflows"],
       auth: "bearer",
       params: v.object({ id: v.string() }),
@@ -29,8 +30,8 @@ export default definePlugin({
       responses: {
         200: { description: "Queued", schema: v.object({ runId: v.string() }) },
         404: { description: "`not_found`: no such workflow" },
-        409: { description: "`conflict`: the `runId` belongs to a run of another workflow, or to another execution" },
-        503: { description: "`shutting_down`: the server is shutting down; `unavailable`: Temporal did not queue the run" },
+        409: { description: "`conflict`: the `runId` belongs to a run of another workflow" },
+        503: { description: "`shutting_down`: the server is shutting down; nothing was queued" },
       },
       handler: ({ principal, params, body }) => {
         project.workflow(params.id); // 404 for an unknown workflow, before the permission check
@@ -42,7 +43,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/workflow-runs/:runId",
       summary: "Read a workflow run",
-      description: "Status (queued, running, completed, failed, cancelled, timed_out), input, result or error, nodes with timings, and links to the Temporal execution.",
+      description: "Status (queued, running, waiting, completed, failed, cancelled, timed_out), input, result or error, nodes with timings, and links to the Temporal execution. `queued` until the run has started (a run not started on Temporal yet has no `temporalRunId`).",
       tags: ["workflows"],
       auth: "bearer",
       params: v.object({ runId: v.string() }),
@@ -84,7 +85,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/workflow-runs/:runId/history",
       summary: "Read a run's Temporal history",
-      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) and its attributes — the same as `temporal workflow show -w <runId> -o json`.",
+      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) and its attributes — the same as `temporal workflow show -w <runId> -o json`. Empty for a run not started on Temporal.",
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
@@ -98,7 +99,7 @@ export default definePlugin({
       method: "POST",
       path: "/api/workflow-runs/:runId/cancel",
       summary: "Cancel a workflow run",
-      description: "Requests cancellation; open interventions end `cancelled` and the run ends `cancelled`.",
+      description: "Requests cancellation; open interventions end `cancelled` and the run ends `cancelled`. A run still queued (not started on Temporal) ends `cancelled` at once and never starts.",
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
