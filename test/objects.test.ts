@@ -44,4 +44,19 @@ describeMatrix("objects and queries", (transport) => {
     expect(other.body.error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/another query/) });
     expect((await dev.post("/api/objects/query", { objectTypeId: "ship" })).status).toBe(404);
   });
+
+  it("reads an object whose primary id holds `/`, `%` or a space at its percent-encoded id", async () => {
+    // composite dataset keys look like this: rowKey(["a/b", "c"]) = "a%2Fb/c"
+    const ids = [`k/${transport}/a%2Fb/c`, `k-${transport}-50%`, `k-${transport} spaced`, `k-${transport}-%41`];
+    const write = await dev.post("/api/ontology/writes", { changes: ids.map((primaryId) => ({ op: "object.create", objectTypeId: "customer", primaryId, properties: { name: primaryId } })) });
+    expect(write.status).toBe(200);
+    for (const id of ids) {
+      const res = await dev.get(`/api/objects/customer/${encodeURIComponent(id)}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ objectTypeId: "customer", primaryId: id, properties: { name: id } });
+    }
+    // the id is decoded once: the encoded text of an id is another id
+    expect((await dev.get(`/api/objects/customer/${encodeURIComponent(encodeURIComponent(ids[0]!))}`)).status).toBe(404);
+    expect((await dev.get(`/api/objects/customer/${encodeURIComponent(`k/${transport}/a`)}`)).status).toBe(404);
+  });
 });

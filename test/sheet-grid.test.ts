@@ -182,37 +182,18 @@ describe("the sheet grid in Chromium (spec 2.8)", () => {
     expect(await page.locator("#sheet-panel-0 .sheet-body tr[aria-rowindex='2'] a").getAttribute("href")).toBe("https://billing.example.com/invoices/INV-000001");
     expect(rowsRequests).toEqual([]); // the first page came inline
 
-    // jump around like a reader dragging the scrollbar: each jump renders the rows in view
-    const jumps = await page.evaluate(async () => {
+    // jump around like a reader dragging the scrollbar, then wheel-scroll: the DOM stays bounded
+    // (how fast each frame is: test/bench/sheet-grid.ts, run by test/bench/artifacts.ts)
+    await page.evaluate(async () => {
       const scroll = document.querySelector("#sheet-panel-0 .sheet-scroll");
       const frame = () => new Promise<number>((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
-      const times: number[] = [];
       for (let k = 1; k <= 40; k++) {
-        const t0 = performance.now();
         scroll.scrollTop = (scroll.scrollHeight * ((k * 37) % 100)) / 100;
         await frame();
-        times.push(performance.now() - t0);
       }
-      return times.sort((a, b) => a - b);
     });
-    // wheel scrolling: frame gaps while 60 wheel steps go by
     await page.locator("#sheet-panel-0 .sheet-scroll").hover();
-    await page.evaluate(() => {
-      window.__gaps = [];
-      let last = performance.now();
-      const tick = (t: number) => {
-        window.__gaps.push(t - last);
-        last = t;
-        if (!window.__stop) requestAnimationFrame(tick);
-      };
-      requestAnimationFrame(tick);
-    });
     for (let k = 0; k < 60; k++) await page.mouse.wheel(0, 900);
-    const gaps: number[] = await page.evaluate(() => ((window.__stop = true), window.__gaps.slice(2).sort((a: number, b: number) => a - b)));
-    const p = (xs: number[], q: number) => Math.round(xs[Math.min(xs.length - 1, Math.floor(xs.length * q))]!);
-    console.log(`grid: jump to a random position + 2 frames: median ${p(jumps, 0.5)} ms, p95 ${p(jumps, 0.95)} ms; wheel scrolling frame gaps: median ${p(gaps, 0.5)} ms, p95 ${p(gaps, 0.95)} ms over ${gaps.length} frames`);
-    expect(p(jumps, 0.5)).toBeLessThan(200);
-    expect(p(gaps, 0.95)).toBeLessThan(200);
     expect((await gridState(page, 2)).rows).toBeLessThan(120);
 
     // the bottom: row 100,001 (data row 100,000) arrives from the rows API, formatted

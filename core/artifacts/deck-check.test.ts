@@ -168,35 +168,32 @@ describe("DeckChecker", () => {
     expect(await checker.check({ files: new Map([["index.html", Buffer.from("<!doctype html><p>No slides</p>")]]) })).toEqual({ checked: true, slides: [] });
   });
 
-  it("checks a 20-slide deck (timing printed)", async () => {
-    const started = performance.now();
+  it("checks a 20-slide deck (its time is measured by test/bench/decks.ts)", async () => {
     const slides = checked(await checker.check({ files: cleanDeck(20) }));
-    const ms = Math.round(performance.now() - started);
-    log(`[deck-check test] 20-slide deck checked in ${ms} ms with a warm browser (goal 5,000 ms; ${os.cpus().length} cores, Node ${process.version})`);
     expect(slides).toHaveLength(20);
     expect(all(slides)).toEqual([]);
   });
 });
 
 describe("DeckChecker without a browser", () => {
-  it("answers unchecked at once when the executable is missing", async () => {
-    const none = new DeckChecker({ executablePath: "/nonexistent/chromium" });
-    const started = performance.now();
+  it("answers unchecked without trying a launch when the executable is missing", async () => {
+    const lines: string[] = [];
+    const none = new DeckChecker({ executablePath: "/nonexistent/chromium", log: (line) => lines.push(line) });
     const result = await none.check({ files: cleanDeck() });
-    expect(performance.now() - started).toBeLessThan(500);
     expect(result).toEqual({ checked: false, reason: expect.stringContaining("/nonexistent/chromium is missing") });
+    expect(lines).toEqual([]); // a launch attempt would log "did not start"
     await none.close();
   });
 
   it("answers unchecked when the browser does not start, and does not retry at every check", async () => {
-    const broken = new DeckChecker({ executablePath: "/bin/false", launchTimeoutMs: 5_000 });
-    const started = performance.now();
+    const lines: string[] = [];
+    const broken = new DeckChecker({ executablePath: "/bin/false", launchTimeoutMs: 5_000, log: (line) => lines.push(line) });
     const first = await broken.check({ files: cleanDeck() });
     expect(first).toEqual({ checked: false, reason: expect.stringContaining("did not start") });
-    expect(performance.now() - started).toBeLessThan(6_000);
-    const again = performance.now();
+    expect(lines.filter((l) => l.includes("did not start"))).toHaveLength(1);
     expect(await broken.check({ files: cleanDeck() })).toEqual(first);
-    expect(performance.now() - again).toBeLessThan(100);
+    expect(await broken.check({ files: cleanDeck() })).toEqual(first);
+    expect(lines.filter((l) => l.includes("did not start"))).toHaveLength(1); // remembered: no second launch
     await broken.close();
   });
 

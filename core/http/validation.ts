@@ -27,3 +27,24 @@ export function parseOrThrow<S extends v.GenericSchema<unknown, any>>(schema: S,
   }
   return result.output;
 }
+
+/**
+ * The text a client meant by one route parameter (spec 4.1 paths such as `/api/objects/{objectTypeId}/{primaryId}`).
+ * h3 v2 hands route parameters over exactly as they stand in the URL: still percent-encoded (by design,
+ * h3 issue #547; its `decode` option keeps `%2F` encoded), so an id holding `/`, `%` or a space, sent as
+ * `encodeURIComponent(id)`, arrives as `a%2Fb`, `50%25` or `a%20b`. This decodes it once with
+ * `decodeURIComponent`, the inverse of what the client did; a value without `%` comes back unchanged.
+ * Use it only on parameters no other code decodes (decoding twice would turn a literal `%25` into `%`).
+ *
+ * @param raw the route parameter as h3 captured it (one path segment)
+ * @param name the parameter's name, for the error
+ * @throws {ApiError} invalid_request when `raw` holds a malformed escape (h3 already answers such URLs 400; a guard)
+ */
+export function decodePathParam(raw: string, name: string): string {
+  if (!raw.includes("%")) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ApiError("invalid_request", `Invalid path: ${name} has a malformed percent-escape`, { issues: [{ path: `path.${name}`, message: "malformed percent-escape" }] });
+  }
+}

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, OntologyStore, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, OntologyStore, can, decodePathParam, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: v.optional(v.string()) });
 
@@ -74,12 +74,15 @@ export default definePlugin({
       summary: "Read one object",
       tags: ["objects"],
       auth: "bearer",
-      params: v.object({ objectTypeId: v.string(), primaryId: v.string() }),
+      description: "`primaryId` is percent-encoded (`encodeURIComponent`): an id holding `/` or `%`, such as a composite dataset key `a%2Fb/c`, is sent as `a%252Fb%2Fc`.",
+      params: v.object({ objectTypeId: v.string(), primaryId: v.pipe(v.string(), v.description("The object's primary id, percent-encoded")) }),
       responses: { 200: { description: "The object", schema: ObjectRecordSchema } },
       handler: async ({ principal, params }) => {
-        canView(principal!, params.objectTypeId);
-        const object = await ontology.getObject(params.objectTypeId, params.primaryId);
-        if (!object) throw new ApiError("not_found", `No ${params.objectTypeId} "${params.primaryId}"`);
+        const objectTypeId = decodePathParam(params.objectTypeId, "objectTypeId");
+        const primaryId = decodePathParam(params.primaryId, "primaryId");
+        canView(principal!, objectTypeId);
+        const object = await ontology.getObject(objectTypeId, primaryId);
+        if (!object) throw new ApiError("not_found", `No ${objectTypeId} "${primaryId}"`);
         return object;
       },
     });

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { AGENT_TOOLS, definePlugin, propertyDef } from "../../core/plugin-api";
+import { AGENT_TOOLS, RuleInfoSchema, definePlugin, propertyDef, ruleInfo } from "../../core/plugin-api";
 
 const ProjectSchema = v.object({
   id: v.string(),
@@ -12,7 +12,7 @@ const ProjectSchema = v.object({
   workflows: v.array(v.object({ id: v.string(), title: v.optional(v.string()) })),
   agents: v.array(v.object({ id: v.string(), connectorId: v.string(), title: v.optional(v.string()), tools: v.array(v.string()), model: v.string() })),
   /** Rules (spec 2.4 `rule.*`): the condition in the filter language of `POST /api/objects/query`; `GET /api/rules` adds the subjects triggered now. */
-  rules: v.array(v.object({ id: v.string(), connectorId: v.string(), title: v.optional(v.string()), description: v.optional(v.string()), objectTypeId: v.string(), where: v.record(v.string(), v.unknown()) })),
+  rules: v.array(RuleInfoSchema),
 });
 
 /** `GET /api/project` (spec 4.1): project information. */
@@ -34,14 +34,7 @@ export default definePlugin({
       actions: [...project.actions.values()].map((a) => ({ id: a.id, connectorId: a.connectorId, ...(a.definition.subject ? { subjectType: a.definition.subject.objectTypeId } : {}), hasEffect: !!a.definition.effect })),
       workflows: [...project.workflows.entries()].map(([id, w]) => ({ id, ...(w.title ? { title: w.title } : {}) })),
       agents: project.agents().map((a) => ({ id: a.id, connectorId: a.connectorId, ...(a.definition.title ? { title: a.definition.title } : {}), tools: [...(a.definition.tools ?? AGENT_TOOLS)], model: a.definition.model ?? config.agentModel })),
-      rules: project.rules().map((r) => ({
-        id: r.id,
-        connectorId: r.connectorId,
-        ...(r.definition.title !== undefined ? { title: r.definition.title } : {}),
-        ...(r.definition.description !== undefined ? { description: r.definition.description } : {}),
-        objectTypeId: r.definition.objectTypeId,
-        where: r.definition.where as Record<string, unknown>,
-      })),
+      rules: project.rules().map(ruleInfo),
     };
     routes.add({
       method: "GET",
