@@ -15,6 +15,7 @@ import { ActionRunner } from "./runtime/actions";
 import { WorkflowRuns } from "./runtime/workflows";
 import { WebhookDeliveries } from "./runtime/webhooks";
 import { ConnectorRuns } from "./runtime/connector-runs";
+import { RunStarter } from "./runtime/run-starter";
 import { ScheduleManager } from "./runtime/schedules";
 import { HandlerRunner } from "./runtime/handler";
 import { createActivities, createSinks } from "./runtime/activities";
@@ -101,9 +102,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const container = rootContainer.createChildContainer();
   const lifecycle = new Lifecycle();
   const logError = (what: string) => (err: unknown) => log.error({ err }, what);
+  const phase = startupPhases();
 
   try {
     const db = await Database.open(path.join(config.dataDir, "svc.db"));
+    phase("store (open, migrations)");
     lifecycle.hook("close", () => db.close());
     const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");
     const stream: EventStream =
@@ -128,8 +131,16 @@ export async function createApp(opts: AppOptions): Promise<App> {
         (err) => log.warn({ err }, "removing unreferenced files failed"),
       ),
     );
-    const temporal = await TemporalHost.connect({ config, log });
-    lifecycle.hook("close", () => temporal.shutdown());
+    phase("event stream, logs, files");
+    // Temporal (the CLI found or fetched, the dev server started, ~1.5 s) comes up while the recovery drain,
+    // the seed, projections, rules and event schedules start, none of which uses it; awaited before the
+    // first service that does. The close hook keeps its place in the order (and waits for a pending connect).
+    const connecting = TemporalHost.connect({ config, log });
+    connecting.catch(() => undefined); // observed where it is awaited; no unhandled rejection meanwhile
+    lifecycle.hook("close", async () => (await connecting.catch(() => undefined))?.shutdown());
+    // the workflow bundle (prebuilt by `npm run build`, else webpack, seconds) is made meanwhile too
+    const bundling = loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
+    bundling.catch(() => undefined);
 
     container.register(CONFIG, { useValue: config });
     container.register(LOGGER, { useValue: log });
@@ -145,9 +156,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.deckChecks) lifecycle.hook("ready", () => void decks.warm());
     lifecycle.hook("close", () => decks.close());
     container.register(DeckChecker, { useValue: decks });
-    container.register(TemporalHost, { useValue: temporal });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
-    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers]) {
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers, RunStarter]) {
       container.registerSingleton(service as never, service as never);
     }
     for (const service of [DatasetStore, DatasetProjector]) container.registerSingleton(service as never, service as never);
@@ -162,6 +172,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.devToken && opts.project.devIdentity) await tokens.ensure(config.devToken, opts.project.devIdentity, "development");
     for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
 
+    phase("recovery drain, seed, tokens");
     // dataset projections catch up with every committed version (the seed's included; waited for up to 5 s), then follow the stream
     await container.resolve(DatasetProjector).start(5000);
     // the runtime services register their own lifecycle hooks when created
@@ -169,9 +180,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
     await container.resolve(RuleEngine).start();
     // event schedules (spec 6.1): each consumer resumes from its stored cursor; a new one starts at the newest event
     await container.resolve(EventScheduleConsumers).start();
+    phase("projections, rules, event schedules");
+    const temporal = await connecting;
+    container.register(TemporalHost, { useValue: temporal });
+    phase("temporal (CLI, dev server, connection; what remained after the steps above)");
     const actions = container.resolve(ActionRunner);
     container.resolve(WorkflowRuns);
-    const workflowBundle = await loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
+    const workflowBundle = await bundling;
+    phase("workflow bundle (what remained)");
     await temporal.startWorker({
       workflowBundle,
       activities: {
@@ -180,7 +196,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
       },
       sinks: createSinks(logs, log),
     });
+    phase("worker");
     if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
+    phase("schedules");
 
     const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log);
     for (const plugin of opts.plugins) {
@@ -199,6 +217,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
         return errorResponse(error.status === 400 ? new ApiError("invalid_request", error.message) : cause ?? error);
       },
     });
+    phase("plugins");
     routes.mount(h3);
     const server = serve(h3, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false, plugins: [webSocketPlugin({})] });
     await server.ready();
@@ -208,7 +227,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
       const port = new URL(url).port;
       for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`]) if (!config.allowedOrigins.includes(origin)) config.allowedOrigins.push(origin);
     }
+    phase("listen");
     await lifecycle.run("ready", logError("ready hook failed"));
+    log.debug({ phases: phase.done(), totalMs: Math.round(performance.now()) }, "start-up phases (ms)");
 
     let closing: Promise<void> | undefined;
     const close = () =>
@@ -236,6 +257,22 @@ export async function createApp(opts: AppOptions): Promise<App> {
     await lifecycle.run("close", () => undefined);
     throw err;
   }
+}
+
+/**
+ * Start-up timing: `phase(name)` records the milliseconds since the previous mark under `name` (the
+ * first entry is the process's time before `createApp`: module loading); `phase.done()` answers them.
+ * Logged at debug level as "start-up phases (ms)"; test/bench/startup.ts prints them.
+ */
+function startupPhases(): ((name: string) => void) & { done(): Record<string, number> } {
+  let mark = performance.now();
+  const phases: Record<string, number> = { "process start to createApp (module loading)": Math.round(mark) };
+  const phase = (name: string) => {
+    const now = performance.now();
+    phases[name] = Math.round(now - mark);
+    mark = now;
+  };
+  return Object.assign(phase, { done: () => ({ ...phases, "ready hooks": Math.round(performance.now() - mark) }) });
 }
 
 /** Runs the project's seed once, on a fresh database (origin runtime, no actor; spec 2.3). */

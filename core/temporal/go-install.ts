@@ -4,12 +4,21 @@ import os from "node:os";
 import path from "node:path";
 
 /**
- * Where a fetched or built binary is cached: `$XDG_CACHE_HOME/svc/<name>-<version>/<binary>` (default
- * `~/.cache`). `env` is where `XDG_CACHE_HOME` is read (the process's environment unless given).
+ * svc's own cache directory: `SVC_CACHE_DIR` when set, else `$XDG_CACHE_HOME/svc` (default
+ * `~/.cache/svc`). `env` is where both are read (the process's environment unless given).
+ * `SVC_CACHE_DIR` moves only svc's cache (an empty one makes a start pay the first-start cost, as the
+ * start-up bench does); `XDG_CACHE_HOME` also moves other tools' caches (Go's build cache among them).
+ */
+export function svcCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.SVC_CACHE_DIR || path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "svc");
+}
+
+/**
+ * Where a fetched or built binary is cached: `<svc cache dir>/<name>-<version>/<binary>` (see
+ * {@link svcCacheDir}: `SVC_CACHE_DIR`, else `$XDG_CACHE_HOME/svc`, default `~/.cache/svc`).
  */
 export function cachedBinaryPath(name: string, version: string, binary = name, env: NodeJS.ProcessEnv = process.env): string {
-  const cache = env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
-  return path.join(cache, "svc", `${name}-${version}`, binary);
+  return path.join(svcCacheDir(env), `${name}-${version}`, binary);
 }
 
 /** Thrown when Go is missing or `go install` fails; the message says why and what to set instead. */

@@ -3,6 +3,7 @@ import { Client, Connection } from "@temporalio/client";
 import type { InjectedSinks } from "@temporalio/worker";
 import type { Config } from "../config";
 import type { Logger } from "../logger";
+import type { WorkflowBundle } from "./bundle";
 import { ensureTemporalCli } from "./cli";
 import { startDevServer, type DevServer } from "./dev-server";
 
@@ -51,11 +52,14 @@ export class TemporalHost {
     let address = t.address;
     let uiUrl: string | undefined;
     if (!address) {
+      const started = performance.now();
       const cliPath = await ensureTemporalCli(t.cliPath, (line) => log.info(line));
+      const found = performance.now();
       log.info({ port: t.devServerPort }, "starting the Temporal dev server");
       devServer = await startDevServer({ cliPath, port: t.devServerPort, ui: t.ui, dbFile: path.join(config.dataDir, "temporal.db"), namespace: t.namespace, log: (line) => log.info(line) });
       address = devServer.address;
       uiUrl = devServer.uiUrl;
+      log.debug({ cliMs: Math.round(found - started), devServerMs: Math.round(performance.now() - found) }, "temporal start-up (ms)");
     }
     try {
       const connection = await Connection.connect({ address, connectTimeout: 10_000 });
@@ -70,11 +74,11 @@ export class TemporalHost {
   /**
    * Starts the one worker of this process on the runtime's task queue.
    * @param opts.activities the activity implementations, by name
-   * @param opts.workflowBundle the bundled workflow code (see `loadWorkflowBundle`)
+   * @param opts.workflowBundle the bundled workflow code, or the path of a file holding it (see `loadWorkflowBundle`)
    * @param opts.sinks Temporal sinks the workflow code calls (not during replay)
    * @throws Error when the worker cannot be created (bundle invalid, server unreachable)
    */
-  async startWorker(opts: { activities: object; workflowBundle: { code: string }; sinks?: InjectedSinks<any> }): Promise<void> {
+  async startWorker(opts: { activities: object; workflowBundle: WorkflowBundle; sinks?: InjectedSinks<any> }): Promise<void> {
     const { NativeConnection, Worker, Runtime, DefaultLogger } = await import("@temporalio/worker");
     if (!runtimeInstalled) {
       runtimeInstalled = true;

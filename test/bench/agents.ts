@@ -230,6 +230,12 @@ console.log(`  event loop lag while streaming (beyond its ${LOOP_RESOLUTION_MS} 
 console.log(`  text frames replayed (appended before the socket's subscribed): ${textReceipts.length - live.length} of ${textReceipts.length}\n`);
 
 await app.close();
+// the one summary (test/bench/all.ts)
+const { reportRows } = await import("./report");
+reportRows("agents", [
+  { case: "/ws/agents token-to-socket latency", now: `p50 ${ms(percentile(tokenToSocket, 50))}, p99 ${ms(tokenP99)}`, goal: `p99 < ${GOAL_P99_MS} ms`, met: tokenP99 < GOAL_P99_MS },
+  { case: `/ws/events fan-out, ${EVENT_SOCKETS} sockets, in-process app`, now: `p50 ${ms(percentile(events, 50))}, p99 ${ms(percentile(events, 99))}`, goal: "-", met: null },
+]);
 process.exit(0);
 
 /** Closes sockets with a normal close and waits (at most 5 s) for them to finish closing. */

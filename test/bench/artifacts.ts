@@ -130,3 +130,12 @@ console.log(`  validateWorkbook     ${fmt(validateRate).padStart(9)} rows/s  (me
 console.log(`  ratio                ${(validateRate / parseRate).toFixed(2)}  (goal >= 0.5) ${validateRate / parseRate >= 0.5 ? "met" : "MISSED"}`);
 const mib = (n: number) => `${(Math.max(0, n) / 1024 / 1024).toFixed(1)} MiB`;
 console.log(`  peak RSS growth during validation: ${mib(coldGrowth)} on the first (cold) run, ${mib(rssGrowth)} on the timed runs (CSV ${mib(bytes.length)}, sampled every 10 ms)`);
+
+// the one summary (test/bench/all.ts)
+const { reportRows } = await import("./report");
+reportRows("artifacts", [{ case: `sheet validation, ${ROWS.toLocaleString("en-US")} rows (validateWorkbook / csv-parse alone)`, now: `${fmt(validateRate)} rows/s (ratio ${(validateRate / parseRate).toFixed(2)})`, goal: "ratio >= 0.5", met: validateRate / parseRate >= 0.5 }]);
+
+// the sheet grid's frame times in Chromium, next to a plain scroll box of the same run (test/bench/sheet-grid.ts)
+const { benchSheetGrid } = await import("./sheet-grid");
+const grid = await benchSheetGrid();
+reportRows("artifacts", [{ case: "sheet grid, jump + 2 frames, median (plain scroll box, same run)", now: `${grid.jump.median} ms (plain ${grid.yardstick.jump.median} ms); wheel gaps p95 ${grid.wheel.p95} ms (plain ${grid.yardstick.wheel.p95} ms)`, goal: "median < 200 ms, wheel p95 < 200 ms", met: grid.jump.median < 200 && grid.wheel.p95 < 200 }]);

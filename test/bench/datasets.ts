@@ -84,3 +84,10 @@ console.log(`  baseline, one prepared INSERT in one transaction: ${baselineSecon
 console.log(`  validate rows:                                   ${validateSeconds.toFixed(2)} s (${rate(validateSeconds)} rows/s)`);
 console.log(`  commit (stage + apply + event, one transaction): ${commitSeconds.toFixed(2)} s (${rate(commitSeconds)} rows/s, ${(commitSeconds / baselineSeconds).toFixed(1)}× the baseline)`);
 console.log(`  project into objects (+ object.created events):  ${projectSeconds.toFixed(2)} s (${rate(projectSeconds)} rows/s, ${(projectSeconds / baselineSeconds).toFixed(1)}× the baseline)`);
+
+// the one summary (test/bench/all.ts)
+const { reportRows } = await import("./report");
+reportRows("datasets", [
+  { case: `dataset commit, ${ROWS.toLocaleString("en-US")}-row snapshot`, now: `${rate(commitSeconds)} rows/s (${(commitSeconds / baselineSeconds).toFixed(1)}× the prepared-INSERT baseline)`, goal: "-", met: null },
+  { case: "dataset projection into objects", now: `${rate(projectSeconds)} rows/s (${(projectSeconds / baselineSeconds).toFixed(1)}× the baseline)`, goal: "-", met: null },
+]);

@@ -46,3 +46,7 @@ console.log(`  check, median        ${median.toFixed(0).padStart(6)} ms  (goal <
 console.log(`  check, p95           ${p95.toFixed(0).padStart(6)} ms  (goal < ${GOAL_MS.toLocaleString("en-US")} ms) ${p95 < GOAL_MS ? "met" : "MISSED"}`);
 console.log(`  runs                 ${times.map((t) => t.toFixed(0)).join(", ")} ms`);
 console.log(`  last run by phase    ${phases.filter((l) => l.includes("slides:")).map((l) => l.replace(/^\[deck-check\] \d+ slides: /, "")).join("; ")}`);
+
+// the one summary (test/bench/all.ts)
+const { reportRows } = await import("./report");
+reportRows("decks", [{ case: `deck check, ${SLIDES}-slide deck, warm browser, p95`, now: `${p95.toFixed(0)} ms (median ${median.toFixed(0)} ms)`, goal: `< ${GOAL_MS.toLocaleString("en-US")} ms`, met: p95 < GOAL_MS }]);

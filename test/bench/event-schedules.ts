@@ -138,4 +138,7 @@ console.log(`| same subscriber with the consumer running, p50 / p99 | ${ms(perce
 console.log(`| backlog high-water mark | ${backlogMax} events |`);
 console.log(`| events per group commit (mean) | ${(lags.length / Math.max(1, commits)).toFixed(1)} (${commits} commits) |`);
 console.log(`| consumer at the end | backlog ${state.consumer.backlog}, dead-lettered ${state.consumer.deadLettered}, caught up ${state.consumer.caughtUp} |\n`);
+// the one summary (test/bench/all.ts)
+const { reportRows } = await import("./report");
+reportRows("event-schedules", [{ case: `event schedule consumer lag, ${RATE} events/s, p99`, now: `${ms(percentile(lags, 99))} (${lags.length} of ${TOTAL} handled; yardstick subscriber p99 ${ms(percentile(yard, 99))})`, goal: "-", met: null }]);
 process.exit(0);

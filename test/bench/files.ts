@@ -212,6 +212,16 @@ try {
   console.log(`| app, POST /api/files (${appMem.samples} samples) | ${mb(appMem.idle)} | ${mb(appMem.peak)} | ${mb(appMem.peak - appMem.idle)} | ${hwm(appMem)} | < 100 above idle |`);
   console.log(`| bare node:http, POST /upload (${bareMem.samples} samples) | ${mb(bareMem.idle)} | ${mb(bareMem.peak)} | ${mb(bareMem.peak - bareMem.idle)} | ${hwm(bareMem)} | |`);
   console.log(`\nnode ${process.version}, ${os.cpus().length} cores; files bench took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+  // the one summary (test/bench/all.ts)
+  const { reportRows } = await import("./report");
+  const ratioOf = (f: { bare: number[]; app: number[] }) => median(f.bare) / median(f.app);
+  const ratioRow = (name: string, f: { bare: number[]; app: number[] } | undefined, note = "") => ({ case: name, now: f ? `${mbps(median(f.app)).toFixed(1)} MB/s (ratio ${ratioOf(f).toFixed(3)})` : note, goal: "ratio >= 0.5", met: f ? ratioOf(f) >= 0.5 : null });
+  reportRows("files", [
+    ratioRow("file upload, multipart, 25 MiB", multipart),
+    ratioRow("file upload, tus, 25 MiB", tusFigures, tusNote),
+    ratioRow("file download, 25 MiB", downloads),
+    { case: `RSS during ${CONCURRENT} concurrent 25 MiB uploads, above idle`, now: `${mb(appMem.peak - appMem.idle)} MB`, goal: "< 100 MB", met: (appMem.peak - appMem.idle) / MB < 100 },
+  ]);
 } finally {
   await Promise.all([bareSrv.stop(), appSrv.stop()]);
   fs.rmSync(work, { recursive: true, force: true });

@@ -7,6 +7,7 @@
  *    `GET /api/events?limit=500` page after page; pages and events per second.
  * The server runs in its own process; clients run here (both share the machine's cores).
  */
+import fs from "node:fs";
 import os from "node:os";
 import NodeWebSocket from "crossws/websocket";
 import { request } from "undici";
@@ -16,6 +17,15 @@ import { startBenchServer } from "./server-process";
 const CLIENTS = Number(process.env.BENCH_WS_CLIENTS ?? 1000);
 const RUNS = Number(process.env.BENCH_WS_RUNS ?? 100);
 const REPLAY_EVENTS = Number(process.env.BENCH_REPLAY_EVENTS ?? 20_000);
+/** CPU time (user + system, ms) the server process has used so far (Linux /proc; NaN elsewhere). */
+const serverCpuMs = (pid: number | undefined): number => {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, at USER_HZ = 100
+  } catch {
+    return NaN;
+  }
+};
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 const server = await startBenchServer("app", { SVC_WS_MAX_BUFFERED_BYTES: String(64 * 1024 * 1024) });
@@ -54,11 +64,13 @@ await Promise.all(
 );
 const connectMs = Date.now() - connectStarted;
 const fanStarted = Date.now();
+const fanCpuStarted = serverCpuMs(server.child.pid);
 for (let i = 0; i < RUNS; i++) await api("POST", "/api/actions/diagnostics.noop", { params: {} });
 const expected = RUNS * 2 * CLIENTS;
 const deadline = Date.now() + 120_000;
 while (received < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
 const fanSeconds = (Date.now() - fanStarted) / 1000;
+const fanCpuMs = serverCpuMs(server.child.pid) - fanCpuStarted;
 for (const ws of sockets) ws.terminate();
 latencies.sort((a, b) => a - b);
 
@@ -72,6 +84,7 @@ await Promise.all(Array.from({ length: writers }, async () => {
   }
 }));
 const replayStarted = Date.now();
+const replayCpuStarted = serverCpuMs(server.child.pid);
 let cursor: string | undefined;
 let pages = 0;
 let events = 0;
@@ -83,6 +96,7 @@ for (;;) {
   cursor = page.events.at(-1).cursor;
 }
 const replaySeconds = (Date.now() - replayStarted) / 1000;
+const replayCpuMs = serverCpuMs(server.child.pid) - replayCpuStarted;
 
 const socketCount = CLIENTS.toLocaleString("en-US");
 console.log(`\nstreams: node ${process.version}, ${os.cpus().length} cores; ${CLIENTS} WebSocket clients (connected and subscribed in ${connectMs} ms), ${RUNS} action runs (2 events each)\n`);
@@ -90,6 +104,16 @@ console.log("| case | figure |\n|---|---:|");
 console.log(`| fan-out deliveries received | ${received} of ${expected} |`);
 console.log(`| fan-out deliveries per second | ${(received / fanSeconds).toFixed(0)} |`);
 console.log(`| /ws/events fan-out, ${socketCount} sockets, commit → receipt p50 / p99 | ${percentile(latencies, 50)} ms / ${percentile(latencies, 99)} ms |`);
-console.log(`| replay GET /api/events pages of 500 | ${(pages / replaySeconds).toFixed(1)} pages/s, ${(events / replaySeconds).toFixed(0)} events/s (${events} events) |\n`);
+console.log(`| fan-out server CPU per event committed (all sockets; the action runs included) | ${(fanCpuMs / (RUNS * 2)).toFixed(1)} ms |`);
+console.log(`| replay GET /api/events pages of 500 | ${(pages / replaySeconds).toFixed(1)} pages/s, ${(events / replaySeconds).toFixed(0)} events/s (${events} events) |`);
+console.log(`| replay server CPU per page of 500 | ${(replayCpuMs / Math.max(1, pages)).toFixed(2)} ms |\n`);
 
 await server.stop();
+
+// the one summary (test/bench/all.ts): issue 15's rows this script measures
+const { reportRows, fmt, meets } = await import("./report");
+const fanP99 = percentile(latencies, 99);
+reportRows("streams", [
+  { case: "/ws/events fan-out, 1,000 sockets, commit -> receipt", now: `p50 ${percentile(latencies, 50)} ms, p99 ${fanP99} ms (${CLIENTS} sockets, ${received} of ${expected} received)`, goal: "p99 < 50 ms", met: received < expected ? false : meets(fanP99, 50) },
+  { case: "GET /api/events replay", now: `${fmt(events / replaySeconds)} events/s`, goal: ">= 100,000 events/s", met: meets(events / replaySeconds, 100_000, true) },
+]);

@@ -9,7 +9,7 @@ import net from "node:net";
 import type { TestProject } from "vitest/node";
 import { ensureTemporalCli } from "../../core/temporal/cli";
 import { startDevServer, type DevServer } from "../../core/temporal/dev-server";
-import { loadWorkflowBundle } from "../../core/temporal/bundle";
+import { bundleWorkflows } from "../../core/temporal/bundle";
 import { sandboxProject } from "../../sandbox/project";
 import { WORKFLOW_ENGINE } from "../../workflows/modules";
 
@@ -41,7 +41,7 @@ export default async function setup(project: TestProject) {
   const cli = await ensureTemporalCli(process.env.SVC_TEMPORAL_CLI || undefined, log);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "svc-test-temporal-"));
   server = await startDevServer({ cliPath: cli, port: await freePort(), ui: false, dbFile: path.join(dir, "temporal.db"), namespace: "default", readyTimeoutMs: 90_000, log });
-  const bundle = await loadWorkflowBundle({ engine: WORKFLOW_ENGINE.module, projectWorkflows: sandboxProject.workflowsModule! }, log);
+  const bundle = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows: sandboxProject.workflowsModule! }, log);
   const bundlePath = path.join(dir, "workflow-bundle.js");
   fs.writeFileSync(bundlePath, bundle.code);
   project.provide("temporalAddress", server.address);

@@ -12,19 +12,44 @@ import { build } from "esbuild";
 const BROWSER_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "browser");
 const bundles = new Map<string, Promise<string>>();
 
-/** The scripts that exist: the `.ts` files of render/browser/ (e.g. `sheet`, `charts`). */
+/**
+ * The scripts that exist: the `.ts` files of render/browser/ (e.g. `sheet`, `charts`), or in the
+ * compiled build (`npm run build`) the `.js` bundles it wrote there instead.
+ */
 export function browserScriptNames(): string[] {
-  return fs
+  const names = fs
     .readdirSync(BROWSER_DIR)
-    .filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts") && !f.endsWith(".test.ts"))
-    .map((f) => f.slice(0, -3))
-    .sort();
+    .filter((f) => (f.endsWith(".ts") && !f.endsWith(".d.ts") && !f.endsWith(".test.ts")) || f.endsWith(".js"))
+    .map((f) => f.replace(/\.[jt]s$/, ""));
+  return [...new Set(names)].sort();
+}
+
+/**
+ * Builds `render/browser/<name>.ts` into one minified IIFE for ES2020 (with what it imports, e.g.
+ * render/format.ts); used on first request from source, and by `npm run build` to write the bundle.
+ *
+ * @throws Error when esbuild fails
+ */
+export async function buildBrowserScript(name: string, browserDir = BROWSER_DIR): Promise<string> {
+  const result = await build({
+    entryPoints: [path.join(browserDir, `${name}.ts`)],
+    bundle: true,
+    format: "iife",
+    target: "es2020",
+    minify: true,
+    write: false,
+    legalComments: "none",
+    tsconfig: path.join(browserDir, "tsconfig.json"),
+    logLevel: "silent",
+  });
+  return result.outputFiles[0]!.text;
 }
 
 /**
  * The browser bundle of `render/browser/<name>.ts` (with what it imports, e.g. render/format.ts): one
- * minified IIFE for ES2020, built with esbuild the first time and kept in memory. `sheet` is the sheet
- * grid and tabs; `charts` draws `[data-svc-chart]` elements (it needs the `echarts` global first).
+ * minified IIFE for ES2020, built with esbuild the first time (read from `<name>.js` in the compiled
+ * build) and kept in memory. `sheet` is the sheet grid and tabs; `charts` draws `[data-svc-chart]`
+ * elements (it needs the `echarts` global first).
  *
  * @param name a script name (letters, digits, dashes), see {@link browserScriptNames}
  * @returns the JavaScript
@@ -36,17 +61,9 @@ export async function browserScript(name: string): Promise<string> {
   if (!bundle) {
     const names = browserScriptNames();
     if (!/^[a-z][a-z0-9-]*$/.test(name) || !names.includes(name)) throw new Error(`No browser script "${name}"; the scripts are ${names.join(", ")}`);
-    bundle = build({
-      entryPoints: [path.join(BROWSER_DIR, `${name}.ts`)],
-      bundle: true,
-      format: "iife",
-      target: "es2020",
-      minify: true,
-      write: false,
-      legalComments: "none",
-      tsconfig: path.join(BROWSER_DIR, "tsconfig.json"),
-      logLevel: "silent",
-    }).then((result) => result.outputFiles[0]!.text);
+    // the compiled build ships the bundle prebuilt (no .ts sources there); from source esbuild builds it
+    const prebuilt = path.join(BROWSER_DIR, `${name}.js`);
+    bundle = fs.existsSync(prebuilt) ? fs.promises.readFile(prebuilt, "utf8") : buildBrowserScript(name);
     bundles.set(name, bundle);
     bundle.catch(() => bundles.delete(name));
   }

@@ -4,12 +4,17 @@
  * drawn live in the browser by render/browser/charts.ts, which adds the formatter functions and the
  * page's own theme colours.
  */
-import * as echarts from "echarts";
+import { createRequire } from "node:module";
+import type * as Echarts from "echarts";
 import { formatHex, formatRgb, parse, toGamut } from "culori";
 import type { Chart } from "../workbook";
 import type { Theme } from "../content";
 import { escapeHtml, scriptJson } from "./html";
 import { CHART_FORMATS_KEY, applyChartStyle, formatCell, withChartFormatters, type CellType, type ChartFormats, type ChartStyle } from "./format";
+
+/** echarts, required on the first server-rendered chart: its load (~0.7 s) stays out of the service's start-up. */
+let echartsModule: typeof Echarts | undefined;
+const echarts = (): typeof Echarts => (echartsModule ??= createRequire(import.meta.url)("echarts") as typeof Echarts);
 
 export type { ChartStyle } from "./format";
 
@@ -195,10 +200,10 @@ export function chartOption(chart: Chart, data: { columns: string[]; rows: strin
 export function renderChartSvg(option: Record<string, unknown>, size: { width: number; height: number }): string {
   const width = Math.max(1, Math.round(size.width));
   const height = Math.max(1, Math.round(size.height));
-  const chart = echarts.init(null, null, { renderer: "svg", ssr: true, width, height });
+  const chart = echarts().init(null, null, { renderer: "svg", ssr: true, width, height });
   let svg: string;
   try {
-    chart.setOption(withChartFormatters(option) as echarts.EChartsOption);
+    chart.setOption(withChartFormatters(option) as Echarts.EChartsOption);
     svg = chart.renderToSVGString();
   } finally {
     chart.dispose();

@@ -1,0 +1,137 @@
+/**
+ * `npm run build` (after `npm run typecheck`): the compiled production start of the sandbox, into
+ * `dist/` (or `--outdir <dir>`). Run `npm run start:prod` (`node dist/sandbox/main.js`) afterwards.
+ *
+ * Why esbuild and not `tsc` emit: the code imports relative modules without extensions
+ * (`moduleResolution: bundler`), which plain Node ESM does not resolve; `tsc` emits those specifiers as
+ * written, so emitting with it would mean rewriting every relative import in the tree. esbuild (already a
+ * dependency) bundles our modules into one file with every package left external (`node_modules` is
+ * loaded as it is), honours the legacy `experimentalDecorators` of tsconfig.json (no emitted metadata is
+ * needed: injection is explicit), and takes well under a second. Type checking stays with `tsc`.
+ *
+ * What dist/ holds:
+ * - `sandbox/main.js` (+ `.map`): the bundle. Each module's `import.meta.url` is rewritten to the place
+ *   its source has under dist/ (`core/store/db.ts` → `dist/core/store/db.js`), so code that reads files
+ *   beside its source keeps working;
+ * - those files, copied to the same places: every file of core/, plugins/, connectors/, workflows/ and
+ *   sandbox/ that is not TypeScript, Markdown or a tsconfig (SQL migrations, the pages' and the slides
+ *   kit's CSS/JS, `deck-check.page.js`, the viewer);
+ * - the browser bundles of `core/artifacts/render/browser/*.ts` prebuilt as `.js` beside them;
+ * - the Temporal workflow bundle (engine + the sandbox's workflows) beside the sandbox's workflows module
+ *   (`sandbox/workflows.workflow-bundle.js`), so start-up does not run webpack;
+ * - `package.json` `{ "type": "module" }` (the outdir may be outside this package).
+ * A `node_modules` must be reachable from the outdir (it is for `dist/`; elsewhere link it).
+ * The outdir is emptied first, except `sandbox/.data` (the compiled sandbox's data dir) and `node_modules`.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { build, type Plugin } from "esbuild";
+import { bundleWorkflows, prebuiltWorkflowBundlePath } from "../core/temporal/bundle";
+import { browserScriptNames, buildBrowserScript } from "../core/artifacts/render/assets";
+import { WORKFLOW_ENGINE } from "../workflows/modules";
+import { sandboxProject } from "./project";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const SOURCE_FOLDERS = ["core", "plugins", "connectors", "workflows", "sandbox"];
+const ENTRY = "sandbox/main.ts";
+
+/**
+ * Builds the compiled sandbox into `outdir` (see the module comment); answers the milliseconds of each step.
+ * @throws Error when esbuild or the workflow bundler fails
+ */
+export async function buildSandbox(outdir: string, log: (line: string) => void = () => undefined): Promise<Record<string, number>> {
+  const times: Record<string, number> = {};
+  let mark = performance.now();
+  const step = (name: string) => {
+    const now = performance.now();
+    times[name] = Math.round(now - mark);
+    mark = now;
+    log(`  ${name}: ${times[name]} ms`);
+  };
+  clean(outdir);
+  const outfile = path.join(outdir, ENTRY.replace(/\.ts$/, ".js"));
+  await build({
+    entryPoints: [path.join(ROOT, ENTRY)],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    sourcemap: true,
+    tsconfig: path.join(ROOT, "tsconfig.json"),
+    logLevel: "warning",
+    plugins: [mirrorImportMeta(outdir, outfile)],
+  });
+  fs.writeFileSync(path.join(outdir, "package.json"), JSON.stringify({ type: "module", private: true }, null, 2) + "\n");
+  step("bundle (esbuild)");
+  for (const folder of SOURCE_FOLDERS) copyAssets(path.join(ROOT, folder), path.join(outdir, folder));
+  step("assets");
+  const browserDir = path.join(ROOT, "core/artifacts/render/browser");
+  fs.mkdirSync(path.join(outdir, "core/artifacts/render/browser"), { recursive: true });
+  for (const name of browserScriptNames()) fs.writeFileSync(path.join(outdir, "core/artifacts/render/browser", `${name}.js`), await buildBrowserScript(name, browserDir));
+  step("browser bundles");
+  const projectWorkflows = sandboxProject.workflowsModule!;
+  const { code } = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows });
+  fs.writeFileSync(prebuiltWorkflowBundlePath(path.join(outdir, path.relative(ROOT, projectWorkflows))), code);
+  step("workflow bundle (webpack)");
+  return times;
+}
+
+/** Empties `outdir` (creating it), keeping `sandbox/.data` and a `node_modules` (link) placed there. */
+function clean(outdir: string): void {
+  fs.mkdirSync(outdir, { recursive: true });
+  for (const entry of fs.readdirSync(outdir)) {
+    if (entry !== "sandbox" && entry !== "node_modules") fs.rmSync(path.join(outdir, entry), { recursive: true, force: true });
+  }
+  const sandbox = path.join(outdir, "sandbox");
+  if (fs.existsSync(sandbox)) for (const entry of fs.readdirSync(sandbox)) if (entry !== ".data") fs.rmSync(path.join(sandbox, entry), { recursive: true, force: true });
+}
+
+/** Copies the files code reads at run time (not TypeScript, Markdown, tsconfig or dot files) from `from` to `to`. */
+function copyAssets(from: string, to: string): void {
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+    const source = path.join(from, entry.name);
+    if (entry.isDirectory()) copyAssets(source, path.join(to, entry.name));
+    else if (entry.isFile() && !/\.(ts|md)$/.test(entry.name) && entry.name !== "tsconfig.json") {
+      fs.mkdirSync(to, { recursive: true });
+      fs.copyFileSync(source, path.join(to, entry.name));
+    }
+  }
+}
+
+/**
+ * An esbuild plugin: in each of our modules, `import.meta.url` (and `.dirname`, `.filename`) becomes the
+ * URL its source has under `outdir`, computed from the bundle's own URL at run time (so dist/ can move).
+ */
+function mirrorImportMeta(outdir: string, outfile: string): Plugin {
+  return {
+    name: "mirror-import-meta",
+    setup(b) {
+      b.onLoad({ filter: /\.ts$/ }, async (args) => {
+        if (args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined;
+        const source = await fs.promises.readFile(args.path, "utf8");
+        if (!source.includes("import.meta.")) return { contents: source, loader: "ts" };
+        const mirrored = path.join(outdir, path.relative(ROOT, args.path)).replace(/\.ts$/, ".js");
+        const relative = path.relative(path.dirname(outfile), mirrored).split(path.sep).join("/");
+        const url = `new URL(${JSON.stringify(relative)}, import.meta.url)`;
+        const contents = source
+          .replaceAll("import.meta.url", `${url}.href`)
+          .replaceAll("import.meta.dirname", `__svcPath.dirname(__svcUrl.fileURLToPath(${url}))`)
+          .replaceAll("import.meta.filename", `__svcUrl.fileURLToPath(${url})`);
+        const helpers = contents !== source && /__svc(Path|Url)\./.test(contents) ? 'import * as __svcPath from "node:path"; import * as __svcUrl from "node:url";\n' : "";
+        return { contents: helpers + contents, loader: "ts" };
+      });
+    },
+  };
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
+  const at = process.argv.indexOf("--outdir");
+  const outdir = path.resolve(at > 0 && process.argv[at + 1] ? process.argv[at + 1]! : path.join(ROOT, "dist"));
+  const started = performance.now();
+  process.stdout.write(`Building the compiled sandbox into ${outdir}\n`);
+  await buildSandbox(outdir, (line) => process.stdout.write(`${line}\n`));
+  process.stdout.write(`Built in ${Math.round(performance.now() - started)} ms. Start it with: npm run start:prod (node ${path.relative(process.cwd(), path.join(outdir, "sandbox/main.js"))})\n`);
+}

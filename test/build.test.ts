@@ -1,0 +1,67 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, inject, it } from "vitest";
+import { buildSandbox } from "../sandbox/build";
+import { freePort } from "./setup/global";
+import { DEV_TOKEN, tempDir } from "./helpers";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+
+describe("the compiled production start (npm run build, npm run start:prod)", () => {
+  it("builds into a directory of its own and serves from it with plain node: status, an action run, a workflow on the prebuilt bundle, assets; SIGTERM stops it", async () => {
+    const outdir = tempDir("svc-build-");
+    // the bundle keeps packages external: they resolve from a node_modules beside the build (dist/ finds the repo's)
+    fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(outdir, "node_modules"), "dir");
+    await buildSandbox(outdir);
+    for (const file of ["sandbox/main.js", "sandbox/workflows.workflow-bundle.js", "core/store/migrations/001_init.sql", "core/artifacts/render/browser/sheet.js", "core/artifacts/kit/kit.js", "plugins/pages/assets/pages.css"]) {
+      expect(fs.existsSync(path.join(outdir, file)), file).toBe(true);
+    }
+    expect(fs.readdirSync(path.join(outdir, "core/store/migrations")).sort()).toEqual(fs.readdirSync(path.join(ROOT, "core/store/migrations")).sort());
+
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir(), TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `build-${port}`, SVC_SCHEDULES: "false", SVC_DECK_CHECKS: "false", LOG_LEVEL: "info" };
+    delete env.SVC_WORKFLOW_BUNDLE; // the compiled start finds its own prebuilt workflow bundle
+    // run from elsewhere: nothing may be read from the source tree
+    const child = spawn(process.execPath, [path.join(outdir, "sandbox/main.js")], { cwd: tempDir(), env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const base = `http://127.0.0.1:${port}`;
+    const auth = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
+    try {
+      const deadline = Date.now() + 30_000;
+      let status = 0;
+      while (status !== 200 && Date.now() < deadline && child.exitCode === null) {
+        status = await fetch(`${base}/api/status`, { headers: auth }).then((r) => r.status, () => 0);
+        if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(status, out).toBe(200);
+      expect(out).not.toContain("Bundling workflows");
+
+      const run = await fetch(`${base}/api/actions/diagnostics.noop`, { method: "POST", headers: auth, body: JSON.stringify({ params: {} }) });
+      expect(run.status).toBe(200);
+      expect(((await run.json()) as { status: string }).status).toBe("succeeded");
+
+      const started = await fetch(`${base}/api/workflows/invoice-review/runs`, { method: "POST", headers: auth, body: JSON.stringify({ input: { invoiceId: "inv_1001", waitMs: 0 } }) });
+      expect(started.status).toBeLessThan(300);
+      const { runId } = (await started.json()) as { runId: string };
+      let runStatus = "";
+      const runDeadline = Date.now() + 30_000;
+      while (!["completed", "failed"].includes(runStatus) && Date.now() < runDeadline) {
+        runStatus = ((await (await fetch(`${base}/api/workflow-runs/${runId}`, { headers: auth })).json()) as { status: string }).status;
+        if (runStatus !== "completed") await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(runStatus).toBe("completed");
+
+      const script = await fetch(`${base}/assets/pages/sheet.js`);
+      expect(script.status).toBe(200);
+      expect(await script.text()).toBe(fs.readFileSync(path.join(outdir, "core/artifacts/render/browser/sheet.js"), "utf8"));
+      expect((await fetch(`${base}/viewer`)).status).toBe(200);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  });
+});
