@@ -192,6 +192,8 @@ describe("a process killed in the middle of a projection", () => {
 
       child = await startFixtureProcess("sandbox-server.ts", dataDir, port, env);
       await eventually(async () => (await c.get("/api/datasets/price-list")).body.projection.projectedVersion === 2, 120_000, 200);
+      // the last chunk's events reach the stream after the commit that shows the version projected
+      await eventually(async () => (await c.get("/api/status")).body.parts.outbox.backlog === 0, 30_000, 100);
       const events = (await allEvents(c, "&topic=objects")).filter((e) => e.origin?.kind === "projection" && e.origin.version === 2);
       const created = events.filter((e) => e.type === "object.created").map((e) => e.payload.primaryId);
       expect(created).toHaveLength(N);

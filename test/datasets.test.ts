@@ -37,9 +37,14 @@ async function versionRows(version: number, pageSize = 300): Promise<any[]> {
   return out;
 }
 
-/** Waits until the projection reached `version`, then answers the product events it produced for it. */
+/**
+ * Waits until the projection reached `version` and the outbox delivered its events to the stream (the
+ * last chunk's events reach the stream after the commit that shows the version projected), then answers
+ * the product events it produced for it.
+ */
 async function projected(version: number): Promise<any[]> {
   await eventually(async () => (await dev().get(P)).body.projection.projectedVersion === version);
+  await eventually(async () => (await dev().get("/api/status")).body.parts.outbox.backlog === 0);
   expect((await dev().get(P)).body.projection).toMatchObject({ objectTypeId: "product", projectedVersion: version, status: "idle" });
   return (await allEvents(dev(), "&topic=objects")).filter((e) => e.origin?.kind === "projection" && e.origin.version === version);
 }

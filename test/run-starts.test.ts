@@ -64,6 +64,11 @@ describe("runs answered once queued in the store, started by the starter", () =>
       // the queued event is committed with the row, before any start
       expect((await allEvents(dev)).filter((e) => e.correlationId === runId).map((e) => e.type)).toEqual(["workflow.run.queued"]);
       expect((await dev.get(`/api/workflow-runs/${runId}/history`)).body.events).toEqual([]);
+      // the search lists it (Temporal does not hold it yet) as running, and only under its own filters
+      const listed = (await dev.get("/api/workflow-runs?workflowId=invoice-review&status=running")).body.data;
+      expect(listed.find((r: { runId: string }) => r.runId === runId)).toMatchObject({ workflowId: "invoice-review", status: "running", startedAt: queued.body.queuedAt });
+      expect((await dev.get("/api/workflow-runs?status=completed")).body.data.map((r: { runId: string }) => r.runId)).not.toContain(runId);
+      expect((await dev.get(`/api/workflow-runs?startedAfter=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body.data).toEqual([]);
 
       const status = await dev.get("/api/status");
       expect(status.body.parts.runStarts).toMatchObject({ pending: 2, inFlight: 0, maxAgeMs: 300, paused: true });
@@ -101,6 +106,8 @@ describe("runs answered once queued in the store, started by the starter", () =>
       expect(cancel.body).toEqual({ runId, cancelRequested: true });
       const cancelled = (await dev.get(`/api/workflow-runs/${runId}`)).body;
       expect(cancelled).toMatchObject({ status: "cancelled", finishedAt: expect.any(String) });
+      const listed = (await dev.get("/api/workflow-runs?status=cancelled")).body.data;
+      expect(listed.find((r: { runId: string }) => r.runId === runId)).toMatchObject({ status: "cancelled", finishedAt: cancelled.finishedAt });
       // a second cancel: the run is not running
       expect((await dev.post(`/api/workflow-runs/${runId}/cancel`, {})).status).toBe(409);
     } finally {

@@ -326,7 +326,10 @@ export class WorkflowRuns {
   }
 
   /**
-   * Runs of this runtime's task queue by workflow, status and start time (Temporal visibility).
+   * Runs of this runtime's task queue by workflow, status and start time, newest first: Temporal
+   * visibility for runs started there, and the store for runs that are not (still waiting for the
+   * {@link RunStarter}: `running`; refused or cancelled before their start: `failed`, `cancelled`),
+   * whose `startedAt` is when they were queued. At most `pageSize` runs.
    * @param q.status one of the API's statuses (queued and waiting are reported as running)
    */
   async search(q: { workflowIds: string[]; status?: string; startedAfter?: string; startedBefore?: string; pageSize: number }): Promise<Array<{ runId: string; workflowId: string; status: string; startedAt: string; finishedAt?: string }>> {
@@ -334,6 +337,8 @@ export class WorkflowRuns {
     const quote = (s: string) => `'${s.replace(/'/g, "")}'`;
     const clauses = [`TaskQueue = ${quote(host.taskQueue)}`];
     if (q.workflowIds.length === 0) return [];
+    // the store first: a run started between the two reads is then in both (Temporal's answer wins), never in neither
+    const unstarted = await this.unstartedRuns(q);
     clauses.push(`WorkflowType IN (${q.workflowIds.map(quote).join(", ")})`);
     const statuses: Record<string, string> = { running: "Running", queued: "Running", waiting: "Running", completed: "Completed", failed: "Failed", cancelled: "Canceled", timed_out: "TimedOut" };
     if (q.status) clauses.push(`ExecutionStatus = ${quote(statuses[q.status] ?? "Running")}`);
@@ -345,6 +350,35 @@ export class WorkflowRuns {
       out.push({ runId: w.workflowId, workflowId: w.type, status: name === "RUNNING" ? "running" : name === "COMPLETED" ? "completed" : name === "CANCELLED" || name === "TERMINATED" ? "cancelled" : name === "TIMED_OUT" ? "timed_out" : "failed", startedAt: w.startTime.toISOString(), ...(w.closeTime ? { finishedAt: w.closeTime.toISOString() } : {}) });
       if (out.length >= q.pageSize) break;
     }
-    return out;
+    const listed = new Set(out.map((r) => r.runId));
+    return [...out, ...unstarted.filter((r) => !listed.has(r.runId))].sort((a, b) => (a.startedAt < b.startedAt ? 1 : a.startedAt > b.startedAt ? -1 : 0)).slice(0, q.pageSize);
+  }
+
+  /** {@link WorkflowRuns.search}'s runs that Temporal does not hold: not started yet, or ended before their start. */
+  private async unstartedRuns(q: { workflowIds: string[]; status?: string; startedAfter?: string; startedBefore?: string; pageSize: number }) {
+    const startStatuses: Record<string, string[]> = { running: ["pending"], queued: ["pending"], waiting: ["pending"], failed: ["failed"], cancelled: ["cancelled"], completed: [], timed_out: [] };
+    const wanted = q.status ? (startStatuses[q.status] ?? []) : ["pending", "failed", "cancelled"];
+    if (wanted.length === 0) return [];
+    const where = [`start_status IN (${wanted.map(() => "?").join(", ")})`, `workflow_id IN (${q.workflowIds.map(() => "?").join(", ")})`];
+    const params: Array<string | number> = [...wanted, ...q.workflowIds];
+    if (q.startedAfter) {
+      where.push("requested_at >= ?");
+      params.push(new Date(q.startedAfter).toISOString());
+    }
+    if (q.startedBefore) {
+      where.push("requested_at < ?");
+      params.push(new Date(q.startedBefore).toISOString());
+    }
+    const rows = await this.db.all<{ run_id: string; workflow_id: string; start_status: string; requested_at: string; start_finished_at: string | null }>(
+      `SELECT run_id, workflow_id, start_status, requested_at, start_finished_at FROM workflow_runs WHERE ${where.join(" AND ")} ORDER BY requested_at DESC LIMIT ?`,
+      [...params, q.pageSize],
+    );
+    return rows.map((r) => ({
+      runId: r.run_id,
+      workflowId: r.workflow_id,
+      status: r.start_status === "pending" ? "running" : r.start_status,
+      startedAt: r.requested_at,
+      ...(r.start_finished_at ? { finishedAt: r.start_finished_at } : {}),
+    }));
   }
 }

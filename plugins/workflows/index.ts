@@ -65,7 +65,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/workflow-runs",
       summary: "Search workflow runs",
-      description: "Runs by workflow, status and start time, newest first, through Temporal visibility. Only workflows the caller may run are listed. `queued` and `waiting` runs are reported as `running` here; read the run for its exact state.",
+      description: "Runs by workflow, status and start time, newest first: through Temporal visibility, and from the store for runs not started on Temporal yet (their `startedAt` is when they were queued) or ended before their start. Only workflows the caller may run are listed. `queued` and `waiting` runs are reported as `running` here; read the run for its exact state.",
       tags: ["workflows"],
       auth: "bearer",
       query: v.object({

@@ -7,6 +7,8 @@ ALTER TABLE workflow_runs ADD COLUMN start_status TEXT NOT NULL DEFAULT 'started
 ALTER TABLE workflow_runs ADD COLUMN start_error TEXT;       -- JSON { message, type? } when failed
 ALTER TABLE workflow_runs ADD COLUMN start_finished_at TEXT;  -- when it became failed or cancelled without starting
 CREATE INDEX workflow_runs_pending ON workflow_runs (requested_at) WHERE start_status = 'pending';
+-- the run search lists runs Temporal does not hold (pending, failed or cancelled before their start) from here
+CREATE INDEX workflow_runs_unstarted ON workflow_runs (start_status, requested_at) WHERE start_status <> 'started';
 
 ALTER TABLE connector_runs ADD COLUMN start_status TEXT NOT NULL DEFAULT 'started';
 ALTER TABLE connector_runs ADD COLUMN start_error TEXT;
