@@ -6,7 +6,6 @@ import { CONFIG, loadConfig, type Config } from "./config";
 import { LOGGER, createLogger, type Logger } from "./logger";
 import { Database } from "./store/db";
 import { EVENT_STREAM, SqliteEventStream, type EventStream } from "./events/stream";
-import { NatsEventStream } from "./events/nats-stream";
 import { Outbox } from "./events/outbox";
 import { EventLog } from "./events/log";
 import { OntologyStore } from "./ontology/store";
@@ -34,7 +33,7 @@ import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
-import { TemporalHost } from "./temporal/host";
+import { TemporalHost, type EmbeddedTemporal } from "./temporal/host";
 import { loadWorkflowBundle } from "./temporal/bundle";
 import { FileStore } from "./files/file-store";
 import { blobStoreFromEnv } from "./files/config";
@@ -66,6 +65,12 @@ export interface AppOptions {
   /** Project defaults for the config (data dir, dev token). */
   defaults?: { dataDir?: string; devToken?: string };
   logger?: Logger;
+  /**
+   * The embedded Temporal dev server, already starting ({@link startEmbeddedTemporal} with this app's
+   * config): an entry point starts it before it loads the rest of the service. The app owns it from
+   * the call on (stops it at close, or when the start fails). Ignored when `TEMPORAL_ADDRESS` is set.
+   */
+  temporalDevServer?: Promise<EmbeddedTemporal>;
 }
 
 /** A running service. */
@@ -104,6 +109,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const logError = (what: string) => (err: unknown) => log.error({ err }, what);
   const phase = startupPhases();
 
+  /** Whether the Temporal connection (and so a pre-started dev server) is in the close hooks yet. */
+  let adopted = false;
   try {
     const db = await Database.open(path.join(config.dataDir, "svc.db"));
     phase("store (open, migrations)");
@@ -111,7 +118,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");
     const stream: EventStream =
       config.eventStream === "nats"
-        ? await NatsEventStream.open({ servers: config.natsUrl, stream: config.natsStream ?? `SVC_${slug}`, subjectPrefix: `svc.${slug}.events`, retentionMs: config.eventRetentionMs })
+        ? // loaded only when configured (the NATS client is not part of every start)
+          await (await import("./events/nats-stream")).NatsEventStream.open({ servers: config.natsUrl, stream: config.natsStream ?? `SVC_${slug}`, subjectPrefix: `svc.${slug}.events`, retentionMs: config.eventRetentionMs })
         : await SqliteEventStream.open(db);
     lifecycle.hook("close", () => stream.close?.());
     const logs = await LogCapture.open(db);
@@ -135,7 +143,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // Temporal (the CLI found or fetched, the dev server started, ~1.5 s) comes up while the recovery drain,
     // the seed, projections, rules and event schedules start, none of which uses it; awaited before the
     // first service that does. The close hook keeps its place in the order (and waits for a pending connect).
-    const connecting = TemporalHost.connect({ config, log });
+    adopted = true;
+    const connecting = TemporalHost.connect({ config, log, devServer: opts.temporalDevServer });
     connecting.catch(() => undefined); // observed where it is awaited; no unhandled rejection meanwhile
     lifecycle.hook("close", async () => (await connecting.catch(() => undefined))?.shutdown());
     // the workflow bundle (prebuilt by `npm run build`, else webpack, seconds) is made meanwhile too
@@ -255,6 +264,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
   } catch (err) {
     await lifecycle.stopTimers();
     await lifecycle.run("close", () => undefined);
+    // a dev server started for this app that it failed before adopting
+    if (!adopted) await opts.temporalDevServer?.then((e) => e.server.stop(), () => undefined);
     throw err;
   }
 }

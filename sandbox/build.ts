@@ -5,12 +5,14 @@
  * Why esbuild and not `tsc` emit: the code imports relative modules without extensions
  * (`moduleResolution: bundler`), which plain Node ESM does not resolve; `tsc` emits those specifiers as
  * written, so emitting with it would mean rewriting every relative import in the tree. esbuild (already a
- * dependency) bundles our modules into one file with every package left external (`node_modules` is
+ * dependency) bundles our modules into a few files with every package left external (`node_modules` is
  * loaded as it is), honours the legacy `experimentalDecorators` of tsconfig.json (no emitted metadata is
  * needed: injection is explicit), and takes well under a second. Type checking stays with `tsc`.
  *
  * What dist/ holds:
- * - `sandbox/main.js` (+ `.map`): the bundle. Each module's `import.meta.url` is rewritten to the place
+ * - `sandbox/main.js` (+ `.map`): the entry, with the modules it needs to start Temporal's dev server
+ *   (config, logger, the CLI); the rest of the service in chunks beside it (`sandbox/<name>-<hash>.js`),
+ *   imported once the dev server is starting (code splitting). Each module's `import.meta.url` is rewritten to the place
  *   its source has under dist/ (`core/store/db.ts` → `dist/core/store/db.js`), so code that reads files
  *   beside its source keeps working;
  * - those files, copied to the same places: every file of core/, plugins/, connectors/, workflows/ and
@@ -52,7 +54,13 @@ export async function buildSandbox(outdir: string, log: (line: string) => void =
   const outfile = path.join(outdir, ENTRY.replace(/\.ts$/, ".js"));
   await build({
     entryPoints: [path.join(ROOT, ENTRY)],
-    outfile,
+    outdir,
+    outbase: ROOT,
+    // the modules main.ts imports dynamically (the service) go to chunks beside it, each importing its own
+    // packages: main.js starts the Temporal dev server before they load (in one file every package import
+    // would be hoisted to the top and loaded first)
+    splitting: true,
+    chunkNames: "sandbox/[name]-[hash]",
     bundle: true,
     platform: "node",
     format: "esm",

@@ -1,19 +1,38 @@
 /**
  * Starts the sandbox: `npm start`. Listens on PORT (3002), keeps its data in sandbox/.data, starts the
  * Temporal dev server (fetching or building the Temporal CLI on first start) unless TEMPORAL_ADDRESS is set.
+ *
+ * The dev server is started first, from the config alone, and the service's modules load meanwhile
+ * (both take over a second); `createApp` adopts the server (issue 15: ready in seconds).
  */
-import { createApp, installSignalHandlers } from "../core";
-import { WORKFLOW_ENGINE } from "../workflows/modules";
-import { ConfigError } from "../core/config";
+import { ConfigError, loadConfig } from "../core/config";
+import { createLogger } from "../core/logger";
 import { TemporalCliError } from "../core/temporal/cli";
-import { builtinPlugins } from "../plugins";
-import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN, sandboxProject } from "./project";
+import { startEmbeddedTemporal, type EmbeddedTemporal } from "../core/temporal/embedded";
+import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
 
 const started = Date.now();
+let temporal: Promise<EmbeddedTemporal> | undefined;
+/** Whether createApp owns the dev server (it stops it when it fails). */
+let handedOver = false;
 try {
   // download URLs point at the public origin (spec 4.3); the sandbox defaults it to its own address
   const env = { ...process.env, SVC_API_PUBLIC_ORIGIN: process.env.SVC_API_PUBLIC_ORIGIN || `http://localhost:${process.env.PORT || 3002}` };
-  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults: { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN } });
+  const defaults = { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN };
+  const config = loadConfig(env, defaults);
+  const log = createLogger(config.logLevel);
+  if (!config.temporal.address) {
+    temporal = startEmbeddedTemporal(config, (line) => log.info(line));
+    temporal.catch(() => undefined); // observed by createApp, which reports it
+  }
+  const [{ createApp, installSignalHandlers }, { WORKFLOW_ENGINE }, { builtinPlugins }, { sandboxProject }] = await Promise.all([
+    import("../core"),
+    import("../workflows/modules"),
+    import("../plugins"),
+    import("./project"),
+  ]);
+  handedOver = true;
+  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults, logger: log, temporalDevServer: temporal });
   installSignalHandlers(app);
   const lines = [
     "",
@@ -30,6 +49,7 @@ try {
   ];
   process.stdout.write(lines.join("\n") + "\n");
 } catch (err) {
+  if (!handedOver) await temporal?.then((e) => e.server.stop(), () => undefined);
   if (err instanceof ConfigError || err instanceof TemporalCliError) {
     process.stderr.write(`\n${err.message}\n`);
     process.exit(2);

@@ -12,9 +12,7 @@ import { APPROVE_INVOICE, workflows } from "./workflows";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** Development token of the sandbox (also in the README); override with SVC_DEV_TOKEN. */
-export const SANDBOX_DEV_TOKEN = "svc_dev_sandbox_token";
-export const SANDBOX_DATA_DIR = path.join(here, ".data");
+export { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
 
 /**
  * Development webhook secrets of the sandbox (documented in the README). Each is replaced by its

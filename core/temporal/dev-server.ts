@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { Connection } from "@temporalio/client";
 
 /** Options of the embedded Temporal dev server. */
 export interface DevServerOptions {
@@ -78,6 +77,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   while (Date.now() < deadline) {
     if (exited !== undefined) throw new Error(`The Temporal dev server exited with code ${exited} before it was ready:\n${output.join("\n")}`);
     try {
+      const { Connection } = await import("@temporalio/client"); // loaded while the server starts
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       try {
         await connection.workflowService.getSystemInfo({});

@@ -4,8 +4,10 @@ import type { InjectedSinks } from "@temporalio/worker";
 import type { Config } from "../config";
 import type { Logger } from "../logger";
 import type { WorkflowBundle } from "./bundle";
-import { ensureTemporalCli } from "./cli";
-import { startDevServer, type DevServer } from "./dev-server";
+import type { DevServer } from "./dev-server";
+import { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
+
+export { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
 
 /** Health of the Temporal connection, for `/api/status`. */
 export interface TemporalHealth {
@@ -41,25 +43,24 @@ export class TemporalHost {
   ) {}
 
   /**
-   * Connects, starting the dev server first when no address is configured (`TEMPORAL_ADDRESS` unset).
+   * Connects, starting the dev server first when no address is configured (`TEMPORAL_ADDRESS` unset),
+   * unless `opts.devServer` is that server already starting ({@link startEmbeddedTemporal}, called by an
+   * entry point before it loads the rest of the service, so that both take their time at once).
    * @throws {TemporalCliError} when the CLI cannot be found or built; Error when the server cannot
    *   start or does not answer (the dev server is stopped again then)
    */
-  static async connect(opts: { config: Config; log: Logger }): Promise<TemporalHost> {
+  static async connect(opts: { config: Config; log: Logger; devServer?: Promise<EmbeddedTemporal> }): Promise<TemporalHost> {
     const { config, log } = opts;
     const t = config.temporal;
     let devServer: DevServer | undefined;
     let address = t.address;
     let uiUrl: string | undefined;
     if (!address) {
-      const started = performance.now();
-      const cliPath = await ensureTemporalCli(t.cliPath, (line) => log.info(line));
-      const found = performance.now();
-      log.info({ port: t.devServerPort }, "starting the Temporal dev server");
-      devServer = await startDevServer({ cliPath, port: t.devServerPort, ui: t.ui, dbFile: path.join(config.dataDir, "temporal.db"), namespace: t.namespace, log: (line) => log.info(line) });
+      const embedded = await (opts.devServer ?? startEmbeddedTemporal(config, (line) => log.info(line)));
+      devServer = embedded.server;
+      log.debug({ cliMs: embedded.cliMs, devServerMs: embedded.devServerMs }, "temporal start-up (ms)");
       address = devServer.address;
       uiUrl = devServer.uiUrl;
-      log.debug({ cliMs: Math.round(found - started), devServerMs: Math.round(performance.now() - found) }, "temporal start-up (ms)");
     }
     try {
       const connection = await Connection.connect({ address, connectTimeout: 10_000 });

@@ -7,7 +7,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 
 const BROWSER_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "browser");
 const bundles = new Map<string, Promise<string>>();
@@ -31,6 +30,8 @@ export function browserScriptNames(): string[] {
  * @throws Error when esbuild fails
  */
 export async function buildBrowserScript(name: string, browserDir = BROWSER_DIR): Promise<string> {
+  // esbuild is loaded when a script is built here (the compiled start ships them prebuilt)
+  const { build } = await import("esbuild");
   const result = await build({
     entryPoints: [path.join(browserDir, `${name}.ts`)],
     bundle: true,
