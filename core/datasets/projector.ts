@@ -134,6 +134,10 @@ export class DatasetProjector {
    */
   async step(dataset: RegisteredDataset): Promise<boolean> {
     const projection = dataset.definition.projection!;
+    // the usual poke (any append) finds nothing to project: answered from committed data on the reader,
+    // without taking the writer (issue 15: it cost every action run two write transactions). A version
+    // committed after this read appends its event, which pokes again.
+    if (!(await this.pending(dataset.id))) return false;
     const progressed = await this.db.transaction(async (tx) => {
       const progress = await this.progress(tx, dataset.id);
       let target = progress.target_version;
@@ -186,6 +190,17 @@ export class DatasetProjector {
     }
     if (progress.last_error) state.lastError = progress.last_error;
     return state;
+  }
+
+  /** Whether `datasetId` has a projection in progress or a committed version newer than the projected one (committed data). */
+  private async pending(datasetId: string): Promise<boolean> {
+    const row = await this.db.get<{ n: number }>(
+      `SELECT EXISTS (SELECT 1 FROM dataset_projections WHERE dataset_id = ? AND target_version IS NOT NULL)
+           OR (SELECT COALESCE(MAX(version), 0) FROM dataset_versions WHERE dataset_id = ? AND status = 'committed') >
+              COALESCE((SELECT projected_version FROM dataset_projections WHERE dataset_id = ?), 0) AS n`,
+      [datasetId, datasetId, datasetId],
+    );
+    return row?.n === 1;
   }
 
   private async progress(reader: SqlReader, datasetId: string): Promise<ProgressRow> {

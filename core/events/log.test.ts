@@ -106,12 +106,19 @@ describe("event log (SQLite files, outbox, stream)", () => {
 
   it("keeps envelopes durable while the stream rejects them, counting failures", async () => {
     const { db, stream, events } = await open();
-    const failing = Object.assign(Object.create(stream), { append: async () => { throw new Error("broker down"); } });
+    const down = async () => {
+      throw new Error("broker down");
+    };
+    const failing = Object.assign(Object.create(stream), { append: down, appendWith: down });
     const outbox = new Outbox(db, failing, log);
     await db.transaction((tx) => events.writeInTx(tx, [events.envelope(scheduleEvent(1))]));
     for (let i = 0; i < Outbox.DEGRADED_AFTER; i++) await outbox.drain();
     expect(await outbox.stats()).toMatchObject({ backlog: 1, consecutiveFailures: Outbox.DEGRADED_AFTER, lastError: "broker down" });
+    // the SQLite stream takes the outbox's delete into its append: one commit delivers the batch
+    const commits = db.stats().commits;
     await new Outbox(db, stream, log).drain();
+    expect(db.stats().commits - commits).toBe(1);
     expect(await events.read({ limit: 10 })).toHaveLength(1);
+    expect(await outbox.stats()).toMatchObject({ backlog: 0 });
   });
 });

@@ -67,13 +67,21 @@ export class Outbox {
     for (;;) {
       const rows = await this.db.all<{ seq: number; envelope: string }>("SELECT seq, envelope FROM outbox ORDER BY seq LIMIT ?", [this.batchSize]);
       if (rows.length === 0) return;
+      let deleted = false;
       try {
         let timer: NodeJS.Timeout | undefined;
         const deadline = new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`the event stream did not accept the batch within ${Outbox.APPEND_TIMEOUT_MS} ms`)), Outbox.APPEND_TIMEOUT_MS);
         });
         try {
-          await Promise.race([this.stream.append(rows.map((r) => JSON.parse(r.envelope) as DomainEventEnvelope)), deadline]);
+          const envelopes = rows.map((r) => JSON.parse(r.envelope) as DomainEventEnvelope);
+          const last = rows[rows.length - 1]!.seq;
+          // a stream in this database takes the delete into its append's transaction (one commit per batch)
+          const appended = this.stream.appendWith
+            ? this.stream.appendWith(envelopes, (tx) => tx.run("DELETE FROM outbox WHERE seq <= ?", [last])).then(() => true)
+            : this.stream.append(envelopes).then(() => false);
+          appended.catch(() => undefined); // after the deadline its failure is this pass's, already counted
+          deleted = await Promise.race([appended, deadline]);
         } finally {
           clearTimeout(timer);
         }
@@ -87,8 +95,10 @@ export class Outbox {
       }
       this.failures = 0;
       this.lastError = undefined;
-      const last = rows[rows.length - 1]!.seq;
-      await this.db.transaction((tx) => tx.run("DELETE FROM outbox WHERE seq <= ?", [last]));
+      if (!deleted) {
+        const last = rows[rows.length - 1]!.seq;
+        await this.db.transaction((tx) => tx.run("DELETE FROM outbox WHERE seq <= ?", [last]));
+      }
       if (rows.length < this.batchSize) return;
     }
   }

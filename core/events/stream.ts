@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import type { Database, SqlParams } from "../store/db";
+import type { Database, SqlParams, SqlWriter } from "../store/db";
 import type { InjectionToken } from "../di";
 import { eventSubject, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
 import { decodeCursor, encodeCursor } from "./cursor";
@@ -41,6 +41,13 @@ export interface EventStream {
    * serialize what `read` answers ({@link readEventsJson}).
    */
   readJson?(query: StreamQuery): Promise<string[]>;
+  /**
+   * {@link EventStream.append} that also runs `alsoInTx` in the append's transaction, for a stream kept
+   * in the same SQLite database as the caller (the outbox deletes what it delivered in the same commit:
+   * one transaction per drain instead of two, and no re-append after a crash between them). Optional:
+   * broker streams have no such transaction.
+   */
+  appendWith?(envelopes: readonly DomainEventEnvelope[], alsoInTx: (tx: SqlWriter) => Promise<unknown>): Promise<void>;
   latestCursor(): Promise<string | undefined>;
   /** Drops events older than `retentionMs`; answers how many were dropped. */
   prune(retentionMs: number): Promise<number>;
@@ -157,11 +164,16 @@ export class SqliteEventStream implements EventStream {
     return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0));
   }
 
-  async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
-    if (envelopes.length === 0) return;
+  append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    return this.appendWith(envelopes);
+  }
+
+  async appendWith(envelopes: readonly DomainEventEnvelope[], alsoInTx?: (tx: SqlWriter) => Promise<unknown>): Promise<void> {
+    if (envelopes.length === 0 && !alsoInTx) return;
     const now = Date.now();
     const appended: TailEntry[] = [];
     await this.db.transaction(async (tx) => {
+      if (alsoInTx) await alsoInTx(tx);
       for (const e of envelopes) {
         const facts = eventFacts(e);
         const json = JSON.stringify(e);
