@@ -8,7 +8,7 @@ import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { readRunState, RunLinksSchema, unstartedRunState, type StartRow } from "./run-state";
+import { RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 
 /** A sync or pipeline run's state (`GET /api/sync-runs/:runId`, `GET /api/pipeline-runs/:runId`). */
@@ -81,9 +81,7 @@ export class ConnectorRuns {
     const row = await this.db.get<{ definition_id: string; input: string } & StartRow>("SELECT definition_id, input, requested_at, start_status, start_error, start_finished_at FROM connector_runs WHERE run_id = ? AND kind = ?", [runId, kind]);
     if (!row) throw new ApiError("not_found", `No ${kind} run "${runId}"`);
     const events = await this.events.read({ runId, topics: [k.topic], limit: 1000 });
-    // a run not started on Temporal (queued, or refused for good) is read from its row alone
-    const { error, ...base } =
-      row.start_status === "started" ? await readRunState(this.temporal, runId, row.requested_at, events.find((e) => e.type.endsWith(".run.started"))?.occurredAt).then(({ execution: _execution, ...rest }) => rest) : unstartedRunState(runId, row);
+    const { error, ...base } = await runStateFromRow(this.temporal, runId, row, events.find((e) => e.type.endsWith(".run.started"))?.occurredAt);
     const state: ConnectorRunState = { runId, kind, [k.key]: row.definition_id, input: JSON.parse(row.input), ...base, ...(error ? { error: { message: error.message } } : {}) };
     if (kind === "pipeline") {
       const steps = new Map<number, NonNullable<ConnectorRunState["steps"]>[number]>();

@@ -292,16 +292,14 @@ export class RunStarter {
    * the same transaction (keyed as the run's own, so it is written once). Answers false when the run
    * was no longer pending (nothing written).
    */
-  async end(table: RunTable, runId: string, end: UnstartedEnd, tx?: SqlWriter): Promise<boolean> {
-    const write = async (w: SqlWriter) => {
-      const finishedAt = nowIso();
-      const { changes } = await w.run(`UPDATE ${table} SET start_status = ?, start_error = ?, start_finished_at = ? WHERE run_id = ? AND start_status = 'pending'`, [end.status, end.error ? JSON.stringify(end.error) : null, finishedAt, runId]);
+  async end(table: RunTable, runId: string, end: UnstartedEnd): Promise<boolean> {
+    const ended = await this.db.transaction(async (tx) => {
+      const { changes } = await tx.run(`UPDATE ${table} SET start_status = ?, start_error = ?, start_finished_at = ? WHERE run_id = ? AND start_status = 'pending'`, [end.status, end.error ? JSON.stringify(end.error) : null, nowIso(), runId]);
       if (changes === 0) return false;
-      await this.events.writeInTx(w, this.events.prepare([await this.finishedEvent(w, table, runId, end)]));
+      await this.events.writeInTx(tx, this.events.prepare([await this.finishedEvent(tx, table, runId, end)]));
       return true;
-    };
-    const ended = tx ? await write(tx) : await this.db.transaction(write);
-    if (ended && !tx) void this.events.drain();
+    });
+    if (ended) void this.events.drain();
     return ended;
   }
 

@@ -65,3 +65,15 @@ export function unstartedRunState(runId: string, row: StartRow): RunStateBase {
     links: { temporalWorkflowId: runId },
   };
 }
+
+/**
+ * A run's shared state fields from its row: from Temporal (`readRunState`, without the raw execution)
+ * once it was started there, else from the row alone ({@link unstartedRunState}).
+ * @param startedAt when the run's `*.run.started` event says it started, if it did
+ * @throws {ApiError} unavailable when Temporal does not answer for a started run
+ */
+export async function runStateFromRow(temporal: TemporalHost, runId: string, row: StartRow, startedAt: string | undefined): Promise<RunStateBase> {
+  if (row.start_status !== "started") return unstartedRunState(runId, row);
+  const { execution: _execution, ...base } = await readRunState(temporal, runId, row.requested_at, startedAt);
+  return base;
+}

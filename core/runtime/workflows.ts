@@ -13,7 +13,7 @@ import type { InterventionAssignees } from "../sdk/activities-types";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { readRunState, RunLinksSchema, unstartedRunState, type StartRow } from "./run-state";
+import { RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
@@ -209,9 +209,7 @@ export class WorkflowRuns {
       else if (e.type === "workflow.run.node.finished" && nodes.has(n)) Object.assign(nodes.get(n)!, { status: e.payload.status, finishedAt: e.occurredAt });
     }
     const interventions = await this.interventions(runId);
-    // a run not started on Temporal (queued, or ended before its start) is read from its row alone
-    const { status, ...base } =
-      row.start_status === "started" ? await readRunState(this.host(), runId, row.requested_at, events.find((e) => e.type === "workflow.run.started")?.occurredAt).then(({ execution: _execution, ...rest }) => rest) : unstartedRunState(runId, row);
+    const { status, ...base } = await runStateFromRow(this.host(), runId, row, events.find((e) => e.type === "workflow.run.started")?.occurredAt);
     return {
       runId,
       workflowId: row.workflow_id,
