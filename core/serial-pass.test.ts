@@ -67,17 +67,41 @@ describe("SerialPass", () => {
     const first = runner.poke();
     await g.settle();
     const during = [runner.poke(), runner.poke(), runner.poke()];
-    for (const p of during) expect(p).toBe(first);
+    for (const p of during) expect(p).toBe(during[0]); // one promise: the next pass's
+    expect(during[0]).not.toBe(first);
+    let firstDone = false;
+    let duringDone = false;
+    void first.then(() => (firstDone = true));
+    void during[0]!.then(() => (duringDone = true));
     await g.finish();
     expect(g.started).toBe(2); // one more pass for the three pokes
-    let resolved = false;
-    void first.then(() => (resolved = true));
-    await g.settle();
-    expect(resolved).toBe(false); // the run includes the pass those pokes asked for
+    expect(firstDone).toBe(true); // its pass is over: it does not wait for the run
+    expect(duringDone).toBe(false); // theirs is the pass running now
     await g.finish();
-    expect(resolved).toBe(true);
+    expect(duringDone).toBe(true);
     expect(g.started).toBe(2);
     expect(g.maxInFlight).toBe(1);
+    expect(runner.busy).toBe(false);
+  });
+
+  it("answers each poke after the pass that started after it, even while pokes keep coming (no waiting for a quiet moment)", async () => {
+    const g = gatedPass();
+    const runner = new SerialPass(g.pass, { stopped: () => false, onError: () => undefined });
+    const done: number[] = [];
+    void runner.poke().then(() => done.push(0));
+    await g.settle();
+    for (let i = 1; i <= 20; i++) {
+      // a poke during every pass: the run never has a quiet moment
+      void runner.poke().then(() => done.push(i));
+      await g.finish();
+      // the poke made during the pass before is answered as soon as the pass it asked for has ended
+      expect(done).toEqual(Array.from({ length: i }, (_, k) => k));
+    }
+    expect(runner.busy).toBe(true);
+    await g.finish();
+    expect(done).toHaveLength(21);
+    expect(runner.busy).toBe(false);
+    expect(g.started).toBe(21);
   });
 
   it("does nothing while stopped, and ends a run after the pass in progress once stopped", async () => {
