@@ -2,7 +2,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import pino from "pino";
 import { Database } from "../store/db";
-import { SqliteEventStream } from "../events/stream";
+import { SqliteEventStream, type EventStream } from "../events/stream";
 import { Outbox } from "../events/outbox";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
@@ -16,15 +16,30 @@ import { tempDir } from "../../test/helpers-fs";
 const log = pino({ level: "silent" });
 const opened: Database[] = [];
 
-async function open(dir = tempDir()) {
+/**
+ * The SQLite stream seen as a broker stream: append and read only, so the event log writes through
+ * the outbox (what NATS gets; test/nats.test.ts runs the real broker).
+ */
+function asBroker(stream: SqliteEventStream): EventStream {
+  return {
+    append: (e) => stream.append(e),
+    read: (q) => stream.read(q),
+    latestCursor: () => stream.latestCursor(),
+    prune: (ms) => stream.prune(ms),
+    notifier: stream.notifier,
+  };
+}
+
+async function open(dir = tempDir(), opts: { broker?: boolean } = {}) {
   const db = await Database.open(path.join(dir, "svc.db"));
   opened.push(db);
-  const stream = await SqliteEventStream.open(db);
+  const sqlite = await SqliteEventStream.open(db);
+  const stream = opts.broker ? asBroker(sqlite) : sqlite;
   const outbox = new Outbox(db, stream, log);
   const project = new ProjectRegistry(sandboxProject);
   const events = new EventLog(db, outbox, stream, project, log);
   const ontology = new OntologyStore(db, events, project, new FileStore(db, await LocalBlobStore.open(path.join(path.dirname(db.file), "blobs"))));
-  return { dir, db, stream, outbox, events, ontology };
+  return { dir, db, stream, sqlite, outbox, events, ontology };
 }
 
 afterEach(async () => {
@@ -82,8 +97,33 @@ describe("event log (SQLite files, outbox, stream)", () => {
     expect(await events.read({ limit: 10 })).toHaveLength(1);
   });
 
-  it("recovers envelopes committed but never drained (crash between commit and drain)", async () => {
-    const first = await open();
+  it("puts a transaction's events in the SQLite stream exactly when it commits: none of a caller rolled back, nothing in the outbox", async () => {
+    const { db, stream, events } = await open();
+    let notices = 0;
+    stream.notifier.on("appended", () => notices++);
+    const ok = (n: number) => db.transaction((tx) => events.writeInTx(tx, [events.envelope(scheduleEvent(n))]));
+    const failing = db.transaction(async (tx) => {
+      await events.writeInTx(tx, [events.envelope(scheduleEvent(99))]);
+      throw new Error("handler failed");
+    });
+    // one group commit: three callers, the middle one rolled back to its savepoint
+    const results = await Promise.allSettled([ok(1), failing, ok(2)]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const read = await events.read({ limit: 10 });
+    expect(read.map((e) => e.payload.occurrenceKey)).toEqual(["k1", "k2"]);
+    // the tail (answers reads after a cursor) holds the committed events, contiguous
+    expect((await events.read({ afterCursor: read[0]!.cursor, limit: 10 })).map((e) => e.payload.occurrenceKey)).toEqual(["k2"]);
+    expect(await db.get("SELECT COUNT(*) AS n FROM outbox")).toEqual({ n: 0 });
+    expect(notices).toBe(1); // once for the group
+    // nothing is visible before the commit, and a crash after it loses nothing: the events are rows of the same commit
+    const before = db.stats().commits;
+    await ok(3);
+    expect(db.stats().commits - before).toBe(1);
+    expect(await events.read({ limit: 10 })).toHaveLength(3);
+  });
+
+  it("recovers envelopes committed but never drained with a broker stream (crash between commit and drain)", async () => {
+    const first = await open(undefined, { broker: true });
     // commit rows and their events without draining, as a process killed right after COMMIT would
     await first.db.transaction((tx) =>
       first.ontology.applyInTx(tx, [{ op: "object.upsert", objectTypeId: "customer", primaryId: "c1", properties: { name: "C1" } }], { origin: { kind: "runtime" }, correlationId: "crash" }),
@@ -93,7 +133,7 @@ describe("event log (SQLite files, outbox, stream)", () => {
     await first.db.close();
     opened.splice(opened.indexOf(first.db), 1);
 
-    const second = await open(first.dir);
+    const second = await open(first.dir, { broker: true });
     expect((await second.outbox.stats()).backlog).toBe(1);
     await second.outbox.drain(); // what startup and the 60 s recovery pass do
     const [event] = await second.events.read({ limit: 10 });
@@ -105,7 +145,7 @@ describe("event log (SQLite files, outbox, stream)", () => {
   });
 
   it("keeps envelopes durable while the stream rejects them, counting failures", async () => {
-    const { db, stream, events } = await open();
+    const { db, stream, sqlite, events } = await open(undefined, { broker: true });
     const down = async () => {
       throw new Error("broker down");
     };
@@ -115,8 +155,9 @@ describe("event log (SQLite files, outbox, stream)", () => {
     for (let i = 0; i < Outbox.DEGRADED_AFTER; i++) await outbox.drain();
     expect(await outbox.stats()).toMatchObject({ backlog: 1, consecutiveFailures: Outbox.DEGRADED_AFTER, lastError: "broker down" });
     // the SQLite stream takes the outbox's delete into its append: one commit delivers the batch
+    // (envelopes an older version left in the outbox of a SQLite stream)
     const commits = db.stats().commits;
-    await new Outbox(db, stream, log).drain();
+    await new Outbox(db, sqlite, log).drain();
     expect(db.stats().commits - commits).toBe(1);
     expect(await events.read({ limit: 10 })).toHaveLength(1);
     expect(await outbox.stats()).toMatchObject({ backlog: 0 });

@@ -100,9 +100,11 @@ export class EventLog {
   }
 
   /**
-   * Writes envelopes to the outbox inside the caller's transaction (any type, including ontology facts:
-   * this is the runtime's own path). An envelope whose `idempotencyKey` was already appended is
-   * skipped. Call {@link EventLog.drain} after the transaction commits.
+   * Writes envelopes inside the caller's transaction (any type, including ontology facts: this is the
+   * runtime's own path): straight into the stream when it lives in the same database (the built-in
+   * SQLite stream: the events are readable exactly when the transaction commits), else into the outbox
+   * (a broker stream, spec 6.2). An envelope whose `idempotencyKey` was already appended is skipped.
+   * Call {@link EventLog.drain} after the transaction commits (it answers at once without an outbox).
    *
    * @returns the envelopes actually written
    */
@@ -115,16 +117,20 @@ export class EventLog {
       }
       written.push(e);
     }
-    await this.outbox.enqueue(tx, written);
+    if (this.stream.writeInTx) await this.stream.writeInTx(tx, written);
+    else await this.outbox.enqueue(tx, written);
     return written;
   }
 
   /**
    * Appends the outbox to the stream now (never throws; see {@link Outbox.drain}), waiting at most
    * `maxWaitMs`: the envelopes are already durable, so a slow or unreachable broker never holds up the
-   * writer (the drain carries on in the background and the recovery pass retries).
+   * writer (the drain carries on in the background and the recovery pass retries). With a stream that
+   * writes in the caller's transaction nothing waits in the outbox: it answers at once (the recovery
+   * pass still drains what an older version left there).
    */
   drain(maxWaitMs = 250): Promise<void> {
+    if (this.stream.writeInTx) return Promise.resolve();
     const drained = this.outbox.drain();
     return Promise.race([drained, new Promise<void>((resolve) => setTimeout(resolve, maxWaitMs).unref())]);
   }

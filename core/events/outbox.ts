@@ -13,9 +13,11 @@ export interface OutboxStats {
 }
 
 /**
- * The transactional outbox (spec 6.2): envelopes are written in the same SQLite transaction as the
- * rows they describe ({@link Outbox.enqueue}), then the drainer appends them to the stream right after
- * commit ({@link Outbox.drain}) and deletes them. The app's recovery pass (every
+ * The transactional outbox (spec 6.2) of a broker stream (NATS): envelopes are written in the same
+ * SQLite transaction as the rows they describe ({@link Outbox.enqueue}), then the drainer appends them
+ * to the stream right after commit ({@link Outbox.drain}) and deletes them. The built-in SQLite stream
+ * needs none (`EventStream.writeInTx` stores the events in that transaction); its outbox only ever holds
+ * what an older version left, drained at start. The app's recovery pass (every
  * `SVC_OUTBOX_RECOVERY_MS`, 60 s by default) drains anything left behind by a crash or a stream outage.
  *
  * Delivery is at-least-once in commit order: a crash between append and delete re-appends the same

@@ -1,6 +1,7 @@
 /** The SQLite stream's JSON reads (GET /api/events) against its object reads, from memory and from SQLite. */
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { Database } from "../store/db";
 import { SqliteEventStream, readEventsJson, type StreamQuery } from "./stream";
 import type { DomainEventEnvelope } from "./catalog";
@@ -45,5 +46,56 @@ describe("SqliteEventStream.readJson", () => {
     // a stream without readJson (a broker stream may lack it) is served by serializing read
     const plain = { read: (q: StreamQuery) => fresh.read(q) } as unknown as SqliteEventStream;
     expect((await readEventsJson(plain, queries[2]!)).map((t) => JSON.parse(t))).toEqual(await fresh.read(queries[2]!));
+  });
+});
+
+describe("SqliteEventStream tail", () => {
+  const TOPIC_OF = { "schedule.triggered": "schedules", "action.requested": "actions", "action.completed": "actions", "object.created": "objects", "rule.triggered": "rules" } as const;
+  const TYPES = Object.keys(TOPIC_OF) as Array<keyof typeof TOPIC_OF>;
+  const event = (i: number, type: keyof typeof TOPIC_OF): DomainEventEnvelope => ({
+    id: `evt_${i}`,
+    schemaVersion: 1,
+    projectId: "p",
+    occurredAt: "2026-01-01T00:00:00.000Z",
+    type,
+    topic: TOPIC_OF[type],
+    partitionKey: "k",
+    payload: type === "object.created" ? { objectTypeId: "invoice", primaryId: `o${i % 4}` } : type === "rule.triggered" ? { ruleId: "r", subject: { objectTypeId: "invoice", primaryId: "o1" } } : { actionId: "diagnostics.noop", runId: `r${i % 3}`, scheduleId: "s", occurrenceAt: "t", triggeredAt: "t", occurrenceKey: `k${i}`, finishedAt: "t" },
+  });
+
+  it("answers every filtered read from memory exactly as SQLite does, across tail trims (property)", async () => {
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    opened.push(db);
+    const writer = await SqliteEventStream.open(db);
+    const size = SqliteEventStream.TAIL_SIZE;
+    // more events than the tail holds, in runs of one topic (the rule engine's case: few of its topic)
+    const types: Array<keyof typeof TOPIC_OF> = [];
+    for (let i = 0; types.length < size + 2_500; i++) types.push(...Array.from({ length: 1 + (i * 7919) % 400 }, () => TYPES[(i * 31) % TYPES.length]!));
+    for (let i = 0; i < types.length; i += 500) await writer.append(types.slice(i, i + 500).map((t, k) => event(i + k, t)));
+    const fresh = await SqliteEventStream.open(db); // empty tail: every read goes to SQLite
+    const cursors: string[] = [];
+    for (;;) {
+      const page = await fresh.read({ limit: 1000, afterCursor: cursors.at(-1) });
+      if (page.length === 0) break;
+      cursors.push(...page.map((e) => e.cursor));
+    }
+    expect(cursors).toHaveLength(types.length);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          // after the event at this index: inside the tail (the last TAIL_SIZE events) or just before it
+          at: fc.oneof(fc.constant(types.length - size - 1), fc.integer({ min: types.length - size - 1, max: types.length - 1 })),
+          topics: fc.option(fc.subarray(["schedules", "actions", "objects", "rules"] as const, { minLength: 1 }), { nil: undefined }),
+          types: fc.option(fc.subarray(TYPES, { minLength: 1 }), { nil: undefined }),
+          primaryId: fc.option(fc.constantFrom("o1", "o2"), { nil: undefined }),
+          limit: fc.integer({ min: 1, max: 600 }),
+        }),
+        async ({ at, topics, types: typeFilter, primaryId, limit }) => {
+          const q: StreamQuery = { afterCursor: cursors[at], topics: topics as StreamQuery["topics"], types: typeFilter, primaryId, limit };
+          expect((await writer.read(q)).map((e) => e.id)).toEqual((await fresh.read(q)).map((e) => e.id));
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });

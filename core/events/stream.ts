@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { Database, SqlParams, SqlWriter } from "../store/db";
 import type { InjectionToken } from "../di";
-import { eventSubject, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
+import { EVENT_TOPICS, eventSubject, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
 import { ApiError } from "../errors";
@@ -48,6 +48,14 @@ export interface EventStream {
    * broker streams have no such transaction.
    */
   appendWith?(envelopes: readonly DomainEventEnvelope[], alsoInTx: (tx: SqlWriter) => Promise<unknown>): Promise<void>;
+  /**
+   * Appends inside the caller's own transaction, for a stream kept in the same SQLite database as the
+   * rows the events describe: the events are in the stream exactly when those rows commit (no outbox,
+   * no drain, nothing to recover after a crash), and `"appended"` is emitted after that commit.
+   * Idempotent on envelope id like `append`. Optional: a broker stream has no such transaction, and
+   * its events go through the outbox (spec 6.2).
+   */
+  writeInTx?(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void>;
   latestCursor(): Promise<string | undefined>;
   /** Drops events older than `retentionMs`; answers how many were dropped. */
   prune(retentionMs: number): Promise<number>;
@@ -120,6 +128,36 @@ function withCursor(envelopeJson: string, cursor: string): string {
   return `${envelopeJson.slice(0, -1)},"cursor":"${cursor}"}`;
 }
 
+/** Index of the first element of ascending `seqs` greater than `after` (`seqs.length` when none). */
+function firstAbove(seqs: readonly number[], after: number): number {
+  let lo = 0;
+  let hi = seqs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (seqs[mid]! > after) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/**
+ * The topics a read can match, from its `topics` and `types` filters (a type belongs to one topic);
+ * undefined when it is not narrowed to topics (or names a type outside the catalog: read everything).
+ */
+function readTopics(q: StreamQuery): readonly string[] | undefined {
+  let topics: Set<string> | undefined = q.topics?.length ? new Set(q.topics) : undefined;
+  if (q.types?.length) {
+    const ofTypes = new Set<string>();
+    for (const type of q.types) {
+      const topic = (EVENT_TOPICS as Record<string, string>)[type];
+      if (topic === undefined) return topics ? [...topics] : undefined;
+      ofTypes.add(topic);
+    }
+    topics = topics ? new Set([...topics].filter((t) => ofTypes.has(t))) : ofTypes;
+  }
+  return topics ? [...topics] : undefined;
+}
+
 interface EventRow {
   seq: number;
   envelope: string;
@@ -148,6 +186,14 @@ export class SqliteEventStream implements EventStream {
    */
   private tail: TailEntry[] = [];
   static readonly TAIL_SIZE = 10_000;
+  /**
+   * Per topic, the seqs of the tail's events of that topic, ascending, so that a read filtered by topic
+   * or type visits only that topic's events: a follower waiting for rare events (the rule engine reads
+   * `objects` after its checkpoint, which only moves when one comes) scanned the whole tail on every
+   * append otherwise (a fifth of the service's CPU under a load of action runs). Seqs that fell out of
+   * the tail's front are dropped lazily ({@link SqliteEventStream.trimTopicIndex}).
+   */
+  private tailByTopic = new Map<string, number[]>();
 
   private constructor(
     private readonly db: Database,
@@ -170,31 +216,76 @@ export class SqliteEventStream implements EventStream {
 
   async appendWith(envelopes: readonly DomainEventEnvelope[], alsoInTx?: (tx: SqlWriter) => Promise<unknown>): Promise<void> {
     if (envelopes.length === 0 && !alsoInTx) return;
-    const now = Date.now();
-    const appended: TailEntry[] = [];
     await this.db.transaction(async (tx) => {
       if (alsoInTx) await alsoInTx(tx);
-      for (const e of envelopes) {
-        const facts = eventFacts(e);
-        const json = JSON.stringify(e);
-        const { changes, lastID } = await tx.run(
-          `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-          [e.id, e.type, e.topic, e.partitionKey, now, facts.subjectType ?? null, facts.subjectId ?? null, (facts.actionId as string | undefined) ?? null, (facts.runId as string | undefined) ?? null, facts.perm1, facts.perm2, json],
-        );
-        if (changes === 1) appended.push({ seq: lastID, event: e, facts, json });
-      }
+      await this.writeInTx(tx, envelopes);
     });
-    if (appended.length) {
-      const last = this.tail[this.tail.length - 1];
-      // keep the tail contiguous: it only ever extends what this process appended right after it
-      // (a re-appended id still uses up a seq under AUTOINCREMENT, so redelivery leaves a gap)
-      if (last && appended[0]!.seq !== last.seq + 1) this.tail = [];
-      this.tail.push(...appended);
-      if (this.tail.length > SqliteEventStream.TAIL_SIZE) this.tail.splice(0, this.tail.length - SqliteEventStream.TAIL_SIZE);
-      if (this.tail[this.tail.length - 1]!.seq - this.tail[0]!.seq !== this.tail.length - 1) this.tail = []; // a gap: fall back to SQLite
+  }
+
+  /**
+   * {@link EventStream.writeInTx}: one INSERT per envelope (an id already stored is skipped); once the
+   * transaction commits, the new events extend the in-memory tail and `"appended"` is emitted (once per
+   * microtask, however many transactions of a group commit appended).
+   */
+  async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    if (envelopes.length === 0) return;
+    const now = Date.now();
+    const appended: TailEntry[] = [];
+    for (const e of envelopes) {
+      const facts = eventFacts(e);
+      const json = JSON.stringify(e);
+      const { changes, lastID } = await tx.run(
+        `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+        [e.id, e.type, e.topic, e.partitionKey, now, facts.subjectType ?? null, facts.subjectId ?? null, (facts.actionId as string | undefined) ?? null, (facts.runId as string | undefined) ?? null, facts.perm1, facts.perm2, json],
+      );
+      if (changes === 1) appended.push({ seq: lastID, event: e, facts, json });
     }
-    this.notifier.emit("appended");
+    if (appended.length) tx.afterCommit(() => this.committed(appended));
+  }
+
+  /** Whether an "appended" notice is already queued for this microtask. */
+  private noticeQueued = false;
+
+  /** Extends the tail with committed events (in seq order: hooks run in commit order) and queues the notice. */
+  private committed(appended: TailEntry[]): void {
+    const last = this.tail[this.tail.length - 1];
+    // keep the tail contiguous: it only ever extends what this process appended right after it
+    // (a re-appended id still uses up a seq under AUTOINCREMENT, so redelivery leaves a gap)
+    if (last && appended[0]!.seq !== last.seq + 1) this.resetTail();
+    for (const entry of appended) {
+      this.tail.push(entry);
+      const seqs = this.tailByTopic.get(entry.event.topic);
+      if (seqs) seqs.push(entry.seq);
+      else this.tailByTopic.set(entry.event.topic, [entry.seq]);
+    }
+    if (this.tail.length > SqliteEventStream.TAIL_SIZE) {
+      this.tail.splice(0, this.tail.length - SqliteEventStream.TAIL_SIZE);
+      this.trimTopicIndex();
+    }
+    if (this.tail[this.tail.length - 1]!.seq - this.tail[0]!.seq !== this.tail.length - 1) this.resetTail(); // a gap: fall back to SQLite
+    if (this.noticeQueued) return;
+    this.noticeQueued = true;
+    queueMicrotask(() => {
+      this.noticeQueued = false;
+      this.notifier.emit("appended");
+    });
+  }
+
+  private resetTail(): void {
+    this.tail = [];
+    this.tailByTopic.clear();
+  }
+
+  /** Drops the topic index's seqs before the tail's first one, once they are more than a tenth of the tail (amortized). */
+  private trimTopicIndex(): void {
+    const first = this.tail[0]?.seq ?? Infinity;
+    for (const [topic, seqs] of this.tailByTopic) {
+      if (seqs[0]! >= first) continue;
+      const stale = firstAbove(seqs, first - 1);
+      if (stale === seqs.length) this.tailByTopic.delete(topic);
+      else if (stale > SqliteEventStream.TAIL_SIZE / 10) seqs.splice(0, stale);
+    }
   }
 
   async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
@@ -222,8 +313,24 @@ export class SqliteEventStream implements EventStream {
     if (seq === undefined || !first || seq < first.seq - 1) return undefined;
     const matches = compileEventFilter(q);
     const out: TailEntry[] = [];
-    for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
-      if (matches(this.tail[i]!.facts)) out.push(this.tail[i]!);
+    const topics = readTopics(q);
+    if (!topics) {
+      for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
+        if (matches(this.tail[i]!.facts)) out.push(this.tail[i]!);
+      }
+      return out;
+    }
+    // only the events of the topics asked for, merged in seq order (a handful of topics at most)
+    const lists = topics.map((t) => this.tailByTopic.get(t)).filter((l): l is number[] => l !== undefined);
+    const next = lists.map((l) => firstAbove(l, Math.max(seq, first.seq - 1)));
+    while (out.length < q.limit) {
+      let pick = -1;
+      for (let k = 0; k < lists.length; k++) {
+        if (next[k]! < lists[k]!.length && (pick < 0 || lists[k]![next[k]!]! < lists[pick]![next[pick]!]!)) pick = k;
+      }
+      if (pick < 0) break;
+      const entry = this.tail[lists[pick]![next[pick]!++]! - first.seq]!;
+      if (matches(entry.facts)) out.push(entry);
     }
     return out;
   }
@@ -286,6 +393,7 @@ export class SqliteEventStream implements EventStream {
     // only once committed: readers never see a cursor expire that is still retained
     this.prunedThrough = pruned.through;
     this.tail = this.tail.filter((t) => t.seq > pruned.through);
+    this.trimTopicIndex();
     return pruned.changes;
   }
 }

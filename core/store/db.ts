@@ -12,9 +12,22 @@ export interface SqlReader {
   get<T>(sql: string, params?: SqlParams): Promise<T | undefined>;
   all<T>(sql: string, params?: SqlParams): Promise<T[]>;
 }
-export interface SqlWriter extends SqlReader {
+/** Statement access on one connection: reads and single statements. */
+interface SqlStatements extends SqlReader {
   /** Runs one statement; answers the number of changed rows and the last inserted rowid. */
   run(sql: string, params?: SqlParams): Promise<{ changes: number; lastID: number }>;
+}
+
+/** What a {@link Database.transaction} callback gets: statements inside the transaction, and commit hooks. */
+export interface SqlWriter extends SqlStatements {
+  /**
+   * Calls `fn` right after the transaction holding this caller's writes has committed, before the
+   * caller's `transaction` promise resolves (hooks of one group run in the order of their callers, then
+   * of their registration); never when those writes are rolled back. For in-memory state that must
+   * follow only committed rows (the event stream's tail and its "appended" notice). `fn` must not throw
+   * (what it throws is dropped: the data is committed either way).
+   */
+  afterCommit(fn: () => void): void;
 }
 
 function openConnection(file: string, mode: number): Promise<sqlite3.Database> {
@@ -28,7 +41,7 @@ function openConnection(file: string, mode: number): Promise<sqlite3.Database> {
  * costs about as much as running (measured: 90 µs per awaited INSERT unprepared, 39 µs prepared), and
  * the runtime runs the same few statements over and over. The cache keeps the 256 most recently used.
  */
-function wrap(db: sqlite3.Database): SqlWriter & { exec(sql: string): Promise<void>; close(): Promise<void>; statements: () => number } {
+function wrap(db: sqlite3.Database): SqlStatements & { exec(sql: string): Promise<void>; close(): Promise<void>; statements: () => number } {
   const cache = new Map<string, sqlite3.Statement>();
   /** Statements run on this connection (each `run`/`get`/`all`/`exec` call counts one). */
   let statements = 0;
@@ -230,7 +243,7 @@ export class Database implements SqlReader {
       return;
     }
     const began = performance.now();
-    const done: Array<{ waiter: Waiter; value: unknown }> = [];
+    const done: Array<{ waiter: Waiter; value: unknown; hooks: Array<() => void> | undefined }> = [];
     /** The savepoint open now (undefined after a failed caller's was rolled back and released). */
     let open: string | undefined = "svc_group_1";
     const lose = async (cause: unknown) => {
@@ -241,8 +254,12 @@ export class Database implements SqlReader {
     for (let n = 1; ; n++) {
       const waiter = this.waiting.shift()!;
       this.transactions++;
+      // the caller's own view of the transaction: the writer's statements plus its commit hooks
+      let hooks: Array<() => void> | undefined;
+      const tx: SqlWriter = { run: w.run, get: w.get, all: w.all, afterCommit: (fn) => void (hooks ??= []).push(fn) };
       try {
-        done.push({ waiter, value: await waiter.fn(w) });
+        const value = await waiter.fn(tx);
+        done.push({ waiter, value, hooks });
       } catch (err) {
         try {
           await w.exec(`ROLLBACK TO ${open}; RELEASE ${open}`);
@@ -269,6 +286,16 @@ export class Database implements SqlReader {
       await w.run("ROLLBACK").catch(() => undefined);
       for (const d of done) d.waiter.reject(err);
       return;
+    }
+    for (const d of done) {
+      if (!d.hooks) continue;
+      for (const fn of d.hooks) {
+        try {
+          fn();
+        } catch {
+          // committed either way; a hook must not throw (see SqlWriter.afterCommit)
+        }
+      }
     }
     for (const d of done) d.waiter.resolve(d.value);
   }
