@@ -196,4 +196,44 @@ describe("Database group commit", () => {
     const changed = await db.transaction((tx) => tx.run("UPDATE t SET v = 'x' WHERE id <= 5"));
     expect(changed.changes).toBe(5);
   });
+
+  it("runs afterCommit hooks once the commit is visible, in caller order, before the callers resolve; never for rolled-back writes", async () => {
+    const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"]);
+    const seen = await observer(db.file);
+    const log: string[] = [];
+    const hook = (name: string) => async () => {
+      // another connection sees the caller's row when its hook runs: the hook follows the COMMIT
+      log.push(`${name}:${await seen.count("SELECT COUNT(*) AS n FROM t WHERE v = ?", [name])}`);
+    };
+    const pending: Array<Promise<void>> = [];
+    const caller = (name: string, fail = false) =>
+      db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t (v) VALUES (?)", [name]);
+        tx.afterCommit(() => void pending.push(hook(name)()));
+        tx.afterCommit(() => void log.push(`${name}:second`));
+        if (fail) throw new Error(`${name} failed`);
+      }).then(() => void log.push(`${name}:resolved`));
+    // one group: a, b (rolled back to its savepoint), c; then a failed COMMIT runs no hook either
+    const results = await Promise.allSettled([caller("a"), caller("b", true), caller("c")]);
+    await Promise.all(pending);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(log.filter((l) => l.endsWith("second") || l.endsWith("resolved"))).toEqual(["a:second", "c:second", "a:resolved", "c:resolved"]);
+    expect(log.filter((l) => /:\d$/.test(l)).sort()).toEqual(["a:1", "c:1"]);
+    await seen.close();
+
+    const fk = await openWithTable([
+      "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
+      "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
+    ]);
+    let ran = 0;
+    const failed = await Promise.allSettled([
+      fk.transaction(async (tx) => void tx.afterCommit(() => ran++)),
+      fk.transaction(async (tx) => {
+        await tx.run("INSERT INTO child (id, parent_id) VALUES (1, 99)");
+        tx.afterCommit(() => ran++);
+      }),
+    ]);
+    expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(ran).toBe(0);
+  });
 });
