@@ -1,4 +1,5 @@
 /** The SQLite wrapper's statement cache and group commit under concurrency (real files). */
+import fs from "node:fs";
 import path from "node:path";
 import sqlite3 from "sqlite3";
 import fc from "fast-check";
@@ -235,5 +236,26 @@ describe("Database group commit", () => {
     ]);
     expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(ran).toBe(0);
+  });
+
+  it("checkpoints the WAL on its own connection after commits, never inside a writer's COMMIT", async () => {
+    const db = await openWithTable(["CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB)"]);
+    const { size: before } = fs.statSync(db.file);
+    // ~2,500 pages in one commit: SQLite's automatic checkpoint (1,000 pages) would copy them into the
+    // database file during this COMMIT
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 2_500; i++) await tx.run("INSERT INTO blobs (data) VALUES (?)", [Buffer.alloc(4000, i % 256)]);
+    });
+    expect(fs.statSync(db.file).size - before).toBeLessThan(1024 * 1024);
+    expect(fs.statSync(`${db.file}-wal`).size).toBeGreaterThan(10 * 1024 * 1024);
+    const deadline = Date.now() + 10 * Database.CHECKPOINT_MS;
+    while (fs.statSync(db.file).size - before < 10 * 1024 * 1024 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(fs.statSync(db.file).size - before).toBeGreaterThan(10 * 1024 * 1024);
+    expect(db.stats().checkpoints).toBeGreaterThanOrEqual(1);
+    // no commits since: no more checkpoints
+    const n = db.stats().checkpoints;
+    await new Promise((r) => setTimeout(r, 3 * Database.CHECKPOINT_MS));
+    expect(db.stats().checkpoints).toBe(n);
+    expect(await db.get("SELECT COUNT(*) AS n FROM blobs")).toEqual({ n: 2_500 });
   });
 });

@@ -120,6 +120,8 @@ export interface DatabaseStats {
   transactions: number;
   /** `COMMIT`s attempted: each is one group of callers (see {@link Database.transaction}). */
   commits: number;
+  /** WAL checkpoints started by the checkpointer connection. */
+  checkpoints: number;
 }
 
 /** One caller of {@link Database.transaction} waiting for its turn. */
@@ -142,6 +144,12 @@ interface Waiter {
  *   `COMMIT` rejects every caller of the group. Callbacks never interleave.
  * - The **reader** answers reads outside transactions. In WAL mode it sees only committed data and
  *   never waits for the writer.
+ * - The **checkpointer** copies the WAL back into the database file (`PRAGMA wal_checkpoint(PASSIVE)`)
+ *   every {@link Database.CHECKPOINT_MS} ms after commits, on its own connection. SQLite's automatic
+ *   checkpoint (off on the writer) runs inside the COMMIT that crosses 1,000 WAL pages, so every few
+ *   hundred requests one of them, and every caller queued behind it, waited for a checkpoint and its
+ *   fsync (the half-load p99 of action runs went from ~30 ms to ~13 ms without it). A passive checkpoint
+ *   never blocks the writer or the reader; durability is unchanged (commits are in the WAL either way).
  *
  * Numbered migrations (`core/store/migrations/NNN_name.sql`) run at {@link Database.open}.
  */
@@ -156,12 +164,42 @@ export class Database implements SqlReader {
   private closed = false;
   private transactions = 0;
   private commits = 0;
+  /** How often the checkpointer looks for commits to copy back (ms). */
+  static readonly CHECKPOINT_MS = 500;
+  private readonly checkpointTimer: NodeJS.Timeout | undefined;
+  /** The checkpoint in progress, while there is one. */
+  private checkpointing: Promise<void> | undefined;
+  /** {@link Database.commits} when the last checkpoint started. */
+  private checkpointedAt = 0;
+  private checkpoints = 0;
 
   constructor(
     readonly file: string,
     private readonly writer: ReturnType<typeof wrap>,
     private readonly reader: ReturnType<typeof wrap>,
-  ) {}
+    private readonly checkpointer?: ReturnType<typeof wrap>,
+  ) {
+    if (checkpointer) this.checkpointTimer = setInterval(() => void this.checkpoint(), Database.CHECKPOINT_MS).unref();
+  }
+
+  /**
+   * Copies committed WAL frames back into the database file when there were commits since the last
+   * time (`wal_checkpoint(PASSIVE)`: as far as no reader needs, never waiting on a lock). Never throws:
+   * a failed checkpoint is retried at the next tick (the WAL only grows meanwhile).
+   */
+  private checkpoint(): Promise<void> {
+    if (!this.checkpointer || this.checkpointing || this.closed || this.commits === this.checkpointedAt) return this.checkpointing ?? Promise.resolve();
+    this.checkpointedAt = this.commits;
+    this.checkpoints++;
+    this.checkpointing = this.checkpointer
+      .get("PRAGMA wal_checkpoint(PASSIVE)")
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => (this.checkpointing = undefined));
+    return this.checkpointing;
+  }
 
   /**
    * Opens (creating if needed) the database file and applies pending migrations.
@@ -173,12 +211,16 @@ export class Database implements SqlReader {
   static async open(file: string, busyTimeoutMs = 5000): Promise<Database> {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const writer = wrap(await openConnection(file, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE));
-    await writer.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};`);
+    // no automatic checkpoint in the writer's COMMITs: the checkpointer connection does it (see the class);
+    // a WAL that grew under a long burst is cut back to 64 MiB when it is reset
+    await writer.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
     const db = new Database(file, writer, writer);
     await db.migrate();
     const reader = wrap(await openConnection(file, sqlite3.OPEN_READONLY));
     await reader.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA query_only = ON;`);
-    return new Database(file, writer, reader);
+    const checkpointer = wrap(await openConnection(file, sqlite3.OPEN_READWRITE));
+    await checkpointer.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
+    return new Database(file, writer, reader, checkpointer);
   }
 
   private async migrate(): Promise<void> {
@@ -302,7 +344,7 @@ export class Database implements SqlReader {
 
   /** What the store has done since it opened: statements per connection, callers and commits. */
   stats(): DatabaseStats {
-    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits };
+    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints };
   }
 
   /** Reads one row from committed data. */
@@ -315,11 +357,14 @@ export class Database implements SqlReader {
     return this.reader.all<T>(sql, params);
   }
 
-  /** Waits for queued transactions, then closes both connections. */
+  /** Waits for queued transactions and a checkpoint in progress, then closes the connections (the last one to close checkpoints the WAL). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.checkpointTimer);
     while (this.running) await this.running;
+    await this.checkpointing;
+    await this.checkpointer?.close();
     await this.reader.close();
     if (this.writer !== this.reader) await this.writer.close();
   }
