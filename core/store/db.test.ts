@@ -258,4 +258,29 @@ describe("Database group commit", () => {
     expect(db.stats().checkpoints).toBe(n);
     expect(await db.get("SELECT COUNT(*) AS n FROM blobs")).toEqual({ n: 2_500 });
   });
+
+  it("keeps the WAL from growing without end under steady writes and reads: the writer restarts it once it is large", async () => {
+    const db = await openWithTable(["CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB)"]);
+    let reading = true;
+    // short reads one after another, as requests make them: a passive checkpoint alone never finds a
+    // moment with the WAL all copied back and nobody on it, so SQLite never rewinds it
+    let id = 0;
+    const reads = (async () => {
+      while (reading) await db.get("SELECT id FROM blobs WHERE id = ?", [id++ % 1000]);
+    })();
+    const batches = Math.ceil((3 * Database.RESTART_FRAMES) / 100);
+    const pages = batches * 100;
+    for (let i = 0; i < batches; i++) {
+      await db.transaction(async (tx) => {
+        for (let k = 0; k < 100; k++) await tx.run("INSERT INTO blobs (data) VALUES (?)", [Buffer.alloc(4000, k)]);
+      });
+      await new Promise((r) => setTimeout(r, (4 * Database.CHECKPOINT_MS) / batches));
+    }
+    reading = false;
+    await reads;
+    expect(db.stats().walRestarts).toBeGreaterThanOrEqual(1);
+    // the WAL file was rewound, not extended by every page written (4 KiB pages plus frame headers)
+    expect(fs.statSync(`${db.file}-wal`).size).toBeLessThan(pages * 4096 * 0.8);
+    expect(await db.get("SELECT COUNT(*) AS n FROM blobs")).toEqual({ n: pages });
+  });
 });

@@ -122,6 +122,8 @@ export interface DatabaseStats {
   commits: number;
   /** WAL checkpoints started by the checkpointer connection. */
   checkpoints: number;
+  /** WAL restarts run by the writer between groups (see `Database.wantRestart`). */
+  walRestarts: number;
 }
 
 /** One caller of {@link Database.transaction} waiting for its turn. */
@@ -178,27 +180,65 @@ export class Database implements SqlReader {
     private readonly writer: ReturnType<typeof wrap>,
     private readonly reader: ReturnType<typeof wrap>,
     private readonly checkpointer?: ReturnType<typeof wrap>,
+    private readonly busyTimeoutMs = 5000,
   ) {
     if (checkpointer) this.checkpointTimer = setInterval(() => void this.checkpoint(), Database.CHECKPOINT_MS).unref();
   }
 
   /**
    * Copies committed WAL frames back into the database file when there were commits since the last
-   * time (`wal_checkpoint(PASSIVE)`: as far as no reader needs, never waiting on a lock). Never throws:
-   * a failed checkpoint is retried at the next tick (the WAL only grows meanwhile).
+   * time (`wal_checkpoint(PASSIVE)`: as far as no reader needs, never waiting on a lock), then asks the
+   * writer for a restart once the WAL holds {@link Database.RESTART_FRAMES} frames. Never throws: a
+   * failed checkpoint is retried at the next tick (the WAL only grows meanwhile).
    */
   private checkpoint(): Promise<void> {
     if (!this.checkpointer || this.checkpointing || this.closed || this.commits === this.checkpointedAt) return this.checkpointing ?? Promise.resolve();
     this.checkpointedAt = this.commits;
     this.checkpoints++;
     this.checkpointing = this.checkpointer
-      .get("PRAGMA wal_checkpoint(PASSIVE)")
+      .get<{ busy: number; log: number; checkpointed: number }>("PRAGMA wal_checkpoint(PASSIVE)")
       .then(
-        () => undefined,
+        (r) => {
+          if (r && r.log >= Database.RESTART_FRAMES) this.wantRestart();
+        },
         () => undefined,
       )
       .finally(() => (this.checkpointing = undefined));
     return this.checkpointing;
+  }
+
+  /** WAL frames (pages of 4 KiB) past which the writer restarts the WAL (16 MiB). */
+  static readonly RESTART_FRAMES = 4096;
+  /** A restart waits at most this long (ms) for readers still on older frames, then is tried later. */
+  static readonly RESTART_WAIT_MS = 20;
+  private restartWanted = false;
+  private restarts = 0;
+
+  /**
+   * Under a steady load the WAL is never all copied back at the moment a transaction begins (commits
+   * land while the passive checkpoint runs), so SQLite never rewinds it and it grows without end (430 MB
+   * in 25 s of webhook deliveries, and every read searches its whole index). So once it is large, the
+   * writer itself, between two groups, runs `wal_checkpoint(RESTART)`: it copies the few frames the
+   * checkpointer has not (the bulk is copied already) and waits a moment for readers on older frames;
+   * the next transaction then writes the WAL from its start.
+   */
+  private wantRestart(): void {
+    if (this.closed) return;
+    this.restartWanted = true;
+    this.running ??= this.runGroups();
+  }
+
+  private async restartWal(): Promise<void> {
+    this.restartWanted = false;
+    this.restarts++;
+    try {
+      await this.writer.exec(`PRAGMA busy_timeout = ${Database.RESTART_WAIT_MS}`);
+      await this.writer.get("PRAGMA wal_checkpoint(RESTART)");
+    } catch {
+      // busy: readers still on old frames; the checkpointer asks again after its next pass
+    } finally {
+      await this.writer.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`).catch(() => undefined);
+    }
   }
 
   /**
@@ -220,7 +260,7 @@ export class Database implements SqlReader {
     await reader.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA query_only = ON;`);
     const checkpointer = wrap(await openConnection(file, sqlite3.OPEN_READWRITE));
     await checkpointer.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
-    return new Database(file, writer, reader, checkpointer);
+    return new Database(file, writer, reader, checkpointer, busyTimeoutMs);
   }
 
   private async migrate(): Promise<void> {
@@ -260,7 +300,10 @@ export class Database implements SqlReader {
   private async runGroups(): Promise<void> {
     // start on a later tick, so that callers queued in the same tick join the first group
     await Promise.resolve();
-    while (this.waiting.length > 0) await this.runGroup();
+    while (this.waiting.length > 0 || this.restartWanted) {
+      if (this.restartWanted) await this.restartWal();
+      else await this.runGroup();
+    }
     // cleared in the same synchronous step as the check above: a caller queued after it starts a new loop
     this.running = undefined;
   }
@@ -344,7 +387,7 @@ export class Database implements SqlReader {
 
   /** What the store has done since it opened: statements per connection, callers and commits. */
   stats(): DatabaseStats {
-    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints };
+    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints, walRestarts: this.restarts };
   }
 
   /** Reads one row from committed data. */
