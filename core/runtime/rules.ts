@@ -106,6 +106,12 @@ export class RuleEngine {
     { stopped: () => this.stopped, onError: (err) => this.log.error({ err }, "rule evaluation failed; it is retried from the stored checkpoint") },
   );
   private readonly onAppended = () => void this.poke();
+  /**
+   * The stored checkpoint as this engine last read or committed it (undefined: not read yet). The
+   * engine is the checkpoint's only writer, so each pass needs no read of it (one reader statement per
+   * append saved); it follows only committed transactions (`tx.afterCommit`).
+   */
+  private checkpoint: { cursor: string | undefined } | undefined;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -164,7 +170,8 @@ export class RuleEngine {
    * @returns how many stream events it consumed (0 = caught up)
    */
   async step(limit = 500): Promise<number> {
-    const checkpoint = await this.db.get<{ cursor: string }>("SELECT cursor FROM rule_checkpoints WHERE consumer = ?", [CONSUMER]);
+    this.checkpoint ??= { cursor: (await this.db.get<{ cursor: string }>("SELECT cursor FROM rule_checkpoints WHERE consumer = ?", [CONSUMER]))?.cursor };
+    const checkpoint = this.checkpoint;
     let batch: StoredDomainEvent[];
     try {
       batch = await this.stream.read({ afterCursor: checkpoint?.cursor, topics: ["objects"], limit });
@@ -273,13 +280,17 @@ export class RuleEngine {
       }
       await this.events.writeInTx(tx, envelopes);
       if (latest !== undefined) await this.saveCheckpoint(tx, latest);
-      else await tx.run("DELETE FROM rule_checkpoints WHERE consumer = ?", [CONSUMER]);
+      else {
+        await tx.run("DELETE FROM rule_checkpoints WHERE consumer = ?", [CONSUMER]);
+        tx.afterCommit(() => (this.checkpoint = { cursor: undefined }));
+      }
     });
     await this.events.drain();
   }
 
   private async saveCheckpoint(tx: SqlWriter, cursor: string): Promise<void> {
     await tx.run("INSERT INTO rule_checkpoints (consumer, cursor, updated_at) VALUES (?, ?, ?) ON CONFLICT (consumer) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at", [CONSUMER, cursor, nowIso()]);
+    tx.afterCommit(() => (this.checkpoint = { cursor }));
   }
 }
 
