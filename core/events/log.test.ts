@@ -149,7 +149,7 @@ describe("event log (SQLite files, outbox, stream)", () => {
     const down = async () => {
       throw new Error("broker down");
     };
-    const failing = Object.assign(Object.create(stream), { append: down, appendWith: down });
+    const failing = Object.assign(Object.create(stream), { append: down });
     const outbox = new Outbox(db, failing, log);
     await db.transaction((tx) => events.writeInTx(tx, [events.envelope(scheduleEvent(1))]));
     for (let i = 0; i < Outbox.DEGRADED_AFTER; i++) await outbox.drain();

@@ -79,8 +79,14 @@ export class Outbox {
           const envelopes = rows.map((r) => JSON.parse(r.envelope) as DomainEventEnvelope);
           const last = rows[rows.length - 1]!.seq;
           // a stream in this database takes the delete into its append's transaction (one commit per batch)
-          const appended = this.stream.appendWith
-            ? this.stream.appendWith(envelopes, (tx) => tx.run("DELETE FROM outbox WHERE seq <= ?", [last])).then(() => true)
+          const { writeInTx } = this.stream;
+          const appended = writeInTx
+            ? this.db
+                .transaction(async (tx) => {
+                  await writeInTx.call(this.stream, tx, envelopes);
+                  await tx.run("DELETE FROM outbox WHERE seq <= ?", [last]);
+                })
+                .then(() => true)
             : this.stream.append(envelopes).then(() => false);
           appended.catch(() => undefined); // after the deadline its failure is this pass's, already counted
           deleted = await Promise.race([appended, deadline]);

@@ -42,18 +42,12 @@ export interface EventStream {
    */
   readJson?(query: StreamQuery): Promise<string[]>;
   /**
-   * {@link EventStream.append} that also runs `alsoInTx` in the append's transaction, for a stream kept
-   * in the same SQLite database as the caller (the outbox deletes what it delivered in the same commit:
-   * one transaction per drain instead of two, and no re-append after a crash between them). Optional:
-   * broker streams have no such transaction.
-   */
-  appendWith?(envelopes: readonly DomainEventEnvelope[], alsoInTx: (tx: SqlWriter) => Promise<unknown>): Promise<void>;
-  /**
    * Appends inside the caller's own transaction, for a stream kept in the same SQLite database as the
    * rows the events describe: the events are in the stream exactly when those rows commit (no outbox,
    * no drain, nothing to recover after a crash), and `"appended"` is emitted after that commit.
-   * Idempotent on envelope id like `append`. Optional: a broker stream has no such transaction, and
-   * its events go through the outbox (spec 6.2).
+   * Idempotent on envelope id like `append`. The outbox uses it too, to delete what it delivered in the
+   * same commit. Optional: a broker stream has no such transaction, and its events go through the
+   * outbox (spec 6.2).
    */
   writeInTx?(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void>;
   latestCursor(): Promise<string | undefined>;
@@ -210,16 +204,9 @@ export class SqliteEventStream implements EventStream {
     return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0));
   }
 
-  append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
-    return this.appendWith(envelopes);
-  }
-
-  async appendWith(envelopes: readonly DomainEventEnvelope[], alsoInTx?: (tx: SqlWriter) => Promise<unknown>): Promise<void> {
-    if (envelopes.length === 0 && !alsoInTx) return;
-    await this.db.transaction(async (tx) => {
-      if (alsoInTx) await alsoInTx(tx);
-      await this.writeInTx(tx, envelopes);
-    });
+  async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    if (envelopes.length === 0) return;
+    await this.db.transaction((tx) => this.writeInTx(tx, envelopes));
   }
 
   /**

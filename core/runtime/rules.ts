@@ -171,10 +171,10 @@ export class RuleEngine {
    */
   async step(limit = 500): Promise<number> {
     this.checkpoint ??= { cursor: (await this.db.get<{ cursor: string }>("SELECT cursor FROM rule_checkpoints WHERE consumer = ?", [CONSUMER]))?.cursor };
-    const checkpoint = this.checkpoint;
+    const { cursor } = this.checkpoint;
     let batch: StoredDomainEvent[];
     try {
-      batch = await this.stream.read({ afterCursor: checkpoint?.cursor, topics: ["objects"], limit });
+      batch = await this.stream.read({ afterCursor: cursor, topics: ["objects"], limit });
     } catch (err) {
       if (!isApiError(err) || err.code !== "cursor_expired") throw err;
       await this.reconcile();
