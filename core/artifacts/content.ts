@@ -3,14 +3,12 @@
  * needs, a document's headings, images and links, a deck's slides and what it loads, a theme file's
  * tokens. Pure functions over file contents: the publisher (core/artifacts/store.ts) reads the bytes.
  */
-import * as csstree from "css-tree";
+// css-tree's one-file bundle (the same version, its data included): its ~270 ES modules cost ~85 ms of start-up
+import * as csstree from "css-tree/dist/csstree.esm";
 import GithubSlugger from "github-slugger";
 import { parseDocument, DomUtils } from "htmlparser2";
 import type { Element } from "domhandler";
 import { toString } from "mdast-util-to-string";
-import remarkGfm from "remark-gfm";
-import remarkParse from "remark-parse";
-import { unified } from "unified";
 import { visit } from "unist-util-visit";
 import * as v from "valibot";
 
@@ -116,13 +114,28 @@ export function resolveRelative(fromFile: string, ref: string): string | undefin
   return out.length ? out.join("/") : undefined;
 }
 
+let parser: Promise<{ parse(markdown: string): import("mdast").Root }> | undefined;
+/**
+ * unified + remark-parse + remark-gfm, imported on the first document read (a failed import is retried
+ * on the next): their ~200 modules stay out of the service's start-up (issue 15).
+ */
+function markdownParser(): NonNullable<typeof parser> {
+  return (parser ??= Promise.all([import("unified"), import("remark-parse"), import("remark-gfm")]).then(
+    ([{ unified }, { default: remarkParse }, { default: remarkGfm }]) => unified().use(remarkParse).use(remarkGfm).freeze(),
+    (err) => {
+      parser = undefined;
+      throw err;
+    },
+  ));
+}
+
 /**
  * Reads `document.md` (spec 2.9): the first `#` heading is the title and the paragraph after it the
  * lede; every heading gets a GitHub slug (`q3-results`, then `q3-results-1`); images and links are
  * collected with their lines.
  */
-export function readDocument(markdown: string): { title?: string; lede?: string; sections: Section[]; references: ContentReference[] } {
-  const tree = unified().use(remarkParse).use(remarkGfm).parse(markdown);
+export async function readDocument(markdown: string): Promise<{ title?: string; lede?: string; sections: Section[]; references: ContentReference[] }> {
+  const tree = (await markdownParser()).parse(markdown);
   const slugger = new GithubSlugger();
   const sections: Section[] = [];
   const references: ContentReference[] = [];

@@ -315,7 +315,7 @@ export class ArtifactStore {
       problems.push(...theme.problems);
     }
     if (kind === "document") {
-      const doc = readDocument(await text("document.md"));
+      const doc = await readDocument(await text("document.md"));
       Object.assign(outline, { ...(doc.title ? { title: doc.title } : {}), ...(doc.lede ? { lede: doc.lede } : {}), sections: doc.sections });
       references.push(...doc.references);
       for (const ref of doc.references) {

@@ -5,8 +5,8 @@
  * page's own theme colours.
  */
 import { createRequire } from "node:module";
+import type * as Culori from "culori";
 import type * as Echarts from "echarts";
-import { formatHex, formatRgb, parse, toGamut } from "culori";
 import type { Chart } from "../workbook";
 import type { Theme } from "../content";
 import { escapeHtml, scriptJson } from "./html";
@@ -16,6 +16,17 @@ import { CHART_FORMATS_KEY, applyChartStyle, formatCell, withChartFormatters, ty
 let echartsModule: typeof Echarts | undefined;
 const echarts = (): typeof Echarts => (echartsModule ??= createRequire(import.meta.url)("echarts") as typeof Echarts);
 
+/**
+ * culori and its sRGB gamut mapper, required on the first themed colour: `require` answers culori's one-file
+ * CJS bundle (~20 ms), where `import` walks its ~450 ES modules (~100 ms of the service's start-up).
+ */
+let colors: { culori: typeof Culori; toRgb: ReturnType<typeof Culori.toGamut> } | undefined;
+function culori(): NonNullable<typeof colors> {
+  if (colors) return colors;
+  const module = createRequire(import.meta.url)("culori") as typeof Culori;
+  return (colors = { culori: module, toRgb: module.toGamut("rgb", "oklch") });
+}
+
 export type { ChartStyle } from "./format";
 
 /** The slides kit's default tokens (core/artifacts/kit/kit.css), light and dark. */
@@ -24,8 +35,6 @@ const KIT = {
   dark: { palette: ["#818cf8", "#38bdf8", "#34d399", "#fbbf24", "#fb7185"], foreground: "#e2e8f0", muted: "#94a3b8", border: "#1e293b", background: "#0b1120" },
 } as const;
 const KIT_FONT = '"Inter", ui-sans-serif, system-ui, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Liberation Sans", "DejaVu Sans", sans-serif';
-
-const toRgb = toGamut("rgb", "oklch");
 
 /** The arguments of `light-dark(a, b)`, split at its top-level comma. */
 function lightDark(value: string): [string, string] | undefined {
@@ -51,10 +60,11 @@ function cssColor(value: string | undefined, mode: "light" | "dark"): string | u
   if (!value) return undefined;
   const pair = lightDark(value);
   if (pair) return cssColor(mode === "light" ? pair[0] : pair[1], mode);
-  const parsed = parse(value.trim());
+  const { culori: c, toRgb } = culori();
+  const parsed = c.parse(value.trim());
   if (!parsed) return undefined;
   const rgb = toRgb(parsed);
-  return rgb.alpha !== undefined && rgb.alpha < 1 ? formatRgb(rgb) : formatHex(rgb);
+  return rgb.alpha !== undefined && rgb.alpha < 1 ? c.formatRgb(rgb) : c.formatHex(rgb);
 }
 
 /**

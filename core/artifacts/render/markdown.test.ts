@@ -148,7 +148,7 @@ describe("renderDocument: headings, title, lede, outline", () => {
     const { html: out, outline } = await renderDocument(md, options().opts);
     const ids = all(out, (el) => /^h[1-6]$/.test(el.name) && el.attribs.id !== "footnote-label").map((el) => el.attribs.id);
     expect(ids).toEqual(["title", "q3-results", "q3-results-1", "café--crème-code", "logo-alt-and-a-call", "deep-one"]);
-    expect(ids).toEqual(["title", ...readDocument(md).sections.map((s) => s.slug)]);
+    expect(ids).toEqual(["title", ...(await readDocument(md)).sections.map((s) => s.slug)]);
     expect(out).not.toMatch(/id="user-content-(?!fn)/);
     expect(outline).toEqual([
       { depth: 2, slug: "q3-results", text: "Q3 results" },
@@ -163,7 +163,7 @@ describe("renderDocument: headings, title, lede, outline", () => {
     const out = await html(md);
     const ids = byTag(out, "h2").map((h) => h.attribs.id);
     expect(ids).toEqual(["notes-1", "notes", "notes-2"]);
-    expect(readDocument(md).sections.map((s) => s.slug)).toEqual(["notes"]);
+    expect((await readDocument(md)).sections.map((s) => s.slug)).toEqual(["notes"]);
   });
 
   it("classes the first # heading doc-title and the paragraph right after it doc-lede", async () => {
@@ -180,7 +180,7 @@ describe("renderDocument: headings, title, lede, outline", () => {
     const r = await renderDocument(md, options().opts);
     expect(r.html).not.toContain("doc-lede");
     expect(r.lede).toBeUndefined();
-    expect(readDocument(md).lede).toBeUndefined();
+    expect((await readDocument(md)).lede).toBeUndefined();
   });
 });
 
@@ -370,7 +370,7 @@ describe("the sandbox's document, end to end", () => {
     const embedded: string[] = [];
     const { opts, calls } = options({ embed: (a, alt) => (embedded.push(a), a.includes("chart=") ? `<div class="chart" data-alt="${alt}"></div><p class="embed-source">Revenue sheet · latest version</p>` : undefined) });
     const r = await renderDocument(SANDBOX_DOC, opts);
-    const read = readDocument(SANDBOX_DOC);
+    const read = await readDocument(SANDBOX_DOC);
     expect(r.title).toBe(read.title);
     expect(r.lede).toBe(read.lede);
     expect(r.outline.map((o) => o.slug)).toEqual(read.sections.filter((s) => s.depth === 2 || s.depth === 3).map((s) => s.slug));

@@ -2,7 +2,8 @@
  * Renders an artifact document (`document.md`, spec 2.9) to safe HTML, and one section of it (spec 2.7
  * `artifact:<id>#<heading_slug>`).
  *
- * The stack, built once at module level: remark-parse + remark-gfm (tables, footnotes, task lists,
+ * The stack, built once on the first render (its ~250 modules are imported then, not at the service's
+ * start-up: issue 15): remark-parse + remark-gfm (tables, footnotes, task lists,
  * strikethrough, autolinks) → our mdast pass → remark-rehype (raw HTML is dropped, never rendered) →
  * rehype-sanitize (GitHub's schema plus the few tags/classes we emit) → rehype-github-alerts (after
  * sanitizing: the schema would strip its classes) → our trusted pass (table wrappers, `rel`, embeds) →
@@ -19,13 +20,8 @@ import GithubSlugger from "github-slugger";
 import type { Element, ElementContent, Root as HastRoot } from "hast";
 import type { Definition, Emphasis, Heading, Image, Link, Nodes, Paragraph, Parent, PhrasingContent, Root, Table, Text } from "mdast";
 import { toString } from "mdast-util-to-string";
-import { defaultBuild, rehypeGithubAlerts, type DefaultBuildType } from "rehype-github-alerts";
-import rehypeSanitize, { defaultSchema, type Options as SanitizeSchema } from "rehype-sanitize";
-import rehypeStringify from "rehype-stringify";
-import remarkGfm from "remark-gfm";
-import remarkParse from "remark-parse";
-import remarkRehype from "remark-rehype";
-import { unified } from "unified";
+import type { DefaultBuildType } from "rehype-github-alerts";
+import type { Options as SanitizeSchema } from "rehype-sanitize";
 import { visit } from "unist-util-visit";
 import { formatAddress, isArtifactAddress, parseAddress } from "../address";
 import { resolveRelative } from "../content";
@@ -62,47 +58,68 @@ export interface RenderedDocument {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// the processor (built once)
+// the processor (built once, on the first render)
 
-/** GitHub's schema, plus figures, our embed marker and the exact classes our mdast pass emits; no id prefix. */
-const SCHEMA: SanitizeSchema = {
-  ...defaultSchema,
-  clobberPrefix: "",
-  tagNames: [...(defaultSchema.tagNames ?? []), "figure", "figcaption", "svc-embed"],
-  attributes: {
-    ...defaultSchema.attributes,
-    a: [...(defaultSchema.attributes?.a ?? []).filter((a) => !(Array.isArray(a) && a[0] === "className")), ["className", "data-footnote-backref", "artifact-link"]],
-    h1: [["className", "doc-title"]],
-    p: [["className", "doc-lede"]],
-    figure: [["className", "embed"]],
-    th: [["className", "num"]],
-    td: [["className", "num"]],
-    "svc-embed": ["dataSlot"],
-  },
-};
+/** Builds the unified processor, importing its packages. */
+async function buildProcessor() {
+  const [{ unified }, { default: remarkParse }, { default: remarkGfm }, { default: remarkRehype }, sanitize, { default: rehypeStringify }, alerts] = await Promise.all([
+    import("unified"),
+    import("remark-parse"),
+    import("remark-gfm"),
+    import("remark-rehype"),
+    import("rehype-sanitize"),
+    import("rehype-stringify"),
+    import("rehype-github-alerts"),
+  ]);
+  const { defaultSchema } = sanitize;
+  /** GitHub's schema, plus figures, our embed marker and the exact classes our mdast pass emits; no id prefix. */
+  const schema: SanitizeSchema = {
+    ...defaultSchema,
+    clobberPrefix: "",
+    tagNames: [...(defaultSchema.tagNames ?? []), "figure", "figcaption", "svc-embed"],
+    attributes: {
+      ...defaultSchema.attributes,
+      a: [...(defaultSchema.attributes?.a ?? []).filter((a) => !(Array.isArray(a) && a[0] === "className")), ["className", "data-footnote-backref", "artifact-link"]],
+      h1: [["className", "doc-title"]],
+      p: [["className", "doc-lede"]],
+      figure: [["className", "embed"]],
+      th: [["className", "num"]],
+      td: [["className", "num"]],
+      "svc-embed": ["dataSlot"],
+    },
+  };
+  /** Each alert kind's icon, parsed from rehype-github-alerts' own markup once (it parses it again for every callout otherwise). */
+  const alertIcons = new Map<string, Element>();
+  const buildAlert: DefaultBuildType = (alert, children) => {
+    let icon = alertIcons.get(alert.keyword);
+    if (!icon) {
+      const sample = alerts.defaultBuild(alert, []) as Element;
+      icon = (sample.children[0] as Element).children[0] as Element;
+      alertIcons.set(alert.keyword, icon);
+    }
+    return alerts.defaultBuild({ ...alert, icon: structuredClone(icon) }, children);
+  };
+  // rehype-github-alerts keeps its options in a module variable that every attach overwrites (another
+  // processor in the process could change ours), so it is attached again for each run: cheap and synchronous.
+  return unified()
+    .use(remarkParse)
+    .use(remarkGfm)
+    .use(remarkRehype)
+    .use(sanitize.default, schema)
+    .use(() => (tree: HastRoot) => alerts.rehypeGithubAlerts({ build: buildAlert })(tree))
+    .use(rehypeStringify, { allowDangerousHtml: true })
+    .freeze();
+}
 
-/** Each alert kind's icon, parsed from rehype-github-alerts' own markup once (it parses it again for every callout otherwise). */
-const alertIcons = new Map<string, Element>();
-const buildAlert: DefaultBuildType = (alert, children) => {
-  let icon = alertIcons.get(alert.keyword);
-  if (!icon) {
-    const sample = defaultBuild(alert, []) as Element;
-    icon = (sample.children[0] as Element).children[0] as Element;
-    alertIcons.set(alert.keyword, icon);
-  }
-  return defaultBuild({ ...alert, icon: structuredClone(icon) }, children);
-};
-
-// rehype-github-alerts keeps its options in a module variable that every attach overwrites (another
-// processor in the process could change ours), so it is attached again for each run: cheap and synchronous.
-const processor = unified()
-  .use(remarkParse)
-  .use(remarkGfm)
-  .use(remarkRehype)
-  .use(rehypeSanitize, SCHEMA)
-  .use(() => (tree: HastRoot) => rehypeGithubAlerts({ build: buildAlert })(tree))
-  .use(rehypeStringify, { allowDangerousHtml: true })
-  .freeze();
+type Processor = Awaited<ReturnType<typeof buildProcessor>>;
+let processorPromise: Promise<Processor> | undefined;
+/** The processor, built on the first call (a failed import is retried on the next). */
+function processor(): Promise<Processor> {
+  return (processorPromise ??= buildProcessor().catch((err) => {
+    processorPromise = undefined;
+    throw err;
+  }));
+}
 
 /** A parsed and annotated document; its tree is never changed (renders work on copies). */
 interface Parsed extends Pick<RenderedDocument, "title" | "lede" | "outline"> {
@@ -118,7 +135,7 @@ const CACHE_CHARS = 4_000_000;
 let cachedChars = 0;
 
 /** Parses `markdown` (remark-parse + remark-gfm), drops positions and annotates it, or takes it from the cache. */
-function parse(markdown: string): Parsed {
+function parse(processor: Processor, markdown: string): Parsed {
   const hit = parsedCache.get(markdown);
   if (hit) {
     parsedCache.delete(markdown); // most recently used last
@@ -162,8 +179,9 @@ function copy<T extends Nodes>(node: T): T {
  * @throws (rejects) whatever `opts` callbacks throw; nothing for any markdown input
  */
 export async function renderDocument(markdown: string, opts: DocumentRenderOptions): Promise<RenderedDocument> {
-  const { tree, definitions, title, lede, outline } = parse(markdown);
-  const html = await render(copy(tree), definitions, opts, true);
+  const pipeline = await processor();
+  const { tree, definitions, title, lede, outline } = parse(pipeline, markdown);
+  const html = await render(pipeline, copy(tree), definitions, opts, true);
   return { html, ...(title !== undefined ? { title } : {}), ...(lede !== undefined ? { lede } : {}), outline: outline.map((o) => ({ ...o })) };
 }
 
@@ -175,7 +193,8 @@ export async function renderDocument(markdown: string, opts: DocumentRenderOptio
  * come with it; ids are the whole document's. Rejects with whatever `opts` callbacks throw.
  */
 export async function renderSection(markdown: string, slug: string, opts: DocumentRenderOptions): Promise<string | undefined> {
-  const { tree: { children }, definitions } = parse(markdown);
+  const pipeline = await processor();
+  const { tree: { children }, definitions } = parse(pipeline, markdown);
   const start = children.findIndex((n) => n.type === "heading" && n.data?.hProperties?.id === slug);
   if (start < 0) return undefined;
   const depth = (children[start] as Heading).depth;
@@ -183,7 +202,7 @@ export async function renderSection(markdown: string, slug: string, opts: Docume
   while (end < children.length && !(children[end]!.type === "heading" && (children[end] as Heading).depth <= depth)) end++;
   // footnotes written elsewhere still serve the section's calls (only those called are rendered)
   const notes = [...children.slice(0, start), ...children.slice(end)].filter((n) => n.type === "footnoteDefinition");
-  return render({ type: "root", children: [...children.slice(start, end), ...notes].map(copy) }, definitions, opts, false);
+  return render(pipeline, { type: "root", children: [...children.slice(start, end), ...notes].map(copy) }, definitions, opts, false);
 }
 
 /**
@@ -360,7 +379,7 @@ function prepare(root: Root, definitions: Map<string, Definition>, opts: Documen
 const hasClass = (el: Element, name: string) => Array.isArray(el.properties.className) && el.properties.className.includes(name);
 
 /** Runs the pipeline on `root` (already annotated) and returns the HTML; `embeds` false renders every embed as its link card. */
-async function render(root: Root, definitions: Map<string, Definition>, opts: DocumentRenderOptions, embeds: boolean): Promise<string> {
+async function render(processor: Processor, root: Root, definitions: Map<string, Definition>, opts: DocumentRenderOptions, embeds: boolean): Promise<string> {
   const slots = prepare(root, definitions, opts);
   const hast = processor.runSync(root) as HastRoot;
   const markers: Array<{ figure: Element; marker: Element; slot: Slot }> = [];
