@@ -54,6 +54,9 @@ export interface WorkflowEngine {
   emptyProjectWorkflows: string;
 }
 
+/** How long after ready the deck checker's browser is launched (milliseconds; see createApp). */
+export const DECK_WARM_DELAY_MS = 2000;
+
 /** Options of {@link createApp}. */
 export interface AppOptions {
   project: ProjectDefinition;
@@ -111,6 +114,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
 
   /** Whether the Temporal connection (and so a pre-started dev server) is in the close hooks yet. */
   let adopted = false;
+  /** The worker's start, under way while the seed and the stream followers start (see below). */
+  let startingWorker: Promise<void> | undefined;
   try {
     const db = await Database.open(path.join(config.dataDir, "svc.db"));
     phase("store (open, migrations)");
@@ -162,7 +167,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(FileStore, { useValue: files });
     // one browser for every deck check, launched once (spec 4.3); nothing starts while checks are off
     const decks = new DeckChecker({ executablePath: config.chromiumPath, log: (line) => log.info(line) });
-    if (config.deckChecks) lifecycle.hook("ready", () => void decks.warm());
+    // launched a while after ready, not at it: loading playwright-core holds the event loop ~0.6 s, which
+    // would stall the first requests (issue 15); the first publish still finds the browser up
+    if (config.deckChecks) lifecycle.hook("ready", () => lifecycle.after(DECK_WARM_DELAY_MS, () => decks.warm()));
     lifecycle.hook("close", () => decks.close());
     container.register(DeckChecker, { useValue: decks });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
@@ -171,15 +178,41 @@ export async function createApp(opts: AppOptions): Promise<App> {
     }
     for (const service of [DatasetStore, DatasetProjector]) container.registerSingleton(service as never, service as never);
 
+    // The worker starts as soon as Temporal is connected and the workflow bundle is ready, while the
+    // recovery drain, the seed, projections, rules and event schedules run (none of them needs it; on a
+    // fresh data dir the seed's deck check in Chromium takes seconds); awaited before the schedules sync.
+    const handlers = container.resolve(HandlerRunner);
+    startingWorker = (async () => {
+      const temporal = await connecting;
+      container.register(TemporalHost, { useValue: temporal });
+      const actions = container.resolve(ActionRunner);
+      container.resolve(WorkflowRuns);
+      const workflowBundle = await bundling;
+      const began = performance.now();
+      await temporal.startWorker({
+        workflowBundle,
+        activities: {
+          ...createActivities({ db, events: container.resolve(EventLog), ontology: container.resolve(OntologyStore), actions, project, handlers }),
+          ...createAgentActivities({ runs: container.resolve(AgentRuns), output: container.resolve(AgentOutput), tools: container.resolve(AgentTools), project, model: models(config) }),
+        },
+        sinks: createSinks(logs, log),
+      });
+      log.debug({ workerMs: Math.round(performance.now() - began) }, "Temporal worker started");
+    })();
+    startingWorker.catch(() => undefined); // observed where it is awaited
+
+    // A seed to run may publish decks: the browser (launched after ready anyway) starts now, beside the
+    // worker, instead of in the middle of the seed
+    if (config.deckChecks && opts.project.seed && !(await seeded(db))) void decks.warm();
     // Anything committed but not drained before the last stop (crash between commit and drain).
     await outbox.drain();
-    const handlers = container.resolve(HandlerRunner);
     await seedOnce(db, opts.project, handlers, log);
     await container.resolve(EventLog).drain();
     const tokens = container.resolve(TokenService);
     const sessions = container.resolve(SessionService);
     if (config.devToken && opts.project.devIdentity) await tokens.ensure(config.devToken, opts.project.devIdentity, "development");
-    for (const [id, identity] of Object.entries(opts.project.identities)) if (identity.devPassword) await sessions.ensurePassword(id, identity.devPassword);
+    // together: each hash (scrypt) runs in libuv's thread pool
+    await Promise.all(Object.entries(opts.project.identities).map(([id, identity]) => identity.devPassword && sessions.ensurePassword(id, identity.devPassword)));
 
     phase("recovery drain, seed, tokens");
     // dataset projections catch up with every committed version (the seed's included; waited for up to 5 s), then follow the stream
@@ -190,22 +223,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // event schedules (spec 6.1): each consumer resumes from its stored cursor; a new one starts at the newest event
     await container.resolve(EventScheduleConsumers).start();
     phase("projections, rules, event schedules");
-    const temporal = await connecting;
-    container.register(TemporalHost, { useValue: temporal });
-    phase("temporal (CLI, dev server, connection; what remained after the steps above)");
-    const actions = container.resolve(ActionRunner);
-    container.resolve(WorkflowRuns);
-    const workflowBundle = await bundling;
-    phase("workflow bundle (what remained)");
-    await temporal.startWorker({
-      workflowBundle,
-      activities: {
-        ...createActivities({ db, events: container.resolve(EventLog), ontology: container.resolve(OntologyStore), actions, project, handlers }),
-        ...createAgentActivities({ runs: container.resolve(AgentRuns), output: container.resolve(AgentOutput), tools: container.resolve(AgentTools), project, model: models(config) }),
-      },
-      sinks: createSinks(logs, log),
-    });
-    phase("worker");
+    await startingWorker;
+    const temporal = container.resolve(TemporalHost);
+    phase("temporal (CLI, dev server, connection), workflow bundle, worker: what remained after the steps above");
     if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
     phase("schedules");
 
@@ -262,6 +282,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       })());
     return { url, config, container, temporal, log, fetch: (request) => Promise.resolve(h3.fetch(request)), close };
   } catch (err) {
+    await startingWorker?.catch(() => undefined); // the close hooks then stop a worker it started
     await lifecycle.stopTimers();
     await lifecycle.run("close", () => undefined);
     // a dev server started for this app that it failed before adopting
@@ -286,11 +307,15 @@ function startupPhases(): ((name: string) => void) & { done(): Record<string, nu
   return Object.assign(phase, { done: () => ({ ...phases, "ready hooks": Math.round(performance.now() - mark) }) });
 }
 
+/** Whether the project's seed has run on this database. */
+async function seeded(db: Database): Promise<boolean> {
+  return (await db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'seeded'")) !== undefined;
+}
+
 /** Runs the project's seed once, on a fresh database (origin runtime, no actor; spec 2.3). */
 async function seedOnce(db: Database, project: ProjectDefinition, handlers: HandlerRunner, log: Logger): Promise<void> {
   if (!project.seed) return;
-  const done = await db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'seeded'");
-  if (done) return;
+  if (await seeded(db)) return;
   const spec = { run: { kind: "seed", id: "seed" }, correlationId: "seed", key: "seed" };
   const buffered = await handlers.execute(spec, (ctx) => project.seed!(ctx));
   await db.transaction(async (tx) => {

@@ -10,7 +10,7 @@ export type LifecycleHook = "ready" | "preClose" | "close";
  * - `close`: the server no longer listens and in-flight requests are done (or timed out); release
  *   resources, in REVERSE registration order, so what was opened first closes last.
  *
- * Timers registered with {@link Lifecycle.every} stop before the `close` hooks run.
+ * Timers registered with {@link Lifecycle.every} and {@link Lifecycle.after} stop before the `close` hooks run.
  */
 export class Lifecycle {
   private requests = 0;
@@ -64,7 +64,24 @@ export class Lifecycle {
     this.timers.add(timer);
   }
 
-  /** Stops every timer registered with {@link Lifecycle.every} and waits for passes still running. */
+  /**
+   * Calls `fn` once, `ms` milliseconds from now, unless shutdown stopped the timers first (an unref'd
+   * timer; shutdown waits for the call if it is running). Errors are the callback's to handle.
+   */
+  after(ms: number, fn: () => unknown): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      const pass: Promise<unknown> = Promise.resolve()
+        .then(fn)
+        .catch(() => undefined)
+        .finally(() => this.running.delete(pass));
+      this.running.add(pass);
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  /** Stops every timer registered with {@link Lifecycle.every} or {@link Lifecycle.after} and waits for passes still running. */
   async stopTimers(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers.clear();

@@ -57,7 +57,7 @@ const compiledRuns: Array<{ readyMs: number; restartMs: number; rss: number; pha
 const tsxRuns: number[] = [];
 for (let i = 0; i < RUNS; i++) {
   const fresh = await startSandbox(compiled);
-  await sleep(2000); // settle: the deck check's browser, the first schedules
+  await sleep(4000); // settle: the deck checker's browser (launched 2 s after ready: DECK_WARM_DELAY_MS), the first schedules
   const rss = rssMb(fresh.child.pid!);
   const phases = phasesOf(fresh.output());
   await fresh.stop();

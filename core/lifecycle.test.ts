@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { Lifecycle } from "./lifecycle";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("Lifecycle.after", () => {
+  it("calls the function once, after the delay", async () => {
+    const lifecycle = new Lifecycle();
+    const calls: number[] = [];
+    const began = performance.now();
+    lifecycle.after(40, () => calls.push(performance.now() - began));
+    await sleep(10);
+    expect(calls).toEqual([]);
+    await sleep(120);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toBeGreaterThanOrEqual(35);
+    await lifecycle.stopTimers();
+  });
+
+  it("never calls it when the timers stop first", async () => {
+    const lifecycle = new Lifecycle();
+    let called = false;
+    lifecycle.after(30, () => (called = true));
+    await lifecycle.stopTimers();
+    await sleep(80);
+    expect(called).toBe(false);
+  });
+
+  it("lets shutdown wait for a call still running, and swallows its rejection", async () => {
+    const lifecycle = new Lifecycle();
+    const order: string[] = [];
+    lifecycle.after(0, async () => {
+      order.push("began");
+      await sleep(60);
+      order.push("ended");
+      throw new Error("the callback's own failure");
+    });
+    await sleep(20);
+    expect(order).toEqual(["began"]);
+    await lifecycle.stopTimers();
+    order.push("stopped");
+    expect(order).toEqual(["began", "ended", "stopped"]);
+  });
+});
