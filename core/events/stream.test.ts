@@ -47,6 +47,31 @@ describe("SqliteEventStream.readJson", () => {
     const plain = { read: (q: StreamQuery) => fresh.read(q) } as unknown as SqliteEventStream;
     expect((await readEventsJson(plain, queries[2]!)).map((t) => JSON.parse(t))).toEqual(await fresh.read(queries[2]!));
   });
+
+  it("reads a page from SQLite in one row, and row by row when a stored text holds a raw newline", async () => {
+    const file = path.join(tempDir("svc-stream-"), "svc.db");
+    const db = await Database.open(file);
+    opened.push(db);
+    const writer = await SqliteEventStream.open(db);
+    const lines = envelopes(30).map((e, i) => (i === 4 ? { ...e, payload: { ...e.payload, text: "two\nlines\r\n" } } : e));
+    await writer.append(lines);
+    const fresh = await SqliteEventStream.open(db);
+    const same = async () => {
+      for (const q of [{ limit: 1000 }, { limit: 4, afterCursor: (await fresh.read({ limit: 2 }))[1]!.cursor }, { limit: 1000, topics: ["schedules"] }] as StreamQuery[]) {
+        const texts = await fresh.readJson(q);
+        expect(texts.length).toBeGreaterThan(0);
+        expect(texts.map((t) => JSON.parse(t))).toEqual(await fresh.read(q));
+      }
+    };
+    await same();
+    const before = db.stats().readerStatements;
+    await fresh.readJson({ limit: 1000 });
+    expect(db.stats().readerStatements - before).toBe(1); // the whole page in one statement
+    // an envelope stored as indented JSON (raw newlines): the page is split wrong, seen, and read row by row
+    await db.transaction((tx) => tx.run("UPDATE events SET envelope = ? WHERE id = ?", [JSON.stringify(lines[7], null, 2), lines[7]!.id]));
+    await same();
+    expect(await fresh.readJson({ limit: 1000 })).toHaveLength(30);
+  });
 });
 
 describe("SqliteEventStream tail", () => {

@@ -286,8 +286,22 @@ export class SqliteEventStream implements EventStream {
   async readJson(q: StreamQuery): Promise<string[]> {
     const fromTail = this.readTail(q);
     if (fromTail) return fromTail.map((t) => withCursor(t.json, encodeCursor(this.epoch, t.seq)));
-    const rows = await this.select(q);
-    return rows.map((r) => withCursor(r.envelope, encodeCursor(this.epoch, r.seq)));
+    // the page as two texts from one row (seqs, envelopes): node-sqlite3 makes a JS object per row of
+    // `select`, which costs more than SQLite's whole read (1.45 against 0.62 ms for 500 events)
+    const { sql, params } = this.selectSql(q);
+    const page = await this.db.get<{ seqs: string | null; envelopes: string | null }>(
+      `SELECT group_concat(seq, ',') AS seqs, group_concat(envelope, char(10)) AS envelopes FROM (${sql})`,
+      params,
+    );
+    if (!page?.seqs || page.envelopes === null) return [];
+    const seqs = page.seqs.split(",");
+    // a stored envelope is JSON.stringify's text: no raw newline. group_concat follows the subquery's
+    // order in practice but SQLite does not promise it: anything else is read again row by row
+    const envelopes = page.envelopes.split("\n");
+    let ordered = envelopes.length === seqs.length;
+    for (let i = 1; ordered && i < seqs.length; i++) ordered = Number(seqs[i]) > Number(seqs[i - 1]);
+    if (!ordered) return (await this.select(q)).map((r) => withCursor(r.envelope, encodeCursor(this.epoch, r.seq)));
+    return envelopes.map((envelope, i) => withCursor(envelope, encodeCursor(this.epoch, Number(seqs[i]))));
   }
 
   /**
@@ -337,6 +351,12 @@ export class SqliteEventStream implements EventStream {
 
   /** Reads `q` from SQLite (one statement per filter shape, prepared once by the database's cache). */
   private select(q: StreamQuery): Promise<EventRow[]> {
+    const { sql, params } = this.selectSql(q);
+    return this.db.all<EventRow>(sql, params);
+  }
+
+  /** The query of the events answering `q` (seq, envelope), oldest first. @throws {ApiError} as {@link SqliteEventStream.afterSeq} */
+  private selectSql(q: StreamQuery): { sql: string; params: SqlParams } {
     const where: string[] = [];
     const params: SqlParams = [];
     const seq = this.afterSeq(q);
@@ -359,9 +379,8 @@ export class SqliteEventStream implements EventStream {
       const list = JSON.stringify(q.permissions);
       params.push(list, list);
     }
-    const sql = `SELECT seq, envelope FROM events ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`;
     params.push(q.limit);
-    return this.db.all<EventRow>(sql, params);
+    return { sql: `SELECT seq, envelope FROM events ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`, params };
   }
 
   async latestCursor(): Promise<string | undefined> {
