@@ -11,7 +11,7 @@ import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { ApiError } from "../errors";
 import { FileStore } from "../files/file-store";
-import { readTheme, type Theme } from "./content";
+import type { Theme } from "./content";
 import type { VersionOutline } from "./resolve";
 import { ArtifactStore, type ArtifactReader } from "./store";
 import { CSV_PARSE_OPTIONS, WorkbookSchema, normalizeColumnType, type Chart, type Workbook } from "./workbook";

@@ -18,7 +18,8 @@ import * as v from "valibot";
 import { ConfigError } from "../config";
 import type { BlobStore } from "./blob-store";
 import { LocalBlobStore } from "./local-blob-store";
-import { S3BlobStore, type S3BlobStoreConfig } from "./s3-blob-store";
+// types only: the S3 store (and the AWS SDK, ~130 ms to load) is imported when SVC_FILE_STORAGE=s3 (issue 15)
+import type { S3BlobStore, S3BlobStoreConfig } from "./s3-blob-store";
 
 /** Where blobs are stored, as {@link fileStorageConfigFromEnv} reads it. */
 export type FileStorageConfig = { kind: "local"; dir: string } | ({ kind: "s3" } & S3BlobStoreConfig);
@@ -107,7 +108,7 @@ export async function blobStoreFromEnv(env: Record<string, string | undefined>, 
   const config = fileStorageConfigFromEnv(env, dataDir);
   if (config.kind === "local") return LocalBlobStore.open(config.dir);
   const { kind: _kind, ...s3 } = config;
-  return S3BlobStore.open(s3);
+  return (await import("./s3-blob-store")).S3BlobStore.open(s3);
 }
 
 /**
@@ -118,8 +119,8 @@ export async function blobStoreFromEnv(env: Record<string, string | undefined>, 
  * bucket, endpoint, region, credentials and addressing); `undefined` for any other blob store (local).
  */
 export function s3UploadTargetOf(blobs: BlobStore): S3UploadTarget | undefined {
-  if (!(blobs instanceof S3BlobStore)) return undefined;
-  const c = blobs.config;
+  if (blobs.kind !== "s3") return undefined;
+  const c = (blobs as S3BlobStore).config;
   return {
     bucket: c.bucket,
     prefix: `${c.prefix ?? ""}uploads/`,

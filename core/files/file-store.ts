@@ -19,7 +19,6 @@
 import { text as readText } from "node:stream/consumers";
 import { createHash, randomBytes } from "node:crypto";
 import { addAbortSignal, Readable } from "node:stream";
-import { fileTypeFromBuffer } from "file-type";
 import { ApiError, isApiError } from "../errors";
 import { newId } from "../ids";
 import type { Database, SqlValue, SqlWriter } from "../store/db";
@@ -315,6 +314,8 @@ export class FileStore {
         yield chunk;
       }
     }
+    // file-type (~50 modules) is imported by the first upload, not at start-up (issue 15)
+    const { fileTypeFromBuffer } = await import("file-type");
     const staged = await this.blobs.stage(sniff(body as AsyncIterable<Uint8Array | string>) as AsyncIterable<Uint8Array>, { maxBytes: options.maxBytes, signal: options.signal });
 
     let detected: string | undefined;

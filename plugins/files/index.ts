@@ -55,8 +55,8 @@ function fileAt(value: unknown, path: string): string | undefined {
 export default definePlugin({
   name: "files",
   deps: { files: FileStore, ontology: OntologyStore, actions: ActionRunner },
-  setup({ routes, project, config, hooks, log }, { files, ontology, actions }) {
-    registerUploadRoutes({ routes, hooks, log, config }, files);
+  async setup({ routes, project, config, hooks, log }, { files, ontology, actions }) {
+    await registerUploadRoutes({ routes, hooks, log, config }, files);
     /** The file id an object holds at `path`, after the view check (404 unknown type, 403, 404 no object, 400 not a file property); the ids are route parameters, percent-encoded. */
     const objectFile = async (principal: Principal, rawObjectTypeId: string, rawPrimaryId: string, path: string) => {
       const objectTypeId = decodePathParam(rawObjectTypeId, "objectTypeId");

@@ -8,10 +8,12 @@
  *
  * - local storage (`SVC_FILE_STORAGE=local`): `@tus/file-store` under `<dataDir>/uploads`, one data file
  *   `<id>` and one record `<id>.json` (written to a temporary file and renamed, so a crash never leaves
- *   a torn record);
+ *   a torn record): `./local-sessions.ts`;
  * - S3 (`SVC_FILE_STORAGE=s3`): `@tus/s3-store` in the same bucket as the blobs, under `uploads/`
  *   (spec 8: large uploads go straight to storage): a multipart upload at `uploads/<id>`, its record
- *   `uploads/<id>.info`, and `uploads/<id>.part` for a chunk smaller than an S3 part.
+ *   `uploads/<id>.info`, and `uploads/<id>.part` for a chunk smaller than an S3 part: `./s3-sessions.ts`.
+ *
+ * `./upload-sessions.ts` opens the one that fits the blob store (importing only that one).
  *
  * When the last byte has arrived the upload is streamed into {@link FileStore.upload} (content-type
  * detection, SHA-256, content addressing: the same file reference as `POST /api/files`), the session's
@@ -28,287 +30,33 @@
  * plain-text bodies are rewritten; its 403 for a missing `Upload-Offset` becomes 400).
  */
 import { randomBytes } from "node:crypto";
-import fs from "node:fs";
-import fsp from "node:fs/promises";
 import path from "node:path";
-import { Readable } from "node:stream";
 import * as v from "valibot";
-import { EXPOSED_HEADERS, MemoryLocker, Metadata, Server as TusServer, TUS_RESUMABLE, Upload, type DataStore, type KvStore } from "@tus/server";
-import { FileStore as TusFileStore } from "@tus/file-store";
-import { S3Store } from "@tus/s3-store";
+import { EXPOSED_HEADERS, MemoryLocker, Metadata, Server as TusServer, TUS_RESUMABLE, type Upload } from "@tus/server";
 import {
   ApiError,
   FileReferenceSchema,
   isApiError,
-  isMissing,
-  listMultipartUploads,
-  listObjects,
   normalizeContentType,
-  nowIso,
-  s3UploadTargetOf,
   type FileReference,
   type FileStore,
   type PluginContext,
   type Principal,
-  type S3UploadTarget,
 } from "../../core/plugin-api";
+import { FILE_ID_KEY, UPLOAD_ID, isExpired, openSessionStore } from "./upload-sessions";
 
 /** The collection URL of upload sessions. */
 export const UPLOADS_PATH = "/api/files/uploads";
 
-/** An upload's id in its URL: 32 lowercase hex digits (128 random bits). */
-const UPLOAD_ID = /^[0-9a-f]{32}$/;
 /** Metadata key holding the creating identity, `type:id`. */
 const OWNER_KEY = "svc_owner";
-/** Metadata key holding the file id once the upload became a file. */
-const FILE_ID_KEY = "svc_file_id";
 /** The response header naming the file an upload became. */
 const FILE_ID_HEADER = "Upload-File-Id";
 const JSON_TYPE = "application/json; charset=utf-8";
 
 type Meta = Record<string, string | null>;
 
-/** What both datastores add to tus's `DataStore` for this module. */
-interface SessionStore {
-  readonly kind: "local" | "s3";
-  /** Prepended to the URL id to make the datastore's id (`uploads/` on S3, nothing locally). */
-  readonly keyPrefix: string;
-  /** The stored record of an upload, without reading its bytes; undefined when there is none. */
-  record(key: string): Promise<Upload | undefined>;
-  /** The finished bytes of an upload of `size` bytes. */
-  open(key: string, size: number): Promise<Readable>;
-  /** Records that the upload became file `fileId`, restarts its expiry, and deletes its bytes (the record stays). */
-  markConverted(key: string, fileId: string): Promise<void>;
-  /** Deletes everything an upload left (bytes, record, multipart upload); missing pieces are fine. */
-  purge(key: string): Promise<void>;
-  /** Removes sessions whose last activity is more than the TTL ago; answers how many. */
-  deleteExpired(): Promise<number>;
-  /** Releases sockets. */
-  close(): Promise<void>;
-  getUpload(key: string): Promise<Upload>;
-}
-
-
-// --- local: @tus/file-store under <dataDir>/uploads --------------------------------------------
-
-/** Upload records as `<dir>/<id>.json`, each written to a temporary file and renamed (a crash never tears one). */
-class RecordFiles implements KvStore<Upload> {
-  constructor(private readonly dir: string) {}
-
-  private file(key: string): string {
-    if (!UPLOAD_ID.test(key)) throw new Error(`Not an upload id: ${JSON.stringify(key)}`);
-    return path.join(this.dir, `${key}.json`);
-  }
-
-  async get(key: string): Promise<Upload | undefined> {
-    try {
-      return JSON.parse(await fsp.readFile(this.file(key), "utf8")) as Upload;
-    } catch {
-      return undefined;
-    }
-  }
-
-  async set(key: string, value: Upload): Promise<void> {
-    const file = this.file(key);
-    const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-    await fsp.writeFile(tmp, JSON.stringify(value));
-    await fsp.rename(tmp, file);
-  }
-
-  async delete(key: string): Promise<void> {
-    await fsp.rm(this.file(key), { force: true });
-  }
-
-  async list(): Promise<string[]> {
-    return (await fsp.readdir(this.dir)).filter((n) => /^[0-9a-f]{32}\.json$/.test(n)).map((n) => n.slice(0, -".json".length));
-  }
-
-  /** Removes temporary record files older than `olderThanMs` (left by a crash between write and rename). */
-  async sweepTemporary(olderThanMs: number): Promise<void> {
-    for (const name of await fsp.readdir(this.dir)) {
-      if (!name.endsWith(".tmp")) continue;
-      const file = path.join(this.dir, name);
-      const stat = await fsp.stat(file).catch(() => undefined);
-      if (stat && Date.now() - stat.mtimeMs > olderThanMs) await fsp.rm(file, { force: true });
-    }
-  }
-}
-
-class LocalSessionStore extends TusFileStore implements SessionStore {
-  readonly kind = "local" as const;
-  readonly keyPrefix = "";
-  private readonly records: RecordFiles;
-
-  constructor(directory: string, private readonly ttlMs: number) {
-    // @tus/file-store creates the directory asynchronously and throws outside any promise on failure
-    fs.mkdirSync(directory, { recursive: true });
-    const records = new RecordFiles(directory);
-    super({ directory, configstore: records, expirationPeriodInMilliseconds: ttlMs });
-    this.records = records;
-  }
-
-  private dataPath(key: string): string {
-    if (!UPLOAD_ID.test(key)) throw new Error(`Not an upload id: ${JSON.stringify(key)}`);
-    return path.join(this.directory, key);
-  }
-
-  /** Moves the upload's last activity (tus's `creation_date`) to now. */
-  private async touch(key: string): Promise<void> {
-    const rec = await this.records.get(key);
-    if (rec) await this.records.set(key, new Upload({ ...rec, creation_date: nowIso() }));
-  }
-
-  override async write(readable: Readable, key: string, offset: number): Promise<number> {
-    try {
-      return await super.write(readable, key, offset);
-    } finally {
-      // bytes that arrived before a dropped connection are kept too: that is activity
-      await this.touch(key).catch(() => undefined);
-    }
-  }
-
-  override async getUpload(key: string): Promise<Upload> {
-    const rec = await this.records.get(key);
-    if (rec?.metadata?.[FILE_ID_KEY]) return new Upload({ ...rec, offset: rec.size ?? 0 });
-    return super.getUpload(key);
-  }
-
-  record(key: string): Promise<Upload | undefined> {
-    return this.records.get(key);
-  }
-
-  async open(key: string, size: number): Promise<Readable> {
-    return size === 0 ? Readable.from([]) : fs.createReadStream(this.dataPath(key));
-  }
-
-  async markConverted(key: string, fileId: string): Promise<void> {
-    const rec = await this.records.get(key);
-    if (!rec) throw new Error(`Upload ${key} has no record`);
-    await this.records.set(key, new Upload({ ...rec, offset: rec.size ?? 0, creation_date: nowIso(), metadata: { ...rec.metadata, [FILE_ID_KEY]: fileId } }));
-    await fsp.rm(this.dataPath(key), { force: true });
-  }
-
-  async purge(key: string): Promise<void> {
-    await fsp.rm(this.dataPath(key), { force: true });
-    await this.records.delete(key);
-  }
-
-  override async deleteExpired(): Promise<number> {
-    let removed = 0;
-    for (const key of await this.records.list()) {
-      const rec = await this.records.get(key);
-      if (rec && isExpired(rec, this.ttlMs)) {
-        await this.purge(key);
-        removed++;
-      }
-    }
-    await this.records.sweepTemporary(Math.max(this.ttlMs, 3_600_000));
-    return removed;
-  }
-
-  async close(): Promise<void> {}
-}
-
-// --- S3: @tus/s3-store in the blob bucket, under uploads/ ---------------------------------------
-
-class S3SessionStore extends S3Store implements SessionStore {
-  readonly kind = "s3" as const;
-  readonly keyPrefix: string;
-
-  constructor(private readonly target: S3UploadTarget, private readonly ttlMs: number) {
-    // tags mark completed uploads for bucket lifecycle rules; expiry here is the sweep's job
-    super({ s3ClientConfig: { ...target.client, bucket: target.bucket }, expirationPeriodInMilliseconds: ttlMs, useTags: false });
-    this.keyPrefix = target.prefix;
-  }
-
-  /** Moves the upload's last activity (tus's `creation_date`) to now, in `<key>.info` and the cache. */
-  private async touch(key: string): Promise<void> {
-    const meta = await this.getMetadata(key);
-    meta.file.creation_date = nowIso();
-    await this.saveMetadata(meta.file, meta["upload-id"]);
-    await this.cache.set(key, meta);
-  }
-
-  override async write(src: Readable, key: string, offset: number): Promise<number> {
-    try {
-      return await super.write(src, key, offset);
-    } finally {
-      await this.touch(key).catch(() => undefined);
-    }
-  }
-
-  override async getUpload(key: string): Promise<Upload> {
-    const rec = await this.record(key).catch(() => undefined);
-    if (rec?.metadata?.[FILE_ID_KEY]) return new Upload({ ...rec, offset: rec.size ?? 0 });
-    return super.getUpload(key);
-  }
-
-  async record(key: string): Promise<Upload | undefined> {
-    try {
-      return (await this.getMetadata(key)).file;
-    } catch (err) {
-      if (isMissing(err)) return undefined;
-      throw err;
-    }
-  }
-
-  async open(key: string, size: number): Promise<Readable> {
-    // a 0-byte upload never completes a multipart upload, so it has no object
-    return size === 0 ? Readable.from([]) : this.read(key);
-  }
-
-  async markConverted(key: string, fileId: string): Promise<void> {
-    const meta = await this.getMetadata(key);
-    meta.file.metadata = { ...meta.file.metadata, [FILE_ID_KEY]: fileId };
-    meta.file.creation_date = nowIso();
-    meta.file.offset = meta.file.size ?? 0;
-    await this.saveMetadata(meta.file, meta["upload-id"]);
-    await this.cache.set(key, meta);
-    await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: meta["upload-id"] }).catch(() => undefined);
-    await this.client.deleteObjects({ Bucket: this.bucket, Delete: { Objects: [{ Key: key }, { Key: this.partKey(key, true) }] } });
-  }
-
-  async purge(key: string): Promise<void> {
-    const meta = await this.getMetadata(key).catch(() => undefined);
-    if (meta?.["upload-id"]) await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: meta["upload-id"] }).catch(() => undefined);
-    await this.client.deleteObjects({ Bucket: this.bucket, Delete: { Objects: [{ Key: key }, { Key: this.infoKey(key) }, { Key: this.partKey(key, true) }] } });
-    await this.clearCache(key);
-  }
-
-  override async deleteExpired(): Promise<number> {
-    let removed = 0;
-    const withRecord = new Set<string>();
-    for await (const { Key } of listObjects(this.client, this.bucket, this.keyPrefix)) {
-      if (!Key?.endsWith(".info")) continue;
-      const key = Key.slice(0, -".info".length);
-      withRecord.add(key);
-      const rec = await this.record(key);
-      if (rec && isExpired(rec, this.ttlMs)) {
-        await this.purge(key);
-        removed++;
-      }
-    }
-    // multipart uploads whose record was never written (a crash right after creating them)
-    for await (const u of listMultipartUploads(this.client, this.bucket, this.keyPrefix)) {
-      if (u.Key && !withRecord.has(u.Key) && u.Initiated && Date.now() - u.Initiated.getTime() > this.ttlMs) {
-        await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: u.Key, UploadId: u.UploadId }).catch(() => undefined);
-      }
-    }
-    return removed;
-  }
-
-  async close(): Promise<void> {
-    this.client.destroy();
-  }
-}
-
 // --- the routes ---------------------------------------------------------------------------------
-
-/** Last activity (tus's `creation_date`, moved forward on every chunk) more than `ttlMs` ago. */
-function isExpired(rec: Pick<Upload, "creation_date">, ttlMs: number): boolean {
-  const last = Date.parse(rec.creation_date ?? "");
-  return Number.isFinite(last) && Date.now() > last + ttlMs;
-}
 
 const ownerOf = (principal: Principal) => `${principal.type}:${principal.id}`;
 const metaValue = (meta: Meta | undefined, ...keys: string[]) => keys.map((k) => meta?.[k]).find((x): x is string => typeof x === "string" && x !== "");
@@ -361,12 +109,11 @@ const HEADER_NOTES = {
  * @param files the file store finished uploads go into
  * @throws Error when `<dataDir>/uploads` cannot be created
  */
-export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks" | "log" | "config">, files: FileStore): void {
+export async function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks" | "log" | "config">, files: FileStore): Promise<void> {
   const { routes, hooks, log, config } = ctx;
   const ttlMs = config.uploadSessionTtlMs;
   const maxBytes = config.uploadMaxBytes;
-  const target = s3UploadTargetOf(files.blobs);
-  const store: SessionStore & DataStore = target ? new S3SessionStore(target, ttlMs) : new LocalSessionStore(path.join(config.dataDir, "uploads"), ttlMs);
+  const store = await openSessionStore(files, path.join(config.dataDir, "uploads"), ttlMs);
   const locker = new MemoryLocker();
   const calls = new WeakMap<Request, Call>();
   const finalizing = new Map<string, Promise<FileReference>>();

@@ -15,7 +15,7 @@ import { SheetData } from "../sheet-data";
 import { ArtifactStore, type ArtifactReader } from "../store";
 import { workbookChart } from "./chart";
 import { formatCell, type CellType } from "./format";
-import { escapeHtml, html, raw, type RawHtml } from "./html";
+import { html, raw, type RawHtml } from "./html";
 import { renderSection } from "./markdown";
 
 /** URLs the embedding page uses for an artifact's page, a version's file and a slide's screenshot. */

@@ -1,0 +1,134 @@
+/**
+ * Upload sessions on local storage (`SVC_FILE_STORAGE=local`, see `./uploads.ts`): `@tus/file-store`
+ * under `<dataDir>/uploads`, one data file `<id>` and one record `<id>.json` (written to a temporary
+ * file and renamed, so a crash never leaves a torn record).
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { Upload, type KvStore } from "@tus/server";
+import { FileStore as TusFileStore } from "@tus/file-store";
+import { nowIso } from "../../core/plugin-api";
+import { FILE_ID_KEY, UPLOAD_ID, isExpired, type SessionStore } from "./upload-sessions";
+
+/** Upload records as `<dir>/<id>.json`, each written to a temporary file and renamed (a crash never tears one). */
+class RecordFiles implements KvStore<Upload> {
+  constructor(private readonly dir: string) {}
+
+  private file(key: string): string {
+    if (!UPLOAD_ID.test(key)) throw new Error(`Not an upload id: ${JSON.stringify(key)}`);
+    return path.join(this.dir, `${key}.json`);
+  }
+
+  async get(key: string): Promise<Upload | undefined> {
+    try {
+      return JSON.parse(await fsp.readFile(this.file(key), "utf8")) as Upload;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async set(key: string, value: Upload): Promise<void> {
+    const file = this.file(key);
+    const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
+    await fsp.writeFile(tmp, JSON.stringify(value));
+    await fsp.rename(tmp, file);
+  }
+
+  async delete(key: string): Promise<void> {
+    await fsp.rm(this.file(key), { force: true });
+  }
+
+  async list(): Promise<string[]> {
+    return (await fsp.readdir(this.dir)).filter((n) => /^[0-9a-f]{32}\.json$/.test(n)).map((n) => n.slice(0, -".json".length));
+  }
+
+  /** Removes temporary record files older than `olderThanMs` (left by a crash between write and rename). */
+  async sweepTemporary(olderThanMs: number): Promise<void> {
+    for (const name of await fsp.readdir(this.dir)) {
+      if (!name.endsWith(".tmp")) continue;
+      const file = path.join(this.dir, name);
+      const stat = await fsp.stat(file).catch(() => undefined);
+      if (stat && Date.now() - stat.mtimeMs > olderThanMs) await fsp.rm(file, { force: true });
+    }
+  }
+}
+
+/** Upload sessions as files under one directory (see the module comment). */
+export class LocalSessionStore extends TusFileStore implements SessionStore {
+  readonly kind = "local" as const;
+  readonly keyPrefix = "";
+  private readonly records: RecordFiles;
+
+  constructor(directory: string, private readonly ttlMs: number) {
+    // @tus/file-store creates the directory asynchronously and throws outside any promise on failure
+    fs.mkdirSync(directory, { recursive: true });
+    const records = new RecordFiles(directory);
+    super({ directory, configstore: records, expirationPeriodInMilliseconds: ttlMs });
+    this.records = records;
+  }
+
+  private dataPath(key: string): string {
+    if (!UPLOAD_ID.test(key)) throw new Error(`Not an upload id: ${JSON.stringify(key)}`);
+    return path.join(this.directory, key);
+  }
+
+  /** Moves the upload's last activity (tus's `creation_date`) to now. */
+  private async touch(key: string): Promise<void> {
+    const rec = await this.records.get(key);
+    if (rec) await this.records.set(key, new Upload({ ...rec, creation_date: nowIso() }));
+  }
+
+  override async write(readable: Readable, key: string, offset: number): Promise<number> {
+    try {
+      return await super.write(readable, key, offset);
+    } finally {
+      // bytes that arrived before a dropped connection are kept too: that is activity
+      await this.touch(key).catch(() => undefined);
+    }
+  }
+
+  override async getUpload(key: string): Promise<Upload> {
+    const rec = await this.records.get(key);
+    if (rec?.metadata?.[FILE_ID_KEY]) return new Upload({ ...rec, offset: rec.size ?? 0 });
+    return super.getUpload(key);
+  }
+
+  record(key: string): Promise<Upload | undefined> {
+    return this.records.get(key);
+  }
+
+  async open(key: string, size: number): Promise<Readable> {
+    return size === 0 ? Readable.from([]) : fs.createReadStream(this.dataPath(key));
+  }
+
+  async markConverted(key: string, fileId: string): Promise<void> {
+    const rec = await this.records.get(key);
+    if (!rec) throw new Error(`Upload ${key} has no record`);
+    await this.records.set(key, new Upload({ ...rec, offset: rec.size ?? 0, creation_date: nowIso(), metadata: { ...rec.metadata, [FILE_ID_KEY]: fileId } }));
+    await fsp.rm(this.dataPath(key), { force: true });
+  }
+
+  async purge(key: string): Promise<void> {
+    await fsp.rm(this.dataPath(key), { force: true });
+    await this.records.delete(key);
+  }
+
+  override async deleteExpired(): Promise<number> {
+    let removed = 0;
+    for (const key of await this.records.list()) {
+      const rec = await this.records.get(key);
+      if (rec && isExpired(rec, this.ttlMs)) {
+        await this.purge(key);
+        removed++;
+      }
+    }
+    await this.records.sweepTemporary(Math.max(this.ttlMs, 3_600_000));
+    return removed;
+  }
+
+  async close(): Promise<void> {}
+}
+

@@ -1,0 +1,51 @@
+/**
+ * The stores of upload sessions (`./uploads.ts`): what both add to tus's `DataStore`, and the one that
+ * fits the service's blob store, imported when the routes are set up: `./s3-sessions.ts` (with
+ * `@tus/s3-store` and the AWS SDK, ~130 ms to load) only when files live in S3 (issue 15).
+ */
+import type { Readable } from "node:stream";
+import type { DataStore, Upload } from "@tus/server";
+import { s3UploadTargetOf, type FileStore } from "../../core/plugin-api";
+
+/** An upload's id in its URL: 32 lowercase hex digits (128 random bits). */
+export const UPLOAD_ID = /^[0-9a-f]{32}$/;
+/** Metadata key holding the file id once the upload became a file. */
+export const FILE_ID_KEY = "svc_file_id";
+
+/** What both datastores add to tus's `DataStore` for this module. */
+export interface SessionStore {
+  readonly kind: "local" | "s3";
+  /** Prepended to the URL id to make the datastore's id (`uploads/` on S3, nothing locally). */
+  readonly keyPrefix: string;
+  /** The stored record of an upload, without reading its bytes; undefined when there is none. */
+  record(key: string): Promise<Upload | undefined>;
+  /** The finished bytes of an upload of `size` bytes. */
+  open(key: string, size: number): Promise<Readable>;
+  /** Records that the upload became file `fileId`, restarts its expiry, and deletes its bytes (the record stays). */
+  markConverted(key: string, fileId: string): Promise<void>;
+  /** Deletes everything an upload left (bytes, record, multipart upload); missing pieces are fine. */
+  purge(key: string): Promise<void>;
+  /** Removes sessions whose last activity is more than the TTL ago; answers how many. */
+  deleteExpired(): Promise<number>;
+  /** Releases sockets. */
+  close(): Promise<void>;
+  getUpload(key: string): Promise<Upload>;
+}
+
+
+/** Last activity (tus's `creation_date`, moved forward on every chunk) more than `ttlMs` ago. */
+export function isExpired(rec: Pick<Upload, "creation_date">, ttlMs: number): boolean {
+  const last = Date.parse(rec.creation_date ?? "");
+  return Number.isFinite(last) && Date.now() > last + ttlMs;
+}
+
+/**
+ * Opens the store of upload sessions for `files`' blob store: the S3 one (same bucket, endpoint and
+ * credentials, under `<blob prefix>uploads/`) when the blobs are in S3, else files under `directory`.
+ * @param ttlMs how long a session lives after its last chunk (ms)
+ */
+export async function openSessionStore(files: FileStore, directory: string, ttlMs: number): Promise<SessionStore & DataStore> {
+  const target = s3UploadTargetOf(files.blobs);
+  if (target) return new (await import("./s3-sessions")).S3SessionStore(target, ttlMs);
+  return new (await import("./local-sessions")).LocalSessionStore(directory, ttlMs);
+}
