@@ -97,14 +97,7 @@ export { ArtifactStore, ArtifactSchema, ArtifactVersionSchema, TitleSchema, Vers
 export { ARTIFACT_KINDS } from "./artifacts/content";
 export { ResolutionSchema } from "./artifacts/resolve";
 export { SheetData, SheetRowsSchema, CellTypeSchema } from "./artifacts/sheet-data";
-/**
- * The object-storage helpers (`isMissing`, `listObjects`, `listMultipartUploads`), imported on demand:
- * the AWS SDK is not loaded by a start with local storage (issue 15).
- */
-export const loadS3Helpers = async () => {
-  const { isMissing, listMultipartUploads, listObjects } = await import("./files/s3-blob-store");
-  return { isMissing, listMultipartUploads, listObjects };
-};
+export { isMissing, listMultipartUploads, listObjects } from "./files/s3-blob-store";
 export { newId, nowIso } from "./ids";
 export { kitAssets, kitDocument, themeStyle } from "./artifacts/kit";
 export { EmbedRenderer, formatBytes, type EmbedOptions, type Shown } from "./artifacts/render/embed";

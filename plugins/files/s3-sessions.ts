@@ -2,15 +2,13 @@
  * Upload sessions in S3 (`SVC_FILE_STORAGE=s3`, see `./uploads.ts`): `@tus/s3-store` in the same bucket
  * as the blobs, under `uploads/` (spec 8: large uploads go straight to storage): a multipart upload at
  * `uploads/<id>`, its record `uploads/<id>.info`, and `uploads/<id>.part` for a chunk smaller than an
- * S3 part. Imported only when files live in S3 (it loads the AWS SDK).
+ * S3 part. Imported only when files live in S3.
  */
 import { Readable } from "node:stream";
 import { Upload } from "@tus/server";
 import { S3Store } from "@tus/s3-store";
-import { loadS3Helpers, nowIso, type S3UploadTarget } from "../../core/plugin-api";
+import { isMissing, listMultipartUploads, listObjects, nowIso, type S3UploadTarget } from "../../core/plugin-api";
 import { FILE_ID_KEY, isExpired, type SessionStore } from "./upload-sessions";
-
-const { isMissing, listMultipartUploads, listObjects } = await loadS3Helpers();
 
 /** Upload sessions in the blob bucket (see the module comment). */
 export class S3SessionStore extends S3Store implements SessionStore {

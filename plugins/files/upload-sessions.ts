@@ -1,7 +1,7 @@
 /**
  * The stores of upload sessions (`./uploads.ts`): what both add to tus's `DataStore`, and the one that
  * fits the service's blob store, imported when the routes are set up: `./s3-sessions.ts` (with
- * `@tus/s3-store` and the AWS SDK, ~130 ms to load) only when files live in S3 (issue 15).
+ * `@tus/s3-store`) only when files live in S3.
  */
 import type { Readable } from "node:stream";
 import type { DataStore, Upload } from "@tus/server";
