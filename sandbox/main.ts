@@ -5,6 +5,7 @@
  * The dev server is started first, from the config alone, and the service's modules load meanwhile
  * (both take over a second); `createApp` adopts the server (issue 15: ready in seconds).
  */
+import os from "node:os";
 import { ConfigError, loadConfig } from "../core/config";
 import { createLogger } from "../core/logger";
 import { TemporalCliError } from "../core/temporal/cli";
@@ -15,6 +16,21 @@ const started = Date.now();
 let temporal: Promise<EmbeddedTemporal> | undefined;
 /** Whether createApp owns the dev server (it stops it when it fails). */
 let handedOver = false;
+/**
+ * SIGINT or SIGTERM before the service handles signals itself (modules loading, createApp running):
+ * stop the dev server started here (it would outlive this process, holding its port), then exit with
+ * 128 + the signal's number, as the default handler would. A second signal exits at once (a first
+ * start may still be fetching the Temporal CLI).
+ */
+let signals = 0;
+const signalledWhileStarting = (signal: NodeJS.Signals) => {
+  const code = 128 + (os.constants.signals[signal] ?? 15);
+  if (++signals > 1) process.exit(code);
+  process.stderr.write(`\n${signal} while starting: stopping the Temporal dev server (again to exit now)\n`);
+  void (temporal?.then((e) => e.server.stop(), () => undefined) ?? Promise.resolve()).finally(() => process.exit(code));
+};
+process.on("SIGINT", signalledWhileStarting);
+process.on("SIGTERM", signalledWhileStarting);
 try {
   // download URLs point at the public origin (spec 4.3); the sandbox defaults it to its own address
   const env = { ...process.env, SVC_API_PUBLIC_ORIGIN: process.env.SVC_API_PUBLIC_ORIGIN || `http://localhost:${process.env.PORT || 3002}` };
@@ -33,6 +49,8 @@ try {
   ]);
   handedOver = true;
   const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults, logger: log, temporalDevServer: temporal });
+  process.off("SIGINT", signalledWhileStarting);
+  process.off("SIGTERM", signalledWhileStarting);
   installSignalHandlers(app);
   const lines = [
     "",
