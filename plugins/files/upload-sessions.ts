@@ -1,11 +1,9 @@
 /**
- * The stores of upload sessions (`./uploads.ts`): what both add to tus's `DataStore`, and the one that
- * fits the service's blob store, imported when the routes are set up: `./s3-sessions.ts` (with
- * `@tus/s3-store`) only when files live in S3.
+ * What the two stores of upload sessions (`./local-sessions.ts`, `./s3-sessions.ts`) add to tus's
+ * `DataStore`, and what they share with the routes (`./uploads.ts`, which opens the one that fits).
  */
 import type { Readable } from "node:stream";
-import type { DataStore, Upload } from "@tus/server";
-import { s3UploadTargetOf, type FileStore } from "../../core/plugin-api";
+import type { Upload } from "@tus/server";
 
 /** An upload's id in its URL: 32 lowercase hex digits (128 random bits). */
 export const UPLOAD_ID = /^[0-9a-f]{32}$/;
@@ -37,15 +35,4 @@ export interface SessionStore {
 export function isExpired(rec: Pick<Upload, "creation_date">, ttlMs: number): boolean {
   const last = Date.parse(rec.creation_date ?? "");
   return Number.isFinite(last) && Date.now() > last + ttlMs;
-}
-
-/**
- * Opens the store of upload sessions for `files`' blob store: the S3 one (same bucket, endpoint and
- * credentials, under `<blob prefix>uploads/`) when the blobs are in S3, else files under `directory`.
- * @param ttlMs how long a session lives after its last chunk (ms)
- */
-export async function openSessionStore(files: FileStore, directory: string, ttlMs: number): Promise<SessionStore & DataStore> {
-  const target = s3UploadTargetOf(files.blobs);
-  if (target) return new (await import("./s3-sessions")).S3SessionStore(target, ttlMs);
-  return new (await import("./local-sessions")).LocalSessionStore(directory, ttlMs);
 }

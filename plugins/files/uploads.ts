@@ -13,7 +13,8 @@
  *   (spec 8: large uploads go straight to storage): a multipart upload at `uploads/<id>`, its record
  *   `uploads/<id>.info`, and `uploads/<id>.part` for a chunk smaller than an S3 part: `./s3-sessions.ts`.
  *
- * `./upload-sessions.ts` opens the one that fits the blob store (importing only that one).
+ * {@link openSessionStore} opens the one that fits the blob store (importing only that one);
+ * `./upload-sessions.ts` holds what they share.
  *
  * When the last byte has arrived the upload is streamed into {@link FileStore.upload} (content-type
  * detection, SHA-256, content addressing: the same file reference as `POST /api/files`), the session's
@@ -32,18 +33,19 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import * as v from "valibot";
-import { EXPOSED_HEADERS, MemoryLocker, Metadata, Server as TusServer, TUS_RESUMABLE, type Upload } from "@tus/server";
+import { EXPOSED_HEADERS, MemoryLocker, Metadata, Server as TusServer, TUS_RESUMABLE, type DataStore, type Upload } from "@tus/server";
 import {
   ApiError,
   FileReferenceSchema,
   isApiError,
   normalizeContentType,
+  s3UploadTargetOf,
   type FileReference,
   type FileStore,
   type PluginContext,
   type Principal,
 } from "../../core/plugin-api";
-import { FILE_ID_KEY, UPLOAD_ID, isExpired, openSessionStore } from "./upload-sessions";
+import { FILE_ID_KEY, UPLOAD_ID, isExpired, type SessionStore } from "./upload-sessions";
 
 /** The collection URL of upload sessions. */
 export const UPLOADS_PATH = "/api/files/uploads";
@@ -77,6 +79,18 @@ const HEADER_NOTES = {
   create:
     "`Upload-Length` (bytes, at most `SVC_UPLOAD_MAX_BYTES`, default 5 GiB) or `Upload-Defer-Length: 1`; optional `Upload-Metadata` (comma-separated `key base64(value)` pairs): `filename` or `name` names the file, `filetype` or `type` declares its content type (checked against the bytes when the upload finishes, as for `POST /api/files`).",
 };
+
+/**
+ * Opens the store of upload sessions for `files`' blob store: the S3 one (same bucket, endpoint and
+ * credentials, under `<blob prefix>uploads/`) when the blobs are in S3, else files under `directory`.
+ * Each is imported here, so `@tus/s3-store` loads only with S3 storage.
+ * @param ttlMs how long a session lives after its last chunk (ms)
+ */
+async function openSessionStore(files: FileStore, directory: string, ttlMs: number): Promise<SessionStore & DataStore> {
+  const target = s3UploadTargetOf(files.blobs);
+  if (target) return new (await import("./s3-sessions")).S3SessionStore(target, ttlMs);
+  return new (await import("./local-sessions")).LocalSessionStore(directory, ttlMs);
+}
 
 /**
  * Mounts the tus upload-session routes (spec 4.1 `/api/files/uploads`, 8; issue 10) on `ctx.routes`:
