@@ -115,7 +115,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   /** Whether the Temporal connection (and so a pre-started dev server) is in the close hooks yet. */
   let adopted = false;
   /** The worker's start, under way while the seed and the stream followers start (see below). */
-  let startingWorker: Promise<void> | undefined;
+  let startingWorker: Promise<TemporalHost> | undefined;
   try {
     const db = await Database.open(path.join(config.dataDir, "svc.db"));
     phase("store (open, migrations)");
@@ -198,15 +198,17 @@ export async function createApp(opts: AppOptions): Promise<App> {
         sinks: createSinks(logs, log),
       });
       log.debug({ workerMs: Math.round(performance.now() - began) }, "Temporal worker started");
+      return temporal;
     })();
     startingWorker.catch(() => undefined); // observed where it is awaited
 
+    const seeding = opts.project.seed !== undefined && !(await seeded(db));
     // A seed to run may publish decks: the browser (launched after ready anyway) starts now, beside the
     // worker, instead of in the middle of the seed
-    if (config.deckChecks && opts.project.seed && !(await seeded(db))) void decks.warm();
+    if (seeding && config.deckChecks) void decks.warm();
     // Anything committed but not drained before the last stop (crash between commit and drain).
     await outbox.drain();
-    await seedOnce(db, opts.project, handlers, log);
+    if (seeding) await runSeed(db, opts.project, handlers, log);
     await container.resolve(EventLog).drain();
     const tokens = container.resolve(TokenService);
     const sessions = container.resolve(SessionService);
@@ -223,8 +225,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // event schedules (spec 6.1): each consumer resumes from its stored cursor; a new one starts at the newest event
     await container.resolve(EventScheduleConsumers).start();
     phase("projections, rules, event schedules");
-    await startingWorker;
-    const temporal = container.resolve(TemporalHost);
+    const temporal = await startingWorker;
     phase("temporal (CLI, dev server, connection), workflow bundle, worker: what remained after the steps above");
     if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
     phase("schedules");
@@ -312,10 +313,8 @@ async function seeded(db: Database): Promise<boolean> {
   return (await db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'seeded'")) !== undefined;
 }
 
-/** Runs the project's seed once, on a fresh database (origin runtime, no actor; spec 2.3). */
-async function seedOnce(db: Database, project: ProjectDefinition, handlers: HandlerRunner, log: Logger): Promise<void> {
-  if (!project.seed) return;
-  if (await seeded(db)) return;
+/** Runs the project's seed on a fresh database (origin runtime, no actor; spec 2.3) and marks it seeded, in one transaction. */
+async function runSeed(db: Database, project: ProjectDefinition, handlers: HandlerRunner, log: Logger): Promise<void> {
   const spec = { run: { kind: "seed", id: "seed" }, correlationId: "seed", key: "seed" };
   const buffered = await handlers.execute(spec, (ctx) => project.seed!(ctx));
   await db.transaction(async (tx) => {

@@ -50,15 +50,7 @@ export class Lifecycle {
   every(ms: number, fn: () => unknown): void {
     let pass: Promise<unknown> | undefined;
     const timer = setInterval(() => {
-      if (pass) return;
-      pass = Promise.resolve()
-        .then(fn)
-        .catch(() => undefined)
-        .finally(() => {
-          this.running.delete(pass!);
-          pass = undefined;
-        });
-      this.running.add(pass);
+      pass ??= this.track(fn).finally(() => (pass = undefined));
     }, ms);
     timer.unref();
     this.timers.add(timer);
@@ -71,14 +63,20 @@ export class Lifecycle {
   after(ms: number, fn: () => unknown): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      const pass: Promise<unknown> = Promise.resolve()
-        .then(fn)
-        .catch(() => undefined)
-        .finally(() => this.running.delete(pass));
-      this.running.add(pass);
+      void this.track(fn);
     }, ms);
     timer.unref();
     this.timers.add(timer);
+  }
+
+  /** Runs a timer's callback as a pass shutdown waits for; its rejection is swallowed. */
+  private track(fn: () => unknown): Promise<unknown> {
+    const pass: Promise<unknown> = Promise.resolve()
+      .then(fn)
+      .catch(() => undefined)
+      .finally(() => this.running.delete(pass));
+    this.running.add(pass);
+    return pass;
   }
 
   /** Stops every timer registered with {@link Lifecycle.every} or {@link Lifecycle.after} and waits for passes still running. */

@@ -11,6 +11,7 @@ import type { Element } from "domhandler";
 import { toString } from "mdast-util-to-string";
 import { visit } from "unist-util-visit";
 import * as v from "valibot";
+import { lazily } from "../lazy";
 
 /** The kinds of artifact (spec 2.7). */
 export const ARTIFACT_KINDS = ["document", "sheet", "slides", "file"] as const;
@@ -114,20 +115,14 @@ export function resolveRelative(fromFile: string, ref: string): string | undefin
   return out.length ? out.join("/") : undefined;
 }
 
-let parser: Promise<{ parse(markdown: string): import("mdast").Root }> | undefined;
 /**
- * unified + remark-parse + remark-gfm, imported on the first document read (a failed import is retried
- * on the next): their ~200 modules stay out of the service's start-up (issue 15).
+ * unified + remark-parse + remark-gfm, imported on the first document read: their ~200 modules stay out
+ * of the service's start-up (issue 15).
  */
-function markdownParser(): NonNullable<typeof parser> {
-  return (parser ??= Promise.all([import("unified"), import("remark-parse"), import("remark-gfm")]).then(
-    ([{ unified }, { default: remarkParse }, { default: remarkGfm }]) => unified().use(remarkParse).use(remarkGfm).freeze(),
-    (err) => {
-      parser = undefined;
-      throw err;
-    },
-  ));
-}
+const markdownParser = lazily(async () => {
+  const [{ unified }, { default: remarkParse }, { default: remarkGfm }] = await Promise.all([import("unified"), import("remark-parse"), import("remark-gfm")]);
+  return unified().use(remarkParse).use(remarkGfm).freeze();
+});
 
 /**
  * Reads `document.md` (spec 2.9): the first `#` heading is the title and the paragraph after it the

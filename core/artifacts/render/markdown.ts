@@ -23,6 +23,7 @@ import { toString } from "mdast-util-to-string";
 import type { DefaultBuildType } from "rehype-github-alerts";
 import type { Options as SanitizeSchema } from "rehype-sanitize";
 import { visit } from "unist-util-visit";
+import { lazily } from "../../lazy";
 import { formatAddress, isArtifactAddress, parseAddress } from "../address";
 import { resolveRelative } from "../content";
 
@@ -112,14 +113,8 @@ async function buildProcessor() {
 }
 
 type Processor = Awaited<ReturnType<typeof buildProcessor>>;
-let processorPromise: Promise<Processor> | undefined;
-/** The processor, built on the first call (a failed import is retried on the next). */
-function processor(): Promise<Processor> {
-  return (processorPromise ??= buildProcessor().catch((err) => {
-    processorPromise = undefined;
-    throw err;
-  }));
-}
+/** The processor, built on the first render. */
+const processor = lazily(buildProcessor);
 
 /** A parsed and annotated document; its tree is never changed (renders work on copies). */
 interface Parsed extends Pick<RenderedDocument, "title" | "lede" | "outline"> {
