@@ -75,9 +75,9 @@ describe("interventions", () => {
     expect(events.filter((e) => e.type === "workflow.intervention.submitted")).toHaveLength(1);
     expect(events.find((e) => e.type === "workflow.intervention.submitted").payload).toMatchObject({ intervention: "approve", by: { id: "alice" }, answer: { approved: true } });
     const names = ((await alice.get(`/api/workflow-runs/${runId}/history`)).body.events as any[]).map((e) => e.name).filter(Boolean);
-    expect(names).toEqual(expect.arrayContaining(["invoice-review", "readObject", "recordIntervention", "submitIntervention", "runAction"]));
+    expect(names).toEqual(expect.arrayContaining(["invoice-review", "readObject", "recordBatch", "submitIntervention", "runAction"]));
     const summaries = ((await alice.get(`/api/workflow-runs/${runId}/history`)).body.events as any[]).map((e) => e.summary).filter(Boolean);
-    expect(summaries).toEqual(expect.arrayContaining(["read invoice: read invoice inv_1002", "intervention approve requested", "approve invoice: run action invoice.approve", "write review status: write 1 change", "wait 0 ms"]));
+    expect(summaries).toEqual(expect.arrayContaining(["read invoice: read invoice inv_1002", "workflow.run.node.started approve, intervention approve requested", "approve invoice: run action invoice.approve", "write review status: write 1 change", "wait 0 ms"]));
     finishedRuns.push(runId);
   });
 

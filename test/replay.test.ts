@@ -1,23 +1,32 @@
 /**
- * Issue 15: run, node and intervention records became local activities behind `patched("svc-local-records")`.
- * Histories recorded by the engine before that change (test/fixtures/histories, made with
- * test/fixtures/histories/record.ts) must replay against today's bundle, the open one included, and a
- * new run must record the patch marker and its records as markers, one server round trip per node.
+ * Issue 15 changed how a run records its run, node, step and intervention events twice, each behind a
+ * Temporal patch: first one local activity per record (`svc-local-records`), then records queued and
+ * carried by the run's next activity, or batched into one local activity where the run waits or ends
+ * (`svc-batched-records`). Histories of both older engines (test/fixtures/histories and its
+ * local-records/ folder, made with test/fixtures/histories/record.ts) must replay against today's
+ * bundle, open ones included, and a new run must record the newest patch marker and carry its records.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Worker } from "@temporalio/worker";
 import proto from "@temporalio/proto";
-import { client, eventually, startApp } from "./helpers";
+import { allEvents, client, eventually, startApp } from "./helpers";
 import type { App } from "../core/app";
 
 const { History } = proto.temporal.api.history.v1;
 type HistoryJson = { events: Array<Record<string, any>> };
 
-const DIR = path.join(import.meta.dirname, "fixtures/histories");
-const recorded = JSON.parse(fs.readFileSync(path.join(DIR, "index.json"), "utf8")) as Record<string, { workflowId: string; workflowType: string }>;
-const readJson = (name: string) => JSON.parse(fs.readFileSync(path.join(DIR, `${name}.json`), "utf8")) as HistoryJson;
+const FIXTURES = path.join(import.meta.dirname, "fixtures/histories");
+/** The recorded histories of one engine generation, by name. */
+const generation = (dir: string) => {
+  const index = JSON.parse(fs.readFileSync(path.join(dir, "index.json"), "utf8")) as Record<string, { workflowId: string; workflowType: string }>;
+  const read = (name: string) => JSON.parse(fs.readFileSync(path.join(dir, `${name}.json`), "utf8")) as HistoryJson;
+  return { index, read, all: () => Object.entries(index).map(([name, r]) => ({ workflowId: r.workflowId, json: read(name) })) };
+};
+const first = generation(FIXTURES);
+const local = generation(path.join(FIXTURES, "local-records"));
+const RECORDED = ["pipeline-completed", "review-approved", "review-cancelled", "review-expired", "review-failed", "review-rejected", "review-reviewed", "review-waiting", "sync-completed"];
 const toJson = (history: unknown) => History.toObject(History.fromObject(history as never), { longs: String, enums: String, bytes: String, defaults: false }) as HistoryJson;
 const bundle = () => ({ code: fs.readFileSync(inject("workflowBundle"), "utf8") });
 
@@ -31,26 +40,52 @@ async function replay(histories: Array<{ workflowId: string; json: HistoryJson }
   return out;
 }
 
-const scheduledActivities = (h: HistoryJson) => h.events.filter((e) => e.eventType === "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED").map((e) => e.activityTaskScheduledEventAttributes.activityType.name as string);
+const payload = (p: { data?: string } | undefined) => (p?.data ? JSON.parse(Buffer.from(p.data, "base64").toString("utf8")) : undefined);
+const scheduled = (h: HistoryJson) => h.events.filter((e) => e.eventType === "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED").map((e) => e.activityTaskScheduledEventAttributes);
+const scheduledActivities = (h: HistoryJson) => scheduled(h).map((a) => a.activityType.name as string);
 const markers = (h: HistoryJson, name: string) => h.events.filter((e) => e.eventType === "EVENT_TYPE_MARKER_RECORDED" && e.markerRecordedEventAttributes.markerName === name);
+const patchIds = (h: HistoryJson) => markers(h, "core_patch").map((m) => payload(m.markerRecordedEventAttributes.details["patch-data"].payloads[0]).id as string);
+/** The activity type of each local activity marker. */
+const localActivities = (h: HistoryJson) => markers(h, "core_local_activity").map((m) => payload(m.markerRecordedEventAttributes.details.data.payloads[0]).activity_type as string);
 const count = (h: HistoryJson, type: string) => h.events.filter((e) => e.eventType === `EVENT_TYPE_${type}`).length;
+/** The keys of the records an activity's input carries. */
+const carriedKeys = (attributes: Record<string, any>) => ((payload(attributes.input?.payloads?.[0])?.records ?? []) as Array<Record<string, { key?: string; interventionId?: string }>>).map((r) => Object.values(r)[0]!.key);
 
 describe("histories recorded before local records", () => {
-  it("are the old engine's: records as activities, no patch marker", () => {
-    expect(Object.keys(recorded).sort()).toEqual(["pipeline-completed", "review-approved", "review-cancelled", "review-expired", "review-failed", "review-rejected", "review-reviewed", "review-waiting", "sync-completed"]);
-    for (const name of Object.keys(recorded)) {
-      const h = readJson(name);
-      expect(markers(h, "core_patch")).toEqual([]);
-      expect(scheduledActivities(h).some((a) => a === "recordWorkflowEvent" || a === "recordRunEvent")).toBe(true);
+  it("are the first engine's: records as activities, no patch marker", () => {
+    expect(Object.keys(first.index).sort()).toEqual(RECORDED);
+    for (const { json } of first.all()) {
+      expect(patchIds(json)).toEqual([]);
+      expect(scheduledActivities(json).some((a) => a === "recordWorkflowEvent" || a === "recordRunEvent")).toBe(true);
     }
     // the open one is still waiting on its intervention: nothing after the requested record and its timer
-    const waiting = readJson("review-waiting");
+    const waiting = first.read("review-waiting");
     expect(waiting.events.at(-1)!.eventType).not.toMatch(/WORKFLOW_EXECUTION_(COMPLETED|FAILED|CANCELED)/);
     expect(scheduledActivities(waiting)).toContain("recordIntervention");
   });
 
   it("replay against today's bundle without a determinism error (completed, failed, cancelled and open runs, syncs, pipelines)", async () => {
-    const histories = Object.entries(recorded).map(([name, r]) => ({ workflowId: r.workflowId, json: readJson(name) }));
+    const histories = first.all();
+    expect(await replay(histories)).toEqual(histories.map((h) => [h.workflowId, undefined]));
+  });
+});
+
+describe("histories recorded with one local activity per record", () => {
+  it("are the second engine's: the svc-local-records marker, a local activity per record", () => {
+    expect(Object.keys(local.index).sort()).toEqual(RECORDED);
+    for (const { json } of local.all()) {
+      expect(patchIds(json)).toEqual(["svc-local-records"]);
+      expect(scheduledActivities(json).filter((a) => a.startsWith("record"))).toEqual([]);
+      expect(localActivities(json).length).toBeGreaterThan(1);
+    }
+    expect(localActivities(local.read("review-reviewed"))).toEqual(Array(6).fill("recordWorkflowEvent"));
+    const waiting = local.read("review-waiting");
+    expect(waiting.events.at(-1)!.eventType).not.toMatch(/WORKFLOW_EXECUTION_(COMPLETED|FAILED|CANCELED)/);
+    expect(localActivities(waiting)).toContain("recordIntervention");
+  });
+
+  it("replay against today's bundle without a determinism error, the open one included", async () => {
+    const histories = local.all();
     expect(await replay(histories)).toEqual(histories.map((h) => [h.workflowId, undefined]));
   });
 });
@@ -67,34 +102,73 @@ describe("runs started now", () => {
     ids.reviewed = (await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001", waitMs: 0 } })).body.runId;
     ids.approved = (await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1002", waitMs: 0 } })).body.runId;
     ids.sync = (await dev.post("/api/syncs/customer-sync/runs", { input: {} })).body.runId;
+    ids.pipeline = (await dev.post("/api/pipelines/monthly-statement/runs", { input: { month: "2026-11" } })).body.runId;
+    // a run whose write fails: its invoice is deleted while the run sleeps between the read and the write
+    expect((await dev.post("/api/ontology/writes", { changes: [{ op: "object.create", objectTypeId: "invoice", primaryId: "inv_gone", properties: { number: "INV-GONE", customerId: "cus_acme", amount: 10, currency: "USD", status: "open" } }] })).status).toBe(200);
+    ids.failed = (await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_gone", waitMs: 1500 } })).body.runId;
+    await eventually(async () => ((await allEvents(dev)).some((e) => e.correlationId === ids.failed && e.type === "workflow.run.node.finished") ? true : undefined), 30_000);
+    expect((await dev.post("/api/ontology/writes", { changes: [{ op: "object.delete", objectTypeId: "invoice", primaryId: "inv_gone" }] })).status).toBe(200);
     await until(`/api/workflow-runs/${ids.approved}`, "waiting");
     expect((await dev.post(`/api/workflow-runs/${ids.approved}/interventions/approve/submit`, { answer: { approved: true } })).status).toBe(200);
-    await Promise.all([until(`/api/workflow-runs/${ids.reviewed}`, "completed"), until(`/api/workflow-runs/${ids.approved}`, "completed"), until(`/api/sync-runs/${ids.sync}`, "completed")]);
+    await Promise.all([
+      until(`/api/workflow-runs/${ids.reviewed}`, "completed"),
+      until(`/api/workflow-runs/${ids.approved}`, "completed"),
+      until(`/api/workflow-runs/${ids.failed}`, "failed"),
+      until(`/api/sync-runs/${ids.sync}`, "completed"),
+      until(`/api/pipeline-runs/${ids.pipeline}`, "completed"),
+    ]);
     histories = Object.fromEntries(await Promise.all(Object.entries(ids).map(async ([k, id]) => [k, toJson(await app.temporal.client.workflow.getHandle(id).fetchHistory())] as const)));
   });
   afterAll(() => app?.close());
 
-  it("record the patch marker and their records as local activity markers: one server round trip per node", () => {
+  it("record the svc-batched-records marker, and carry their records in the next activity: a node costs its own work", () => {
     for (const h of Object.values(histories)) {
-      expect(markers(h, "core_patch")).toHaveLength(1);
+      expect(patchIds(h)).toEqual(["svc-batched-records"]);
       expect(scheduledActivities(h).filter((a) => a.startsWith("record"))).toEqual([]);
+      expect(new Set(localActivities(h))).toEqual(new Set(["recordBatch"]));
     }
     const reviewed = histories.reviewed!;
-    // run started, 2 × node started/finished, run finished; the node's own work (read, write) stays an activity
-    expect(markers(reviewed, "core_local_activity")).toHaveLength(6);
+    const runId = ids.reviewed!;
+    // the read carries the run's start and its node's; the write carries its node's start
     expect(scheduledActivities(reviewed)).toEqual(["readObject", "writeOntology"]);
-    // workflow tasks: the first, after the read, after the timer, after the write (was 10 with records as activities)
+    expect(scheduled(reviewed).map(carriedKeys)).toEqual([[`${runId}:started`, `${runId}:node:1:started`], [`${runId}:node:2:started`]]);
+    // one batch before the timer (the read's node finished), one at the end (the write's node, the run): was 6 local activities
+    expect(localActivities(reviewed)).toHaveLength(2);
+    // workflow tasks: the first, after the read, after the timer, after the write
     expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(4);
-    expect(count(histories.approved!, "WORKFLOW_TASK_COMPLETED")).toBeLessThan(count(readJson("review-approved"), "WORKFLOW_TASK_COMPLETED"));
+    expect(localActivities(histories.approved!).length).toBeLessThan(localActivities(local.read("review-approved")).length);
+    expect(localActivities(histories.sync!)).toHaveLength(1);
+    expect(localActivities(histories.pipeline!)).toHaveLength(1);
   });
 
-  it("keep history readable: markers carry the summaries, the history endpoint names them", async () => {
+  it("write every record once and in order, one carried by an activity whose work then failed included (written before the work)", async () => {
+    const events = await allEvents(client(app));
+    const of = (runId: string) => events.filter((e) => e.correlationId === runId && /^(workflow|pipeline)\./.test(e.type));
+    expect(of(ids.reviewed!).map((e) => e.type)).toEqual(["workflow.run.queued", "workflow.run.started", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.finished"]);
+    expect(of(ids.pipeline!).map((e) => e.type)).toEqual(["pipeline.run.started", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.finished"]);
+    // the write failed (its invoice was deleted): the node's start it carried is written by the final batch, once
+    const failed = histories.failed!;
+    expect(scheduledActivities(failed)).toEqual(["readObject", "writeOntology"]);
+    expect(carriedKeys(scheduled(failed)[1]!)).toEqual([`${ids.failed}:node:2:started`]);
+    expect(count(failed, "ACTIVITY_TASK_FAILED")).toBe(1);
+    expect(of(ids.failed!).map((e) => [e.type, e.payload.node, e.payload.status])).toEqual([
+      ["workflow.run.queued", undefined, undefined],
+      ["workflow.run.started", undefined, undefined],
+      ["workflow.run.node.started", "read invoice", undefined],
+      ["workflow.run.node.finished", "read invoice", "completed"],
+      ["workflow.run.node.started", "write review status", undefined],
+      ["workflow.run.node.finished", "write review status", "failed"],
+      ["workflow.run.finished", undefined, "failed"],
+    ]);
+  });
+
+  it("keep history readable: a batch's marker lists its records' summaries, the history endpoint names them", async () => {
     const res = await client(app).get(`/api/workflow-runs/${ids.approved}/history`);
     const events = res.body.events as Array<{ eventType: string; name?: string; summary?: string }>;
     const recordedMarkers = events.filter((e) => e.eventType === "MARKER_RECORDED");
-    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-local-records", "recordWorkflowEvent", "recordIntervention"]));
+    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-batched-records", "recordBatch"]));
     expect(events.map((e) => e.summary).filter(Boolean)).toEqual(
-      expect.arrayContaining(["workflow.run.started", "workflow.run.node.started read invoice", "intervention approve requested", "intervention approve submitted", "approve invoice: run action invoice.approve", "workflow.run.finished"]),
+      expect.arrayContaining(["workflow.run.node.finished read invoice", "workflow.run.node.started approve, intervention approve requested", "intervention approve submitted", "approve invoice: run action invoice.approve", "workflow.run.node.finished write review status, workflow.run.finished"]),
     );
   });
 

@@ -9,58 +9,21 @@
  *
  * `svc-project-workflows` is an alias set at bundle time to the project's workflows module.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, patched, proxyActivities, proxyLocalActivities, proxySinks, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
+import { ApplicationFailure, CancellationScope, isCancellation, proxySinks, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
 import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
 import { workflows } from "svc-project-workflows";
-import type { SvcActivities, SvcSinks } from "../core/sdk/activities-types";
-
-const { handlerLog } = proxySinks<SvcSinks>();
+import type { RecordRunEventInput, RecordWorkflowEventInput, SvcSinks } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
+import { activities, createRecorder, named, recordingMode, type Recorder } from "./records";
 export { agentReply } from "./agents";
 
-const ACTIVITY_OPTIONS = {
-  startToCloseTimeout: "1 minute",
-  retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "30 seconds", maximumAttempts: 20 },
-} as const;
-const activities = proxyActivities<SvcActivities>(ACTIVITY_OPTIONS);
+const { handlerLog } = proxySinks<SvcSinks>();
 
-/** Activities whose history entries carry `summary` (the designer's node name), so history reads as written. */
-const named = (summary: string) => proxyActivities<SvcActivities>({ ...ACTIVITY_OPTIONS, summary });
-
-/**
- * Patch id of issue 15's change: run, node, step and intervention records run as local activities
- * (executed by this worker inside the workflow task, one `MARKER_RECORDED` entry each, with the same
- * summary) instead of activities with a server round trip each; a node then costs one round trip, its
- * own work. Runs whose history was recorded before (no marker) keep recording with activities until
- * they end: {@link recordsLocally} decides once per run, at its start. Once no such run is open, this
- * becomes `deprecatePatch(LOCAL_RECORDS)`, and later goes.
- */
-const LOCAL_RECORDS = "svc-local-records";
-
-/**
- * Whether this run records its events with local activities. Called first thing in a run (before
- * any command): a new run records the patch marker and answers true; a replay of a history without
- * the marker answers false, and so does the rest of that run, also after its replay catches up
- * (`patched` alone would switch mid-run once the worker executes live).
- */
-const recordsLocally = (): boolean => patched(LOCAL_RECORDS);
-
-/**
- * Records are idempotent on their keys, so a local activity that runs again (retry, or a workflow task
- * retried after a worker died) writes nothing twice. Retries back off inside the workflow task (the
- * worker heartbeats the task meanwhile) up to `localRetryThreshold`, then on a server timer.
- */
-const LOCAL_OPTIONS = { startToCloseTimeout: "1 minute", retry: ACTIVITY_OPTIONS.retry } as const;
-
-/**
- * The bookkeeping proxy of a run: local activities for runs that record locally, else exactly the
- * activities their history was recorded with (`unnamed`: the old code's run start and end carried no summary).
- */
-const recorder =
-  (local: boolean) =>
-  (summary: string, unnamed = false): SvcActivities =>
-    local ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary }) : unnamed ? activities : named(summary);
+/** A run or node event as a record, its summary the event type and the node's name. */
+const workflowEvent = (input: RecordWorkflowEventInput, unnamed = false) => ({ record: { workflowEvent: input }, summary: `${input.type}${input.payload?.node ? ` ${String(input.payload.node)}` : ""}`, unnamed });
+/** A sync or pipeline event as a record. */
+const runEvent = (input: RecordRunEventInput, summary: string) => ({ record: { runEvent: input }, summary });
 
 /** Runs an action's effect as an activity with retries. */
 export async function actionEffect(input: { actionId: string; runId: string }): Promise<void> {
@@ -92,55 +55,59 @@ const messageOf = (err: unknown) => {
   return (cause instanceof Error ? cause.message : undefined) ?? (err instanceof Error ? err.message : String(err));
 };
 
+/** Adds the queued records to an activity's input (`records` stays absent for older runs and when none is queued). */
+const withRecords = <I extends object>(input: I, records: unknown[] | undefined): I => (records ? { ...input, records } : input);
+
 /** A sync run (spec 4.3): workflow id = runId; `sync.run.started`, the handler as an activity, `sync.run.finished`. */
 export async function syncRun(args: { syncId: string; input: unknown }): Promise<unknown> {
-  const record = recorder(recordsLocally());
+  const records = createRecorder(recordingMode());
   const runId = workflowInfo().workflowId;
-  const event = (type: string, extra: Record<string, unknown> = {}) => record(type).recordRunEvent({ type, runId, key: `${runId}:${type}`, payload: { syncId: args.syncId, runId, ...extra } });
-  await event("sync.run.started");
+  const event = (type: string, extra: Record<string, unknown> = {}) => runEvent({ type, runId, key: `${runId}:${type}`, payload: { syncId: args.syncId, runId, ...extra } }, type);
+  await records.record(event("sync.run.started"));
   try {
-    const result = await named(`sync ${args.syncId}`).runSync({ syncId: args.syncId, runId, input: args.input });
-    await event("sync.run.finished", { status: "completed" });
+    const result = await records.carry((carried) => named(`sync ${args.syncId}`).runSync(withRecords({ syncId: args.syncId, runId, input: args.input }, carried)));
+    await records.recordNow(event("sync.run.finished", { status: "completed" }));
     return result;
   } catch (err) {
-    await CancellationScope.nonCancellable(() => event("sync.run.finished", { status: isCancellation(err) ? "cancelled" : "failed", error: { message: messageOf(err) } }));
+    await CancellationScope.nonCancellable(() => records.recordNow(event("sync.run.finished", { status: isCancellation(err) ? "cancelled" : "failed", error: { message: messageOf(err) } })));
     return failRun(err);
   }
 }
 
 /** A pipeline run (spec 4.3): each step an activity, with step events; results flow to later steps. */
 export async function pipelineRun(args: { pipelineId: string; input: unknown; steps: string[] }): Promise<Record<string, unknown>> {
-  const record = recorder(recordsLocally());
+  const records = createRecorder(recordingMode());
   const runId = workflowInfo().workflowId;
-  const event = (type: string, key: string, extra: Record<string, unknown> = {}) => record(`${type}${extra.step ? ` ${String(extra.step)}` : ""}`).recordRunEvent({ type, runId, key: `${runId}:${key}`, payload: { pipelineId: args.pipelineId, runId, ...extra } });
+  const event = (type: string, key: string, extra: Record<string, unknown> = {}) =>
+    runEvent({ type, runId, key: `${runId}:${key}`, payload: { pipelineId: args.pipelineId, runId, ...extra } }, `${type}${extra.step ? ` ${String(extra.step)}` : ""}`);
   const results: Record<string, unknown> = {};
-  await event("pipeline.run.started", "started");
+  await records.record(event("pipeline.run.started", "started"));
   let current: { index: number; step: string } | undefined;
   try {
     for (const [index, step] of args.steps.entries()) {
       current = { index, step };
-      await event("pipeline.run.step.started", `step:${index}:started`, { step, index });
-      results[step] = await named(`step ${step}`).runPipelineStep({ pipelineId: args.pipelineId, runId, index, input: args.input, results });
-      await event("pipeline.run.step.finished", `step:${index}:finished`, { step, index, status: "completed" });
+      await records.record(event("pipeline.run.step.started", `step:${index}:started`, { step, index }));
+      results[step] = await records.carry((carried) => named(`step ${step}`).runPipelineStep(withRecords({ pipelineId: args.pipelineId, runId, index, input: args.input, results }, carried)));
+      await records.record(event("pipeline.run.step.finished", `step:${index}:finished`, { step, index, status: "completed" }));
     }
-    await event("pipeline.run.finished", "finished", { status: "completed" });
+    await records.recordNow(event("pipeline.run.finished", "finished", { status: "completed" }));
     return results;
   } catch (err) {
     const status = isCancellation(err) ? "cancelled" : "failed";
     await CancellationScope.nonCancellable(async () => {
-      if (current) await event("pipeline.run.step.finished", `step:${current.index}:finished`, { ...current, status, error: { message: messageOf(err) } });
-      await event("pipeline.run.finished", "finished", { status, error: { message: messageOf(err) } });
+      if (current) await records.record(event("pipeline.run.step.finished", `step:${current.index}:finished`, { ...current, status, error: { message: messageOf(err) } }));
+      await records.recordNow(event("pipeline.run.finished", "finished", { status, error: { message: messageOf(err) } }));
     });
     return failRun(err);
   }
 }
 
-function createContext(workflowId: string, runId: string, bookkeeping: (summary: string) => SvcActivities): WorkflowContext {
+function createContext(workflowId: string, runId: string, records: Recorder): WorkflowContext {
   let seq = 0;
   let node: string | undefined;
-  const record = (type: string, key: string, payload?: Record<string, unknown>) => bookkeeping(`${type}${payload?.node ? ` ${String(payload.node)}` : ""}`).recordWorkflowEvent({ type, workflowId, runId, key, payload });
+  const record = (type: string, key: string, payload?: Record<string, unknown>) => records.record(workflowEvent({ type, workflowId, runId, key, payload }));
   const inNode = (what: string) => named(node ? `${node}: ${what}` : what);
-  const intervention = installInterventions(workflowId, runId, (input) => bookkeeping(`intervention ${input.name} ${input.phase}`).recordIntervention(input));
+  const intervention = installInterventions(workflowId, runId, records);
   const write = (level: "debug" | "info" | "warn" | "error") => (message: string, fields: Record<string, unknown> = {}) => handlerLog.write(level, message, fields);
   return {
     workflowId,
@@ -163,34 +130,40 @@ function createContext(workflowId: string, runId: string, bookkeeping: (summary:
         throw err;
       }
     },
-    sleep: (ms, name) => sleep(ms, { summary: name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`) }),
+    sleep: (ms, name) => records.beforeWaiting(() => sleep(ms, { summary: name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`) })),
     objects: {
-      get: async (objectTypeId, primaryId) => (await inNode(`read ${objectTypeId} ${primaryId}`).readObject({ objectTypeId, primaryId })) ?? undefined,
+      get: async (objectTypeId, primaryId) => (await records.carry((carried) => inNode(`read ${objectTypeId} ${primaryId}`).readObject(withRecords({ objectTypeId, primaryId }, carried)))) ?? undefined,
     },
-    write: (changes) => inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology({ workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
+    write: (changes) => {
+      const key = `${runId}:write:${++seq}`;
+      return records.carry((carried) => inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology(withRecords({ workflowId, runId, changes, key }, carried)));
+    },
     blobs: {
-      createDownloadUrl: (file, options) => inNode("create a download URL").createDownloadUrl({ runId, fileId: file.id, expiresInMs: options?.expiresInMs }),
-      revokeDownloadUrl: (id) => inNode("revoke a download URL").revokeDownloadUrl({ id }),
+      createDownloadUrl: (file, options) => records.carry((carried) => inNode("create a download URL").createDownloadUrl(withRecords({ runId, fileId: file.id, expiresInMs: options?.expiresInMs }, carried))),
+      revokeDownloadUrl: (id) => records.carry((carried) => inNode("revoke a download URL").revokeDownloadUrl(withRecords({ id }, carried))),
     },
     actions: {
-      run: (actionId, input) => inNode(`run action ${actionId}`).runAction({ actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
+      run: (actionId, input) => {
+        const actionRunId = `${runId}:action:${++seq}`;
+        return records.carry((carried) => inNode(`run action ${actionId}`).runAction(withRecords({ actionId, subject: input.subject, params: input.params, runId: actionRunId, workflowRunId: runId }, carried)));
+      },
     },
   };
 }
 
 /** The dynamic workflow: dispatches on the workflow type to the project's definition. */
 export default async function projectWorkflow(input: unknown): Promise<unknown> {
-  const bookkeeping = recorder(recordsLocally());
+  const records = createRecorder(recordingMode());
   const info = workflowInfo();
   const workflowId = info.workflowType;
   const runId = info.workflowId;
   const definition = (workflows as Record<string, WorkflowDefinition<unknown, unknown>>)[workflowId];
   if (!definition) throw ApplicationFailure.nonRetryable(`This worker has no workflow "${workflowId}"`, "UnknownWorkflow");
   const finished = (payload: Record<string, unknown>) =>
-    CancellationScope.nonCancellable(() => bookkeeping("workflow.run.finished", true).recordWorkflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }));
-  await bookkeeping("workflow.run.started", true).recordWorkflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` });
+    CancellationScope.nonCancellable(() => records.recordNow(workflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }, true)));
+  await records.record(workflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` }, true));
   try {
-    const result = await definition.run(createContext(workflowId, runId, bookkeeping), input);
+    const result = await definition.run(createContext(workflowId, runId, records), input);
     await finished({ status: "completed" });
     return result;
   } catch (err) {

@@ -8,6 +8,7 @@ import { ApplicationFailure, CancellationScope, condition, defineUpdate, isCance
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
 import type { RecordInterventionInput } from "../core/sdk/activities-types";
+import type { Recorder } from "./records";
 import type { InterventionOutcome, InterventionRequest } from "../core/sdk/workflow";
 
 type By = { type: string; id: string };
@@ -28,9 +29,11 @@ interface Entry {
 
 /**
  * Registers the update handlers and answers the `intervention` primitive of the workflow context.
- * @param record the activity that records a phase (index row + events, idempotent per phase)
+ * @param records the run's recorder: each phase (index row + events, idempotent per phase) is written,
+ *   with what the run queued before it, before the run waits or goes on
  */
-export function installInterventions(workflowId: string, runId: string, record: (input: RecordInterventionInput) => Promise<void>) {
+export function installInterventions(workflowId: string, runId: string, records: Recorder) {
+  const record = (input: RecordInterventionInput) => records.recordNow({ record: { intervention: input }, summary: `intervention ${input.name} ${input.phase}` });
   const entries = new Map<string, Entry>();
   let seq = 0;
   /** The open intervention of that name — and, when the caller names one, exactly that one (the API checked its assignees). */

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from "@temporalio/common";
 import type { InjectedSinks } from "@temporalio/worker";
-import type { SvcActivities, SvcSinks } from "../sdk/activities-types";
+import type { CarriedRecords, RecordInterventionInput, RecordRunEventInput, RecordWorkflowEventInput, RunRecord, SvcActivities, SvcSinks } from "../sdk/activities-types";
 import type { LogCapture } from "../logs/capture";
 import type { Logger } from "../logger";
 import type { AppendInput, EventLog } from "../events/log";
@@ -8,7 +8,7 @@ import type { Database, SqlWriter } from "../store/db";
 import type { OntologyStore } from "../ontology/store";
 import type { ActionRunner } from "./actions";
 import type { ProjectRegistry } from "../project/registry";
-import type { Actor, EventType } from "../events/catalog";
+import type { Actor, DomainEventEnvelope, EventType } from "../events/catalog";
 import type { HandlerRunner, HandlerCommit, HandlerRun } from "./handler";
 import type { SystemContext } from "../sdk/context";
 import { isApiError } from "../errors";
@@ -26,6 +26,9 @@ function toFailure(err: unknown): unknown {
  * every ontology write and appended event is idempotent on a key derived from the workflow run, so
  * Temporal's retries never record or apply them twice. The SDK's `blobs` and `artifacts` operations
  * act at once and are not keyed: a retried activity may create a second download URL or publish again.
+ * A run's records (run, node, step, intervention events) come alone (`record*`), batched
+ * (`recordBatch`), or carried by the activity that does the run's next piece of work (`records`, written
+ * first in their own transaction; see workflows/records.ts).
  */
 export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; handlers: HandlerRunner }): SvcActivities {
   const { db, events, ontology, actions, project, handlers } = deps;
@@ -37,74 +40,99 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       throw toFailure(err);
     }
   };
+  /** What one record writes in the caller's transaction: its rows, and the envelopes to append after them. */
+  interface Written {
+    envelopes: DomainEventEnvelope[];
+    /** Whoever waits for this record must find its events in the stream (it ends a run, or is an intervention's). */
+    awaitDrain: boolean;
+  }
+  /** An intervention's phase: its index row (inserted when requested, updated after) and its events. */
+  const interventionInTx = async (tx: SqlWriter, input: RecordInterventionInput): Promise<Written> => {
+    const now = new Date().toISOString();
+    const payload = { workflowId: input.workflowId, runId: input.runId, interventionId: input.interventionId, intervention: input.name };
+    const common = { correlationId: input.runId, origin: { kind: "runtime" as const, workflowId: input.workflowId, runId: input.runId } };
+    if (input.phase === "requested") {
+      await tx.run(
+        `INSERT INTO interventions (id, run_id, workflow_id, name, prompt, assignees, answer_schema, status, requested_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (id) DO NOTHING`,
+        [input.interventionId, input.runId, input.workflowId, input.name, input.prompt ?? "", JSON.stringify(input.assignees ?? {}), input.answerSchema === undefined ? null : JSON.stringify(input.answerSchema), now, input.expiresAt ?? null],
+      );
+      return {
+        awaitDrain: true,
+        envelopes: [
+          events.envelope({ ...common, type: "workflow.intervention.requested", payload: { ...payload, prompt: input.prompt, assignees: input.assignees, expiresAt: input.expiresAt }, idempotencyKey: `${input.interventionId}:requested` }),
+          events.envelope({ ...common, type: "workflow.run.waiting", payload: { ...payload }, idempotencyKey: `${input.interventionId}:run.waiting` }),
+          events.envelope({ ...common, type: "workflow.run.node.waiting", payload: { ...payload, node: input.name }, idempotencyKey: `${input.interventionId}:node.waiting` }),
+        ],
+      };
+    }
+    await tx.run("UPDATE interventions SET status = ?, resolved_at = COALESCE(resolved_at, ?), answer = ?, resolved_by = ?, reason = ? WHERE id = ?", [
+      input.phase, now, input.answer === undefined ? null : JSON.stringify(input.answer), input.by ? JSON.stringify(input.by) : null, input.reason ?? null, input.interventionId,
+    ]);
+    return {
+      awaitDrain: true,
+      envelopes: [
+        events.envelope({
+          ...common,
+          type: `workflow.intervention.${input.phase}`,
+          payload: { ...payload, ...(input.by ? { by: input.by } : {}), ...(input.reason ? { reason: input.reason } : {}), ...(input.phase === "submitted" ? { answer: input.answer } : {}) },
+          idempotencyKey: `${input.interventionId}:${input.phase}`,
+        }),
+      ],
+    };
+  };
   /**
-   * Commits a run's keyed events in one transaction (with the rows `inTx` writes) and drains the outbox
-   * to the stream. Only a record that ends a run awaits the drain, so whoever sees the run ended finds
-   * all its events in the stream (the drain is in commit order); the others start it and go on, as the
-   * run's next step does not need it. Intervention records always await it (see `recordIntervention`).
+   * A run or node event. `workflow.run.queued` comes first in the run's events: the start request commits
+   * it with the run's row before the run can start (issue 15), so `workflow.run.started` finds it written;
+   * it stays for runs queued by older versions, which committed it after the Temporal start (same key:
+   * written once).
    */
-  const commitRecord = async (inputs: AppendInput[], endsRun: boolean, inTx?: (tx: SqlWriter) => Promise<AppendInput[]>) => {
-    await db.transaction(async (tx) => events.writeInTx(tx, events.prepare([...(inTx ? await inTx(tx) : []), ...inputs])));
-    if (endsRun) await events.drain();
+  const workflowEventInTx = async (tx: SqlWriter, input: RecordWorkflowEventInput): Promise<Written> => {
+    const inputs: AppendInput[] = [];
+    if (input.type === "workflow.run.started") {
+      const row = await tx.get<{ actor: string | null }>("SELECT actor FROM workflow_runs WHERE run_id = ?", [input.runId]);
+      const actor = row?.actor ? (JSON.parse(row.actor) as Actor) : undefined;
+      if (row) inputs.push({ type: "workflow.run.queued", payload: { workflowId: input.workflowId, runId: input.runId }, idempotencyKey: `${input.runId}:queued`, correlationId: input.runId, ...(actor ? { actor } : {}) });
+    }
+    inputs.push({
+      type: input.type as EventType,
+      payload: { workflowId: input.workflowId, runId: input.runId, ...input.payload },
+      idempotencyKey: input.key,
+      correlationId: input.runId,
+      origin: { kind: "runtime", workflowId: input.workflowId, runId: input.runId },
+    });
+    return { envelopes: events.prepare(inputs), awaitDrain: input.type === "workflow.run.finished" };
+  };
+  /** A sync or pipeline run's event. */
+  const runEventInTx = (input: RecordRunEventInput): Written => ({
+    envelopes: events.prepare([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }]),
+    awaitDrain: input.type.endsWith(".run.finished"),
+  });
+  /**
+   * Writes a run's records in one transaction, in order, each once per key, then drains the outbox to the
+   * stream. Only a record that ends a run or is an intervention's awaits the drain, so whoever sees the
+   * run ended (or waiting) finds all its events in the stream (the drain is in commit order); for the
+   * others the drain starts and the run goes on, as its next step does not need it.
+   */
+  const writeRecords = async (records: readonly RunRecord[]) => {
+    let awaitDrain = false;
+    await db.transaction(async (tx) => {
+      const envelopes: DomainEventEnvelope[] = [];
+      for (const record of records) {
+        const written = "workflowEvent" in record ? await workflowEventInTx(tx, record.workflowEvent) : "runEvent" in record ? runEventInTx(record.runEvent) : await interventionInTx(tx, record.intervention);
+        envelopes.push(...written.envelopes);
+        awaitDrain ||= written.awaitDrain;
+      }
+      await events.writeInTx(tx, envelopes);
+    });
+    if (awaitDrain) await events.drain();
     else void events.drain();
   };
-  return {
-    async recordIntervention(input) {
-      const now = new Date().toISOString();
-      const payload = { workflowId: input.workflowId, runId: input.runId, interventionId: input.interventionId, intervention: input.name };
-      const common = { correlationId: input.runId, origin: { kind: "runtime" as const, workflowId: input.workflowId, runId: input.runId } };
-      const envelopes =
-        input.phase === "requested"
-          ? [
-              events.envelope({ ...common, type: "workflow.intervention.requested", payload: { ...payload, prompt: input.prompt, assignees: input.assignees, expiresAt: input.expiresAt }, idempotencyKey: `${input.interventionId}:requested` }),
-              events.envelope({ ...common, type: "workflow.run.waiting", payload: { ...payload }, idempotencyKey: `${input.interventionId}:run.waiting` }),
-              events.envelope({ ...common, type: "workflow.run.node.waiting", payload: { ...payload, node: input.name }, idempotencyKey: `${input.interventionId}:node.waiting` }),
-            ]
-          : [
-              events.envelope({
-                ...common,
-                type: `workflow.intervention.${input.phase}`,
-                payload: { ...payload, ...(input.by ? { by: input.by } : {}), ...(input.reason ? { reason: input.reason } : {}), ...(input.phase === "submitted" ? { answer: input.answer } : {}) },
-                idempotencyKey: `${input.interventionId}:${input.phase}`,
-              }),
-            ];
-      await db.transaction(async (tx) => {
-        if (input.phase === "requested") {
-          await tx.run(
-            `INSERT INTO interventions (id, run_id, workflow_id, name, prompt, assignees, answer_schema, status, requested_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (id) DO NOTHING`,
-            [input.interventionId, input.runId, input.workflowId, input.name, input.prompt ?? "", JSON.stringify(input.assignees ?? {}), input.answerSchema === undefined ? null : JSON.stringify(input.answerSchema), now, input.expiresAt ?? null],
-          );
-        } else {
-          await tx.run("UPDATE interventions SET status = ?, resolved_at = COALESCE(resolved_at, ?), answer = ?, resolved_by = ?, reason = ? WHERE id = ?", [
-            input.phase, now, input.answer === undefined ? null : JSON.stringify(input.answer), input.by ? JSON.stringify(input.by) : null, input.reason ?? null, input.interventionId,
-          ]);
-        }
-        await events.writeInTx(tx, envelopes);
-      });
-      await events.drain();
-    },
-    async recordWorkflowEvent(input) {
-      const event: AppendInput = {
-        type: input.type as EventType,
-        payload: { workflowId: input.workflowId, runId: input.runId, ...input.payload },
-        idempotencyKey: input.key,
-        correlationId: input.runId,
-        origin: { kind: "runtime", workflowId: input.workflowId, runId: input.runId },
-      };
-      // `workflow.run.queued` comes first in the run's events. The start request commits it with the run's
-      // row before the run can start (issue 15), so this finds it written; it stays for runs queued by
-      // older versions, which committed it after the Temporal start (same key: written once)
-      const queued =
-        input.type === "workflow.run.started"
-          ? async (tx: SqlWriter): Promise<AppendInput[]> => {
-              const row = await tx.get<{ actor: string | null }>("SELECT actor FROM workflow_runs WHERE run_id = ?", [input.runId]);
-              const actor = row?.actor ? (JSON.parse(row.actor) as Actor) : undefined;
-              return row ? [{ type: "workflow.run.queued", payload: { workflowId: input.workflowId, runId: input.runId }, idempotencyKey: `${input.runId}:queued`, correlationId: input.runId, ...(actor ? { actor } : {}) }] : [];
-            }
-          : undefined;
-      await commitRecord([event], input.type === "workflow.run.finished", queued);
-    },
+  const activities: SvcActivities = {
+    recordIntervention: (input) => writeRecords([{ intervention: input }]),
+    recordWorkflowEvent: (input) => writeRecords([{ workflowEvent: input }]),
+    recordRunEvent: (input) => writeRecords([{ runEvent: input }]),
+    recordBatch: (input) => writeRecords(input.records),
     async readObject(input) {
       return (await ontology.getObject(input.objectTypeId, input.primaryId)) ?? null;
     },
@@ -131,9 +159,6 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
         { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId },
         (ctx) => found.definition.run({ ...ctx, scheduleId: input.scheduleId, occurrenceAt: input.occurrenceAt }),
       );
-    },
-    async recordRunEvent(input) {
-      await commitRecord([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }], input.type.endsWith(".run.finished"));
     },
     async runSync(input) {
       const { connectorId, definition } = project.connectorRun("syncs", input.syncId);
@@ -180,7 +205,20 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       );
     },
   };
+  for (const name of CARRIERS) {
+    const work = activities[name] as (input: CarriedRecords) => Promise<unknown>;
+    Object.assign(activities, {
+      [name]: async (input: CarriedRecords) => {
+        if (input.records?.length) await writeRecords(input.records);
+        return work(input);
+      },
+    });
+  }
+  return activities;
 }
+
+/** The activities that first write the records a run queued before calling them (`CarriedRecords`). */
+const CARRIERS = ["readObject", "writeOntology", "runAction", "runSync", "runPipelineStep", "createDownloadUrl", "revokeDownloadUrl"] as const satisfies ReadonlyArray<keyof SvcActivities>;
 
 /**
  * The sinks workflow code logs through (spec 2.5): `ctx.log` of a workflow run is captured with run

@@ -44,6 +44,21 @@ export interface RecordRunEventInput {
   runId: string;
 }
 
+/**
+ * One record of a run (issue 15, `svc-batched-records`): what `recordWorkflowEvent`, `recordRunEvent`
+ * or `recordIntervention` records alone, as an entry of `recordBatch` or of the `records` an activity
+ * writes before its own work.
+ */
+export type RunRecord = { workflowEvent: RecordWorkflowEventInput } | { runEvent: RecordRunEventInput } | { intervention: RecordInterventionInput };
+
+/**
+ * The records a run queued before calling an activity (issue 15): the activity writes them, in order and
+ * once per key, before its own work. Absent in runs started before `svc-batched-records`.
+ */
+export interface CarriedRecords {
+  records?: RunRecord[];
+}
+
 /** The sink workflow code logs through (Temporal sinks: called after the activation, not during replay). */
 export interface SvcSinks extends Sinks {
   handlerLog: {
@@ -55,9 +70,9 @@ export interface SvcActivities {
   /** Records a sync or pipeline run event once per key (a local activity for runs started since the `svc-local-records` patch). */
   recordRunEvent(input: RecordRunEventInput): Promise<void>;
   /** Runs a sync's handler; its writes are applied once per run. Answers its JSON result. */
-  runSync(input: { syncId: string; runId: string; input: unknown }): Promise<unknown>;
+  runSync(input: { syncId: string; runId: string; input: unknown } & CarriedRecords): Promise<unknown>;
   /** Runs one pipeline step; its writes are applied once per run and step. Answers its JSON result. */
-  runPipelineStep(input: { pipelineId: string; runId: string; index: number; input: unknown; results: Record<string, unknown> }): Promise<unknown>;
+  runPipelineStep(input: { pipelineId: string; runId: string; index: number; input: unknown; results: Record<string, unknown> } & CarriedRecords): Promise<unknown>;
   /** Records an intervention's phase once: its index row and events (requested also records run/node waiting); a local activity for runs started since the `svc-local-records` patch. */
   recordIntervention(input: RecordInterventionInput): Promise<void>;
   /**
@@ -67,14 +82,19 @@ export interface SvcActivities {
    * always precedes started in the stream.
    */
   recordWorkflowEvent(input: RecordWorkflowEventInput): Promise<void>;
-  readObject(input: { objectTypeId: string; primaryId: string }): Promise<ObjectRecord | null>;
-  writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string }): Promise<void>;
-  runAction(input: { actionId: string; subject?: Subject; params?: Record<string, unknown>; runId: string; workflowRunId: string }): Promise<ActionRunRecord>;
+  /**
+   * Records a run's queued records in one transaction, in order, once per key (a local activity of runs
+   * started since `svc-batched-records`, where the run waits or ends before any other activity).
+   */
+  recordBatch(input: { records: RunRecord[] }): Promise<void>;
+  readObject(input: { objectTypeId: string; primaryId: string } & CarriedRecords): Promise<ObjectRecord | null>;
+  writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string } & CarriedRecords): Promise<void>;
+  runAction(input: { actionId: string; subject?: Subject; params?: Record<string, unknown>; runId: string; workflowRunId: string } & CarriedRecords): Promise<ActionRunRecord>;
   runActionEffect(input: { actionId: string; runId: string }): Promise<void>;
   /** `ctx.blobs.createDownloadUrl` of workflow code (a distinct URL per call; spec 2.6). */
-  createDownloadUrl(input: { runId: string; fileId: string; expiresInMs?: number }): Promise<DownloadUrl>;
+  createDownloadUrl(input: { runId: string; fileId: string; expiresInMs?: number } & CarriedRecords): Promise<DownloadUrl>;
   /** `ctx.blobs.revokeDownloadUrl` of workflow code. */
-  revokeDownloadUrl(input: { id: string }): Promise<void>;
+  revokeDownloadUrl(input: { id: string } & CarriedRecords): Promise<void>;
   /** Appends `schedule.triggered` (once per occurrenceKey) and runs the schedule's handler (its writes once per occurrence). */
   runSchedule(input: { scheduleId: string; occurrenceAt: string; triggeredAt: string; occurrenceKey: string }): Promise<void>;
 }

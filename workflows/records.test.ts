@@ -1,0 +1,113 @@
+/**
+ * The recorder's queue (workflows/records.ts) outside Temporal's isolate: `@temporalio/workflow` is
+ * replaced by a fake that logs each command the recorder issues, so the cases a live run rarely shows
+ * (a carrier cancelled before it ran, a batch that failed) are checked here; test/replay.test.ts
+ * checks the same recorder on the real dev server and its histories' replay.
+ */
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import type { RunRecord } from "../core/sdk/activities-types";
+
+/** Commands issued, in order: [how, activity, summary, input]. */
+const issued: Array<[string, string, string | undefined, unknown]> = [];
+const failing = new Set<string>();
+const patches = new Set<string>();
+const proxy = (how: string) => (options: { summary?: string }) =>
+  new Proxy({}, { get: (_, activity: string) => async (input: unknown) => {
+    issued.push([how, activity, options.summary, input]);
+    if (failing.has(activity)) throw new Error(`${activity} failed`);
+  } });
+vi.mock("@temporalio/workflow", () => ({ patched: (id: string) => patches.has(id), proxyActivities: proxy("activity"), proxyLocalActivities: proxy("local") }));
+
+const { createRecorder, recordingMode, BATCHED_RECORDS, LOCAL_RECORDS } = await import("./records");
+
+const nodeStarted = (key: string) => ({ type: "workflow.run.node.started", workflowId: "w", runId: "r", key });
+const event = (key: string): { record: RunRecord; summary: string } => ({ record: { workflowEvent: nodeStarted(key) }, summary: `summary ${key}` });
+
+beforeEach(() => {
+  issued.length = 0;
+  failing.clear();
+  patches.clear();
+});
+
+describe("recordingMode", () => {
+  it("answers the newest generation whose patch marker the run has", () => {
+    expect(recordingMode()).toBe("activities");
+    patches.add(LOCAL_RECORDS);
+    expect(recordingMode()).toBe("local");
+    patches.add(BATCHED_RECORDS);
+    expect(recordingMode()).toBe("batched");
+  });
+});
+
+describe("batched", () => {
+  it("queues records until a carrier takes them, in order, and the next carrier gets none", async () => {
+    const records = createRecorder("batched");
+    await records.record(event("a"));
+    await records.record(event("b"));
+    expect(issued).toEqual([]);
+    const carried: Array<RunRecord[] | undefined> = [];
+    await records.carry(async (r) => void carried.push(r));
+    await records.carry(async (r) => void carried.push(r));
+    expect(carried).toEqual([[event("a").record, event("b").record], undefined]);
+  });
+
+  it("queues a failed carrier's records again, in front of those queued meanwhile", async () => {
+    const records = createRecorder("batched");
+    await records.record(event("a"));
+    await expect(records.carry(async () => { await records.record(event("b")); throw new Error("cancelled before it ran"); })).rejects.toThrow("cancelled");
+    await records.recordNow(event("c"));
+    expect(issued).toEqual([["local", "recordBatch", "summary a, summary b, summary c", { records: [event("a").record, event("b").record, event("c").record] }]]);
+  });
+
+  it("writes what is queued before waiting, as one local activity naming every record", async () => {
+    const records = createRecorder("batched");
+    await records.record(event("a"));
+    await records.record(event("b"));
+    const order: string[] = [];
+    await records.beforeWaiting(async () => void order.push(`wait after ${issued.length} batch`));
+    expect(order).toEqual(["wait after 1 batch"]);
+    expect(issued).toEqual([["local", "recordBatch", "summary a, summary b", { records: [event("a").record, event("b").record] }]]);
+  });
+
+  it("waits at once, without a batch, when nothing is queued", async () => {
+    const records = createRecorder("batched");
+    let waited = false;
+    const waiting = records.beforeWaiting(async () => void (waited = true));
+    expect(waited).toBe(true); // called before the first await: no command in between
+    await waiting;
+    expect(issued).toEqual([]);
+  });
+
+  it("does not queue a failed batch again (a failure path records its own outcome under the same key)", async () => {
+    const records = createRecorder("batched");
+    failing.add("recordBatch");
+    await expect(records.recordNow(event("a"))).rejects.toThrow("recordBatch failed");
+    failing.clear();
+    await records.recordNow(event("b"));
+    expect(issued.map(([, , , input]) => input)).toEqual([{ records: [event("a").record] }, { records: [event("b").record] }]);
+  });
+});
+
+describe("older generations", () => {
+  it("local: one local activity per record, issued at once; carriers carry nothing", async () => {
+    const records = createRecorder("local");
+    const pending = records.record(event("a"));
+    expect(issued).toEqual([["local", "recordWorkflowEvent", "summary a", nodeStarted("a")]]);
+    await pending;
+    await records.recordNow({ record: { intervention: { phase: "expired", workflowId: "w", runId: "r", interventionId: "i", name: "approve" } }, summary: "intervention approve expired" });
+    expect(issued[1]?.slice(0, 3)).toEqual(["local", "recordIntervention", "intervention approve expired"]);
+    let carried: unknown = "not called";
+    await records.carry(async (r) => void (carried = r));
+    expect(carried).toBeUndefined();
+  });
+
+  it("activities: one activity per record, without a summary where the first engine gave none", async () => {
+    const records = createRecorder("activities");
+    await records.record({ ...event("a"), unnamed: true });
+    await records.record({ record: { runEvent: { type: "sync.run.started", runId: "r", key: "k", payload: {} } }, summary: "sync.run.started" });
+    expect(issued.map(([how, activity, summary]) => [how, activity, summary])).toEqual([
+      ["activity", "recordWorkflowEvent", undefined],
+      ["activity", "recordRunEvent", "sync.run.started"],
+    ]);
+  });
+});

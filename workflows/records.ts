@@ -1,0 +1,140 @@
+/**
+ * How a run writes its records (run, node, step and intervention events; isolate code), in three
+ * generations chosen once per run at its start by Temporal patches, so that every recorded history
+ * replays with the commands it was recorded with (issue 15):
+ *
+ * - `activities`: no patch marker (runs started before issue 15): one activity per record.
+ * - `local`: the `svc-local-records` marker: one local activity per record (a `MARKER_RECORDED` each).
+ * - `batched`: the `svc-batched-records` marker (new runs): records queue in the run and are written
+ *   first by the next activity the run calls (its input's `records`), or, where the run waits or ends
+ *   before any activity, by one local activity `recordBatch` holding all of them. A node then costs no
+ *   record of its own in the common case: `read invoice` is `readObject` carrying `workflow.run.started`
+ *   and the node's `started`.
+ *
+ * Records are idempotent on their keys, so a record written twice (an activity retried, a carrier that
+ * failed after writing them, whose records are queued again) is written once.
+ */
+import { patched, proxyActivities, proxyLocalActivities } from "@temporalio/workflow";
+import type { RunRecord, SvcActivities } from "../core/sdk/activities-types";
+
+/** Options of the run's activities (records as activities, and every activity doing a node's work). */
+export const ACTIVITY_OPTIONS = {
+  startToCloseTimeout: "1 minute",
+  retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "30 seconds", maximumAttempts: 20 },
+} as const;
+
+/** Activities without a summary (the first engine's run start and end carried none). */
+export const activities = proxyActivities<SvcActivities>(ACTIVITY_OPTIONS);
+
+/** Activities whose history entries carry `summary` (the designer's node name), so history reads as written. */
+export const named = (summary: string) => proxyActivities<SvcActivities>({ ...ACTIVITY_OPTIONS, summary });
+
+/**
+ * Patch id of issue 15's first change: records as local activities, one each. Runs recorded before it
+ * (no marker) keep recording with activities until they end. Once no such run is open this becomes
+ * `deprecatePatch`, and later goes.
+ */
+export const LOCAL_RECORDS = "svc-local-records";
+
+/** Patch id of issue 15's second change: records queued and carried by the run's next activity, or batched. */
+export const BATCHED_RECORDS = "svc-batched-records";
+
+/**
+ * Local activities run by this worker inside the workflow task (retries back off inside the task up to
+ * `localRetryThreshold`, then on a server timer).
+ */
+const LOCAL_OPTIONS = { startToCloseTimeout: "1 minute", retry: ACTIVITY_OPTIONS.retry } as const;
+
+/** Which generation a run records with (see the module doc). */
+export type RecordingMode = "activities" | "local" | "batched";
+
+/**
+ * The run's recording generation. Must be called first thing in a run (before any command): a new run
+ * records the `svc-batched-records` marker and answers `batched`; a replay answers what its history
+ * was recorded with, for the whole run, also once its replay catches up (`patched` alone would switch
+ * mid-run when the worker executes live).
+ */
+export function recordingMode(): RecordingMode {
+  if (patched(BATCHED_RECORDS)) return "batched";
+  return patched(LOCAL_RECORDS) ? "local" : "activities";
+}
+
+/** A record with the summary its history entry shows (`unnamed`: the first engine gave none). */
+export interface Entry {
+  record: RunRecord;
+  summary: string;
+  unnamed?: boolean;
+}
+
+/**
+ * A run's records (see the module doc). In `activities` and `local` mode every call issues exactly the
+ * command the older engines issued at that point; `beforeWaiting` and `carry` add none.
+ */
+export interface Recorder {
+  /** Records `entry`: at once (`activities`, `local`), or queued until the next carrier or flush (`batched`). */
+  record(entry: Entry): Promise<void>;
+  /** Records `entry` and writes everything queued before answering (a run about to wait or end). */
+  recordNow(entry: Entry): Promise<void>;
+  /**
+   * Writes what is queued (`batched`: one `recordBatch` local activity), then calls `wait` (a timer, a
+   * condition): what the run did shows before it waits. `wait` is called at once when nothing is queued
+   * (always in the older modes, so their commands keep their order).
+   */
+  beforeWaiting<T>(wait: () => Promise<T>): Promise<T>;
+  /**
+   * Calls an activity, passing it the queued records to write first (`batched`); when the call fails
+   * (the node's work failed, or it was cancelled before it ran) they are queued again, in front, for the
+   * next carrier: the records themselves did not fail, and may not have been written.
+   * @param call the activity call; `records` is undefined when nothing is queued or in older modes
+   */
+  carry<T>(call: (records: RunRecord[] | undefined) => Promise<T>): Promise<T>;
+}
+
+/** The per-record activity an older engine called for `record`. */
+function callSingle(proxy: SvcActivities, record: RunRecord): Promise<void> {
+  if ("workflowEvent" in record) return proxy.recordWorkflowEvent(record.workflowEvent);
+  if ("runEvent" in record) return proxy.recordRunEvent(record.runEvent);
+  return proxy.recordIntervention(record.intervention);
+}
+
+/** The recorder of a run in `mode` (see {@link recordingMode}). */
+export function createRecorder(mode: RecordingMode): Recorder {
+  if (mode !== "batched") {
+    const proxy = (entry: Entry): SvcActivities =>
+      mode === "local" ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: entry.summary }) : entry.unnamed ? activities : named(entry.summary);
+    const record = (entry: Entry) => callSingle(proxy(entry), entry.record);
+    return { record, recordNow: record, beforeWaiting: (wait) => wait(), carry: (call) => call(undefined) };
+  }
+  let queued: Entry[] = [];
+  /**
+   * One local activity for everything queued. Not queued again when it fails: like the older engines'
+   * single records, a record whose activity failed is not written (a node's or run's `finished` is then
+   * recorded again by the failure path, with the same key and the outcome it ends with).
+   */
+  const flush = async () => {
+    const batch = queued;
+    queued = [];
+    await proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: batch.map((e) => e.summary).join(", ") }).recordBatch({ records: batch.map((e) => e.record) });
+  };
+  return {
+    record: async (entry) => void queued.push(entry),
+    recordNow: async (entry) => {
+      queued.push(entry);
+      await flush();
+    },
+    beforeWaiting: async (wait) => {
+      if (queued.length) await flush();
+      return wait();
+    },
+    carry: async (call) => {
+      const batch = queued;
+      queued = [];
+      try {
+        return await call(batch.length ? batch.map((e) => e.record) : undefined);
+      } catch (err) {
+        queued = [...batch, ...queued];
+        throw err;
+      }
+    },
+  };
+}
