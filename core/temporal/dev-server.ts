@@ -48,6 +48,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     // eager activity dispatch (off by default before server 1.32): an activity the workflow task schedules
     // comes back in the task's completion response to this worker, without an activity poll round trip
     "--dynamic-config-value", "system.enableActivityEagerExecution=true",
+    // eager workflow start: a start requested with `requestEagerStart` answers with the run's first
+    // workflow task for this process's worker (same connection), without a matching round trip
+    "--dynamic-config-value", "system.enableEagerWorkflowStart=true",
     ...(opts.namespace !== "default" ? ["--namespace", opts.namespace] : []),
     ...(opts.ui ? ["--ui-port", String(uiPort)] : ["--headless"]),
   ];

@@ -1,6 +1,6 @@
 import path from "node:path";
-import { Client, Connection } from "@temporalio/client";
-import type { InjectedSinks } from "@temporalio/worker";
+import { Client } from "@temporalio/client";
+import type { InjectedSinks, NativeConnection } from "@temporalio/worker";
 import type { Config } from "../config";
 import type { Logger } from "../logger";
 import type { WorkflowBundle } from "./bundle";
@@ -20,20 +20,33 @@ export interface TemporalHealth {
 
 let runtimeInstalled = false;
 
+/** Installs the SDK's Rust runtime once per process, logging through pino at WARN. */
+function installRuntime({ Runtime, DefaultLogger }: typeof import("@temporalio/worker"), log: Logger): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    // shutdownSignals: [] — the app owns SIGINT/SIGTERM (installSignalHandlers) and drains the worker itself
+    Runtime.install({ logger: new DefaultLogger("WARN", (entry) => log.warn({ temporal: entry.meta }, entry.message)), shutdownSignals: [] });
+  } catch {
+    // already installed in this process
+  }
+}
+
 /**
  * Temporal as infrastructure for one runtime process: the embedded dev server when `TEMPORAL_ADDRESS`
- * is unset (or the configured cluster), a client, and one worker on the runtime's task queue. It knows
- * nothing of what runs on it: the app passes the workflow bundle and the runtime's activities to
+ * is unset (or the configured cluster), a client, and one worker on the runtime's task queue. Client and
+ * worker share one `NativeConnection` (the SDK's Rust core does the gRPC, not grpc-js on the event
+ * loop), which also lets a start ask for eager execution: the server answers it with the run's first
+ * workflow task for this worker (issue 15; see `startRun`). It knows nothing of what runs on it: the app passes the workflow bundle and the runtime's activities to
  * {@link TemporalHost.startWorker}.
  */
 export class TemporalHost {
   private workerRun: Promise<void> | undefined;
   private worker: import("@temporalio/worker").Worker | undefined;
-  private nativeConnection: import("@temporalio/worker").NativeConnection | undefined;
 
   constructor(
     readonly client: Client,
-    private readonly connection: Connection,
+    private readonly connection: NativeConnection,
     readonly address: string,
     readonly namespace: string,
     readonly taskQueue: string,
@@ -63,7 +76,9 @@ export class TemporalHost {
       uiUrl = devServer.uiUrl;
     }
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 10_000 });
+      const sdk = await import("@temporalio/worker");
+      installRuntime(sdk, log);
+      const connection = await sdk.NativeConnection.connect({ address });
       const client = new Client({ connection, namespace: t.namespace });
       return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log);
     } catch (err) {
@@ -80,19 +95,9 @@ export class TemporalHost {
    * @throws Error when the worker cannot be created (bundle invalid, server unreachable)
    */
   async startWorker(opts: { activities: object; workflowBundle: WorkflowBundle; sinks?: InjectedSinks<any> }): Promise<void> {
-    const { NativeConnection, Worker, Runtime, DefaultLogger } = await import("@temporalio/worker");
-    if (!runtimeInstalled) {
-      runtimeInstalled = true;
-      try {
-        // shutdownSignals: [] — the app owns SIGINT/SIGTERM (installSignalHandlers) and drains the worker itself
-        Runtime.install({ logger: new DefaultLogger("WARN", (entry) => this.log.warn({ temporal: entry.meta }, entry.message)), shutdownSignals: [] });
-      } catch {
-        // already installed in this process
-      }
-    }
-    this.nativeConnection = await NativeConnection.connect({ address: this.address });
+    const { Worker } = await import("@temporalio/worker");
     this.worker = await Worker.create({
-      connection: this.nativeConnection,
+      connection: this.connection,
       namespace: this.namespace,
       taskQueue: this.taskQueue,
       workflowBundle: opts.workflowBundle,
@@ -124,7 +129,6 @@ export class TemporalHost {
   async shutdown(): Promise<void> {
     if (this.worker && this.worker.getState() === "RUNNING") this.worker.shutdown();
     await this.workerRun;
-    await this.nativeConnection?.close().catch(() => undefined);
     await this.connection.close().catch(() => undefined);
     await this.devServer?.stop();
   }
