@@ -15,7 +15,7 @@ import { workflows } from "svc-project-workflows";
 import type { RecordRunEventInput, RecordWorkflowEventInput, SvcSinks } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
-import { activities, createRecorder, named, recordingMode, type Recorder } from "./records";
+import { activities, clampSummary, createRecorder, named, recordingMode, type Recorder } from "./records";
 export { agentReply } from "./agents";
 
 const { handlerLog } = proxySinks<SvcSinks>();
@@ -130,7 +130,7 @@ function createContext(workflowId: string, runId: string, records: Recorder): Wo
         throw err;
       }
     },
-    sleep: (ms, name) => records.beforeWaiting(() => sleep(ms, { summary: name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`) })),
+    sleep: (ms, name) => records.beforeWaiting(() => sleep(ms, { summary: clampSummary(name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`)) })),
     objects: {
       get: async (objectTypeId, primaryId) => (await records.carry((carried) => inNode(`read ${objectTypeId} ${primaryId}`).readObject(withRecords({ objectTypeId, primaryId }, carried)))) ?? undefined,
     },

@@ -18,7 +18,7 @@ const proxy = (how: string) => (options: { summary?: string }) =>
   } });
 vi.mock("@temporalio/workflow", () => ({ patched: (id: string) => patches.has(id), proxyActivities: proxy("activity"), proxyLocalActivities: proxy("local") }));
 
-const { createRecorder, recordingMode, BATCHED_RECORDS, LOCAL_RECORDS } = await import("./records");
+const { batchSummary, clampSummary, createRecorder, recordingMode, BATCHED_RECORDS, LOCAL_RECORDS, SUMMARY_BYTES } = await import("./records");
 
 const nodeStarted = (key: string) => ({ type: "workflow.run.node.started", workflowId: "w", runId: "r", key });
 const event = (key: string): { record: RunRecord; summary: string } => ({ record: { workflowEvent: nodeStarted(key) }, summary: `summary ${key}` });
@@ -109,5 +109,42 @@ describe("older generations", () => {
       ["activity", "recordWorkflowEvent", undefined],
       ["activity", "recordRunEvent", "sync.run.started"],
     ]);
+  });
+});
+
+describe("summaries", () => {
+  const bytes = (s: string) => Buffer.byteLength(s, "utf8");
+
+  it("leave short summaries as they are", () => {
+    expect(clampSummary("read invoice: read invoice inv_1")).toBe("read invoice: read invoice inv_1");
+    expect(batchSummary(["a", "b"])).toBe("a, b");
+  });
+
+  it("cut a long one on a code point boundary, within the budget", () => {
+    const cut = clampSummary("é".repeat(200) + "😀".repeat(100));
+    expect(bytes(cut)).toBeLessThanOrEqual(SUMMARY_BYTES);
+    expect(cut.endsWith("…")).toBe(true);
+    expect(cut).not.toMatch(/\uFFFD/);
+    expect(bytes(clampSummary("😀".repeat(100)))).toBeLessThanOrEqual(SUMMARY_BYTES);
+  });
+
+  it("name as many records of a long batch as fit, then how many more", () => {
+    const summaries = Array.from({ length: 30 }, (_, i) => `workflow.run.node.started step number ${i}`);
+    const summary = batchSummary(summaries);
+    expect(bytes(summary)).toBeLessThanOrEqual(SUMMARY_BYTES);
+    expect(summary).toMatch(/^workflow\.run\.node\.started step number 0, .*, and \d+ more$/);
+    const named = summary.split(", ").length - 1;
+    expect(summary.endsWith(`and ${30 - named} more`)).toBe(true);
+    const huge = batchSummary(["x".repeat(1000), "y"]);
+    expect(bytes(huge)).toBeLessThanOrEqual(SUMMARY_BYTES);
+    expect(huge.endsWith("…, and 1 more")).toBe(true);
+  });
+
+  it("keep a batch's summary within the budget when the local activity is issued", async () => {
+    const records = createRecorder("batched");
+    for (let i = 0; i < 40; i++) await records.record(event(`key-${i}-${"n".repeat(20)}`));
+    await records.beforeWaiting(async () => undefined);
+    expect(bytes(issued[0]![2]!)).toBeLessThanOrEqual(SUMMARY_BYTES);
+    expect((issued[0]![3] as { records: unknown[] }).records).toHaveLength(40);
   });
 });

@@ -26,8 +26,53 @@ export const ACTIVITY_OPTIONS = {
 /** Activities without a summary (the first engine's run start and end carried none). */
 export const activities = proxyActivities<SvcActivities>(ACTIVITY_OPTIONS);
 
-/** Activities whose history entries carry `summary` (the designer's node name), so history reads as written. */
-export const named = (summary: string) => proxyActivities<SvcActivities>({ ...ACTIVITY_OPTIONS, summary });
+/**
+ * Most UTF-8 bytes of a summary we give Temporal. The server refuses a command whose summary payload is
+ * above `limit.userMetadataSummarySize` (400 bytes by default, counted after JSON encoding, so quotes
+ * and escapes count twice), and a refused workflow task is retried for ever: leave room.
+ */
+export const SUMMARY_BYTES = 256;
+
+const utf8Bytes = (s: string) => {
+  let n = 0;
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    n += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+  }
+  return n;
+};
+
+/** `summary` cut to `bytes` (UTF-8) on a code point boundary, ending with `…` (3 bytes) when cut. */
+export function clampSummary(summary: string, bytes = SUMMARY_BYTES): string {
+  if (utf8Bytes(summary) <= bytes) return summary;
+  let out = "";
+  let used = 0;
+  for (const ch of summary) {
+    used += utf8Bytes(ch);
+    if (used > bytes - 3) break;
+    out += ch;
+  }
+  return `${out}…`;
+}
+
+/** The summary of a batch: its records' summaries in order, as many as fit, then `and N more`. */
+export function batchSummary(summaries: readonly string[]): string {
+  let out = "";
+  for (const [i, summary] of summaries.entries()) {
+    const next = out ? `${out}, ${summary}` : summary;
+    const rest = summaries.length - i - 1;
+    if (utf8Bytes(rest ? `${next}, and ${rest} more` : next) > SUMMARY_BYTES) {
+      if (out) return `${out}, and ${summaries.length - i} more`;
+      const suffix = rest ? `, and ${rest} more` : "";
+      return clampSummary(summary, SUMMARY_BYTES - suffix.length) + suffix;
+    }
+    out = next;
+  }
+  return out;
+}
+
+/** Activities whose history entries carry `summary` (the designer's node name, clamped), so history reads as written. */
+export const named = (summary: string) => proxyActivities<SvcActivities>({ ...ACTIVITY_OPTIONS, summary: clampSummary(summary) });
 
 /**
  * Patch id of issue 15's first change: records as local activities, one each. Runs recorded before it
@@ -101,7 +146,7 @@ function callSingle(proxy: SvcActivities, record: RunRecord): Promise<void> {
 export function createRecorder(mode: RecordingMode): Recorder {
   if (mode !== "batched") {
     const proxy = (entry: Entry): SvcActivities =>
-      mode === "local" ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: entry.summary }) : entry.unnamed ? activities : named(entry.summary);
+      mode === "local" ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: clampSummary(entry.summary) }) : entry.unnamed ? activities : named(entry.summary);
     const record = (entry: Entry) => callSingle(proxy(entry), entry.record);
     return { record, recordNow: record, beforeWaiting: (wait) => wait(), carry: (call) => call(undefined) };
   }
@@ -114,7 +159,7 @@ export function createRecorder(mode: RecordingMode): Recorder {
   const flush = async () => {
     const batch = queued;
     queued = [];
-    await proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: batch.map((e) => e.summary).join(", ") }).recordBatch({ records: batch.map((e) => e.record) });
+    await proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: batchSummary(batch.map((e) => e.summary)) }).recordBatch({ records: batch.map((e) => e.record) });
   };
   return {
     record: async (entry) => void queued.push(entry),
