@@ -74,6 +74,40 @@ describe("SqliteEventStream.readJson", () => {
   });
 });
 
+describe("SqliteEventStream read-ahead", () => {
+  it("reads the next full page while a reader catching up is busy, and answers it only when it is full", async () => {
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    opened.push(db);
+    const writer = await SqliteEventStream.open(db);
+    await writer.append(envelopes(40));
+    const reader = await SqliteEventStream.open(db); // empty tail: every page comes from SQLite
+    const statements = () => db.stats().readerStatements;
+    const settle = () => new Promise((r) => setTimeout(r, 50));
+
+    const first = await reader.readJson({ limit: 15 });
+    await settle(); // the read-ahead of the second page ran meanwhile
+    const afterFirst = statements();
+    const cursorOf = (texts: string[]) => (JSON.parse(texts.at(-1)!) as { cursor: string }).cursor;
+    const second = await reader.readJson({ limit: 15, afterCursor: cursorOf(first) });
+    expect(statements()).toBe(afterFirst + 1); // answered from the read-ahead: the one statement is the third page's read-ahead
+    expect(second.map((t) => JSON.parse(t))).toEqual(await writer.read({ limit: 15, afterCursor: cursorOf(first) }));
+    await settle();
+
+    // the third page was read ahead with 10 events; 5 more are committed before it is asked for: a
+    // short page read ahead may lack them, so it is read again and answers all 15
+    await writer.append(envelopes(45).slice(40).map((e) => ({ ...e, id: `${e.id}_late` })));
+    const third = await reader.readJson({ limit: 15, afterCursor: cursorOf(second) });
+    expect(third).toHaveLength(15);
+    expect(third.map((t) => JSON.parse(t))).toEqual(await writer.read({ limit: 15, afterCursor: cursorOf(second) }));
+
+    // another reader's filters are another read-ahead: never answered across queries
+    const actions = await reader.readJson({ limit: 5, topics: ["actions"] });
+    await settle();
+    const schedules = await reader.readJson({ limit: 5, topics: ["schedules"], afterCursor: cursorOf(actions) });
+    expect(schedules.map((t) => JSON.parse(t))).toEqual(await writer.read({ limit: 5, topics: ["schedules"], afterCursor: cursorOf(actions) }));
+  });
+});
+
 describe("SqliteEventStream tail", () => {
   const TOPIC_OF = { "schedule.triggered": "schedules", "action.requested": "actions", "action.completed": "actions", "object.created": "objects", "rule.triggered": "rules" } as const;
   const TYPES = Object.keys(TOPIC_OF) as Array<keyof typeof TOPIC_OF>;

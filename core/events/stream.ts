@@ -22,6 +22,11 @@ export interface StreamQuery {
   permissions?: readonly string[];
 }
 
+/** A query's identity as text (its fields in a fixed order), for the read-ahead cache. */
+function queryKey(q: StreamQuery): string {
+  return JSON.stringify([q.afterCursor, q.limit, q.topics, q.types, q.objectTypeId, q.primaryId, q.actionId, q.runId, q.permissions]);
+}
+
 /** DI token of the process's {@link EventStream} (built-in SQLite or NATS JetStream). */
 export const EVENT_STREAM = Symbol("svc.EventStream") as InjectionToken<EventStream>;
 
@@ -282,10 +287,46 @@ export class SqliteEventStream implements EventStream {
     return rows.map((r) => ({ ...(JSON.parse(r.envelope) as DomainEventEnvelope), cursor: encodeCursor(this.epoch, r.seq) }));
   }
 
-  /** {@link EventStream.readJson}: the stored envelope texts with the cursor spliced in, never parsed. */
+  /**
+   * {@link EventStream.readJson}: the stored envelope texts with the cursor spliced in, never parsed.
+   * A full page read from SQLite starts reading the page after it (read-ahead): a reader catching up
+   * asks for it next, and gets it without waiting on SQLite. A page read ahead is answered only when it
+   * is full: events are appended in seq order, so the first `limit` events after a cursor never change
+   * once they exist, while a shorter page may lack events committed since (read-your-writes holds).
+   */
   async readJson(q: StreamQuery): Promise<string[]> {
     const fromTail = this.readTail(q);
     if (fromTail) return fromTail.map((t) => this.storedJson(t.json, t.seq));
+    const key = queryKey(q);
+    const ahead = this.readAhead.get(key);
+    this.readAhead.delete(key);
+    let page = ahead && Date.now() - ahead.at < SqliteEventStream.READ_AHEAD_MS ? await ahead.page.catch(() => undefined) : undefined;
+    if (page?.texts.length !== q.limit) page = await this.readPage(q);
+    if (page.texts.length === q.limit && page.lastSeq !== undefined) this.startReadAhead(q, page.lastSeq);
+    return page.texts;
+  }
+
+  /** Read-ahead pages by query (see {@link SqliteEventStream.readJson}), oldest first; at most {@link SqliteEventStream.READ_AHEAD_PAGES}. */
+  private readonly readAhead = new Map<string, { at: number; page: Promise<{ texts: string[]; lastSeq?: number }> }>();
+  /** Most pages read ahead at once (one per reader catching up). */
+  static readonly READ_AHEAD_PAGES = 8;
+  /** A page read ahead and not asked for within this many ms is dropped. */
+  static readonly READ_AHEAD_MS = 10_000;
+
+  /** Reads the page after `lastSeq` for the reader of `q`, unless the in-memory tail answers it. */
+  private startReadAhead(q: StreamQuery, lastSeq: number): void {
+    const first = this.tail[0];
+    if (first && lastSeq >= first.seq - 1) return;
+    const next = { ...q, afterCursor: encodeCursor(this.epoch, lastSeq) };
+    const now = Date.now();
+    for (const [key, entry] of this.readAhead) if (now - entry.at >= SqliteEventStream.READ_AHEAD_MS || this.readAhead.size >= SqliteEventStream.READ_AHEAD_PAGES) this.readAhead.delete(key);
+    const page = this.readPage(next);
+    page.catch(() => undefined); // a failed read-ahead is read again when asked for
+    this.readAhead.set(queryKey(next), { at: now, page });
+  }
+
+  /** One page from SQLite as texts, with the seq of its last event. */
+  private async readPage(q: StreamQuery): Promise<{ texts: string[]; lastSeq?: number }> {
     // the page as two texts from one row (seqs, envelopes): node-sqlite3 makes a JS object per row of
     // `select`, which costs more than SQLite's whole read (1.45 against 0.62 ms for 500 events)
     const { sql, params } = this.selectSql(q);
@@ -293,15 +334,18 @@ export class SqliteEventStream implements EventStream {
       `SELECT group_concat(seq, ',') AS seqs, group_concat(envelope, char(10)) AS envelopes FROM (${sql})`,
       params,
     );
-    if (!page?.seqs || page.envelopes === null) return [];
+    if (!page?.seqs || page.envelopes === null) return { texts: [] };
     const seqs = page.seqs.split(",");
     // a stored envelope is JSON.stringify's text: no raw newline. group_concat follows the subquery's
     // order in practice but SQLite does not promise it: anything else is read again row by row
     const envelopes = page.envelopes.split("\n");
     let ordered = envelopes.length === seqs.length;
     for (let i = 1; ordered && i < seqs.length; i++) ordered = Number(seqs[i]) > Number(seqs[i - 1]);
-    if (!ordered) return (await this.select(q)).map((r) => this.storedJson(r.envelope, r.seq));
-    return envelopes.map((envelope, i) => this.storedJson(envelope, Number(seqs[i])));
+    if (!ordered) {
+      const rows = await this.select(q);
+      return { texts: rows.map((r) => this.storedJson(r.envelope, r.seq)), lastSeq: rows.at(-1)?.seq };
+    }
+    return { texts: envelopes.map((envelope, i) => this.storedJson(envelope, Number(seqs[i]))), lastSeq: Number(seqs.at(-1)) };
   }
 
   /** A stored event's JSON text: its envelope's text with its cursor spliced in. */
@@ -394,6 +438,7 @@ export class SqliteEventStream implements EventStream {
   }
 
   async prune(retentionMs: number): Promise<number> {
+    this.readAhead.clear();
     const cutoff = Date.now() - retentionMs;
     const pruned = await this.db.transaction(async (tx) => {
       const done = await pruneBefore(tx, "events", "pruned_through", cutoff);
