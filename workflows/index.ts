@@ -55,9 +55,6 @@ const messageOf = (err: unknown) => {
   return (cause instanceof Error ? cause.message : undefined) ?? (err instanceof Error ? err.message : String(err));
 };
 
-/** Adds the queued records to an activity's input (`records` stays absent for older runs and when none is queued). */
-const withRecords = <I extends object>(input: I, records: unknown[] | undefined): I => (records ? { ...input, records } : input);
-
 /** A sync run (spec 4.3): workflow id = runId; `sync.run.started`, the handler as an activity, `sync.run.finished`. */
 export async function syncRun(args: { syncId: string; input: unknown }): Promise<unknown> {
   const records = createRecorder(recordingMode());
@@ -65,7 +62,7 @@ export async function syncRun(args: { syncId: string; input: unknown }): Promise
   const event = (type: string, extra: Record<string, unknown> = {}) => runEvent({ type, runId, key: `${runId}:${type}`, payload: { syncId: args.syncId, runId, ...extra } }, type);
   await records.record(event("sync.run.started"));
   try {
-    const result = await records.carry((carried) => named(`sync ${args.syncId}`).runSync(withRecords({ syncId: args.syncId, runId, input: args.input }, carried)));
+    const result = await records.carry(named(`sync ${args.syncId}`).runSync, { syncId: args.syncId, runId, input: args.input });
     await records.recordNow(event("sync.run.finished", { status: "completed" }));
     return result;
   } catch (err) {
@@ -87,7 +84,7 @@ export async function pipelineRun(args: { pipelineId: string; input: unknown; st
     for (const [index, step] of args.steps.entries()) {
       current = { index, step };
       await records.record(event("pipeline.run.step.started", `step:${index}:started`, { step, index }));
-      results[step] = await records.carry((carried) => named(`step ${step}`).runPipelineStep(withRecords({ pipelineId: args.pipelineId, runId, index, input: args.input, results }, carried)));
+      results[step] = await records.carry(named(`step ${step}`).runPipelineStep, { pipelineId: args.pipelineId, runId, index, input: args.input, results });
       await records.record(event("pipeline.run.step.finished", `step:${index}:finished`, { step, index, status: "completed" }));
     }
     await records.recordNow(event("pipeline.run.finished", "finished", { status: "completed" }));
@@ -132,21 +129,15 @@ function createContext(workflowId: string, runId: string, records: Recorder): Wo
     },
     sleep: (ms, name) => records.beforeWaiting(() => sleep(ms, { summary: clampSummary(name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`)) })),
     objects: {
-      get: async (objectTypeId, primaryId) => (await records.carry((carried) => inNode(`read ${objectTypeId} ${primaryId}`).readObject(withRecords({ objectTypeId, primaryId }, carried)))) ?? undefined,
+      get: async (objectTypeId, primaryId) => (await records.carry(inNode(`read ${objectTypeId} ${primaryId}`).readObject, { objectTypeId, primaryId })) ?? undefined,
     },
-    write: (changes) => {
-      const key = `${runId}:write:${++seq}`;
-      return records.carry((carried) => inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology(withRecords({ workflowId, runId, changes, key }, carried)));
-    },
+    write: (changes) => records.carry(inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology, { workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
     blobs: {
-      createDownloadUrl: (file, options) => records.carry((carried) => inNode("create a download URL").createDownloadUrl(withRecords({ runId, fileId: file.id, expiresInMs: options?.expiresInMs }, carried))),
-      revokeDownloadUrl: (id) => records.carry((carried) => inNode("revoke a download URL").revokeDownloadUrl(withRecords({ id }, carried))),
+      createDownloadUrl: (file, options) => records.carry(inNode("create a download URL").createDownloadUrl, { runId, fileId: file.id, expiresInMs: options?.expiresInMs }),
+      revokeDownloadUrl: (id) => records.carry(inNode("revoke a download URL").revokeDownloadUrl, { id }),
     },
     actions: {
-      run: (actionId, input) => {
-        const actionRunId = `${runId}:action:${++seq}`;
-        return records.carry((carried) => inNode(`run action ${actionId}`).runAction(withRecords({ actionId, subject: input.subject, params: input.params, runId: actionRunId, workflowRunId: runId }, carried)));
-      },
+      run: (actionId, input) => records.carry(inNode(`run action ${actionId}`).runAction, { actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
     },
   };
 }

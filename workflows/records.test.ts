@@ -5,7 +5,7 @@
  * checks the same recorder on the real dev server and its histories' replay.
  */
 import { beforeEach, describe, expect, it, vi } from "vitest";
-import type { RunRecord } from "../core/sdk/activities-types";
+import type { CarriedRecords, RunRecord } from "../core/sdk/activities-types";
 
 /** Commands issued, in order: [how, activity, summary, input]. */
 const issued: Array<[string, string, string | undefined, unknown]> = [];
@@ -46,15 +46,16 @@ describe("batched", () => {
     await records.record(event("b"));
     expect(issued).toEqual([]);
     const carried: Array<RunRecord[] | undefined> = [];
-    await records.carry(async (r) => void carried.push(r));
-    await records.carry(async (r) => void carried.push(r));
+    const carrier = async (input: CarriedRecords & { id: string }) => void carried.push(input.records);
+    await records.carry(carrier, { id: "first" });
+    await records.carry(carrier, { id: "second" });
     expect(carried).toEqual([[event("a").record, event("b").record], undefined]);
   });
 
   it("queues a failed carrier's records again, in front of those queued meanwhile", async () => {
     const records = createRecorder("batched");
     await records.record(event("a"));
-    await expect(records.carry(async () => { await records.record(event("b")); throw new Error("cancelled before it ran"); })).rejects.toThrow("cancelled");
+    await expect(records.carry(async () => { await records.record(event("b")); throw new Error("cancelled before it ran"); }, {})).rejects.toThrow("cancelled");
     await records.recordNow(event("c"));
     expect(issued).toEqual([["local", "recordBatch", "summary a, summary b, summary c", { records: [event("a").record, event("b").record, event("c").record] }]]);
   });
@@ -97,7 +98,7 @@ describe("older generations", () => {
     await records.recordNow({ record: { intervention: { phase: "expired", workflowId: "w", runId: "r", interventionId: "i", name: "approve" } }, summary: "intervention approve expired" });
     expect(issued[1]?.slice(0, 3)).toEqual(["local", "recordIntervention", "intervention approve expired"]);
     let carried: unknown = "not called";
-    await records.carry(async (r) => void (carried = r));
+    await records.carry(async (input: CarriedRecords) => void (carried = input.records), {});
     expect(carried).toBeUndefined();
   });
 

@@ -15,7 +15,7 @@
  * failed after writing them, whose records are queued again) is written once.
  */
 import { patched, proxyActivities, proxyLocalActivities } from "@temporalio/workflow";
-import type { RunRecord, SvcActivities } from "../core/sdk/activities-types";
+import type { CarriedRecords, RunRecord, SvcActivities } from "../core/sdk/activities-types";
 
 /** Options of the run's activities (records as activities, and every activity doing a node's work). */
 export const ACTIVITY_OPTIONS = {
@@ -127,12 +127,12 @@ export interface Recorder {
    */
   beforeWaiting<T>(wait: () => Promise<T>): Promise<T>;
   /**
-   * Calls an activity, passing it the queued records to write first (`batched`); when the call fails
-   * (the node's work failed, or it was cancelled before it ran) they are queued again, in front, for the
-   * next carrier: the records themselves did not fail, and may not have been written.
-   * @param call the activity call; `records` is undefined when nothing is queued or in older modes
+   * Calls `activity` with `input` plus the queued records to write first (`batched`; `records` stays
+   * absent when nothing is queued, and in the older modes); when the call fails (the node's work failed,
+   * or it was cancelled before it ran) they are queued again, in front, for the next carrier: the
+   * records themselves did not fail, and may not have been written.
    */
-  carry<T>(call: (records: RunRecord[] | undefined) => Promise<T>): Promise<T>;
+  carry<I extends CarriedRecords, T>(activity: (input: I) => Promise<T>, input: I): Promise<T>;
 }
 
 /** The per-record activity an older engine called for `record`. */
@@ -148,7 +148,7 @@ export function createRecorder(mode: RecordingMode): Recorder {
     const proxy = (entry: Entry): SvcActivities =>
       mode === "local" ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: clampSummary(entry.summary) }) : entry.unnamed ? activities : named(entry.summary);
     const record = (entry: Entry) => callSingle(proxy(entry), entry.record);
-    return { record, recordNow: record, beforeWaiting: (wait) => wait(), carry: (call) => call(undefined) };
+    return { record, recordNow: record, beforeWaiting: (wait) => wait(), carry: (activity, input) => activity(input) };
   }
   let queued: Entry[] = [];
   /**
@@ -171,11 +171,11 @@ export function createRecorder(mode: RecordingMode): Recorder {
       if (queued.length) await flush();
       return wait();
     },
-    carry: async (call) => {
+    carry: async (activity, input) => {
       const batch = queued;
       queued = [];
       try {
-        return await call(batch.length ? batch.map((e) => e.record) : undefined);
+        return await activity(batch.length ? { ...input, records: batch.map((e) => e.record) } : input);
       } catch (err) {
         queued = [...batch, ...queued];
         throw err;

@@ -12,6 +12,7 @@ import type { Actor, DomainEventEnvelope, EventType } from "../events/catalog";
 import type { HandlerRunner, HandlerCommit, HandlerRun } from "./handler";
 import type { SystemContext } from "../sdk/context";
 import { isApiError } from "../errors";
+import { nowIso } from "../ids";
 
 /** Errors that retrying cannot fix become non-retryable failures; others are retried. */
 function toFailure(err: unknown): unknown {
@@ -48,7 +49,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
   }
   /** An intervention's phase: its index row (inserted when requested, updated after) and its events. */
   const interventionInTx = async (tx: SqlWriter, input: RecordInterventionInput): Promise<Written> => {
-    const now = new Date().toISOString();
+    const now = nowIso();
     const payload = { workflowId: input.workflowId, runId: input.runId, interventionId: input.interventionId, intervention: input.name };
     const common = { correlationId: input.runId, origin: { kind: "runtime" as const, workflowId: input.workflowId, runId: input.runId } };
     if (input.phase === "requested") {

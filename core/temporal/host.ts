@@ -1,4 +1,3 @@
-import path from "node:path";
 import { Client } from "@temporalio/client";
 import type { InjectedSinks, NativeConnection } from "@temporalio/worker";
 import type { Config } from "../config";
@@ -37,8 +36,8 @@ function installRuntime({ Runtime, DefaultLogger }: typeof import("@temporalio/w
  * is unset (or the configured cluster), a client, and one worker on the runtime's task queue. Client and
  * worker share one `NativeConnection` (the SDK's Rust core does the gRPC, not grpc-js on the event
  * loop), which also lets a start ask for eager execution: the server answers it with the run's first
- * workflow task for this worker (issue 15; see `startRun`). It knows nothing of what runs on it: the app passes the workflow bundle and the runtime's activities to
- * {@link TemporalHost.startWorker}.
+ * workflow task for this worker (issue 15; see `startRun`). It knows nothing of what runs on it: the
+ * app passes the workflow bundle and the runtime's activities to {@link TemporalHost.startWorker}.
  */
 export class TemporalHost {
   private workerRun: Promise<void> | undefined;

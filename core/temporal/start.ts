@@ -20,8 +20,9 @@ export interface StartRunOptions {
  * Starts a workflow execution once per workflow id (`REJECT_DUPLICATE`): the one place that owns
  * "already started". Asks for eager start (issue 15): when this process's worker has a free slot on the
  * task queue, the server answers the start with the run's first workflow task for it, without a
- * matching round trip; otherwise (no local worker, a server without it) the start is an ordinary one. Answers `{ started: false }` when an execution with that id exists already,
- * whatever its type: callers decide whether that one is theirs.
+ * matching round trip; otherwise (no local worker, a server without it) the start is an ordinary one.
+ * Answers `{ started: false }` when an execution with that id exists already, whatever its type:
+ * callers decide whether that one is theirs.
  *
  * @throws the client's error for anything else (server unreachable, namespace missing, …)
  */
