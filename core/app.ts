@@ -42,7 +42,8 @@ import { SheetData } from "./artifacts/sheet-data";
 import { EmbedRenderer } from "./artifacts/render/embed";
 import { DeckChecker } from "./artifacts/deck-check";
 import { AgentOutput } from "./agents/output";
-import { ApiError, errorResponse } from "./errors";
+import { ApiError } from "./errors";
+import { errorResponse } from "./http/response";
 import type { ProjectDefinition } from "./sdk/project";
 import type { Plugin, PluginDeps, ResolvedDeps } from "./plugin-api";
 

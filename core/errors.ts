@@ -76,18 +76,6 @@ export function isApiError(err: unknown): err is ApiError {
   return err instanceof ApiError || (err instanceof Error && err.name === "ApiError" && "code" in err);
 }
 
-/**
- * Builds the HTTP response for an error. Unknown errors become `internal` with a fixed message so
- * no stack trace, SQL or secret reaches the client.
- */
-export function errorResponse(err: unknown): Response {
-  const apiError = isApiError(err) ? err : new ApiError("internal", "Internal server error");
-  return new Response(JSON.stringify(apiError.toBody()), {
-    status: apiError.status,
-    headers: { "content-type": "application/json; charset=utf-8", ...apiError.headers },
-  });
-}
-
 /** `unauthorized` (401) with the `WWW-Authenticate: Bearer` challenge. */
 export function unauthorized(message: string): ApiError {
   return new ApiError("unauthorized", message, undefined, { "www-authenticate": 'Bearer realm="svc"' });

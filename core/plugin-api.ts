@@ -93,6 +93,7 @@ export { FileReferenceSchema, DownloadUrlSchema } from "./sdk/records";
 export type { FileReference } from "./sdk/context";
 export { isFileValue, fileProperties } from "./ontology/validate";
 export { serveFile } from "./http/file-response";
+export { FastResponse, errorResponse, jsonResponse, jsonText } from "./http/response";
 export { ArtifactStore, ArtifactSchema, ArtifactVersionSchema, TitleSchema, VersionFilesSchema } from "./artifacts/store";
 export { ARTIFACT_KINDS } from "./artifacts/content";
 export { ResolutionSchema } from "./artifacts/resolve";

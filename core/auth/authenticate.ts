@@ -3,6 +3,7 @@ import type { Principal } from "./permissions";
 import type { TokenService } from "./tokens";
 import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService } from "./sessions";
 import { ApiError, unauthorized } from "../errors";
+import { jsonResponse } from "../http/response";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -53,7 +54,7 @@ export function assertAllowedOrigin(req: Request, allowed: readonly string[]): v
  * @throws {Response} 401 or 403 with the structured error body, which aborts the upgrade
  */
 export async function authenticateUpgrade(req: Request, deps: { sessions: SessionService; allowedOrigins: readonly string[] }): Promise<Principal> {
-  const refuse = (err: ApiError) => new Response(JSON.stringify(err.toBody()), { status: err.status, headers: { "content-type": "application/json; charset=utf-8" } });
+  const refuse = (err: ApiError) => jsonResponse(err.toBody(), err.status);
   if (req.headers.has("authorization")) throw refuse(new ApiError("unauthorized", "WebSockets do not accept bearer tokens; connect with a browser session"));
   try {
     assertAllowedOrigin(req, deps.allowedOrigins);

@@ -2,13 +2,14 @@ import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { defineWebSocketHandler, getQuery, type H3, type H3Event } from "h3";
 import type { Hooks as WebSocketHooks } from "crossws";
-import { ApiError, errorResponse, isApiError } from "../errors";
+import { ApiError, isApiError } from "../errors";
 import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
 import { emptyJsonBody, MAX_BODY_BYTES, readJsonBody } from "./body";
 import { defaultsToEmptyObject, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups } from "./schemas";
 import { parseOrThrow } from "./validation";
+import { errorResponse, jsonResponse } from "./response";
 
 type Schema = v.GenericSchema<unknown, any>;
 type ObjectSchema = v.ObjectSchema<any, any> | v.LooseObjectSchema<any, any> | v.StrictObjectSchema<any, any>;
@@ -175,7 +176,7 @@ export class RouteRegistry {
       return errorResponse(err);
     }
     const body = { error: { code: "upgrade_required", message: `${path} is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)` } };
-    return new Response(JSON.stringify(body), { status: 426, headers: { "content-type": "application/json; charset=utf-8", upgrade: "websocket", connection: "Upgrade" } });
+    return jsonResponse(body, 426, { upgrade: "websocket", connection: "Upgrade" });
   }
 
   private async dispatch(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
@@ -191,7 +192,7 @@ export class RouteRegistry {
       const body = def.body ? parseOrThrow(def.body, raw, "body") : undefined;
       const result = await def.handler({ event, principal, params, query, body });
       if (result instanceof Response) return result;
-      return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json; charset=utf-8" } });
+      return jsonResponse(result);
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");

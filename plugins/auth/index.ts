@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, readCookie, sessionCookie } from "../../core/plugin-api";
+import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, jsonResponse, readCookie, sessionCookie } from "../../core/plugin-api";
 
 const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.string() }), csrfToken: v.string(), expiresAt: v.string() });
 
@@ -25,9 +25,8 @@ export default definePlugin({
       handler: async ({ event, body }) => {
         if (event.req.headers.has("origin")) assertAllowedOrigin(event.req, config.allowedOrigins);
         const { token, session } = await sessions.signIn(body.identity, body.password);
-        return new Response(JSON.stringify({ identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() }), {
-          headers: { "content-type": "application/json; charset=utf-8", "set-cookie": cookie(token, Math.floor(config.sessionTtlMs / 1000), isHttps(event.url)), "cache-control": "no-store" },
-        });
+        const answer = { identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
+        return jsonResponse(answer, 200, { "set-cookie": cookie(token, Math.floor(config.sessionTtlMs / 1000), isHttps(event.url)), "cache-control": "no-store" });
       },
     });
     routes.add({
@@ -53,7 +52,7 @@ export default definePlugin({
       responses: { 200: { description: "Signed out", schema: v.object({ signedOut: v.boolean() }) } },
       handler: async ({ event }) => {
         await sessions.signOut(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "");
-        return new Response(JSON.stringify({ signedOut: true }), { headers: { "content-type": "application/json; charset=utf-8", "set-cookie": cookie("", 0, isHttps(event.url)) } });
+        return jsonResponse({ signedOut: true }, 200, { "set-cookie": cookie("", 0, isHttps(event.url)) });
       },
     });
   },

@@ -1,8 +1,8 @@
 import * as v from "valibot";
-import { DatasetProjector, DatasetRowsPageSchema, DatasetSchema, DatasetStore, DatasetVersionSchema, can, definePlugin, has, requirePermission, type Principal } from "../../core/plugin-api";
+import { DatasetProjector, DatasetRowsPageSchema, DatasetSchema, DatasetStore, DatasetVersionSchema, can, definePlugin, jsonResponse, has, requirePermission, type Principal } from "../../core/plugin-api";
 import { RowsBodySchema, TransactionTypeSchema, VersionBodySchema } from "./schemas";
 
-const created = (body: unknown) => new Response(JSON.stringify(body), { status: 201, headers: { "content-type": "application/json; charset=utf-8" } });
+const created = (body: unknown) => jsonResponse(body, 201);
 const actorOf = (principal: Principal) => ({ type: principal.type, id: principal.id });
 
 /**

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, EVENT_TYPES, EventLog, TOPICS, definePlugin } from "../../core/plugin-api";
+import { ApiError, EVENT_TYPES, EventLog, TOPICS, definePlugin, jsonText } from "../../core/plugin-api";
 import { eventsSocket } from "./socket";
 import { addAppendRoute } from "./append";
 
@@ -65,9 +65,7 @@ export default definePlugin({
           limit: query.limit ?? 100,
           permissions,
         });
-        const text = `{"count":${page.length},"events":[${page.join(",")}]}`;
-        // encoded once here: a string body would be measured, then encoded again chunk by chunk on its way out
-        return new Response(Buffer.from(text), { status: 200, headers: { "content-type": "application/json; charset=utf-8" } });
+        return jsonText(`{"count":${page.length},"events":[${page.join(",")}]}`);
       },
     });
     addAppendRoute(routes, events);

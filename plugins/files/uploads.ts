@@ -38,6 +38,7 @@ import {
   ApiError,
   FileReferenceSchema,
   isApiError,
+  jsonResponse,
   normalizeContentType,
   s3UploadTargetOf,
   type FileReference,
@@ -288,7 +289,7 @@ export async function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "
     if (req.headers.get("upload-offset") !== String(size)) throw new ApiError("conflict", `The upload is complete at offset ${size}`, { offset: size }, headers);
     if (Number(req.headers.get("content-length") ?? "0") > 0) throw new ApiError("payload_too_large", `The upload is complete: its ${size} bytes have all arrived`, { limitBytes: size }, headers);
     const reference = await finalize(key, rec);
-    return new Response(JSON.stringify(reference), { status: 200, headers: { ...headers, "Content-Type": JSON_TYPE } });
+    return jsonResponse(reference, 200, { ...headers, "Content-Type": JSON_TYPE });
   };
 
   /** Hands a request to tus after authentication, the version check and (for `:id`) the owner check. */

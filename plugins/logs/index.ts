@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, LOG_LEVELS, LogCapture, LogLineSchema, can, cursorPump, definePlugin, has, requirePermission, sendFrame, subscriptionSocket } from "../../core/plugin-api";
+import { ApiError, errorResponse, LOG_LEVELS, LogCapture, LogLineSchema, can, cursorPump, definePlugin, has, requirePermission, sendFrame, subscriptionSocket } from "../../core/plugin-api";
 
 const RunRef = v.strictObject({ kind: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) });
 const Subscribe = v.strictObject({
@@ -57,7 +57,7 @@ export default definePlugin({
         authenticate: async (request) => {
           const principal = await authenticateUpgrade(request);
           if (!has(principal, can.observe("logs"))) {
-            throw new Response(JSON.stringify(new ApiError("forbidden", "This identity lacks the permission observe:logs").toBody()), { status: 403, headers: { "content-type": "application/json" } });
+            throw errorResponse(new ApiError("forbidden", "This identity lacks the permission observe:logs"));
           }
           return principal;
         },

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { WebhookDeliveries, WebhookRunSchema, can, definePlugin, readBodyBytes, requirePermission, type WebhookAnswer } from "../../core/plugin-api";
+import { FastResponse, WebhookDeliveries, WebhookRunSchema, can, definePlugin, readBodyBytes, requirePermission, type WebhookAnswer } from "../../core/plugin-api";
 
 /** The provider's answer as HTTP: strings and bytes as they are, anything else as JSON. */
 function toResponse(answer: WebhookAnswer): Response {
@@ -10,7 +10,7 @@ function toResponse(answer: WebhookAnswer): Response {
     payload = JSON.stringify(answer.body);
     if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json; charset=utf-8";
   }
-  return new Response(payload as string | undefined, { status: answer.status, headers });
+  return new FastResponse(payload as string | undefined, { status: answer.status, headers });
 }
 
 
