@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import { ApiError } from "../errors";
 
 /** Request body limit (spec 8): 1 MiB. */
@@ -15,6 +16,8 @@ export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promi
   const tooLarge = () => new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit });
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge();
+  const incoming = unreadNodeRequest(req);
+  if (incoming) return readNodeRequest(incoming, limit, tooLarge);
   if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -37,6 +40,56 @@ export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promi
     offset += c.byteLength;
   }
   return out;
+}
+
+/**
+ * The Node request under a request of srvx's Node adapter (`req.runtime.node.req`) while its body is
+ * still to be read and nothing listens to it, else undefined (another server, a `Request` made in
+ * process, a GET, a body already read, being read or abandoned: those go through `req.body`).
+ */
+function unreadNodeRequest(req: Request): IncomingMessage | undefined {
+  if (req.method === "GET" || req.method === "HEAD") return undefined;
+  const incoming = (req as { runtime?: { node?: { req?: IncomingMessage } } }).runtime?.node?.req;
+  if (!incoming || typeof incoming.on !== "function" || incoming.readableEnded || incoming.destroyed || incoming.readableDidRead || incoming.listenerCount("data") > 0) return undefined;
+  return incoming;
+}
+
+/**
+ * Reads a Node request's body from its `data` events: what `req.body` would give, without making it a
+ * web `ReadableStream` first (srvx builds one with `Readable.toWeb`; for a small JSON body that cost
+ * more than the rest of reading it). Over `limit` nothing more is kept, and the refusal can still be sent.
+ */
+function readNodeRequest(incoming: IncomingMessage, limit: number, tooLarge: () => ApiError): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      incoming.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > limit) {
+        stop();
+        incoming.pause(); // nothing more is kept; Node's server discards the rest once the 413 is sent
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      stop();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      stop();
+      reject(err);
+    };
+    const onClose = () => {
+      stop();
+      reject(incoming.errored ?? new Error("The client closed the connection before the request body was read"));
+    };
+    incoming.on("data", onData).once("end", onEnd).once("error", onError).once("close", onClose);
+  });
 }
 
 /** What {@link readJsonBody} answers for an empty body: `{}` (a fresh object each time). */
