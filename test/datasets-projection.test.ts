@@ -11,6 +11,7 @@ import { freePort } from "./setup/global";
 import { allPermissions, can, defineAction, defineConnector, defineDataset, defineProject, type ProjectDefinition } from "../core/sdk";
 import { ProjectRegistry } from "../core/project/registry";
 import { OntologyStore } from "../core/ontology/store";
+import { Database } from "../core/store/db";
 import type { App } from "../core/app";
 
 const stock = defineDataset({
@@ -144,6 +145,19 @@ describe("projections of a composite-key dataset with links", () => {
     await expect(ontology.commit([{ op: "link.upsert", ...link }], { origin: { kind: "runtime" }, correlationId: "t" })).rejects.toMatchObject({ code: "conflict", message: "objects of type item are projected from dataset stock; commit a new dataset version instead" });
     const point = await ontology.commit([{ op: "telemetry.append", objectTypeId: "item", objectId: "A%2F1/x", propertyId: "temperature", value: 4 }], { origin: { kind: "runtime" }, correlationId: "t" });
     expect(point.events.map((e) => e.type)).toEqual(["telemetry.appended"]);
+  });
+
+  it("reads nothing for a commit without a dataset event (the projector follows the datasets topic only)", async () => {
+    const ontology = app.container.resolve(OntologyStore);
+    const db = app.container.resolve(Database);
+    await eventually(async () => (await dev().get(S)).body.projection.status === "idle");
+    const before = db.stats().readerStatements;
+    for (let i = 0; i < 5; i++) await ontology.commit([{ op: "telemetry.append", objectTypeId: "item", objectId: "A%2F1/x", propertyId: "temperature", value: i }], { origin: { kind: "runtime" }, correlationId: "t" });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(db.stats().readerStatements - before).toBe(0);
+    // a version commit still wakes it
+    expect((await dev().post(`${S}/versions`, { transaction: "append", rows: [row("Z", "9", "W1", 1)] })).status).toBe(201);
+    await eventually(async () => (await ontology.getObject("item", "Z/9")) !== undefined);
   });
 });
 

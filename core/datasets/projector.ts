@@ -39,8 +39,8 @@ const DIFF_SQL = `FROM dataset_rows WHERE dataset_id = ? AND row_key > ? AND fro
 
 /**
  * Projects datasets into objects (spec 2.3 origin `projection`, no actor; issue 14): a durable runtime
- * job started after the seed, poked after every stream append (each commit appends
- * `dataset.version.committed`) and every `SVC_OUTBOX_RECOVERY_MS`.
+ * job started after the seed, poked after every stream append with a `datasets` event (each version
+ * commit appends `dataset.version.committed`) and every `SVC_OUTBOX_RECOVERY_MS`.
  *
  * For each dataset with a projection whose projected version P is below its newest committed version
  * V, it walks the difference between P and V in row-key order, at most `SVC_PROJECTION_CHUNK_ROWS`
@@ -63,7 +63,10 @@ export class DatasetProjector {
     stopped: () => this.stopped,
     onError: (err) => this.log.error({ err }, "dataset projection pass failed; it resumes from its stored progress"),
   });
-  private readonly onAppended = () => void this.poke();
+  /** Only a commit with a `datasets` event can have committed a version (no notice topics: any append). */
+  private readonly onAppended = (topics?: ReadonlySet<string>) => {
+    if (!topics || topics.has("datasets")) void this.poke();
+  };
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -134,7 +137,7 @@ export class DatasetProjector {
    */
   async step(dataset: RegisteredDataset): Promise<boolean> {
     const projection = dataset.definition.projection!;
-    // the usual poke (any append) finds nothing to project: answered from committed data on the reader,
+    // the usual poke (another dataset's version, the recovery timer) finds nothing to project: answered from committed data on the reader,
     // without taking the writer (issue 15: it cost every action run two write transactions). A version
     // committed after this read appends its event, which pokes again.
     if (!(await this.pending(dataset.id))) return false;

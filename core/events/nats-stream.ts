@@ -64,7 +64,7 @@ export class NatsEventStream implements EventStream {
     for (const e of envelopes) {
       await this.js.publish(`${this.opts.subjectPrefix}.${e.topic}.${e.type}`, JSON.stringify(e), { msgID: e.id, timeout: 2000 });
     }
-    if (envelopes.length) this.notifier.emit("appended");
+    if (envelopes.length) this.notifier.emit("appended", new Set(envelopes.map((e) => e.topic)));
   }
 
   async read(q: StreamQuery): Promise<StoredDomainEvent[]> {

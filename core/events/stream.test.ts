@@ -158,3 +158,20 @@ describe("SqliteEventStream tail", () => {
     );
   });
 });
+
+describe("SqliteEventStream notices", () => {
+  it("emits one \"appended\" per microtask with the topics of every commit since the last notice", async () => {
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    opened.push(db);
+    const stream = await SqliteEventStream.open(db);
+    const notices: string[][] = [];
+    stream.notifier.on("appended", (topics: ReadonlySet<string>) => notices.push([...topics].sort()));
+    const [schedule, action] = envelopes(2);
+    // two commits of one group commit (concurrent transactions) notify once, with both topics
+    await Promise.all([stream.append([schedule!]), stream.append([action!])]);
+    await stream.append([{ ...action!, id: "evt_other" }]);
+    await stream.append([action!]); // already stored: nothing appended, no notice
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(notices).toEqual([["actions", "schedules"], ["actions"]]);
+  });
+});

@@ -61,7 +61,11 @@ export interface EventStream {
   latestCursor(): Promise<string | undefined>;
   /** Drops events older than `retentionMs`; answers how many were dropped. */
   prune(retentionMs: number): Promise<number>;
-  /** Emits `"appended"` after each successful append. */
+  /**
+   * Emits `"appended"` after each successful append, with the topics appended (`ReadonlySet<Topic>`;
+   * notices may be coalesced, then the set holds every topic since the last one). A follower that
+   * reads only some topics can skip a notice without them.
+   */
   readonly notifier: EventEmitter;
   /** Releases connections (broker streams). */
   close?(): Promise<void>;
@@ -246,8 +250,8 @@ export class SqliteEventStream implements EventStream {
     if (appended.length) tx.afterCommit(() => this.committed(appended));
   }
 
-  /** Whether an "appended" notice is already queued for this microtask. */
-  private noticeQueued = false;
+  /** The topics of the "appended" notice queued for this microtask (undefined: none queued). */
+  private noticeTopics: Set<Topic> | undefined;
 
   /** Extends the tail with committed events (in seq order: hooks run in commit order) and queues the notice. */
   private committed(appended: TailEntry[]): void {
@@ -266,11 +270,14 @@ export class SqliteEventStream implements EventStream {
       this.trimTopicIndex();
     }
     if (this.tail[this.tail.length - 1]!.seq - this.tail[0]!.seq !== this.tail.length - 1) this.resetTail(); // a gap: fall back to SQLite
-    if (this.noticeQueued) return;
-    this.noticeQueued = true;
+    if (this.noticeTopics) {
+      for (const entry of appended) this.noticeTopics.add(entry.event.topic);
+      return;
+    }
+    const topics = (this.noticeTopics = new Set(appended.map((entry) => entry.event.topic)));
     queueMicrotask(() => {
-      this.noticeQueued = false;
-      this.notifier.emit("appended");
+      this.noticeTopics = undefined;
+      this.notifier.emit("appended", topics);
     });
   }
 

@@ -123,7 +123,8 @@ export class ActionRunner {
     if (this.inFlight.has(runId)) throw new ApiError("run_in_progress", `Run ${runId} is still running on this server`, { runId });
     this.inFlight.add(runId);
     try {
-      const existing = await this.db.get<RunRow>("SELECT * FROM action_runs WHERE run_id = ?", [runId]);
+      // a runId this server just made is new: only a caller's own runId can name a stored run
+      const existing = req.runId === undefined ? undefined : await this.db.get<RunRow>("SELECT * FROM action_runs WHERE run_id = ?", [runId]);
       if (existing && existing.action_id !== req.actionId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${existing.action_id}`, { runId });
       if (existing && existing.status !== "running") return toRecord(existing);
       return await this.execute(req, runId, parsed.output, existing);
