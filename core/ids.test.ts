@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isValid, decodeTime } from "ulid";
-import { newId } from "./ids";
+import { newId, nowIso } from "./ids";
 
 describe("newId", () => {
   it("answers prefixed ULIDs, unique and strictly increasing in this process, timed now", () => {
@@ -29,5 +29,19 @@ describe("newId", () => {
     // 40 ids x 16 symbols = 640 draws over 32 symbols (20 expected each)
     expect(counts.size).toBe(32);
     expect(Math.max(...counts.values())).toBeLessThan(60);
+  });
+});
+
+describe("nowIso", () => {
+  it("answers the current millisecond as ISO 8601 UTC, a new one as soon as the clock moves", async () => {
+    const before = Date.now();
+    const first = nowIso();
+    expect(first).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(Date.parse(first)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(first)).toBeLessThanOrEqual(Date.now());
+    await new Promise((r) => setTimeout(r, 3));
+    const later = nowIso();
+    expect(Date.parse(later)).toBeGreaterThan(Date.parse(first));
+    expect(Date.parse(later)).toBeLessThanOrEqual(Date.now());
   });
 });

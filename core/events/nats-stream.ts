@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { DomainEventEnvelope, StoredDomainEvent } from "./catalog";
-import { eventMatches, type EventStream, type StreamQuery } from "./stream";
+import { compileEventFilter, eventFacts, type EventStream, type StreamQuery } from "./stream";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
 import { ApiError } from "../errors";
@@ -78,6 +78,7 @@ export class NatsEventStream implements EventStream {
     if (state.messages === 0 || start > state.last_seq) return [];
     const consumer = await this.js.consumers.get(this.opts.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
     const out: StoredDomainEvent[] = [];
+    const matches = compileEventFilter(q);
     let next = start;
     while (out.length < q.limit && next <= state.last_seq) {
       const batch = Math.min(500, state.last_seq - next + 1);
@@ -87,7 +88,7 @@ export class NatsEventStream implements EventStream {
         got++;
         next = m.seq + 1;
         const e = m.json<DomainEventEnvelope>();
-        if (out.length < q.limit && eventMatches(e, q)) out.push({ ...e, cursor: encodeCursor(this.epoch, m.seq) });
+        if (out.length < q.limit && matches(eventFacts(e))) out.push({ ...e, cursor: encodeCursor(this.epoch, m.seq) });
         if (got >= batch) break;
       }
       if (got === 0) break;

@@ -1,4 +1,4 @@
-import { eventMatches, type StreamQuery } from "../events/stream";
+import { compileEventFilter, eventFacts, type EventFacts } from "../events/stream";
 import type { StoredDomainEvent } from "../events/catalog";
 import { ApiError, isApiError } from "../errors";
 import { nowIso } from "../ids";
@@ -50,7 +50,8 @@ export class ScheduleConsumer {
   private paused = false;
   private note: string | undefined;
   private cursorExpiredAt: string | undefined;
-  private readonly query: Omit<StreamQuery, "limit">;
+  /** The selector's stream filters, compiled once (every event read is tested). */
+  private readonly selects: (facts: EventFacts) => boolean;
   private readonly maxAttempts: number;
   private readonly concurrency: number;
   private readonly onAppended = () => this.poke();
@@ -66,7 +67,7 @@ export class ScheduleConsumer {
     readonly schedule: RegisteredEventSchedule,
   ) {
     const on = schedule.definition.on;
-    this.query = { topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId };
+    this.selects = compileEventFilter({ topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId });
     this.maxAttempts = schedule.definition.maxAttempts ?? 10;
     this.concurrency = schedule.definition.concurrency ?? 16;
     this.store = new EventScheduleStore(deps.db, schedule.scheduleId);
@@ -194,7 +195,7 @@ export class ScheduleConsumer {
 
   /** Whether the schedule fires on `e`: the selector, and never on what this schedule itself produced. */
   matches(e: StoredDomainEvent): boolean {
-    if (!eventMatches(e, { ...this.query, limit: 1 })) return false;
+    if (!this.selects(eventFacts(e))) return false;
     const { partitionKey } = this.schedule.definition.on;
     if (partitionKey !== undefined && e.partitionKey !== partitionKey) return false;
     return (e.origin as { scheduleId?: unknown } | undefined)?.scheduleId !== this.id;
