@@ -121,6 +121,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const db = await Database.open(path.join(config.dataDir, "svc.db"));
     phase("store (open, migrations)");
     lifecycle.hook("close", () => db.close());
+    // one browser for every deck check, launched once (spec 4.3); nothing starts while checks are off
+    const decks = new DeckChecker({ executablePath: config.chromiumPath, log: (line) => log.info(line) });
+    lifecycle.hook("close", () => decks.close());
+    const seeding = opts.project.seed !== undefined && !(await seeded(db));
+    // A seed to run may publish decks, and on a fresh data dir its deck check is what start-up waits
+    // for: the browser (else launched after ready) starts first, so that its launch (about a second)
+    // goes on beside everything else start-up does
+    if (seeding && config.deckChecks) void decks.warm();
     const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");
     const stream: EventStream =
       config.eventStream === "nats"
@@ -166,12 +174,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(Outbox, { useValue: outbox });
     container.register(LogCapture, { useValue: logs });
     container.register(FileStore, { useValue: files });
-    // one browser for every deck check, launched once (spec 4.3); nothing starts while checks are off
-    const decks = new DeckChecker({ executablePath: config.chromiumPath, log: (line) => log.info(line) });
     // launched a while after ready, not at it: loading playwright-core holds the event loop ~0.6 s, which
     // would stall the first requests (issue 15); the first publish still finds the browser up
     if (config.deckChecks) lifecycle.hook("ready", () => lifecycle.after(DECK_WARM_DELAY_MS, () => decks.warm()));
-    lifecycle.hook("close", () => decks.close());
     container.register(DeckChecker, { useValue: decks });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
     for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers, RunStarter]) {
@@ -203,10 +208,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
     })();
     startingWorker.catch(() => undefined); // observed where it is awaited
 
-    const seeding = opts.project.seed !== undefined && !(await seeded(db));
-    // A seed to run may publish decks: the browser (launched after ready anyway) starts now, beside the
-    // worker, instead of in the middle of the seed
-    if (seeding && config.deckChecks) void decks.warm();
     // Anything committed but not drained before the last stop (crash between commit and drain).
     await outbox.drain();
     if (seeding) await runSeed(db, opts.project, handlers, log);
