@@ -125,10 +125,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const decks = new DeckChecker({ executablePath: config.chromiumPath, log: (line) => log.info(line) });
     lifecycle.hook("close", () => decks.close());
     const seeding = opts.project.seed !== undefined && !(await seeded(db));
-    // A seed to run may publish decks, and on a fresh data dir its deck check is what start-up waits
-    // for: the browser (else launched after ready) starts first, so that its launch (about a second)
-    // goes on beside everything else start-up does
-    if (seeding && config.deckChecks) void decks.warm();
     const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");
     const stream: EventStream =
       config.eventStream === "nats"
@@ -164,6 +160,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // the workflow bundle (prebuilt by `npm run build`, else webpack, seconds) is made meanwhile too
     const bundling = loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
     bundling.catch(() => undefined);
+    // A seed to run may publish decks, and on a fresh data dir its deck check is what start-up waits
+    // for: the browser (else launched after ready) is launched now, its launch (about a second) beside
+    // the rest of start-up (loading playwright-core first holds the event loop ~0.5 s: after the
+    // connection and the bundle above are under way)
+    if (seeding && config.deckChecks) void decks.warm();
 
     container.register(CONFIG, { useValue: config });
     container.register(LOGGER, { useValue: log });

@@ -132,4 +132,38 @@ describe("request limits (spec 8)", () => {
     expect(status).toBe(413);
     expect(JSON.parse(body).error.code).toBe("payload_too_large");
   });
+
+  it("closes a keep-alive connection after refusing a chunked body far over 1 MiB, so the next request is answered", async () => {
+    const url = new URL(`${suite.app.url}/api/actions/diagnostics.noop`);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (chunks: number) =>
+      new Promise<{ status: number; connection?: string }>((resolve, reject) => {
+        const req = http.request({ agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { authorization: "Bearer svc_dev_sandbox_token", "content-type": "application/json", "transfer-encoding": "chunked" } }, (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+        });
+        req.on("error", (err) => ((err as NodeJS.ErrnoException).code === "EPIPE" || (err as NodeJS.ErrnoException).code === "ECONNRESET" ? undefined : reject(err)));
+        if (chunks === 0) return void req.end(JSON.stringify({ params: {} }));
+        req.write('{"params":{"message":"');
+        const chunk = "x".repeat(64 * 1024);
+        let sent = 0;
+        const pump = () => {
+          while (sent < chunks) {
+            sent++;
+            if (!req.write(chunk)) return void req.once("drain", pump);
+          }
+          req.end('"}}');
+        };
+        pump();
+      });
+    try {
+      // 3 MiB: the server stops reading long before the end
+      expect(await send(48)).toEqual({ status: 413, connection: "close" });
+      const started = Date.now();
+      expect((await send(0)).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      agent.destroy();
+    }
+  });
 });

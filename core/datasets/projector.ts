@@ -40,7 +40,8 @@ const DIFF_SQL = `FROM dataset_rows WHERE dataset_id = ? AND row_key > ? AND fro
 /**
  * Projects datasets into objects (spec 2.3 origin `projection`, no actor; issue 14): a durable runtime
  * job started after the seed, poked after every stream append with a `datasets` event (each version
- * commit appends `dataset.version.committed`) and every `SVC_OUTBOX_RECOVERY_MS`.
+ * commit appends `dataset.version.committed`; after a failed chunk, after any append) and every
+ * `SVC_OUTBOX_RECOVERY_MS`.
  *
  * For each dataset with a projection whose projected version P is below its newest committed version
  * V, it walks the difference between P and V in row-key order, at most `SVC_PROJECTION_CHUNK_ROWS`
@@ -63,9 +64,11 @@ export class DatasetProjector {
     stopped: () => this.stopped,
     onError: (err) => this.log.error({ err }, "dataset projection pass failed; it resumes from its stored progress"),
   });
+  /** Whether the last pass failed (a chunk is retried on any append then, not only a version's). */
+  private failing = false;
   /** Only a commit with a `datasets` event can have committed a version (no notice topics: any append). */
   private readonly onAppended = (topics?: ReadonlySet<string>) => {
-    if (!topics || topics.has("datasets")) void this.poke();
+    if (!topics || topics.has("datasets") || this.failing) void this.poke();
   };
 
   constructor(
@@ -120,10 +123,12 @@ export class DatasetProjector {
 
   /** One pass: each projected dataset in turn, chunk after chunk until it is caught up or stopped. */
   private async pass(): Promise<void> {
+    this.failing = false;
     for (const dataset of this.projected) {
       try {
         while (!this.stopped && (await this.step(dataset)));
       } catch (err) {
+        this.failing = true;
         this.log.error({ err, datasetId: dataset.id }, "dataset projection failed; it resumes from its stored progress");
         const message = err instanceof Error ? err.message : String(err);
         await this.db.transaction((tx) => this.saveProgress(tx, dataset.id, undefined, { last_error: message })).catch(() => undefined);

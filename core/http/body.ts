@@ -17,7 +17,7 @@ export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promi
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge();
   const incoming = unreadNodeRequest(req);
-  if (incoming) return readNodeRequest(incoming, limit, tooLarge);
+  if (incoming) return readNodeRequest(incoming, limit);
   if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -57,9 +57,9 @@ function unreadNodeRequest(req: Request): IncomingMessage | undefined {
 /**
  * Reads a Node request's body from its `data` events: what `req.body` would give, without making it a
  * web `ReadableStream` first (srvx builds one with `Readable.toWeb`; for a small JSON body that cost
- * more than the rest of reading it). Over `limit` nothing more is kept, and the refusal can still be sent.
+ * more than the rest of reading it). Over `limit` reading stops and the refusal (413) closes the connection.
  */
-function readNodeRequest(incoming: IncomingMessage, limit: number, tooLarge: () => ApiError): Promise<Uint8Array> {
+function readNodeRequest(incoming: IncomingMessage, limit: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -70,8 +70,10 @@ function readNodeRequest(incoming: IncomingMessage, limit: number, tooLarge: () 
       size += chunk.byteLength;
       if (size > limit) {
         stop();
-        incoming.pause(); // nothing more is kept; Node's server discards the rest once the 413 is sent
-        reject(tooLarge());
+        // nothing more is read: the connection cannot carry another request (its parser is inside this
+        // body), so the 413 closes it (without `Connection: close` a keep-alive client would wait on it)
+        incoming.pause();
+        reject(new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit }, { connection: "close" }));
         return;
       }
       chunks.push(chunk);

@@ -8,7 +8,7 @@ import { ApiError, isApiError } from "../errors";
  * `Readable` is piped as is. A `Response` of Node's own (undici's) class is sent by reading its body
  * as a web `ReadableStream` chunk by chunk instead: for a JSON answer that reading costs more than
  * building the answer (POST /api/actions/diagnostics.noop: ~14 % more runs per second with this
- * class). JSON answers use it ({@link jsonResponse}, {@link jsonText}, {@link errorResponse}).
+ * class). The routes' JSON answers use it ({@link jsonResponse}, {@link jsonText}, {@link errorResponse}).
  */
 export { FastResponse };
 

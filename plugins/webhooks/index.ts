@@ -1,7 +1,12 @@
 import * as v from "valibot";
 import { FastResponse, WebhookDeliveries, WebhookRunSchema, can, definePlugin, readBodyBytes, requirePermission, type WebhookAnswer } from "../../core/plugin-api";
 
-/** The provider's answer as HTTP: strings and bytes as they are, anything else as JSON. */
+/**
+ * The provider's answer as HTTP: strings and bytes as they are, anything else as JSON. Checked as
+ * `new Response` would (FastResponse checks nothing, and a bad status or header would fail only while
+ * being written, with no error answer or log).
+ * @throws {RangeError} a status outside 200–599; {TypeError} an invalid header, or a body with 204, 205 or 304
+ */
 function toResponse(answer: WebhookAnswer): Response {
   const headers = { ...answer.headers };
   let payload: string | Uint8Array | undefined;
@@ -10,7 +15,9 @@ function toResponse(answer: WebhookAnswer): Response {
     payload = JSON.stringify(answer.body);
     if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json; charset=utf-8";
   }
-  return new FastResponse(payload as string | undefined, { status: answer.status, headers });
+  if (!Number.isInteger(answer.status) || answer.status < 200 || answer.status > 599) throw new RangeError(`The webhook answer's status ${answer.status} is not in 200-599`);
+  if (payload !== undefined && (answer.status === 204 || answer.status === 205 || answer.status === 304)) throw new TypeError(`A ${answer.status} webhook answer cannot have a body`);
+  return new FastResponse(payload as string | undefined, { status: answer.status, headers: new Headers(headers) });
 }
 
 
