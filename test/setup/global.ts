@@ -1,6 +1,8 @@
 /**
  * Global setup: one real Temporal dev server for the whole run (the CLI fetched or built on a fresh machine,
- * then cached), and one workflow bundle shared by every app the tests start.
+ * then cached), and one workflow bundle shared by every app the tests start. Every temporary dir of the
+ * run (the tests', their apps' data dirs, child processes' files) is made under one dir (`TMPDIR`, which
+ * the test processes inherit), removed at the end: a run leaves nothing in the machine's /tmp.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -34,12 +36,14 @@ export function freePort(): Promise<number> {
 }
 
 let server: DevServer | undefined;
-let dir: string | undefined;
 
 export default async function setup(project: TestProject) {
   const log = (line: string) => process.stderr.write(`[test setup] ${line}\n`);
+  const runTmp = fs.mkdtempSync(path.join(os.tmpdir(), "svc-test-run-"));
+  process.env.TMPDIR = runTmp;
+  log(`temporary files of this run: ${runTmp} (removed at the end)`);
   const cli = await ensureTemporalCli(process.env.SVC_TEMPORAL_CLI || undefined, log);
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "svc-test-temporal-"));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "svc-test-temporal-"));
   server = await startDevServer({ cliPath: cli, port: await freePort(), ui: false, dbFile: path.join(dir, "temporal.db"), namespace: "default", readyTimeoutMs: 90_000, log });
   const bundle = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows: sandboxProject.workflowsModule! }, log);
   const bundlePath = path.join(dir, "workflow-bundle.js");
@@ -49,6 +53,6 @@ export default async function setup(project: TestProject) {
   project.provide("temporalCli", cli);
   return async () => {
     await server?.stop();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(runTmp, { recursive: true, force: true });
   };
 }
