@@ -10,6 +10,7 @@ import { CONFIG, type Config } from "../config";
 import { nowIso } from "../ids";
 import { SerialPass } from "../serial-pass";
 import type { OntologyChange } from "../sdk/context";
+import type { Topic } from "../events/catalog";
 import type { DatasetProjection } from "../sdk/datasets";
 import type { ProjectionState } from "./schemas";
 
@@ -67,7 +68,7 @@ export class DatasetProjector {
   /** Whether the last pass failed (a chunk is retried on any append then, not only a version's). */
   private failing = false;
   /** Only a commit with a `datasets` event can have committed a version (no notice topics: any append). */
-  private readonly onAppended = (topics?: ReadonlySet<string>) => {
+  private readonly onAppended = (topics?: ReadonlySet<Topic>) => {
     if (!topics || topics.has("datasets") || this.failing) void this.poke();
   };
 
@@ -142,8 +143,9 @@ export class DatasetProjector {
    */
   async step(dataset: RegisteredDataset): Promise<boolean> {
     const projection = dataset.definition.projection!;
-    // the usual poke (another dataset's version, the recovery timer) finds nothing to project: answered from committed data on the reader,
-    // without taking the writer (issue 15: it cost every action run two write transactions). A version
+    // the usual poke (another dataset's version, the recovery timer) finds nothing to project: answered
+    // from committed data on the reader, without taking the writer (issue 15: it cost every action run
+    // two write transactions). A version
     // committed after this read appends its event, which pokes again.
     if (!(await this.pending(dataset.id))) return false;
     const progressed = await this.db.transaction(async (tx) => {

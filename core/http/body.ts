@@ -4,6 +4,11 @@ import { ApiError } from "../errors";
 /** Request body limit (spec 8): 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/** `payload_too_large` (413) for a body over `limit` bytes, with the answer's extra headers. */
+function tooLarge(limit: number, headers?: Record<string, string>): ApiError {
+  return new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit }, headers);
+}
+
 /**
  * Reads the whole request body, refusing bodies over `limit` bytes with 413 `payload_too_large`
  * whether or not Content-Length is sent: a declared length over the limit is refused before reading;
@@ -13,9 +18,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  * @throws {ApiError} payload_too_large
  */
 export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promise<Uint8Array> {
-  const tooLarge = () => new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit });
   const declared = req.headers.get("content-length");
-  if (declared !== null && Number(declared) > limit) throw tooLarge();
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   const incoming = unreadNodeRequest(req);
   if (incoming) return readNodeRequest(incoming, limit);
   if (!req.body) return new Uint8Array(0);
@@ -28,7 +32,7 @@ export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promi
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      throw tooLarge();
+      throw tooLarge(limit);
     }
     chunks.push(value);
   }
@@ -73,7 +77,7 @@ function readNodeRequest(incoming: IncomingMessage, limit: number): Promise<Uint
         // nothing more is read: the connection cannot carry another request (its parser is inside this
         // body), so the 413 closes it (without `Connection: close` a keep-alive client would wait on it)
         incoming.pause();
-        reject(new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit }, { connection: "close" }));
+        reject(tooLarge(limit, { connection: "close" }));
         return;
       }
       chunks.push(chunk);
