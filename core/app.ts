@@ -40,7 +40,7 @@ import { blobStoreFromEnv } from "./files/config";
 import { ArtifactStore } from "./artifacts/store";
 import { SheetData } from "./artifacts/sheet-data";
 import { EmbedRenderer } from "./artifacts/render/embed";
-import { DeckChecker } from "./artifacts/deck-check";
+import { DeckCheckProcess } from "./artifacts/deck-check-process";
 import { AgentOutput } from "./agents/output";
 import { ApiError } from "./errors";
 import { errorResponse } from "./http/response";
@@ -55,7 +55,7 @@ export interface WorkflowEngine {
   emptyProjectWorkflows: string;
 }
 
-/** How long after ready the deck checker's browser is launched (milliseconds; see createApp). */
+/** How long after ready the deck-check process and its browser are started (milliseconds; see createApp). */
 export const DECK_WARM_DELAY_MS = 2000;
 
 /** Options of {@link createApp}. */
@@ -121,10 +121,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
     const db = await Database.open(path.join(config.dataDir, "svc.db"));
     phase("store (open, migrations)");
     lifecycle.hook("close", () => db.close());
-    // one browser for every deck check, launched once (spec 4.3); nothing starts while checks are off
-    const decks = new DeckChecker({ executablePath: config.chromiumPath, log: (line) => log.info(line) });
+    // one process and one browser for every deck check (spec 4.3), stopped when idle; nothing starts
+    // while checks are off. A seed to run may publish decks, and on a fresh data dir its deck check is
+    // what start-up waits for: the process is started now, its browser's launch (about a second, on
+    // the other core) beside the rest of start-up
+    const decks = new DeckCheckProcess({ executablePath: config.chromiumPath, idleMs: config.deckCheckIdleMs, log: (line) => log.info(line) });
     lifecycle.hook("close", () => decks.close());
     const seeding = opts.project.seed !== undefined && !(await seeded(db));
+    if (seeding && config.deckChecks) void decks.warm();
     const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");
     const stream: EventStream =
       config.eventStream === "nats"
@@ -160,11 +164,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // the workflow bundle (prebuilt by `npm run build`, else webpack, seconds) is made meanwhile too
     const bundling = loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
     bundling.catch(() => undefined);
-    // A seed to run may publish decks, and on a fresh data dir its deck check is what start-up waits
-    // for: the browser (else launched after ready) is launched now, its launch (about a second) beside
-    // the rest of start-up (loading playwright-core first holds the event loop ~0.5 s: after the
-    // connection and the bundle above are under way)
-    if (seeding && config.deckChecks) void decks.warm();
 
     container.register(CONFIG, { useValue: config });
     container.register(LOGGER, { useValue: log });
@@ -175,10 +174,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(Outbox, { useValue: outbox });
     container.register(LogCapture, { useValue: logs });
     container.register(FileStore, { useValue: files });
-    // launched a while after ready, not at it: loading playwright-core holds the event loop ~0.6 s, which
-    // would stall the first requests (issue 15); the first publish still finds the browser up
+    // started a while after ready, not at it: its start (playwright-core, Chromium: about a second of
+    // CPU) would compete with the first requests on a small machine (issue 15); the first publish still
+    // finds the browser up
     if (config.deckChecks) lifecycle.hook("ready", () => lifecycle.after(DECK_WARM_DELAY_MS, () => decks.warm()));
-    container.register(DeckChecker, { useValue: decks });
+    container.register(DeckCheckProcess, { useValue: decks });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
     for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers, RunStarter]) {
       container.registerSingleton(service as never, service as never);

@@ -37,6 +37,7 @@ import type { InjectionToken } from "./di";
  * | `SVC_FILE_STORAGE`, `SVC_S3_*` | local | where file bytes go: see `core/files/config.ts` |
  * | `SVC_DECK_CHECKS` | true | lay out published decks in headless Chromium and warn per slide (spec 4.3); false: publish decks unchecked |
  * | `SVC_CHROMIUM_PATH` | /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium` package) |
+ * | `SVC_DECK_CHECK_IDLE_MS` | 600000 (10 min) | the deck-check process and its Chromium exit after this long without a check (the next check starts them again, about a second); 0: they stay up |
  * | `SVC_AGENT_MODEL` | scripted | the agents' model: `scripted` (deterministic, no network), `openai-compatible:<model>` (with `SVC_AGENT_BASE_URL`, `SVC_AGENT_API_KEY`) or `anthropic:<model>` (with `ANTHROPIC_API_KEY`) |
  * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
  * | `SVC_EVENT_SCHEDULE_MAX_LAG_MS` | 60000 | `/api/status` reports the event schedules unhealthy when an unpaused one's oldest unfinished event is older than this |
@@ -81,6 +82,8 @@ export interface Config {
   deckChecks: boolean;
   /** The Chromium executable of the deck checks. */
   chromiumPath: string;
+  /** How long the deck-check process and its browser stay up without a check, ms (0: always). */
+  deckCheckIdleMs: number;
   /** How long a deck frame's link works, ms. */
   frameLinkTtlMs: number;
   /** How long agent reply output is retained for `/ws/agents`, ms (spec 6.5 rule 3). */
@@ -138,6 +141,7 @@ const EnvSchema = v.object({
   SVC_FILE_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(86_400_000)),
   SVC_DECK_CHECKS: v.optional(bool, "true"),
   SVC_CHROMIUM_PATH: v.optional(nonEmpty, "/usr/bin/chromium"),
+  SVC_DECK_CHECK_IDLE_MS: v.optional(intIn(0, 30 * 86_400_000), "600000"),
   SVC_AGENT_MODEL: v.optional(v.pipe(v.string(), v.regex(/^(scripted|openai-compatible:\S+|anthropic:\S+)$/, "must be scripted, openai-compatible:<model> or anthropic:<model>")), "scripted"),
   SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
   SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),
@@ -199,6 +203,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     fileRetentionMs: e.SVC_FILE_RETENTION_MS,
     deckChecks: e.SVC_DECK_CHECKS,
     chromiumPath: e.SVC_CHROMIUM_PATH,
+    deckCheckIdleMs: e.SVC_DECK_CHECK_IDLE_MS,
     frameLinkTtlMs: e.SVC_FRAME_LINK_TTL_MS,
     agentOutputRetentionMs: e.SVC_AGENT_OUTPUT_RETENTION_MS,
     agentModel: e.SVC_AGENT_MODEL,

@@ -10,6 +10,8 @@
  * needed: injection is explicit), and takes well under a second. Type checking stays with `tsc`.
  *
  * What dist/ holds:
+ * - `sandbox/deck-check-child.js`: the deck-check process's entry (forked by the service's
+ *   `DeckCheckProcess`, which looks for it there);
  * - `sandbox/main.js` (+ `.map`): the entry, with the modules it needs to start Temporal's dev server
  *   (config, logger, the CLI); the rest of the service in chunks beside it (`sandbox/<name>-<hash>.js`),
  *   imported once the dev server is starting (code splitting). Each module's `import.meta.url` is rewritten to the place
@@ -36,6 +38,7 @@ import { sandboxProject } from "./project";
 const ROOT = path.resolve(import.meta.dirname, "..");
 const SOURCE_FOLDERS = ["core", "plugins", "connectors", "workflows", "sandbox"];
 const ENTRY = "sandbox/main.ts";
+const DECK_CHECK_CHILD = "core/artifacts/deck-check-child.ts";
 
 /**
  * Builds the compiled sandbox into `outdir` (see the module comment); answers the milliseconds of each step.
@@ -53,7 +56,12 @@ export async function buildSandbox(outdir: string, log: (line: string) => void =
   clean(outdir);
   const outfile = path.join(outdir, ENTRY.replace(/\.ts$/, ".js"));
   await build({
-    entryPoints: [path.join(ROOT, ENTRY)],
+    // the deck-check process's entry (core/artifacts/deck-check-child.ts, forked by the service) sits
+    // beside main.js, where every output file is: the `import.meta.url` rewrite below is relative to them
+    entryPoints: [
+      { in: path.join(ROOT, ENTRY), out: ENTRY.replace(/\.ts$/, "") },
+      { in: path.join(ROOT, DECK_CHECK_CHILD), out: "sandbox/deck-check-child" },
+    ],
     outdir,
     outbase: ROOT,
     // the modules main.ts imports dynamically (the service) go to chunks beside it, each importing its own

@@ -3,24 +3,26 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { buildSandbox } from "../sandbox/build";
+import { ensureChromium } from "./setup/chromium";
 import { freePort } from "./setup/global";
 import { DEV_TOKEN, tempDir } from "./helpers";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
 describe("the compiled production start (npm run build, npm run start:prod)", () => {
-  it("builds into a directory of its own and serves from it with plain node: status, an action run, a workflow on the prebuilt bundle, assets; SIGTERM stops it", async () => {
+  it("builds into a directory of its own and serves from it with plain node: status, an action run, a workflow on the prebuilt bundle, the seed's deck checked by the deck-check process, assets; SIGTERM stops it", async () => {
+    ensureChromium(); // the seed's deck is checked
     const outdir = tempDir("svc-build-");
     // the bundle keeps packages external: they resolve from a node_modules beside the build (dist/ finds the repo's)
     fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(outdir, "node_modules"), "dir");
     await buildSandbox(outdir);
-    for (const file of ["sandbox/main.js", "sandbox/workflows.workflow-bundle.js", "core/store/migrations/001_init.sql", "core/artifacts/render/browser/sheet.js", "core/artifacts/kit/kit.js", "plugins/pages/assets/pages.css"]) {
+    for (const file of ["sandbox/main.js", "sandbox/deck-check-child.js", "sandbox/workflows.workflow-bundle.js", "core/store/migrations/001_init.sql", "core/artifacts/render/browser/sheet.js", "core/artifacts/kit/kit.js", "plugins/pages/assets/pages.css"]) {
       expect(fs.existsSync(path.join(outdir, file)), file).toBe(true);
     }
     expect(fs.readdirSync(path.join(outdir, "core/store/migrations")).sort()).toEqual(fs.readdirSync(path.join(ROOT, "core/store/migrations")).sort());
 
     const port = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir(), TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `build-${port}`, SVC_SCHEDULES: "false", SVC_DECK_CHECKS: "false", LOG_LEVEL: "info" };
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir(), TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `build-${port}`, SVC_SCHEDULES: "false", LOG_LEVEL: "info" };
     delete env.SVC_WORKFLOW_BUNDLE; // the compiled start finds its own prebuilt workflow bundle
     // run from elsewhere: nothing may be read from the source tree
     const child = spawn(process.execPath, [path.join(outdir, "sandbox/main.js")], { cwd: tempDir(), env, stdio: ["ignore", "pipe", "pipe"] });
@@ -54,6 +56,13 @@ describe("the compiled production start (npm run build, npm run start:prod)", ()
         if (runStatus !== "completed") await new Promise((r) => setTimeout(r, 100));
       }
       expect(runStatus).toBe("completed");
+
+      // the seed published a deck on this fresh data dir: checked in the compiled deck-check process
+      const seeded = out.split("\n").filter((l) => l.includes("published the sandbox's artifacts")).map((l) => JSON.parse(l) as { deck: string })[0];
+      expect(seeded?.deck, out).toMatch(/^art_/);
+      const shot = await fetch(`${base}/api/artifacts/${seeded!.deck}/versions/1/checks/1`, { headers: auth });
+      expect(shot.status, out).toBe(200);
+      expect(shot.headers.get("content-type")).toBe("image/png");
 
       const script = await fetch(`${base}/assets/pages/sheet.js`);
       expect(script.status).toBe(200);

@@ -13,6 +13,9 @@
  * request is blocked (the public CDNs a deck may use are unreachable here, so a blocked CDN load is not a
  * finding). The kit lays the slides out one after another at 1280x720 (`SVC_KIT.layout = "stack"`), so
  * one pass measures every slide and one axe run per mode covers them all.
+ *
+ * The service does not load this module: it runs a `DeckChecker` in a child process of its own
+ * (./deck-check-process.ts), which keeps playwright-core out of the service's memory.
  */
 import fs from "node:fs";
 import { createRequire } from "node:module";

@@ -3,7 +3,7 @@ import { inject, injectable } from "../di";
 import { Database } from "../store/db";
 import { FILE_UPLOAD_MAX_BYTES, FileStore } from "../files/file-store";
 import { CONFIG, type Config } from "../config";
-import { DeckChecker } from "./deck-check";
+import { DeckCheckProcess } from "./deck-check-process";
 import { Readable } from "node:stream";
 import { buffer as readBuffer } from "node:stream/consumers";
 import { ApiError, isApiError } from "../errors";
@@ -113,7 +113,7 @@ export class ArtifactStore {
   constructor(
     @inject(Database) private readonly db: Database,
     @inject(FileStore) private readonly files: FileStore,
-    @inject(DeckChecker) private readonly decks: DeckChecker,
+    @inject(DeckCheckProcess) private readonly decks: DeckCheckProcess,
     @inject(CONFIG) private readonly config: Config,
   ) {}
 

@@ -75,6 +75,25 @@ export function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
+/**
+ * Resident memory of the children of `pid` whose command line contains `match`, in MB (0 when none),
+ * e.g. the deck-check process (`deck-check-child`), which the service forks and stops when idle.
+ */
+export function childRssMb(pid: number, match: string): number {
+  let total = 0;
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) !== pid) continue;
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(match)) total += rssMb(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
 /** The start-up phases the app logged at debug level ("start-up phases (ms)"), and the Temporal split. */
 export function phasesOf(output: string): Record<string, number> {
   let phases: Record<string, number> = {};

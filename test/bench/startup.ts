@@ -8,7 +8,8 @@
  *    the compiled start (`node .bench/dist/sandbox/main.js`) and for the tsx start (`npm start`, the
  *    yardstick); then a restart of each compiled run on its data dir (no seed). Where the time goes:
  *    the phases the app logs at debug level, for the median compiled run.
- * 2. RSS of the service's Node process (VmRSS; not the Temporal dev server child) at idle after start,
+ * 2. RSS of the service's Node process (VmRSS; not the Temporal dev server child, nor the deck-check
+ *    process, whose RSS is printed beside it: it exits after SVC_DECK_CHECK_IDLE_MS) at idle after start,
  *    then a soak: max rate of action runs measured for 5 s (closed loop, 16 connections) — RSS "after
  *    load" — then half that rate for BENCH_SOAK_SECONDS (600): action runs and signed webhook deliveries
  *    at a quarter of it each, paced, and one `/ws/events` subscriber on all topics; RSS every minute and
@@ -31,7 +32,7 @@ import { ensureTemporalCli } from "../../core/temporal/cli";
 import { buildSandbox } from "../../sandbox/build";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
 import { tempDir } from "../helpers-fs";
-import { median, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
+import { childRssMb, median, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
 import { fmt, meets, reportRows, type BenchRow } from "./report";
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 3);
@@ -53,21 +54,22 @@ say(`Temporal CLI (cached): ${cli}\n`);
 const compiled = { compiled: outdir };
 
 // 1. ready time
-const compiledRuns: Array<{ readyMs: number; restartMs: number; rss: number; phases: Record<string, number> }> = [];
+const compiledRuns: Array<{ readyMs: number; restartMs: number; rss: number; deckRss: number; phases: Record<string, number> }> = [];
 const tsxRuns: number[] = [];
 for (let i = 0; i < RUNS; i++) {
   const fresh = await startSandbox(compiled);
   await sleep(4000); // settle: the deck checker's browser (launched 2 s after ready: DECK_WARM_DELAY_MS), the first schedules
   const rss = rssMb(fresh.child.pid!);
+  const deckRss = childRssMb(fresh.child.pid!, "deck-check-child");
   const phases = phasesOf(fresh.output());
   await fresh.stop();
   const again = await startSandbox(compiled, { dataDir: fresh.dataDir });
   await again.stop();
   const yard = await startSandbox("tsx");
   await yard.stop();
-  compiledRuns.push({ readyMs: fresh.readyMs, restartMs: again.readyMs, rss, phases });
+  compiledRuns.push({ readyMs: fresh.readyMs, restartMs: again.readyMs, rss, deckRss, phases });
   tsxRuns.push(yard.readyMs);
-  say(`run ${i + 1}: compiled ${fmt(fresh.readyMs)} ms (restart ${fmt(again.readyMs)} ms), tsx ${fmt(yard.readyMs)} ms, RSS idle ${rss.toFixed(0)} MB`);
+  say(`run ${i + 1}: compiled ${fmt(fresh.readyMs)} ms (restart ${fmt(again.readyMs)} ms), tsx ${fmt(yard.readyMs)} ms, RSS idle ${rss.toFixed(0)} MB (+ deck-check process ${deckRss.toFixed(0)} MB, not counted: it exits after SVC_DECK_CHECK_IDLE_MS without a check)`);
 }
 const ready = median(compiledRuns.map((r) => r.readyMs));
 const restart = median(compiledRuns.map((r) => r.restartMs));

@@ -1,0 +1,171 @@
+/**
+ * Deck checks (spec 4.3) in their own process: the service forks ./deck-check-child.ts, which runs the
+ * {@link DeckChecker} (playwright-core and one Chromium), and asks it over IPC.
+ *
+ * Why a process: playwright-core in the service's process costs ~35 MB of heap (~75 MB of RSS: its two
+ * bundles alone are 13 MB of source text) and holds the event loop ~0.4 s while it loads (issue 15); a
+ * driver or browser crash cannot take the service down; and when no deck has been checked for
+ * `idleMs`, the process and its Chromium exit, giving all of that memory back. The next check (or
+ * `warm()`) starts them again (about a second).
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { DeckCheckerOptions, DeckCheckResult, DeckInput } from "./deck-check";
+import type { DeckCheckRequest } from "./deck-check-child";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+/** `.ts` when this module runs from source (tsx, vitest), `.js` when compiled. */
+const EXT = path.extname(fileURLToPath(import.meta.url));
+/**
+ * The child's entry: beside this module from source; compiled, where sandbox/build.ts emits it
+ * (`<outdir>/sandbox/deck-check-child.js`; this module's URL is mirrored to `<outdir>/core/artifacts/`).
+ */
+const CHILD_ENTRY = EXT === ".ts" ? path.join(HERE, "deck-check-child.ts") : path.resolve(HERE, "../../sandbox/deck-check-child.js");
+
+/** Options of a {@link DeckCheckProcess}: the checker's, plus how long an idle process lives. */
+export interface DeckCheckProcessOptions extends DeckCheckerOptions {
+  /** The process and its browser exit after this many ms without a check (default 600,000: 10 min; 0: never). */
+  idleMs?: number;
+}
+
+type Answer = { result: unknown } | { error: string };
+interface Pending {
+  /** The process asked: only its exit answers this request. */
+  child: ChildProcess;
+  settle(answer: Answer): void;
+}
+
+/**
+ * The service's deck checker: the same `warm`/`check`/`close` as {@link DeckChecker}, answered by a
+ * child process started on first use. Never throws for a deck or a missing browser: a child that cannot
+ * start, crashes or does not answer in time makes the check answer `{ checked: false, reason }`.
+ */
+export class DeckCheckProcess {
+  private readonly childOptions: Omit<DeckCheckerOptions, "log">;
+  private readonly log: (line: string) => void;
+  private readonly idleMs: number;
+  /** How long one request may go unanswered before the child is stopped: the check's and the launch's timeouts and 10 s. */
+  private readonly answerMs: number;
+  private child: ChildProcess | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  /** Nothing starts here: the process is forked by the first check (or `warm()`). */
+  constructor(options: DeckCheckProcessOptions = {}) {
+    const { log, idleMs, ...childOptions } = options;
+    this.childOptions = childOptions;
+    this.log = log ?? (() => undefined);
+    this.idleMs = idleMs ?? 600_000;
+    this.answerMs = (options.timeoutMs ?? 30_000) + (options.launchTimeoutMs ?? 15_000) + 10_000;
+  }
+
+  /**
+   * Starts the process and its browser now rather than at the first check.
+   * @returns whether a browser is available, and why not
+   */
+  async warm(): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const answer = await this.request({ op: "warm" });
+    return "error" in answer ? { ok: false, reason: answer.error } : (answer.result as { ok: true } | { ok: false; reason: string });
+  }
+
+  /** {@link DeckChecker.check}, in the child process. */
+  async check(deck: DeckInput): Promise<DeckCheckResult> {
+    const answer = await this.request({ op: "check", deck });
+    if ("error" in answer) return { checked: false, reason: answer.error };
+    const result = answer.result as DeckCheckResult;
+    // structured clone hands each screenshot's Buffer over as a plain Uint8Array
+    if (result.checked) for (const s of result.slides) s.screenshot = Buffer.from(s.screenshot.buffer, s.screenshot.byteOffset, s.screenshot.byteLength);
+    return result;
+  }
+
+  /** Stops the process (its browser with it); later checks answer unchecked. Safe to call twice. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.stopChild("The deck checker is shut down");
+  }
+
+  /** The child's pid while it runs (for tests and the start-up bench). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  private request(message: { op: "warm" } | { op: "check"; deck: DeckInput }): Promise<Answer> {
+    if (this.closed) return Promise.resolve({ error: "The deck checker is shut down" });
+    clearTimeout(this.idleTimer);
+    const child = this.child ?? this.start();
+    const id = this.nextId++;
+    return new Promise<Answer>((resolve) => {
+      const timer = setTimeout(() => {
+        this.log(`[deck-check] the deck-check process did not answer in ${this.answerMs} ms; stopping it`);
+        child.kill("SIGKILL"); // its exit answers every pending request
+      }, this.answerMs);
+      this.pending.set(id, {
+        child,
+        settle: (answer) => {
+          clearTimeout(timer);
+          this.pending.delete(id);
+          if (this.pending.size === 0) this.scheduleIdleStop();
+          resolve(answer);
+        },
+      });
+      child.send({ id, ...message } satisfies DeckCheckRequest, (err) => {
+        if (err) this.pending.get(id)?.settle({ error: `The deck-check process could not be reached: ${err.message}` });
+      });
+    });
+  }
+
+  private start(): ChildProcess {
+    // from source the child needs tsx's loader (resolved from the package root); compiled, plain node
+    const child = fork(CHILD_ENTRY, [JSON.stringify(this.childOptions)], {
+      execArgv: EXT === ".ts" ? ["--import", "tsx"] : [],
+      cwd: EXT === ".ts" ? path.resolve(HERE, "../..") : undefined,
+      serialization: "advanced",
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    this.child = child;
+    child.on("message", (message: { log: string } | ({ id: number } & Answer)) => {
+      if ("log" in message) this.log(message.log);
+      else this.pending.get(message.id)?.settle(message);
+    });
+    // 'error' (fork failed, or the channel broke) is followed by 'exit' when the process went away
+    child.on("error", (err) => this.log(`[deck-check] the deck-check process: ${err.message}`));
+    child.once("exit", (code, signal) => {
+      if (this.child === child) this.child = undefined;
+      const reason = `The deck-check process exited (${signal ?? `code ${code}`}) before it answered`;
+      const asked = [...this.pending.values()].filter((p) => p.child === child);
+      if (asked.length > 0) this.log(`[deck-check] ${reason}`);
+      for (const p of asked) p.settle({ error: reason });
+    });
+    return child;
+  }
+
+  private scheduleIdleStop(): void {
+    if (this.idleMs <= 0 || !this.child) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.pending.size > 0) return;
+      this.log(`[deck-check] no deck checked for ${this.idleMs} ms: stopping the deck-check process and its browser`);
+      void this.stopChild("idle");
+    }, this.idleMs);
+    this.idleTimer.unref();
+  }
+
+  /** Asks the child to close its browser and exit; SIGKILL after 10 s. Pending requests answer `reason`. */
+  private async stopChild(reason: string): Promise<void> {
+    clearTimeout(this.idleTimer);
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    for (const p of [...this.pending.values()]) if (p.child === child) p.settle({ error: reason });
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    if (child.connected) child.send({ op: "close" } satisfies DeckCheckRequest, () => undefined);
+    else child.kill("SIGTERM");
+    const kill = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(kill);
+  }
+}
