@@ -194,6 +194,42 @@ describe("reading through the owner (spec 4.3)", () => {
     expect((await content("path=/properties/pdf&disposition=inline")).headers.get("content-disposition")).toBe("inline; filename=INV-1002.pdf");
   });
 
+  it("streams a large file from its store and lets go of it when the client goes away", async () => {
+    const big = Buffer.alloc(16 * MiB, 7);
+    big.write("%PDF-1.4\n");
+    const stored = (await upload([["file", file(big, "application/pdf"), "big.pdf"]])).body;
+    await attach("inv_1004", stored.id);
+    const whole = await fetch(`${app.url}/api/objects/invoice/inv_1004/files/content?path=/properties/pdf`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(whole.headers.get("content-length")).toBe(String(big.length));
+    expect(sha256(Buffer.from(await whole.arrayBuffer()))).toBe(stored.sha256);
+    // the blob's open file descriptors in this process (the app runs here)
+    const blobFds = () =>
+      fs.readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`).includes(stored.sha256);
+        } catch {
+          return false; // closed meanwhile
+        }
+      });
+    // read the first bytes, then hang up: the file must be closed, not read to its end into the void
+    const firstBytes = await new Promise<number>((resolve, reject) => {
+      const req = http.get(`${app.url}/api/objects/invoice/inv_1004/files/content?path=/properties/pdf`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }, (res) => {
+        expect(res.statusCode).toBe(200);
+        res.once("data", (chunk: Buffer) => {
+          expect(blobFds().length).toBeGreaterThan(0); // still streaming: the file is open
+          req.destroy();
+          resolve(chunk.length);
+        });
+      });
+      req.on("error", () => undefined);
+      setTimeout(() => reject(new Error("no bytes")), 10_000);
+    });
+    expect(firstBytes).toBeGreaterThan(0);
+    const deadline = Date.now() + 5_000;
+    while (blobFds().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(blobFds()).toEqual([]);
+  });
+
   it("checks the caller may view the owner, and says what is wrong with a path", async () => {
     expect((await content("path=/properties/pdf", tokens.auditor)).status).toBe(403); // auditor sees customers only
     expect((await content("path=/properties/pdf", tokens.alice)).status).toBe(200);

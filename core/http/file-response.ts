@@ -1,8 +1,8 @@
-import { Readable } from "node:stream";
 import { create as contentDisposition } from "content-disposition";
 import { ApiError } from "../errors";
 import { parseRangeHeader } from "../files/blob-store";
 import type { FileStore } from "../files/file-store";
+import { FastResponse } from "./response";
 
 /** Media types a browser would run or render as a page: always served as attachments. */
 const ACTIVE_CONTENT = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|application\/javascript|text\/javascript)$/i;
@@ -14,6 +14,10 @@ const ACTIVE_CONTENT = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|tex
  * `filename*` for unicode), `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox` (never
  * a page of this origin) and `Cache-Control: private`. HTML, SVG, XML and scripts (with or without
  * parameters such as `; charset=utf-8`) are always attachments.
+ *
+ * The bytes go out as the store's Node stream, piped to the socket by srvx with backpressure (a 25 MiB
+ * download ran at 0.48 of a bare `node:http` handler through `Readable.toWeb`, at 0.84–1.05 piped:
+ * `BENCH_SCRIPTS=files npm run bench`); the stream is destroyed when the client goes away.
  *
  * The caller checks access to the owner first (spec 4.3).
  * @param disposition `attachment` (default) or `inline`
@@ -44,7 +48,9 @@ export async function serveFile(req: Request, files: FileStore, fileId: string, 
     opened.stream.destroy();
     return new Response(null, { status: opened.range ? 206 : 200, headers });
   }
-  const body = Readable.toWeb(opened.stream) as ReadableStream<Uint8Array>;
-  if (!opened.range) return new Response(body, { status: 200, headers });
-  return new Response(body, { status: 206, headers: { ...headers, "content-range": `bytes ${opened.range.start}-${opened.range.end}/${opened.size}` } });
+  // the Node stream as it is: srvx pipes it to the socket with backpressure (no web-stream conversion),
+  // answers 500 if it fails before its first byte, and destroys it when the client goes away
+  const body = opened.stream as unknown as ReadableStream<Uint8Array>;
+  if (!opened.range) return new FastResponse(body, { status: 200, headers });
+  return new FastResponse(body, { status: 206, headers: { ...headers, "content-range": `bytes ${opened.range.start}-${opened.range.end}/${opened.size}` } });
 }
