@@ -71,7 +71,7 @@ export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./ontology/query";
 export { propertyDef } from "./sdk/project";
 export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema } from "./sdk/records";
 export { sendFrame, subscriptionSocket } from "./http/socket";
-export { readBodyBytes } from "./http/body";
+export { readBodyBytes, requestBodyStream } from "./http/body";
 export { decodePathParam } from "./http/validation";
 export type { RouteRegistry } from "./http/routes";
 export { TemporalHost } from "./temporal/host";

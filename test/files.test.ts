@@ -136,6 +136,40 @@ describe("POST /api/files (spec 4.1, 8)", () => {
     await expect.poll(stored).toEqual(before);
   });
 
+  it("closes a keep-alive connection after refusing an upload it stopped reading, so the next request is answered", async () => {
+    const boundary = "svc-test-boundary";
+    const url = new URL(`${app.url}/api/files`);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (field: string, chunks: number) =>
+      new Promise<{ status: number; connection?: string }>((resolve, reject) => {
+        const req = http.request({ agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": `multipart/form-data; boundary=${boundary}`, "transfer-encoding": "chunked" } }, (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+        });
+        req.on("error", (err) => ((err as NodeJS.ErrnoException).code === "EPIPE" || (err as NodeJS.ErrnoException).code === "ECONNRESET" ? undefined : reject(err)));
+        req.write(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        let sent = 0;
+        const pump = () => {
+          while (sent < chunks) {
+            sent++;
+            if (!req.write(chunk)) return void req.once("drain", pump);
+          }
+          req.end(`\r\n--${boundary}--\r\n`);
+        };
+        pump();
+      });
+    try {
+      // a file part under another name is refused at its headers; 3 MiB of it are still on the way
+      expect(await send("attachment", 48)).toEqual({ status: 400, connection: "close" });
+      const started = Date.now();
+      expect((await send("file", 1)).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it("refuses a body that is not multipart (415), has no file part or two of them (400), storing nothing", async () => {
     const before = await stored();
     expect((await dev.post("/api/files", { file: "x" })).body.error.code).toBe("unsupported_media_type");

@@ -1,4 +1,6 @@
 import type { IncomingMessage } from "node:http";
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { ApiError } from "../errors";
 
 /** Request body limit (spec 8): 1 MiB. */
@@ -44,6 +46,42 @@ export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promi
     offset += c.byteLength;
   }
   return out;
+}
+
+/**
+ * The request body as a Node `Readable`, for parsers that stream it (multipart uploads): the Node
+ * request itself under srvx's Node adapter while it is unread (srvx's `req.body` is `Readable.toWeb`
+ * of it, which a parser would turn back with `Readable.fromWeb`: two conversions per chunk), else
+ * `Readable.fromWeb(req.body)`.
+ *
+ * To stop reading early, call `abandon()`, not `destroy()`: destroying a Node request closes its
+ * socket before the refusal can be sent. `abandon()` stops the stream and answers the headers the
+ * refusal must carry: `Connection: close` while part of a Node request's body is still unread (Node
+ * then closes the connection once the answer is written, instead of reading the rest), else none.
+ * @returns undefined when the request has no body
+ */
+export function requestBodyStream(req: Request): { stream: Readable; abandon(): Record<string, string> } | undefined {
+  const incoming = unreadNodeRequest(req);
+  if (incoming) {
+    return {
+      stream: incoming,
+      abandon: (): Record<string, string> => {
+        incoming.unpipe();
+        incoming.pause();
+        return incoming.readableEnded ? {} : { connection: "close" };
+      },
+    };
+  }
+  if (!req.body) return undefined;
+  const stream = Readable.fromWeb(req.body as WebReadableStream<Uint8Array>);
+  return {
+    stream,
+    abandon: () => {
+      stream.unpipe();
+      stream.destroy();
+      return {};
+    },
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import busboy from "busboy";
-import { ApiError, type FileReference, type FileStore } from "../../core/plugin-api";
+import { ApiError, requestBodyStream, type FileReference, type FileStore } from "../../core/plugin-api";
 
 /** Room for the multipart framing (boundaries, part headers, the `name` field) around the file itself. */
 const MULTIPART_SLACK_BYTES = 64 * 1024;
@@ -30,14 +30,15 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
     throw new ApiError("payload_too_large", `The file exceeds ${maxBytes} bytes; use an upload session (/api/files/uploads) for larger files`, { limitBytes: maxBytes });
   }
   const invalid = (reason: string, message: string) => new ApiError("invalid_request", message, { reason });
-  if (!req.body) throw invalid("no_file_part", "The body has no file part");
+  const body = requestBodyStream(req);
+  if (!body) throw invalid("no_file_part", "The body has no file part");
   let parser: busboy.Busboy;
   try {
     parser = busboy({ headers: { "content-type": contentType }, defParamCharset: "utf8", limits: { files: 1, fileSize: maxBytes + 1, fields: 8, fieldSize: 4096, parts: 16, headerPairs: 64 } });
   } catch (err) {
     throw invalid("malformed", `The multipart body cannot be read: ${(err as Error).message}`);
   }
-  const source = Readable.fromWeb(req.body as import("node:stream/web").ReadableStream<Uint8Array>);
+  const source = body.stream;
 
   return new Promise<FileReference>((resolve, reject) => {
     let name: string | undefined;
@@ -46,6 +47,8 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
     let fileStream: Readable | undefined;
     let failure: unknown;
     let settled = false;
+    /** The refusal's extra headers once reading stopped early (see requestBodyStream). */
+    let closing: Record<string, string> = {};
     const finish = async () => {
       if (settled) return;
       settled = true;
@@ -54,7 +57,7 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
       if (failure !== undefined) {
         if (stored) await files.discard(stored.id).catch(() => undefined);
         // the body's own faults are 400 (below); anything else (disk, S3, SQLite) is a 500 whose details stay in the log
-        reject(failure);
+        reject(failure instanceof ApiError && Object.keys(closing).length > 0 ? new ApiError(failure.code, failure.message, failure.details, { ...failure.headers, ...closing }) : failure);
       } else if (!stored) reject(invalid("no_file_part", "The body has no file part: send the file as a form field with a filename"));
       else resolve(stored);
     };
@@ -62,8 +65,7 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
       failure ??= err;
       // an upload under way stops and removes what it wrote (the store cleans up on the stream's error)
       fileStream?.destroy(err instanceof Error ? err : new Error(String(err)));
-      source.unpipe(parser);
-      source.destroy();
+      closing = body.abandon();
       void finish();
     };
     parser.on("field", (field, value) => {
