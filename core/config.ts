@@ -141,7 +141,8 @@ const EnvSchema = v.object({
   SVC_FILE_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(86_400_000)),
   SVC_DECK_CHECKS: v.optional(bool, "true"),
   SVC_CHROMIUM_PATH: v.optional(nonEmpty, "/usr/bin/chromium"),
-  SVC_DECK_CHECK_IDLE_MS: v.optional(intIn(0, 30 * 86_400_000), "600000"),
+  // setTimeout's largest delay (2^31 - 1 ms, ~24.8 days): a longer one would fire at once
+  SVC_DECK_CHECK_IDLE_MS: v.optional(intIn(0, 2_147_483_647), "600000"),
   SVC_AGENT_MODEL: v.optional(v.pipe(v.string(), v.regex(/^(scripted|openai-compatible:\S+|anthropic:\S+)$/, "must be scripted, openai-compatible:<model> or anthropic:<model>")), "scripted"),
   SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
   SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),

@@ -31,6 +31,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { build, type Plugin } from "esbuild";
 import { bundleWorkflows, prebuiltWorkflowBundlePath } from "../core/temporal/bundle";
+import { DECK_CHECK_CHILD_OUTPUT } from "../core/artifacts/deck-check-process";
 import { browserScriptNames, buildBrowserScript } from "../core/artifacts/render/assets";
 import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { sandboxProject } from "./project";
@@ -60,7 +61,7 @@ export async function buildSandbox(outdir: string, log: (line: string) => void =
     // beside main.js, where every output file is: the `import.meta.url` rewrite below is relative to them
     entryPoints: [
       { in: path.join(ROOT, ENTRY), out: ENTRY.replace(/\.ts$/, "") },
-      { in: path.join(ROOT, DECK_CHECK_CHILD), out: "sandbox/deck-check-child" },
+      { in: path.join(ROOT, DECK_CHECK_CHILD), out: DECK_CHECK_CHILD_OUTPUT },
     ],
     outdir,
     outbase: ROOT,

@@ -246,6 +246,15 @@ describe("reading through the owner (spec 4.3)", () => {
         }
       });
     // read the first bytes, then hang up: the file must be closed, not read to its end into the void
+    const { FileStore } = await import("../core/files/file-store");
+    const store = app.container.resolve(FileStore);
+    const open = store.open.bind(store);
+    const opened: Array<{ destroyed: boolean; bytesRead?: number }> = [];
+    store.open = async (...args: Parameters<typeof store.open>) => {
+      const result = await open(...args);
+      opened.push(result.stream as unknown as { destroyed: boolean; bytesRead?: number });
+      return result;
+    };
     const firstBytes = await new Promise<number>((resolve, reject) => {
       const req = http.get(`${app.url}/api/objects/invoice/inv_1004/files/content?path=/properties/pdf`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }, (res) => {
         expect(res.statusCode).toBe(200);
@@ -258,10 +267,14 @@ describe("reading through the owner (spec 4.3)", () => {
       req.on("error", () => undefined);
       setTimeout(() => reject(new Error("no bytes")), 10_000);
     });
+    store.open = open;
     expect(firstBytes).toBeGreaterThan(0);
     const deadline = Date.now() + 5_000;
     while (blobFds().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(blobFds()).toEqual([]);
+    expect(opened).toHaveLength(1);
+    expect(opened[0]!.destroyed).toBe(true);
+    expect(opened[0]!.bytesRead).toBeLessThan(big.length); // stopped early, not read to the end
   });
 
   it("checks the caller may view the owner, and says what is wrong with a path", async () => {

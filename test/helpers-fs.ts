@@ -23,3 +23,28 @@ export async function rejection(p: Promise<unknown>): Promise<any> {
   }
   throw new Error("expected a rejection");
 }
+
+/** The parent pid of process `pid` from /proc (undefined when it is gone). */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pids whose parent is `pid` (from /proc). */
+export function childPids(pid: number): number[] {
+  return fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e) && parentOf(Number(e)) === pid).map(Number);
+}
+
+/** Whether a process with this pid runs (a zombie, exited but not yet reaped by its parent, does not). */
+export function processRuns(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat[stat.lastIndexOf(")") + 2] !== "Z";
+  } catch {
+    return false;
+  }
+}

@@ -6,11 +6,11 @@
  * unchecked and the next check starts a new one, and the process does not outlive the service.
  */
 import { spawn } from "node:child_process";
-import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureChromium } from "../../test/setup/chromium";
 import { cleanDeck } from "../../test/fixtures/decks";
+import { childPids, processRuns as alive } from "../../test/helpers-fs";
 import { DeckCheckProcess } from "./deck-check-process";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -22,16 +22,6 @@ function open(options: ConstructorParameters<typeof DeckCheckProcess>[0] = {}): 
   const decks = new DeckCheckProcess({ log, ...options });
   opened.push(decks);
   return decks;
-}
-
-/** Whether a process with this pid runs (a zombie, exited but not yet reaped by its parent, does not). */
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
 }
 
 async function until(what: string, ok: () => boolean, timeoutMs = 15_000): Promise<void> {
@@ -87,6 +77,7 @@ describe("DeckCheckProcess", () => {
     expect(await decks.warm()).toEqual({ ok: true });
     const pid = decks.pid!;
     const checking = decks.check({ files: cleanDeck(20) });
+    await new Promise((r) => setTimeout(r, 200)); // the check is under way (20 slides take seconds)
     process.kill(pid, "SIGKILL");
     expect(await checking).toEqual({ checked: false, reason: expect.stringMatching(/deck-check process exited \(SIGKILL\)/) });
     const next = await decks.check({ files: cleanDeck(2) });
@@ -109,38 +100,27 @@ describe("DeckCheckProcess", () => {
       setInterval(() => undefined, 1000);
     `;
     const service = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
-    const line = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      service.stdout.on("data", (d) => {
-        out += d;
-        if (out.includes("\n")) resolve(out.split("\n")[0]!);
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        service.stdout.on("data", (d) => {
+          out += d;
+          if (out.includes("\n")) resolve(out.split("\n")[0]!);
+        });
+        service.once("exit", (code) => reject(new Error(`the service exited with ${code} before it answered`)));
       });
-      service.once("exit", (code) => reject(new Error(`the service exited with ${code} before it answered`)));
-    });
-    const { warm, pid } = JSON.parse(line) as { warm: { ok: boolean }; pid: number };
-    expect(warm).toEqual({ ok: true });
-    // the child's Chromium: a process whose parent is the child
-    const browsers = () => childrenOf(pid);
-    expect(browsers().length).toBeGreaterThan(0);
-    const chromium = browsers();
-    service.kill("SIGKILL");
-    await until("the deck-check process to exit", () => !alive(pid));
-    await until("its Chromium to exit", () => chromium.every((p) => !alive(p)));
+      const { warm, pid } = JSON.parse(line) as { warm: { ok: boolean }; pid: number };
+      expect(warm).toEqual({ ok: true });
+      // the child's Chromium: a process whose parent is the child
+      const browsers = () => childPids(pid);
+      expect(browsers().length).toBeGreaterThan(0);
+      const chromium = browsers();
+      service.kill("SIGKILL");
+      await until("the deck-check process to exit", () => !alive(pid));
+      await until("its Chromium to exit", () => chromium.every((p) => !alive(p)));
+    } finally {
+      service.kill("SIGKILL");
+    }
   });
 });
 
-/** The pids whose parent is `pid` (from /proc). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}

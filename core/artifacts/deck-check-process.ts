@@ -12,16 +12,17 @@ import { fork, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DeckCheckerOptions, DeckCheckResult, DeckInput } from "./deck-check";
-import type { DeckCheckRequest } from "./deck-check-child";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
+/** Where sandbox/build.ts emits the child's entry, relative to the build's outdir (without `.js`). */
+export const DECK_CHECK_CHILD_OUTPUT = "sandbox/deck-check-child";
 /** `.ts` when this module runs from source (tsx, vitest), `.js` when compiled. */
 const EXT = path.extname(fileURLToPath(import.meta.url));
 /**
  * The child's entry: beside this module from source; compiled, where sandbox/build.ts emits it
  * (`<outdir>/sandbox/deck-check-child.js`; this module's URL is mirrored to `<outdir>/core/artifacts/`).
  */
-const CHILD_ENTRY = EXT === ".ts" ? path.join(HERE, "deck-check-child.ts") : path.resolve(HERE, "../../sandbox/deck-check-child.js");
+const CHILD_ENTRY = EXT === ".ts" ? path.join(HERE, "deck-check-child.ts") : path.resolve(HERE, "../..", `${DECK_CHECK_CHILD_OUTPUT}.js`);
 
 /** Options of a {@link DeckCheckProcess}: the checker's, plus how long an idle process lives. */
 export interface DeckCheckProcessOptions extends DeckCheckerOptions {
@@ -36,21 +37,33 @@ interface Pending {
   settle(answer: Answer): void;
 }
 
+/** A request to the deck-check process (./deck-check-child.ts). */
+export type DeckCheckRequest = { id: number; op: "warm" } | { id: number; op: "check"; deck: DeckInput } | { op: "close" };
+
+/** A `Buffer` over the same bytes (structured clone hands a `Buffer` over as a plain `Uint8Array`). */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /**
  * The service's deck checker: the same `warm`/`check`/`close` as {@link DeckChecker}, answered by a
- * child process started on first use. Never throws for a deck or a missing browser: a child that cannot
- * start, crashes or does not answer in time makes the check answer `{ checked: false, reason }`.
+ * child process started on first use. `warm` and `check` never throw: a child that cannot start,
+ * crashes or goes silent makes them answer `{ ok: false, reason }` / `{ checked: false, reason }`.
  */
 export class DeckCheckProcess {
   private readonly childOptions: Omit<DeckCheckerOptions, "log">;
   private readonly log: (line: string) => void;
   private readonly idleMs: number;
-  /** How long one request may go unanswered before the child is stopped: the check's and the launch's timeouts and 10 s. */
+  /** How long the child may say nothing while requests are pending: a check's and a launch's timeouts and 10 s. */
   private readonly answerMs: number;
   private child: ChildProcess | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Fires when the child has said nothing for `answerMs` while requests are pending. */
+  private watchdog: NodeJS.Timeout | undefined;
+  /** A stop under way (an idle stop, or close()), until the child has exited. */
+  private stopping: Promise<void> | undefined;
   private closed = false;
 
   /** Nothing starts here: the process is forked by the first check (or `warm()`). */
@@ -76,8 +89,7 @@ export class DeckCheckProcess {
     const answer = await this.request({ op: "check", deck });
     if ("error" in answer) return { checked: false, reason: answer.error };
     const result = answer.result as DeckCheckResult;
-    // structured clone hands each screenshot's Buffer over as a plain Uint8Array
-    if (result.checked) for (const s of result.slides) s.screenshot = Buffer.from(s.screenshot.buffer, s.screenshot.byteOffset, s.screenshot.byteLength);
+    if (result.checked) for (const s of result.slides) s.screenshot = asBuffer(s.screenshot);
     return result;
   }
 
@@ -95,28 +107,47 @@ export class DeckCheckProcess {
   private request(message: { op: "warm" } | { op: "check"; deck: DeckInput }): Promise<Answer> {
     if (this.closed) return Promise.resolve({ error: "The deck checker is shut down" });
     clearTimeout(this.idleTimer);
-    const child = this.child ?? this.start();
+    let child: ChildProcess;
+    try {
+      child = this.child ?? this.start();
+    } catch (err) {
+      return Promise.resolve({ error: `The deck-check process could not be started: ${(err as Error).message}` });
+    }
     const id = this.nextId++;
     return new Promise<Answer>((resolve) => {
-      const timer = setTimeout(() => {
-        this.log(`[deck-check] the deck-check process did not answer in ${this.answerMs} ms; stopping it`);
-        child.kill("SIGKILL"); // its exit answers every pending request
-      }, this.answerMs);
       this.pending.set(id, {
         child,
         settle: (answer) => {
-          clearTimeout(timer);
           this.pending.delete(id);
-          if (this.pending.size === 0) this.scheduleIdleStop();
+          if (this.pending.size === 0) {
+            clearTimeout(this.watchdog);
+            this.scheduleIdleStop();
+          }
           resolve(answer);
         },
       });
+      this.armWatchdog(child);
       child.send({ id, ...message } satisfies DeckCheckRequest, (err) => {
         if (err) this.pending.get(id)?.settle({ error: `The deck-check process could not be reached: ${err.message}` });
       });
     });
   }
 
+  /**
+   * (Re)arms the watchdog: the child must say something (an answer or a log line) every `answerMs`
+   * while requests are pending, else it is stopped (SIGTERM, SIGKILL 5 s later) and its exit answers
+   * them. Queued checks keep it alive: each check in the child ends within its own timeout.
+   */
+  private armWatchdog(child: ChildProcess): void {
+    clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(() => {
+      this.log(`[deck-check] the deck-check process said nothing for ${this.answerMs} ms; stopping it`);
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+    }, this.answerMs);
+  }
+
+  /** @throws Error when the process cannot be forked at all (`fork` throws synchronously, e.g. EAGAIN) */
   private start(): ChildProcess {
     // from source the child needs tsx's loader (resolved from the package root); compiled, plain node.
     // V8 favours size over speed there: the child mostly waits on Chromium (RSS once warm 142 → 114 MB,
@@ -129,18 +160,25 @@ export class DeckCheckProcess {
     });
     this.child = child;
     child.on("message", (message: { log: string } | ({ id: number } & Answer)) => {
+      if (this.pending.size > 0) this.armWatchdog(child);
       if ("log" in message) this.log(message.log);
       else this.pending.get(message.id)?.settle(message);
     });
-    // 'error' (fork failed, or the channel broke) is followed by 'exit' when the process went away
-    child.on("error", (err) => this.log(`[deck-check] the deck-check process: ${err.message}`));
-    child.once("exit", (code, signal) => {
+    let ended = false;
+    const end = (reason: string) => {
+      if (ended) return;
+      ended = true;
       if (this.child === child) this.child = undefined;
-      const reason = `The deck-check process exited (${signal ?? `code ${code}`}) before it answered`;
       const asked = [...this.pending.values()].filter((p) => p.child === child);
       if (asked.length > 0) this.log(`[deck-check] ${reason}`);
       for (const p of asked) p.settle({ error: reason });
+    };
+    child.on("error", (err) => {
+      this.log(`[deck-check] the deck-check process: ${err.message}`);
+      // a spawn that failed (EMFILE, ENOENT) emits only 'error': there is no process to exit
+      if (child.pid === undefined) end(`The deck-check process could not be started: ${err.message}`);
     });
+    child.once("exit", (code, signal) => end(`The deck-check process exited (${signal ?? `code ${code}`}) before it answered`));
     return child;
   }
 
@@ -156,18 +194,22 @@ export class DeckCheckProcess {
   }
 
   /** Asks the child to close its browser and exit; SIGKILL after 10 s. Pending requests answer `reason`. */
-  private async stopChild(reason: string): Promise<void> {
+  private stopChild(reason: string): Promise<void> {
     clearTimeout(this.idleTimer);
     const child = this.child;
-    if (!child) return;
+    if (!child) return this.stopping ?? Promise.resolve();
     this.child = undefined;
     for (const p of [...this.pending.values()]) if (p.child === child) p.settle({ error: reason });
-    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     if (child.connected) child.send({ op: "close" } satisfies DeckCheckRequest, () => undefined);
     else child.kill("SIGTERM");
     const kill = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    await exited;
-    clearTimeout(kill);
+    const stopping = exited.finally(() => {
+      clearTimeout(kill);
+      if (this.stopping === stopping) this.stopping = undefined;
+    });
+    this.stopping = stopping;
+    return stopping;
   }
 }

@@ -321,7 +321,16 @@ export class DeckChecker {
       // required, not imported: an ES import of this CommonJS package first scans its sources for export
       // names (~0.65 s against ~0.47 s), all of it holding the event loop (issue 15)
       this.browser = Promise.resolve().then(() =>
-        (createRequire(import.meta.url)("playwright-core") as typeof import("playwright-core")).chromium.launch({ executablePath: this.executablePath, args: [...this.args], timeout: this.launchTimeoutMs, headless: true }),
+        (createRequire(import.meta.url)("playwright-core") as typeof import("playwright-core")).chromium.launch({
+          executablePath: this.executablePath,
+          args: [...this.args],
+          timeout: this.launchTimeoutMs,
+          headless: true,
+          // the process that owns the checker decides when the browser closes (close()), not a signal
+          handleSIGINT: false,
+          handleSIGTERM: false,
+          handleSIGHUP: false,
+        }),
       );
       this.browser.then(
         (b) => {

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { ApiError } from "../errors";
@@ -6,9 +6,9 @@ import { ApiError } from "../errors";
 /** Request body limit (spec 8): 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** `payload_too_large` (413) for a body over `limit` bytes, with the answer's extra headers. */
-function tooLarge(limit: number, headers?: Record<string, string>): ApiError {
-  return new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit }, headers);
+/** `payload_too_large` (413) for a body over `limit` bytes. */
+function tooLarge(limit: number): ApiError {
+  return new ApiError("payload_too_large", `Request body exceeds ${limit} bytes`, { limit });
 }
 
 /**
@@ -22,8 +22,8 @@ function tooLarge(limit: number, headers?: Record<string, string>): ApiError {
 export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
-  const incoming = unreadNodeRequest(req);
-  if (incoming) return readNodeRequest(incoming, limit);
+  const node = unreadNodeRequest(req);
+  if (node) return readNodeRequest(node, limit);
   if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -49,29 +49,20 @@ export async function readBodyBytes(req: Request, limit = MAX_BODY_BYTES): Promi
 }
 
 /**
- * The request body as a Node `Readable`, for parsers that stream it (multipart uploads): the Node
- * request itself under srvx's Node adapter while it is unread (srvx's `req.body` is `Readable.toWeb`
- * of it, which a parser would turn back with `Readable.fromWeb`: two conversions per chunk), else
- * `Readable.fromWeb(req.body)`.
+ * The request body as a Node `Readable`, for parsers that stream it (spec 4.1 `POST /api/files`): the
+ * Node request itself under srvx's Node adapter while it is unread (srvx's `req.body` is
+ * `Readable.toWeb` of it, which a parser would turn back with `Readable.fromWeb`: two conversions per
+ * chunk), else `Readable.fromWeb(req.body)`. Never throws.
  *
  * To stop reading early, call `abandon()`, not `destroy()`: destroying a Node request closes its
- * socket before the refusal can be sent. `abandon()` stops the stream and answers the headers the
- * refusal must carry: `Connection: close` while part of a Node request's body is still unread (Node
- * then closes the connection once the answer is written, instead of reading the rest), else none.
+ * socket before the refusal can be sent. `abandon()` stops the stream and, while part of a Node
+ * request's body is unread, makes whatever answer follows close the connection (`Connection: close`).
+ * A web body (a `Request` made in process, another server) is cancelled.
  * @returns undefined when the request has no body
  */
-export function requestBodyStream(req: Request): { stream: Readable; abandon(): Record<string, string> } | undefined {
-  const incoming = unreadNodeRequest(req);
-  if (incoming) {
-    return {
-      stream: incoming,
-      abandon: (): Record<string, string> => {
-        incoming.unpipe();
-        incoming.pause();
-        return incoming.readableEnded ? {} : { connection: "close" };
-      },
-    };
-  }
+export function requestBodyStream(req: Request): { stream: Readable; abandon(): void } | undefined {
+  const node = unreadNodeRequest(req);
+  if (node) return { stream: node.req, abandon: () => abandonNodeRequest(node) };
   if (!req.body) return undefined;
   const stream = Readable.fromWeb(req.body as WebReadableStream<Uint8Array>);
   return {
@@ -79,21 +70,39 @@ export function requestBodyStream(req: Request): { stream: Readable; abandon(): 
     abandon: () => {
       stream.unpipe();
       stream.destroy();
-      return {};
     },
   };
 }
 
+/** A request of srvx's Node adapter: the Node request and its response. */
+interface NodeExchange {
+  req: IncomingMessage;
+  res?: ServerResponse;
+}
+
 /**
- * The Node request under a request of srvx's Node adapter (`req.runtime.node.req`) while its body is
- * still to be read and nothing listens to it, else undefined (another server, a `Request` made in
- * process, a GET, a body already read, being read or abandoned: those go through `req.body`).
+ * The Node request (and response) under a request of srvx's Node adapter (`req.runtime.node`) while
+ * its body is still to be read and nothing listens to it, else undefined (another server, a `Request`
+ * made in process, a GET, a body already read, being read or abandoned: those go through `req.body`).
  */
-function unreadNodeRequest(req: Request): IncomingMessage | undefined {
+function unreadNodeRequest(req: Request): NodeExchange | undefined {
   if (req.method === "GET" || req.method === "HEAD") return undefined;
-  const incoming = (req as { runtime?: { node?: { req?: IncomingMessage } } }).runtime?.node?.req;
+  const node = (req as { runtime?: { node?: { req?: IncomingMessage; res?: ServerResponse } } }).runtime?.node;
+  const incoming = node?.req;
   if (!incoming || typeof incoming.on !== "function" || incoming.readableEnded || incoming.destroyed || incoming.readableDidRead || incoming.listenerCount("data") > 0) return undefined;
-  return incoming;
+  return { req: incoming, res: node.res };
+}
+
+/**
+ * Stops reading a Node request's body for good: pauses it and, while part of it is unread, makes the
+ * answer close the connection (Node writes `Connection: close` and closes after it): the connection's
+ * parser is still inside this body, so a keep-alive client's next request on it would wait. Whatever
+ * the answer (a 4xx, or a 500 from a failure after this), it reaches the client.
+ */
+function abandonNodeRequest({ req, res }: NodeExchange): void {
+  req.unpipe();
+  req.pause();
+  if (!req.readableEnded && res) res.shouldKeepAlive = false;
 }
 
 /**
@@ -101,7 +110,8 @@ function unreadNodeRequest(req: Request): IncomingMessage | undefined {
  * web `ReadableStream` first (srvx builds one with `Readable.toWeb`; for a small JSON body that cost
  * more than the rest of reading it). Over `limit` reading stops and the refusal (413) closes the connection.
  */
-function readNodeRequest(incoming: IncomingMessage, limit: number): Promise<Uint8Array> {
+function readNodeRequest(node: NodeExchange, limit: number): Promise<Uint8Array> {
+  const incoming = node.req;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -112,10 +122,8 @@ function readNodeRequest(incoming: IncomingMessage, limit: number): Promise<Uint
       size += chunk.byteLength;
       if (size > limit) {
         stop();
-        // nothing more is read: the connection cannot carry another request (its parser is inside this
-        // body), so the 413 closes it (without `Connection: close` a keep-alive client would wait on it)
-        incoming.pause();
-        reject(tooLarge(limit, { connection: "close" }));
+        abandonNodeRequest(node);
+        reject(tooLarge(limit));
         return;
       }
       chunks.push(chunk);

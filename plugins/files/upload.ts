@@ -47,8 +47,6 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
     let fileStream: Readable | undefined;
     let failure: unknown;
     let settled = false;
-    /** The refusal's extra headers once reading stopped early (see requestBodyStream). */
-    let closing: Record<string, string> = {};
     const finish = async () => {
       if (settled) return;
       settled = true;
@@ -57,7 +55,7 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
       if (failure !== undefined) {
         if (stored) await files.discard(stored.id).catch(() => undefined);
         // the body's own faults are 400 (below); anything else (disk, S3, SQLite) is a 500 whose details stay in the log
-        reject(failure instanceof ApiError && Object.keys(closing).length > 0 ? new ApiError(failure.code, failure.message, failure.details, { ...failure.headers, ...closing }) : failure);
+        reject(failure);
       } else if (!stored) reject(invalid("no_file_part", "The body has no file part: send the file as a form field with a filename"));
       else resolve(stored);
     };
@@ -65,7 +63,7 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
       failure ??= err;
       // an upload under way stops and removes what it wrote (the store cleans up on the stream's error)
       fileStream?.destroy(err instanceof Error ? err : new Error(String(err)));
-      closing = body.abandon();
+      body.abandon(); // its answer closes the connection while part of the body is unread
       void finish();
     };
     parser.on("field", (field, value) => {

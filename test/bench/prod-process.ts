@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
-import { tempDir } from "../helpers-fs";
+import { childPids, tempDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -81,12 +81,9 @@ export function rssMb(pid: number): number {
  */
 export function childRssMb(pid: number, match: string): number {
   let total = 0;
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
+  for (const child of childPids(pid)) {
     try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) !== pid) continue;
-      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(match)) total += rssMb(Number(entry));
+      if (fs.readFileSync(`/proc/${child}/cmdline`, "utf8").includes(match)) total += rssMb(child);
     } catch {
       // gone meanwhile
     }
