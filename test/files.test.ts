@@ -8,7 +8,7 @@ import http from "node:http";
 import path from "node:path";
 import * as v from "valibot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, client, startApp, tokenFor } from "./helpers";
+import { DEV_TOKEN, client, eventually, startApp, tokenFor } from "./helpers";
 import { freePort } from "./setup/global";
 import { Database } from "../core/store/db";
 import { defineAction, defineConnector, defineProject } from "../core/sdk";
@@ -269,8 +269,7 @@ describe("reading through the owner (spec 4.3)", () => {
     });
     store.open = open;
     expect(firstBytes).toBeGreaterThan(0);
-    const deadline = Date.now() + 5_000;
-    while (blobFds().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await eventually(async () => blobFds().length === 0, 5_000, 20).catch(() => undefined);
     expect(blobFds()).toEqual([]);
     expect(opened).toHaveLength(1);
     expect(opened[0]!.destroyed).toBe(true);

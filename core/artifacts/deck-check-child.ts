@@ -22,8 +22,9 @@ const checker = new DeckChecker({ ...options, log: (line) => send({ log: line })
 
 let closing: Promise<void> | undefined;
 function close(): Promise<void> {
+  if (closing) return closing;
   setTimeout(() => process.exit(1), 10_000).unref(); // a browser that does not close does not keep this process
-  closing ??= checker.close().finally(() => {
+  closing = checker.close().finally(() => {
     if (process.connected) process.disconnect();
     process.exit(0);
   });

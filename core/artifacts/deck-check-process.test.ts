@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureChromium } from "../../test/setup/chromium";
 import { cleanDeck } from "../../test/fixtures/decks";
 import { childPids, processRuns as alive } from "../../test/helpers-fs";
+import { eventually } from "../../test/helpers";
 import { DeckCheckProcess } from "./deck-check-process";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -24,13 +25,6 @@ function open(options: ConstructorParameters<typeof DeckCheckProcess>[0] = {}): 
   return decks;
 }
 
-async function until(what: string, ok: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 beforeAll(() => ensureChromium(log));
 afterAll(async () => {
@@ -64,7 +58,7 @@ describe("DeckCheckProcess", () => {
     expect(await decks.warm()).toEqual({ ok: true });
     const first = decks.pid!;
     expect(alive(first)).toBe(true);
-    await until("the idle stop", () => !alive(first));
+    await eventually(async () => !alive(first), 15_000, 50);
     expect(decks.pid).toBeUndefined();
     expect(lines.some((l) => l.includes("no deck checked for 300 ms"))).toBe(true);
     const again = await decks.check({ files: cleanDeck(2) });
@@ -116,8 +110,8 @@ describe("DeckCheckProcess", () => {
       expect(browsers().length).toBeGreaterThan(0);
       const chromium = browsers();
       service.kill("SIGKILL");
-      await until("the deck-check process to exit", () => !alive(pid));
-      await until("its Chromium to exit", () => chromium.every((p) => !alive(p)));
+      await eventually(async () => !alive(pid), 15_000, 50);
+      await eventually(async () => chromium.every((p) => !alive(p)), 15_000, 50);
     } finally {
       service.kill("SIGKILL");
     }

@@ -13,11 +13,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DeckCheckerOptions, DeckCheckResult, DeckInput } from "./deck-check";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
+const SELF = fileURLToPath(import.meta.url);
+const HERE = path.dirname(SELF);
 /** Where sandbox/build.ts emits the child's entry, relative to the build's outdir (without `.js`). */
 export const DECK_CHECK_CHILD_OUTPUT = "sandbox/deck-check-child";
 /** `.ts` when this module runs from source (tsx, vitest), `.js` when compiled. */
-const EXT = path.extname(fileURLToPath(import.meta.url));
+const EXT = path.extname(SELF);
 /**
  * The child's entry: beside this module from source; compiled, where sandbox/build.ts emits it
  * (`<outdir>/sandbox/deck-check-child.js`; this module's URL is mirrored to `<outdir>/core/artifacts/`).
@@ -99,7 +100,7 @@ export class DeckCheckProcess {
     await this.stopChild("The deck checker is shut down");
   }
 
-  /** The child's pid while it runs (for tests and the start-up bench). */
+  /** The child's pid while it runs (for tests). */
   get pid(): number | undefined {
     return this.child?.pid;
   }
@@ -135,15 +136,16 @@ export class DeckCheckProcess {
 
   /**
    * (Re)arms the watchdog: the child must say something (an answer or a log line) every `answerMs`
-   * while requests are pending, else it is stopped (SIGTERM, SIGKILL 5 s later) and its exit answers
-   * them. Queued checks keep it alive: each check in the child ends within its own timeout.
+   * while requests are pending, else it is stopped ({@link DeckCheckProcess.stopChild}) and they are
+   * answered unchecked. Queued checks keep it alive: each check in the child ends within its own timeout.
    */
   private armWatchdog(child: ChildProcess): void {
     clearTimeout(this.watchdog);
     this.watchdog = setTimeout(() => {
-      this.log(`[deck-check] the deck-check process said nothing for ${this.answerMs} ms; stopping it`);
-      child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+      if (this.child !== child) return;
+      const reason = `The deck-check process said nothing for ${this.answerMs} ms and was stopped`;
+      this.log(`[deck-check] ${reason}`);
+      void this.stopChild(reason);
     }, this.answerMs);
   }
 

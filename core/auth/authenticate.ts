@@ -3,7 +3,7 @@ import type { Principal } from "./permissions";
 import type { TokenService } from "./tokens";
 import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService } from "./sessions";
 import { ApiError, unauthorized } from "../errors";
-import { jsonResponse } from "../http/response";
+import { errorResponse } from "../http/response";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -54,15 +54,14 @@ export function assertAllowedOrigin(req: Request, allowed: readonly string[]): v
  * @throws {Response} 401 or 403 with the structured error body, which aborts the upgrade
  */
 export async function authenticateUpgrade(req: Request, deps: { sessions: SessionService; allowedOrigins: readonly string[] }): Promise<Principal> {
-  const refuse = (err: ApiError) => jsonResponse(err.toBody(), err.status);
-  if (req.headers.has("authorization")) throw refuse(new ApiError("unauthorized", "WebSockets do not accept bearer tokens; connect with a browser session"));
+  if (req.headers.has("authorization")) throw errorResponse(new ApiError("unauthorized", "WebSockets do not accept bearer tokens; connect with a browser session"));
   try {
     assertAllowedOrigin(req, deps.allowedOrigins);
   } catch (err) {
-    throw refuse(err as ApiError);
+    throw errorResponse(err);
   }
   const token = readCookie(req.headers.get("cookie"), SESSION_COOKIE);
   const session = token ? await deps.sessions.resolve(token, false) : undefined;
-  if (!session) throw refuse(new ApiError("unauthorized", "Sign in first: WebSockets need a browser session"));
+  if (!session) throw errorResponse(new ApiError("unauthorized", "Sign in first: WebSockets need a browser session"));
   return session.principal;
 }
