@@ -159,14 +159,18 @@ const api = async (method: string, path: string, body?: unknown) => {
   const res = await request(`${app.url}${path}`, { method: method as "GET", headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
   return (await res.body.json()) as any;
 };
-const allEventsOf = async (type: string) => {
+/**
+ * Reads the events of `type` after `cursor` (all of them when absent), page by page; answers them and the
+ * cursor to read on from. The completion poll below reads on from its last cursor, so each poll costs
+ * the service the events that are new, not the whole log again.
+ */
+const eventsOf = async (type: string, cursor?: string) => {
   const out: any[] = [];
-  let cursor: string | undefined;
   for (;;) {
     const page = await api("GET", `/api/events?type=${type}&limit=1000${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
-    if (page.count === 0) return out;
+    if (page.count === 0) return { events: out, cursor };
     out.push(...page.events);
-    cursor = page.events.at(-1).cursor;
+    cursor = page.events.at(-1).cursor as string;
   }
 };
 /** CPU seconds (user + system) a process has used, from /proc (Linux); NaN elsewhere. */
@@ -187,7 +191,8 @@ const temporalPid = (() => {
     return undefined;
   }
 })();
-const finishedBefore = (await allEventsOf("workflow.run.finished")).length;
+let finishedCursor = (await eventsOf("workflow.run.finished")).cursor;
+let lastRun: string | undefined;
 const cpuBefore = { app: cpuSeconds(app.child.pid), temporal: cpuSeconds(temporalPid) };
 const startT0 = Date.now();
 const starts = await closedLoop("workflow run start (POST → queued)", { url: `${app.url}/api/workflows/invoice-review/runs`, method: "POST", headers: auth, body: JSON.stringify({ input: { invoiceId: "inv_1001", waitMs: 0 } }) });
@@ -195,14 +200,16 @@ const started = Math.round(starts.rps * seconds);
 let finished = 0;
 const drainDeadline = Date.now() + 600_000;
 while (Date.now() < drainDeadline) {
-  finished = (await allEventsOf("workflow.run.finished")).length - finishedBefore;
+  const page = await eventsOf("workflow.run.finished", finishedCursor);
+  finishedCursor = page.cursor;
+  finished += page.events.length;
+  lastRun = page.events.at(-1)?.payload.runId ?? lastRun;
   if (finished >= started) break;
   await new Promise((r) => setTimeout(r, 1000));
 }
 const completionSeconds = (Date.now() - startT0) / 1000;
 const cpuPerRun = { app: ((cpuSeconds(app.child.pid) - cpuBefore.app) * 1000) / finished, temporal: ((cpuSeconds(temporalPid) - cpuBefore.temporal) * 1000) / finished };
 // one run's history: how many events and workflow tasks (server round trips) a run costs
-const lastRun = (await allEventsOf("workflow.run.finished")).at(-1)?.payload.runId;
 const lastHistory = ((await api("GET", `/api/workflow-runs/${lastRun}/history`)).events ?? []) as Array<{ eventType: string }>;
 const historyOf = (type: string) => lastHistory.filter((e) => e.eventType === type).length;
 const completed: Figures = { name: `workflow runs completed (${finished} of ~${started} started)`, rps: finished / completionSeconds, p50: NaN, p99: NaN, errors: 0 };
