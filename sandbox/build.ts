@@ -41,11 +41,19 @@ const SOURCE_FOLDERS = ["core", "plugins", "connectors", "workflows", "sandbox"]
 const ENTRY = "sandbox/main.ts";
 const DECK_CHECK_CHILD = "core/artifacts/deck-check-child.ts";
 
+/** A further entry point bundled with the service (`in`: path from the repository root; `out`: output path in `outdir`, no extension). */
+export interface ExtraEntry {
+  in: string;
+  out: string;
+}
+
 /**
  * Builds the compiled sandbox into `outdir` (see the module comment); answers the milliseconds of each step.
+ * `extraEntries` are bundled with it, sharing its chunks (the benchmarks' server: test/bench/server-process.ts);
+ * give them an `out` under `sandbox/`, where `import.meta.url` of the bundled modules is resolved from.
  * @throws Error when esbuild or the workflow bundler fails
  */
-export async function buildSandbox(outdir: string, log: (line: string) => void = () => undefined): Promise<Record<string, number>> {
+export async function buildSandbox(outdir: string, log: (line: string) => void = () => undefined, extraEntries: readonly ExtraEntry[] = []): Promise<Record<string, number>> {
   const times: Record<string, number> = {};
   let mark = performance.now();
   const step = (name: string) => {
@@ -62,6 +70,7 @@ export async function buildSandbox(outdir: string, log: (line: string) => void =
     entryPoints: [
       { in: path.join(ROOT, ENTRY), out: ENTRY.replace(/\.ts$/, "") },
       { in: path.join(ROOT, DECK_CHECK_CHILD), out: DECK_CHECK_CHILD_OUTPUT },
+      ...extraEntries.map((e) => ({ in: path.join(ROOT, e.in), out: e.out })),
     ],
     outdir,
     outbase: ROOT,

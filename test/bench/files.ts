@@ -27,7 +27,7 @@ import path from "node:path";
 import * as tus from "tus-js-client";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { tempDir } from "../helpers-fs";
-import { startBenchServer } from "./server-process";
+import { BENCH_APP, startBenchServer } from "./server-process";
 
 const REPS = Number(process.env.BENCH_FILE_REPS ?? 11);
 const TUS_CHUNK = Number(process.env.BENCH_TUS_CHUNK_MIB ?? 8) * 1024 * 1024;
@@ -144,7 +144,7 @@ async function interleaved(bare: () => Promise<number>, app: () => Promise<numbe
 }
 
 const started = performance.now();
-console.log(`\nfiles: ${SIZE / 1024 / 1024} MiB file, median of ${REPS} after a warm-up, node ${process.version}, ${os.cpus().length} cores, storage ${process.env.SVC_FILE_STORAGE ?? "local (default)"}\n`);
+console.log(`\nfiles: ${SIZE / 1024 / 1024} MiB file, median of ${REPS} after a warm-up, node ${process.version}, ${os.cpus().length} cores, servers ${BENCH_APP} (BENCH_APP), storage ${process.env.SVC_FILE_STORAGE ?? "local (default)"}\n`);
 const bareDir = path.join(work, "bare");
 const appDir = path.join(work, "app");
 fs.mkdirSync(bareDir);

@@ -30,7 +30,7 @@ import autocannon from "autocannon";
 import { Agent, request } from "undici";
 import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
-import { startBenchServer } from "./server-process";
+import { BENCH_APP, startBenchServer } from "./server-process";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -89,7 +89,7 @@ const signedDelivery = () => {
   return { body, headers: { ...json, "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": signer.sign(id, at, body) } };
 };
 
-console.log(`\nsvc bench: ${connections} connections, ${seconds} s per case, node ${process.version}, ${os.cpus().length} cores\n`);
+console.log(`\nsvc bench: ${connections} connections, ${seconds} s per case, node ${process.version}, ${os.cpus().length} cores, servers ${BENCH_APP} (BENCH_APP)\n`);
 const bare = await startBenchServer("bare");
 const baseline = await closedLoop("bare h3 handler (POST /bare)", { url: `${bare.url}/bare`, method: "POST", headers: json, body: "{}" });
 await bare.stop();

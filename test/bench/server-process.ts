@@ -1,23 +1,46 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
+import { buildSandbox } from "../../sandbox/build";
 import { tempDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
+/**
+ * What the benchmark targets run (`BENCH_APP`): `compiled` (the default) is the code of the production
+ * start (`npm run build`, plain `node`): test/bench/server.ts bundled with the service by
+ * sandbox/build.ts into `.bench/server` once per bench process; `tsx` runs the sources under tsx, as
+ * `npm start` and the tests do (tsx turns on source maps, so every `Error.stack` costs more: the
+ * Temporal workflow thread builds one per promise).
+ */
+export const BENCH_APP = process.env.BENCH_APP === "tsx" ? "tsx" : "compiled";
+let compiledServer: Promise<string> | undefined;
+/** The compiled benchmark server's entry, built on first use. */
+function compiledServerEntry(): Promise<string> {
+  compiledServer ??= (async () => {
+    const outdir = path.join(ROOT, ".bench", "server");
+    process.stdout.write(`building the compiled benchmark server into ${path.relative(ROOT, outdir)} (BENCH_APP=tsx runs the sources)\n`);
+    await buildSandbox(outdir, undefined, [{ in: "test/bench/server.ts", out: "sandbox/bench-server" }]);
+    return path.join(outdir, "sandbox", "bench-server.js");
+  })();
+  return compiledServer;
+}
+
 /** The kinds of benchmark target test/bench/server.ts runs. */
 export type BenchServerKind = "bare" | "bare-files" | "app";
 
 /**
- * Starts a benchmark target (test/bench/server.ts) in its own process on free ports with a fresh data
- * dir (and, for `app`, its own embedded Temporal dev server). BENCH_NODE_FLAGS adds node flags
- * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). `child.pid` is the target's Node process itself.
+ * Starts a benchmark target (test/bench/server.ts, compiled or under tsx: {@link BENCH_APP}) in its own
+ * process on free ports with a fresh data dir (and, for `app`, its own embedded Temporal dev server).
+ * BENCH_NODE_FLAGS adds node flags (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). `child.pid` is the
+ * target's Node process itself.
  */
 export async function startBenchServer(kind: BenchServerKind, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void>; stats(): Promise<Record<string, number>> }> {
   const port = await freePort();
   const fullEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-  const child = spawn(process.execPath, [...flags, "--import", "tsx", "test/bench/server.ts", kind], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
+  const entry = BENCH_APP === "compiled" ? [await compiledServerEntry()] : ["--import", "tsx", "test/bench/server.ts"];
+  const child = spawn(process.execPath, [...flags, ...entry, kind], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d) => {

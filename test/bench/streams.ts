@@ -12,7 +12,7 @@ import os from "node:os";
 import NodeWebSocket from "crossws/websocket";
 import { request } from "undici";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
-import { startBenchServer } from "./server-process";
+import { BENCH_APP, startBenchServer } from "./server-process";
 
 const CLIENTS = Number(process.env.BENCH_WS_CLIENTS ?? 1000);
 const RUNS = Number(process.env.BENCH_WS_RUNS ?? 100);
@@ -99,7 +99,7 @@ const replaySeconds = (Date.now() - replayStarted) / 1000;
 const replayCpuMs = serverCpuMs(server.child.pid) - replayCpuStarted;
 
 const socketCount = CLIENTS.toLocaleString("en-US");
-console.log(`\nstreams: node ${process.version}, ${os.cpus().length} cores; ${CLIENTS} WebSocket clients (connected and subscribed in ${connectMs} ms), ${RUNS} action runs (2 events each)\n`);
+console.log(`\nstreams: node ${process.version}, ${os.cpus().length} cores, server ${BENCH_APP} (BENCH_APP); ${CLIENTS} WebSocket clients (connected and subscribed in ${connectMs} ms), ${RUNS} action runs (2 events each)\n`);
 console.log("| case | figure |\n|---|---:|");
 console.log(`| fan-out deliveries received | ${received} of ${expected} |`);
 console.log(`| fan-out deliveries per second | ${(received / fanSeconds).toFixed(0)} |`);
