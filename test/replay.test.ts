@@ -1,12 +1,10 @@
 /**
- * Issue 15 changed the commands a run issues three times, each behind a Temporal patch: first one local
- * activity per record (`svc-local-records`), then records queued and carried by the run's next
- * activity, or batched into one local activity where the run waits or ends (`svc-batched-records`),
- * then the work on the service's own store (object reads, ontology writes, download URLs) as local
- * activities carrying the records the same way (`svc-local-store-work`). Histories of the three older
- * engines (test/fixtures/histories and its local-records/ and batched-records/ folders, made with
- * test/fixtures/histories/record.ts) must replay against today's bundle, open ones included, and a new
- * run must record the newest patch marker and carry its records.
+ * Issue 15 changed how a run records its run, node, step and intervention events twice, each behind a
+ * Temporal patch: first one local activity per record (`svc-local-records`), then records queued and
+ * carried by the run's next activity, or batched into one local activity where the run waits or ends
+ * (`svc-batched-records`). Histories of both older engines (test/fixtures/histories and its
+ * local-records/ folder, made with test/fixtures/histories/record.ts) must replay against today's
+ * bundle, open ones included, and a new run must record the newest patch marker and carry its records.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -28,7 +26,6 @@ const generation = (dir: string) => {
 };
 const first = generation(FIXTURES);
 const local = generation(path.join(FIXTURES, "local-records"));
-const batched = generation(path.join(FIXTURES, "batched-records"));
 const RECORDED = ["pipeline-completed", "review-approved", "review-cancelled", "review-expired", "review-failed", "review-rejected", "review-reviewed", "review-waiting", "sync-completed"];
 const toJson = (history: unknown) => History.toObject(History.fromObject(history as never), { longs: String, enums: String, bytes: String, defaults: false }) as HistoryJson;
 const bundle = () => ({ code: fs.readFileSync(inject("workflowBundle"), "utf8") });
@@ -93,24 +90,6 @@ describe("histories recorded with one local activity per record", () => {
   });
 });
 
-describe("histories recorded with batched records", () => {
-  it("are the third engine's: the svc-batched-records marker, records carried by activities, the store's work as activities", () => {
-    expect(Object.keys(batched.index).sort()).toEqual(RECORDED);
-    for (const { json } of batched.all()) {
-      expect(patchIds(json)).toEqual(["svc-batched-records"]);
-      expect(new Set(localActivities(json))).toEqual(new Set(["recordBatch"]));
-    }
-    expect(scheduledActivities(batched.read("review-reviewed"))).toEqual(["readObject", "writeOntology"]);
-    const waiting = batched.read("review-waiting");
-    expect(waiting.events.at(-1)!.eventType).not.toMatch(/WORKFLOW_EXECUTION_(COMPLETED|FAILED|CANCELED)/);
-  });
-
-  it("replay against today's bundle without a determinism error, the open one included", async () => {
-    const histories = batched.all();
-    expect(await replay(histories)).toEqual(histories.map((h) => [h.workflowId, undefined]));
-  });
-});
-
 describe("runs started now", () => {
   let app: App;
   let histories: Record<string, HistoryJson>;
@@ -142,30 +121,24 @@ describe("runs started now", () => {
   });
   afterAll(() => app?.close());
 
-  it("record the svc-local-store-work marker, run the store's work as local activities carrying their records: such a node costs no round trip", () => {
+  it("record the svc-batched-records marker, and carry their records in the next activity: a node costs its own work", () => {
     for (const h of Object.values(histories)) {
-      expect(patchIds(h)).toEqual(["svc-local-store-work"]);
-      expect(scheduledActivities(h).filter((a) => a.startsWith("record") || a === "readObject" || a === "writeOntology")).toEqual([]);
+      expect(patchIds(h)).toEqual(["svc-batched-records"]);
+      expect(scheduledActivities(h).filter((a) => a.startsWith("record"))).toEqual([]);
+      expect(new Set(localActivities(h))).toEqual(new Set(["recordBatch"]));
     }
     const reviewed = histories.reviewed!;
-    // the read (carrying the run's start and its node's), a batch before the timer (the read's node
-    // finished), the write (carrying its node's start), a batch at the end (the write's node, the run):
-    // no activity, where the previous engine had two and the first eight
-    expect(scheduledActivities(reviewed)).toEqual([]);
-    expect(localActivities(reviewed)).toEqual(["readObject", "recordBatch", "writeOntology", "recordBatch"]);
-    // workflow tasks: the first and the one after the timer (was 4: also after the read and after the write)
-    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(2);
-    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBeLessThan(count(batched.read("review-reviewed"), "WORKFLOW_TASK_COMPLETED"));
-    // the action the approval runs stays an activity (a project's code, which may call other services),
-    // carrying the records queued before it
-    const approved = histories.approved!;
-    expect(scheduledActivities(approved)).toEqual(["runAction"]);
-    expect(carriedKeys(scheduled(approved)[0]!)).toContain(`${ids.approved}:node:3:started`);
-    expect(localActivities(approved)).toEqual(expect.arrayContaining(["readObject", "writeOntology", "recordBatch"]));
-    // syncs and pipelines run a connector's code: activities, one batch at the end
-    expect(scheduledActivities(histories.sync!)).toEqual(["runSync"]);
-    expect(localActivities(histories.sync!)).toEqual(["recordBatch"]);
-    expect(localActivities(histories.pipeline!)).toEqual(["recordBatch"]);
+    const runId = ids.reviewed!;
+    // the read carries the run's start and its node's; the write carries its node's start
+    expect(scheduledActivities(reviewed)).toEqual(["readObject", "writeOntology"]);
+    expect(scheduled(reviewed).map(carriedKeys)).toEqual([[`${runId}:started`, `${runId}:node:1:started`], [`${runId}:node:2:started`]]);
+    // one batch before the timer (the read's node finished), one at the end (the write's node, the run): was 6 local activities
+    expect(localActivities(reviewed)).toHaveLength(2);
+    // workflow tasks: the first, after the read, after the timer, after the write
+    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(4);
+    expect(localActivities(histories.approved!).length).toBeLessThan(localActivities(local.read("review-approved")).length);
+    expect(localActivities(histories.sync!)).toHaveLength(1);
+    expect(localActivities(histories.pipeline!)).toHaveLength(1);
   });
 
   it("write every record once and in order, one carried by an activity whose work then failed included (written before the work)", async () => {
@@ -173,13 +146,11 @@ describe("runs started now", () => {
     const of = (runId: string) => events.filter((e) => e.correlationId === runId && /^(workflow|pipeline)\./.test(e.type));
     expect(of(ids.reviewed!).map((e) => e.type)).toEqual(["workflow.run.queued", "workflow.run.started", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.finished"]);
     expect(of(ids.pipeline!).map((e) => e.type)).toEqual(["pipeline.run.started", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.finished"]);
-    // the write failed (its invoice was deleted) as a local activity, once (not retried): the node's start it
-    // carried is queued again and written by the final batch, once
+    // the write failed (its invoice was deleted): the node's start it carried is written by the final batch, once
     const failed = histories.failed!;
-    expect(localActivities(failed)).toEqual(["readObject", "recordBatch", "writeOntology", "recordBatch"]);
-    const writeMarker = markers(failed, "core_local_activity")[2]!.markerRecordedEventAttributes;
-    expect(writeMarker.failure?.message).toMatch(/inv_gone/);
-    expect(payload(writeMarker.details.data.payloads[0]).attempt).toBe(1);
+    expect(scheduledActivities(failed)).toEqual(["readObject", "writeOntology"]);
+    expect(carriedKeys(scheduled(failed)[1]!)).toEqual([`${ids.failed}:node:2:started`]);
+    expect(count(failed, "ACTIVITY_TASK_FAILED")).toBe(1);
     expect(of(ids.failed!).map((e) => [e.type, e.payload.node, e.payload.status])).toEqual([
       ["workflow.run.queued", undefined, undefined],
       ["workflow.run.started", undefined, undefined],
@@ -195,7 +166,7 @@ describe("runs started now", () => {
     const res = await client(app).get(`/api/workflow-runs/${ids.approved}/history`);
     const events = res.body.events as Array<{ eventType: string; name?: string; summary?: string }>;
     const recordedMarkers = events.filter((e) => e.eventType === "MARKER_RECORDED");
-    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-local-store-work", "readObject", "recordBatch"]));
+    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-batched-records", "recordBatch"]));
     expect(events.map((e) => e.summary).filter(Boolean)).toEqual(
       expect.arrayContaining(["workflow.run.node.finished read invoice", "workflow.run.node.started approve, intervention approve requested", "intervention approve submitted", "approve invoice: run action invoice.approve", "workflow.run.node.finished write review status, workflow.run.finished"]),
     );

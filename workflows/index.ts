@@ -15,7 +15,7 @@ import { workflows } from "svc-project-workflows";
 import type { RecordRunEventInput, RecordWorkflowEventInput, SvcSinks } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
-import { activities, clampSummary, createRecorder, named, namedLocal, recordingMode, type Recorder, type RecordingMode } from "./records";
+import { activities, clampSummary, createRecorder, named, recordingMode, type Recorder } from "./records";
 export { agentReply } from "./agents";
 
 const { handlerLog } = proxySinks<SvcSinks>();
@@ -99,17 +99,11 @@ export async function pipelineRun(args: { pipelineId: string; input: unknown; st
   }
 }
 
-/**
- * The `ctx` a project workflow's `run` gets (spec 4.2). `mode` is the run's generation (records.ts): from
- * `local-store` on, work on the service's own store runs as local activities (`inStore`), the rest as
- * activities (`inNode`); both named after the node they run in.
- */
-function createContext(workflowId: string, runId: string, records: Recorder, mode: RecordingMode): WorkflowContext {
+function createContext(workflowId: string, runId: string, records: Recorder): WorkflowContext {
   let seq = 0;
   let node: string | undefined;
   const record = (type: string, key: string, payload?: Record<string, unknown>) => records.record(workflowEvent({ type, workflowId, runId, key, payload }));
   const inNode = (what: string) => named(node ? `${node}: ${what}` : what);
-  const inStore = mode === "local-store" ? (what: string) => namedLocal(node ? `${node}: ${what}` : what) : inNode;
   const intervention = installInterventions(workflowId, runId, records);
   const write = (level: "debug" | "info" | "warn" | "error") => (message: string, fields: Record<string, unknown> = {}) => handlerLog.write(level, message, fields);
   return {
@@ -135,12 +129,12 @@ function createContext(workflowId: string, runId: string, records: Recorder, mod
     },
     sleep: (ms, name) => records.beforeWaiting(() => sleep(ms, { summary: clampSummary(name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`)) })),
     objects: {
-      get: async (objectTypeId, primaryId) => (await records.carry(inStore(`read ${objectTypeId} ${primaryId}`).readObject, { objectTypeId, primaryId })) ?? undefined,
+      get: async (objectTypeId, primaryId) => (await records.carry(inNode(`read ${objectTypeId} ${primaryId}`).readObject, { objectTypeId, primaryId })) ?? undefined,
     },
-    write: (changes) => records.carry(inStore(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology, { workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
+    write: (changes) => records.carry(inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology, { workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
     blobs: {
-      createDownloadUrl: (file, options) => records.carry(inStore("create a download URL").createDownloadUrl, { runId, fileId: file.id, expiresInMs: options?.expiresInMs }),
-      revokeDownloadUrl: (id) => records.carry(inStore("revoke a download URL").revokeDownloadUrl, { id }),
+      createDownloadUrl: (file, options) => records.carry(inNode("create a download URL").createDownloadUrl, { runId, fileId: file.id, expiresInMs: options?.expiresInMs }),
+      revokeDownloadUrl: (id) => records.carry(inNode("revoke a download URL").revokeDownloadUrl, { id }),
     },
     actions: {
       run: (actionId, input) => records.carry(inNode(`run action ${actionId}`).runAction, { actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
@@ -150,8 +144,7 @@ function createContext(workflowId: string, runId: string, records: Recorder, mod
 
 /** The dynamic workflow: dispatches on the workflow type to the project's definition. */
 export default async function projectWorkflow(input: unknown): Promise<unknown> {
-  const mode = recordingMode();
-  const records = createRecorder(mode);
+  const records = createRecorder(recordingMode());
   const info = workflowInfo();
   const workflowId = info.workflowType;
   const runId = info.workflowId;
@@ -161,7 +154,7 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
     CancellationScope.nonCancellable(() => records.recordNow(workflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }, true)));
   await records.record(workflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` }, true));
   try {
-    const result = await definition.run(createContext(workflowId, runId, records, mode), input);
+    const result = await definition.run(createContext(workflowId, runId, records), input);
     await finished({ status: "completed" });
     return result;
   } catch (err) {

@@ -5,18 +5,11 @@
  *
  * - `activities`: no patch marker (runs started before issue 15): one activity per record.
  * - `local`: the `svc-local-records` marker: one local activity per record (a `MARKER_RECORDED` each).
- * - `batched`: the `svc-batched-records` marker: records queue in the run and are written first by the
- *   next activity the run calls (its input's `records`), or, where the run waits or ends before any
- *   activity, by one local activity `recordBatch` holding all of them. A node then costs no record of
- *   its own in the common case: `read invoice` is `readObject` carrying `workflow.run.started` and the
- *   node's `started`.
- * - `local-store`: the `svc-local-store-work` marker (new runs): records as in `batched`, and the work
- *   that only touches the service's own store (`ctx.objects.get`, `ctx.write`, `ctx.blobs`' download
- *   URLs: milliseconds, no third party) runs as local activities, carrying the records the same way. Such
- *   a node costs no server round trip: no activity task, and no workflow task after it (the local
- *   activity's marker is written with the workflow task that ran it). Work that runs a project's or a
- *   connector's code (`ctx.actions.run`, syncs, pipeline steps) stays an activity: it may take minutes
- *   and call other services, which is what activities' server-side timeouts and retries are for.
+ * - `batched`: the `svc-batched-records` marker (new runs): records queue in the run and are written
+ *   first by the next activity the run calls (its input's `records`), or, where the run waits or ends
+ *   before any activity, by one local activity `recordBatch` holding all of them. A node then costs no
+ *   record of its own in the common case: `read invoice` is `readObject` carrying `workflow.run.started`
+ *   and the node's `started`.
  *
  * Records are idempotent on their keys, so a record written twice (an activity retried, a carrier that
  * failed after writing them, whose records are queued again) is written once.
@@ -91,29 +84,22 @@ export const LOCAL_RECORDS = "svc-local-records";
 /** Patch id of issue 15's second change: records queued and carried by the run's next activity, or batched. */
 export const BATCHED_RECORDS = "svc-batched-records";
 
-/** Patch id of issue 15's third change: batched records, and work on the service's own store as local activities. */
-export const LOCAL_STORE_WORK = "svc-local-store-work";
-
 /**
  * Local activities run by this worker inside the workflow task (retries back off inside the task up to
  * `localRetryThreshold`, then on a server timer).
  */
 const LOCAL_OPTIONS = { startToCloseTimeout: "1 minute", retry: ACTIVITY_OPTIONS.retry } as const;
 
-/** Local activities whose markers carry `summary` (clamped), like {@link named} for activities. */
-export const namedLocal = (summary: string) => proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: clampSummary(summary) });
-
 /** Which generation a run records with (see the module doc). */
-export type RecordingMode = "activities" | "local" | "batched" | "local-store";
+export type RecordingMode = "activities" | "local" | "batched";
 
 /**
  * The run's recording generation. Must be called first thing in a run (before any command): a new run
- * records the `svc-local-store-work` marker and answers `local-store`; a replay answers what its
- * history was recorded with, for the whole run, also once its replay catches up (`patched` alone would
- * switch mid-run when the worker executes live).
+ * records the `svc-batched-records` marker and answers `batched`; a replay answers what its history
+ * was recorded with, for the whole run, also once its replay catches up (`patched` alone would switch
+ * mid-run when the worker executes live).
  */
 export function recordingMode(): RecordingMode {
-  if (patched(LOCAL_STORE_WORK)) return "local-store";
   if (patched(BATCHED_RECORDS)) return "batched";
   return patched(LOCAL_RECORDS) ? "local" : "activities";
 }
@@ -158,8 +144,9 @@ function callSingle(proxy: SvcActivities, record: RunRecord): Promise<void> {
 
 /** The recorder of a run in `mode` (see {@link recordingMode}). */
 export function createRecorder(mode: RecordingMode): Recorder {
-  if (mode === "activities" || mode === "local") {
-    const proxy = (entry: Entry): SvcActivities => (mode === "local" ? namedLocal(entry.summary) : entry.unnamed ? activities : named(entry.summary));
+  if (mode !== "batched") {
+    const proxy = (entry: Entry): SvcActivities =>
+      mode === "local" ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: clampSummary(entry.summary) }) : entry.unnamed ? activities : named(entry.summary);
     const record = (entry: Entry) => callSingle(proxy(entry), entry.record);
     return { record, recordNow: record, beforeWaiting: (wait) => wait(), carry: (activity, input) => activity(input) };
   }
@@ -172,7 +159,7 @@ export function createRecorder(mode: RecordingMode): Recorder {
   const flush = async () => {
     const batch = queued;
     queued = [];
-    await namedLocal(batchSummary(batch.map((e) => e.summary))).recordBatch({ records: batch.map((e) => e.record) });
+    await proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: batchSummary(batch.map((e) => e.summary)) }).recordBatch({ records: batch.map((e) => e.record) });
   };
   return {
     record: async (entry) => void queued.push(entry),

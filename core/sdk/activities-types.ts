@@ -87,13 +87,7 @@ export interface SvcActivities {
    * started since `svc-batched-records`, where the run waits or ends before any other activity).
    */
   recordBatch(input: { records: RunRecord[] }): Promise<void>;
-  /**
-   * `ctx.objects.get` of workflow code: the object, or null. Like `writeOntology` and the download URL
-   * activities, a local activity of runs started since issue 15's `svc-local-store-work` patch (it only
-   * touches the service's store), an activity of older ones.
-   */
   readObject(input: { objectTypeId: string; primaryId: string } & CarriedRecords): Promise<ObjectRecord | null>;
-  /** `ctx.write` of workflow code: the changes applied once per `key` (local activity: see `readObject`). */
   writeOntology(input: { workflowId: string; runId: string; changes: OntologyChange[]; key: string } & CarriedRecords): Promise<void>;
   runAction(input: { actionId: string; subject?: Subject; params?: Record<string, unknown>; runId: string; workflowRunId: string } & CarriedRecords): Promise<ActionRunRecord>;
   runActionEffect(input: { actionId: string; runId: string }): Promise<void>;
