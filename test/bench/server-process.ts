@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import { buildSandbox } from "../../sandbox/build";
 import { tempDir } from "../helpers-fs";
@@ -9,7 +10,9 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 /**
  * What the benchmark targets run (`BENCH_APP`): `compiled` (the default) is the code of the production
  * start (`npm run build`, plain `node`): test/bench/server.ts bundled with the service by
- * sandbox/build.ts into `.bench/server` once per bench process; `tsx` runs the sources under tsx, as
+ * sandbox/build.ts into a directory of its own under `.bench/` (`server-XXXXXX`, so bench processes
+ * running at once do not build over each other's servers), once per bench process, removed when the
+ * process exits; `tsx` runs the sources under tsx, as
  * `npm start` and the tests do (tsx turns on source maps, so every `Error.stack` costs more: the
  * Temporal workflow thread builds one per promise).
  */
@@ -18,7 +21,10 @@ let compiledServer: Promise<string> | undefined;
 /** The compiled benchmark server's entry, built on first use. */
 function compiledServerEntry(): Promise<string> {
   compiledServer ??= (async () => {
-    const outdir = path.join(ROOT, ".bench", "server");
+    // under the repository (node_modules must be reachable from it)
+    fs.mkdirSync(path.join(ROOT, ".bench"), { recursive: true });
+    const outdir = fs.mkdtempSync(path.join(ROOT, ".bench", "server-"));
+    process.once("exit", () => fs.rmSync(outdir, { recursive: true, force: true }));
     process.stdout.write(`building the compiled benchmark server into ${path.relative(ROOT, outdir)} (BENCH_APP=tsx runs the sources)\n`);
     await buildSandbox(outdir, undefined, [{ in: "test/bench/server.ts", out: "sandbox/bench-server" }]);
     return path.join(outdir, "sandbox", "bench-server.js");
