@@ -12,9 +12,8 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
  * start (`npm run build`, plain `node`): test/bench/server.ts bundled with the service by
  * sandbox/build.ts into a directory of its own under `.bench/` (`server-XXXXXX`, so bench processes
  * running at once do not build over each other's servers), once per bench process, removed when the
- * process exits; `tsx` runs the sources under tsx, as
- * `npm start` and the tests do (tsx turns on source maps, so every `Error.stack` costs more: the
- * Temporal workflow thread builds one per promise).
+ * process exits; `tsx` runs the sources under tsx, as `npm start` and the tests do (tsx turns on source
+ * maps, so every `Error.stack` costs more: the Temporal workflow thread builds one per promise).
  */
 export const BENCH_APP = process.env.BENCH_APP === "tsx" ? "tsx" : "compiled";
 let compiledServer: Promise<string> | undefined;
