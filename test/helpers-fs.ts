@@ -24,27 +24,41 @@ export async function rejection(p: Promise<unknown>): Promise<any> {
   throw new Error("expected a rejection");
 }
 
-/** The parent pid of process `pid` from /proc (undefined when it is gone). */
-function parentOf(pid: number): number | undefined {
+/**
+ * The fields of /proc/<pid>/stat after the command name (Linux): [0] the state, [1] the parent pid,
+ * [11] and [12] the user and system CPU time in clock ticks. Undefined when the process is gone (or
+ * there is no /proc).
+ */
+function procStat(pid: number | undefined): string[] | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return undefined;
   }
 }
 
-/** The pids whose parent is `pid` (from /proc). */
-export function childPids(pid: number): number[] {
-  return fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e) && parentOf(Number(e)) === pid).map(Number);
+/** The pids whose parent is `pid`, those whose command line contains `command` when given (from /proc). */
+export function childPids(pid: number, command?: string): number[] {
+  const children = fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e) && Number(procStat(Number(e))?.[1]) === pid).map(Number);
+  if (command === undefined) return children;
+  return children.filter((child) => {
+    try {
+      return fs.readFileSync(`/proc/${child}/cmdline`, "utf8").includes(command);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
 }
 
 /** Whether a process with this pid runs (a zombie, exited but not yet reaped by its parent, does not). */
 export function processRuns(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat[stat.lastIndexOf(")") + 2] !== "Z";
-  } catch {
-    return false;
-  }
+  const state = procStat(pid)?.[0];
+  return state !== undefined && state !== "Z";
+}
+
+/** CPU time (user + system) process `pid` has used so far, in seconds (USER_HZ = 100); NaN when unknown. */
+export function cpuSeconds(pid: number | undefined): number {
+  const fields = procStat(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12])) / 100 : NaN;
 }

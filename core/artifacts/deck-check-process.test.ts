@@ -25,7 +25,6 @@ function open(options: ConstructorParameters<typeof DeckCheckProcess>[0] = {}): 
   return decks;
 }
 
-
 beforeAll(() => ensureChromium(log));
 afterAll(async () => {
   await Promise.all(opened.map((d) => d.close()));
@@ -117,4 +116,3 @@ describe("DeckCheckProcess", () => {
     }
   });
 });
-

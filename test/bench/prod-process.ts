@@ -81,9 +81,9 @@ export function rssMb(pid: number): number {
  */
 export function childRssMb(pid: number, match: string): number {
   let total = 0;
-  for (const child of childPids(pid)) {
+  for (const child of childPids(pid, match)) {
     try {
-      if (fs.readFileSync(`/proc/${child}/cmdline`, "utf8").includes(match)) total += rssMb(child);
+      total += rssMb(child);
     } catch {
       // gone meanwhile
     }

@@ -24,12 +24,12 @@
  * p50/p99 of the responses. The generator shares the machine's two cores with the server.
  */
 import crypto from "node:crypto";
-import fs from "node:fs";
 import os from "node:os";
 import autocannon from "autocannon";
 import { Agent, request } from "undici";
 import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
+import { cpuSeconds, childPids } from "../helpers-fs";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -173,24 +173,8 @@ const eventsOf = async (type: string, cursor?: string) => {
     cursor = page.events.at(-1).cursor as string;
   }
 };
-/** CPU seconds (user + system) a process has used, from /proc (Linux); NaN elsewhere. */
-const cpuSeconds = (pid: number | undefined) => {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-};
 /** The embedded Temporal dev server: the app process's child running `temporal server start-dev`. */
-const temporalPid = (() => {
-  try {
-    const children = fs.readFileSync(`/proc/${app.child.pid}/task/${app.child.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
-    return children.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("start-dev"));
-  } catch {
-    return undefined;
-  }
-})();
+const temporalPid = app.child.pid === undefined ? undefined : childPids(app.child.pid, "start-dev")[0];
 let finishedCursor = (await eventsOf("workflow.run.finished")).cursor;
 let lastRun: string | undefined;
 const cpuBefore = { app: cpuSeconds(app.child.pid), temporal: cpuSeconds(temporalPid) };

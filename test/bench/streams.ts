@@ -7,25 +7,18 @@
  *    `GET /api/events?limit=500` page after page; pages and events per second.
  * The server runs in its own process; clients run here (both share the machine's cores).
  */
-import fs from "node:fs";
 import os from "node:os";
 import NodeWebSocket from "crossws/websocket";
 import { request } from "undici";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
+import { cpuSeconds } from "../helpers-fs";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const CLIENTS = Number(process.env.BENCH_WS_CLIENTS ?? 1000);
 const RUNS = Number(process.env.BENCH_WS_RUNS ?? 100);
 const REPLAY_EVENTS = Number(process.env.BENCH_REPLAY_EVENTS ?? 20_000);
 /** CPU time (user + system, ms) the server process has used so far (Linux /proc; NaN elsewhere). */
-const serverCpuMs = (pid: number | undefined): number => {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, at USER_HZ = 100
-  } catch {
-    return NaN;
-  }
-};
+const serverCpuMs = (pid: number | undefined): number => cpuSeconds(pid) * 1000;
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 const server = await startBenchServer("app", { SVC_WS_MAX_BUFFERED_BYTES: String(64 * 1024 * 1024) });
