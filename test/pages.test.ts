@@ -210,7 +210,16 @@ describe("a deck", () => {
     await page.goto(`${app.url}/artifacts/${ids.deck}?part=4`);
     const again = await deckFrame(page);
     expect(await again.evaluate(() => (window as any).svcKit.current)).toBe(4);
-    await again.locator("section.slide[data-current] a[data-svc-open]").click();
+    // seen once in a clean-clone run: this click found the link "not visible" for 30 s; if it happens
+    // again, the error carries the frame's state (its size, the kit's scale, the link's box)
+    await again.locator("section.slide[data-current] a[data-svc-open]").click({ timeout: 15_000 }).catch(async (error) => {
+      const state = await again.evaluate(() => ({
+        viewport: [innerWidth, innerHeight], scale: document.documentElement.style.getPropertyValue("--kit-scale"),
+        classes: document.documentElement.className, current: (window as any).svcKit.current, url: location.href,
+        link: document.querySelector("section.slide[data-current] a[data-svc-open]")?.getBoundingClientRect().toJSON() ?? null,
+      })).catch((e) => String(e));
+      throw new Error(`${error.message}\nthe frame then: ${JSON.stringify(state)}`);
+    });
     await page.waitForURL(`${app.url}/artifacts/${ids.document}?part=highlights`);
   });
 
