@@ -214,8 +214,8 @@ describe("a deck", () => {
     // again, the error carries the frame's state (its size, the kit's scale, the link's box)
     await again.locator("section.slide[data-current] a[data-svc-open]").click({ timeout: 15_000 }).catch(async (error) => {
       const state = await again.evaluate(() => ({
-        viewport: [innerWidth, innerHeight], scale: document.documentElement.style.getPropertyValue("--kit-scale"),
-        classes: document.documentElement.className, current: (window as any).svcKit.current, url: location.href,
+        viewport: [window.innerWidth, window.innerHeight], scale: document.documentElement.style.getPropertyValue("--kit-scale"),
+        classes: document.documentElement.className, current: (window as any).svcKit.current, url: window.location.href,
         link: document.querySelector("section.slide[data-current] a[data-svc-open]")?.getBoundingClientRect().toJSON() ?? null,
       })).catch((e) => String(e));
       throw new Error(`${error.message}\nthe frame then: ${JSON.stringify(state)}`);
