@@ -114,6 +114,19 @@ const perRequest = async (count: number, send: () => Promise<number>) => {
   const per = (k: string) => ((after[k]! - before[k]!) / (sent || count)).toFixed(1);
   return `${per("writerStatements")} writer + ${per("readerStatements")} reader statements, ${per("transactions")} transactions, ${per("commits")} commits`;
 };
+/**
+ * Runs a phase and notes how long the store's writer paused to rewind the WAL during it (no commit
+ * can happen meanwhile: every request arriving then waits; `DatabaseStats.walRestartMs`).
+ */
+const rewinds = async (name: string, phase: () => Promise<Figures>) => {
+  const before = await app.stats();
+  const figures = await phase();
+  const after = await app.stats();
+  const n = after.walRestarts! - before.walRestarts!;
+  const ms = after.walRestartMs! - before.walRestartMs!;
+  statementLines.push(`WAL rewinds during ${name}:`.padEnd(52) + ` ${n}, the writer paused ${ms.toFixed(1)} ms in all (${n ? (ms / n).toFixed(1) : "-"} ms each; longest of the run so far ${after.walRestartMaxMs} ms)`);
+  return figures;
+};
 const sequential = (count: number, opts: autocannon.Options) => async () => {
   for (let i = 0; i < count; i++) {
     const setup = (opts.requests?.[0] as { setupRequest?: (r: object) => { body?: string; headers?: Record<string, string> } } | undefined)?.setupRequest;
@@ -137,9 +150,9 @@ if (only !== "workflows") {
   statementLines.push(`statements per action run (max load):               ${await perRequest(0, underLoad(actionOpts, (f) => (action = f)))}`);
   statementLines.push(`statements per webhook delivery (max load):         ${await perRequest(0, underLoad(webhookOpts, (f) => (webhook = f)))}`);
   const half = Math.max(1, Math.round(webhook.rps / 2));
-  webhookHalf = await openLoop(`webhook delivery at half that load (${half}/s, paced)`, webhookUrl, half, signedDelivery);
+  webhookHalf = await rewinds("webhook delivery at half load", () => openLoop(`webhook delivery at half that load (${half}/s, paced)`, webhookUrl, half, signedDelivery));
   const actionHalfRate = Math.max(1, Math.round(action.rps / 2));
-  actionHalf = await openLoop(`action run at half its max load (${actionHalfRate}/s, paced)`, actionOpts.url!, actionHalfRate, () => ({ body: actionOpts.body as string, headers: actionOpts.headers as Record<string, string> }));
+  actionHalf = await rewinds("action run at half load", () => openLoop(`action run at half its max load (${actionHalfRate}/s, paced)`, actionOpts.url!, actionHalfRate, () => ({ body: actionOpts.body as string, headers: actionOpts.headers as Record<string, string> })));
 }
 // BENCH_ONLY=writes: the yardstick and the write-path rows only (actions, webhooks, statements per request)
 if (only === "writes") {
