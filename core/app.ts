@@ -146,7 +146,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     );
     const blobs = await blobStoreFromEnv(opts.env ?? process.env, config.dataDir);
     lifecycle.hook("close", () => blobs.close());
-    const files = new FileStore(db, blobs);
+    const files = new FileStore(db, blobs, { onReadError: (err, file) => log.error({ err, fileId: file.id, sha256: file.sha256, blobStore: blobs.kind }, "reading a file's bytes failed") });
     lifecycle.every(Math.min(config.fileRetentionMs / 4, 3_600_000), () =>
       files.collectUnreferenced(config.fileRetentionMs).then(
         (n) => n && log.info({ removed: n }, "removed files never referenced"),

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
+import pino from "pino";
 import * as v from "valibot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, client, eventually, startApp, tokenFor } from "./helpers";
@@ -40,10 +41,13 @@ let app: App;
 let dev: ReturnType<typeof client>;
 let tokens: Record<string, string>;
 let origin: string;
+const errorLog: Array<Record<string, unknown>> = [];
 beforeAll(async () => {
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
-  app = await startApp({ project, env: { PORT: String(port), SVC_API_PUBLIC_ORIGIN: origin } });
+  // what the app logs at error level, one JSON object per line
+  const logger = pino({ level: "error" }, { write: (line: string) => void errorLog.push(JSON.parse(line)) });
+  app = await startApp({ project, env: { PORT: String(port), SVC_API_PUBLIC_ORIGIN: origin }, logger });
   dev = client(app);
   tokens = { alice: await tokenFor(app, "alice"), auditor: await tokenFor(app, "auditor") };
 });
@@ -274,6 +278,23 @@ describe("reading through the owner (spec 4.3)", () => {
     expect(opened).toHaveLength(1);
     expect(opened[0]!.destroyed).toBe(true);
     expect(opened[0]!.bytesRead).toBeLessThan(big.length); // stopped early, not read to the end
+  });
+
+  it("answers 500 and logs why when a file's bytes cannot be read", async () => {
+    const bytes = Buffer.concat([Buffer.from("%PDF-1.4\n"), crypto.getRandomValues(Buffer.alloc(4096))]);
+    const stored = (await upload([["file", file(bytes, "application/pdf"), "unreadable.pdf"]])).body;
+    await attach("inv_1004", stored.id);
+    // the blob becomes a directory: opening it works, the first read fails (EISDIR), as a failing disk would
+    const { FileStore } = await import("../core/files/file-store");
+    const blobs = app.container.resolve(FileStore).blobs as import("../core/files/local-blob-store").LocalBlobStore;
+    const blob = blobs.pathOf(stored.sha256);
+    fs.rmSync(blob, { force: true });
+    fs.mkdirSync(blob);
+    const res = await fetch(`${app.url}/api/objects/invoice/inv_1004/files/content?path=/properties/pdf`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(res.status).toBe(500);
+    await res.arrayBuffer();
+    const logged = errorLog.find((l) => l.fileId === stored.id);
+    expect(logged).toMatchObject({ msg: "reading a file's bytes failed", sha256: stored.sha256, blobStore: "local", err: { code: "EISDIR" } });
   });
 
   it("checks the caller may view the owner, and says what is wrong with a path", async () => {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject } from "vitest";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { createApp, type App } from "../core/app";
 import { TokenService } from "../core/auth/tokens";
 import { WORKFLOW_ENGINE } from "../workflows/modules";
@@ -20,9 +20,10 @@ import { tempDir } from "./helpers-fs";
 
 /**
  * Boots the real app on a free port over a temporary SQLite file, connected to the run's shared
- * Temporal dev server, on a task queue of its own.
+ * Temporal dev server, on a task queue of its own. `logger` replaces the silent one (for a test that
+ * reads what the app logs).
  */
-export async function startApp(opts: { dataDir?: string; env?: Record<string, string>; project?: ProjectDefinition; taskQueue?: string } = {}): Promise<App & { dataDir: string }> {
+export async function startApp(opts: { dataDir?: string; env?: Record<string, string>; project?: ProjectDefinition; taskQueue?: string; logger?: Logger } = {}): Promise<App & { dataDir: string }> {
   process.env.SVC_WORKFLOW_BUNDLE = inject("workflowBundle");
   const dataDir = opts.dataDir ?? tempDir();
   const app = await createApp({
@@ -30,7 +31,7 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
     plugins: builtinPlugins,
     workflowEngine: WORKFLOW_ENGINE,
     defaults: { devToken: DEV_TOKEN },
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+    logger: opts.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
     env: {
       PORT: "0",
       SVC_DATA_DIR: dataDir,

@@ -108,6 +108,24 @@ describe("upload and content types", () => {
     expect((await readAll(opened.stream)).length).toBe(0);
   });
 
+  it("reports a read that fails to onReadError, and a stream its reader destroys as nothing", async () => {
+    const failures: Array<{ code: unknown; fileId: string }> = [];
+    const reporting = new FileStore(db, blobs, { now: () => clock, onReadError: (err, file) => void failures.push({ code: (err as NodeJS.ErrnoException).code, fileId: file.id }) });
+    const ref = await upload(randomBytes(300_000), { name: "data.bin" });
+    // the reader goes away after the first chunk: not a failure
+    const abandoned = await reporting.open(ref.id);
+    await new Promise<void>((resolve) => abandoned.stream.once("data", () => resolve()));
+    abandoned.stream.destroy();
+    await new Promise((r) => abandoned.stream.once("close", r));
+    expect(failures).toEqual([]);
+    // the blob turned into a directory: the first read fails (EISDIR), as a failing disk would
+    fs.rmSync(blobs.pathOf(ref.sha256), { force: true });
+    fs.mkdirSync(blobs.pathOf(ref.sha256));
+    const broken = await reporting.open(ref.id);
+    expect((await rejection(readAll(broken.stream))) as NodeJS.ErrnoException).toMatchObject({ code: "EISDIR" });
+    expect(failures).toEqual([{ code: "EISDIR", fileId: ref.id }]);
+  });
+
   it("refuses a file over the limit with 413 and records nothing", async () => {
     const data = randomBytes(2049);
     const err = await rejection(files.upload(Readable.from([data]), { name: "big.bin", maxBytes: 2048 }));

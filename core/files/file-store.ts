@@ -119,6 +119,12 @@ export interface CreateDownloadUrlOptions {
 export interface FileStoreOptions {
   /** The clock, in epoch ms (tests move it to expire URLs and age files). */
   now?: () => number;
+  /**
+   * Called when the byte stream of an opened file fails (a disk read error, an S3 connection cut
+   * mid-body). By then the answer is on its way: srvx answers 500 when nothing was sent yet, else cuts
+   * the connection; this is where the failure gets logged. A client going away is not a failure.
+   */
+  onReadError?: (err: Error, file: FileReference) => void;
 }
 
 interface FileRow {
@@ -273,6 +279,7 @@ function checkOwner(owner: FileOwner, pathRequired: boolean): void {
 export class FileStore {
   private readonly locks = new KeyedMutex();
   private readonly now: () => number;
+  private readonly onReadError: FileStoreOptions["onReadError"];
 
   /**
    * @param db the runtime's database (migration 007 creates `files`, `file_references`, `download_urls`, `blob_deletions`)
@@ -284,6 +291,7 @@ export class FileStore {
     options: FileStoreOptions = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.onReadError = options.onReadError;
   }
 
   /**
@@ -371,6 +379,8 @@ export class FileStore {
    * @throws {ApiError} `not_found` when there is no such file
    * @throws {ApiError} `range_not_satisfiable` (416, details `{ size }`, header `content-range: bytes * /size`) for a range outside the file
    * @throws Error when the file row exists but its blob is missing (an internal inconsistency, 500)
+   * A read error of the returned stream goes to {@link FileStoreOptions.onReadError} as well as to the
+   * stream's own `error` listeners.
    */
   async open(fileId: string, range?: ByteRange): Promise<OpenedFile> {
     const reference = await this.get(fileId);
@@ -383,6 +393,8 @@ export class FileStore {
       if (isApiError(err) && err.code === "not_found") throw new Error(`The bytes of file ${fileId} (sha256 ${reference.sha256}) are missing from the ${this.blobs.kind} blob store`);
       throw err;
     }
+    const onReadError = this.onReadError;
+    if (onReadError) stream.once("error", (err) => onReadError(err, reference));
     return { reference, stream, range, size: reference.size, contentLength: range ? range.end - range.start + 1 : reference.size };
   }
 
