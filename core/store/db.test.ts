@@ -259,7 +259,7 @@ describe("Database group commit", () => {
     expect(await db.get("SELECT COUNT(*) AS n FROM blobs")).toEqual({ n: 2_500 });
   });
 
-  it("keeps the WAL from growing without end under steady writes and reads: the writer restarts it once it is large", async () => {
+  it("keeps the WAL from growing without end under steady writes and reads: the writer rewinds it once it is large", async () => {
     const db = await openWithTable(["CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB)"]);
     let reading = true;
     // short reads one after another, as requests make them: a passive checkpoint alone never finds a
@@ -278,9 +278,39 @@ describe("Database group commit", () => {
     }
     reading = false;
     await reads;
-    expect(db.stats().walRestarts).toBeGreaterThanOrEqual(1);
+    expect(db.stats().walRewinds).toBeGreaterThanOrEqual(1);
     // the WAL file was rewound, not extended by every page written (4 KiB pages plus frame headers)
     expect(fs.statSync(`${db.file}-wal`).size).toBeLessThan(pages * 4096 * 0.8);
     expect(await db.get("SELECT COUNT(*) AS n FROM blobs")).toEqual({ n: pages });
+  });
+
+  it("falls back to a RESTART checkpoint while a reader holds an old snapshot, and rewinds the WAL once it lets go", async () => {
+    const db = await openWithTable(["CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB)"]);
+    /** About `frames` WAL frames at once, then a small commit every 50 ms for `ms` (each checkpoint tick needs commits). */
+    const write = async (frames: number, ms: number) => {
+      await db.transaction(async (tx) => {
+        for (let k = 0; k < frames; k++) await tx.run("INSERT INTO blobs (data) VALUES (?)", [Buffer.alloc(4000, k % 256)]);
+      });
+      for (const until = Date.now() + ms; Date.now() < until; ) {
+        await db.transaction((tx) => tx.run("INSERT INTO blobs (data) VALUES (?)", [Buffer.alloc(10)]));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await write(10, 0);
+    // a reader in a long read transaction, on a snapshot in the WAL: no pass can copy past it
+    const pin = await new Promise<sqlite3.Database>((resolve, reject) => {
+      const c = new sqlite3.Database(db.file, sqlite3.OPEN_READONLY, (err) => (err ? reject(err) : resolve(c)));
+    });
+    const exec = (sql: string) => new Promise<void>((resolve, reject) => pin.exec(sql, (err) => (err ? reject(err) : resolve())));
+    await exec("BEGIN");
+    await new Promise((resolve, reject) => pin.get("SELECT COUNT(*) AS n FROM blobs", (err, row) => (err ? reject(err) : resolve(row))));
+    // a WAL long enough for a rewind, over enough checkpoint ticks for the fallback
+    await write(Database.RESTART_FRAMES, (Database.RESTART_FALLBACK_AFTER + 2) * Database.CHECKPOINT_MS);
+    expect(db.stats().walRestartFallbacks).toBeGreaterThanOrEqual(1);
+    expect(db.stats().walRewinds).toBe(0);
+    await exec("COMMIT");
+    await new Promise<void>((resolve) => pin.close(() => resolve()));
+    await write(Database.RESTART_FRAMES, 3 * Database.CHECKPOINT_MS);
+    expect(db.stats().walRewinds).toBeGreaterThanOrEqual(1);
   });
 });

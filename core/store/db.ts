@@ -122,12 +122,16 @@ export interface DatabaseStats {
   commits: number;
   /** WAL checkpoints started by the checkpointer connection. */
   checkpoints: number;
-  /** WAL rewinds run by the writer between groups (see `Database.wantRestart`). */
+  /** Passes the writer ran between groups to copy back the WAL's last frames (see `Database.wantRestart`). */
   walRestarts: number;
-  /** Time the writer spent on those rewinds, all together (ms): no group ran meanwhile. */
+  /** Time the writer spent on those passes, all together (ms): no group ran meanwhile. */
   walRestartMs: number;
   /** The longest of them (ms). */
   walRestartMaxMs: number;
+  /** Times a checkpoint pass found the WAL shorter than the pass before: SQLite rewound it. */
+  walRewinds: number;
+  /** `wal_checkpoint(RESTART)`s the writer fell back to (readers kept its passes from copying everything). */
+  walRestartFallbacks: number;
 }
 
 /** One caller of {@link Database.transaction} waiting for its turn. */
@@ -171,7 +175,7 @@ export class Database implements SqlReader {
   private transactions = 0;
   private commits = 0;
   /** How often the checkpointer looks for commits to copy back (ms). */
-  static readonly CHECKPOINT_MS = Number(process.env.TMP_CHECKPOINT_MS ?? 500);
+  static readonly CHECKPOINT_MS = 500;
   private readonly checkpointTimer: NodeJS.Timeout | undefined;
   /** The checkpoint in progress, while there is one. */
   private checkpointing: Promise<void> | undefined;
@@ -184,6 +188,7 @@ export class Database implements SqlReader {
     private readonly writer: ReturnType<typeof wrap>,
     private readonly reader: ReturnType<typeof wrap>,
     private readonly checkpointer?: ReturnType<typeof wrap>,
+    private readonly busyTimeoutMs = 5000,
   ) {
     if (checkpointer) this.checkpointTimer = setInterval(() => void this.checkpoint(), Database.CHECKPOINT_MS).unref();
   }
@@ -203,11 +208,11 @@ export class Database implements SqlReader {
     const checkpointer = this.checkpointer;
     const pass = () => checkpointer.get<{ busy: number; log: number; checkpointed: number }>("PRAGMA wal_checkpoint(PASSIVE)");
     this.checkpointing = (async () => {
-      let r = await pass();
-      for (let i = 0; r && r.log >= Database.RESTART_FRAMES && i < Database.CATCH_UP_PASSES; i++) {
-        const next = await pass();
-        // `log` is the WAL's length in frames: what it grew by during the previous pass is what this one copied
-        const copied = next ? next.log - r.log : 0;
+      let r = this.noteLength(await pass());
+      for (let i = 0; r && r.log >= Database.RESTART_FRAMES && i < Database.CATCH_UP_PASSES && !this.closed; i++) {
+        const next = this.noteLength(await pass());
+        // the frames this pass copied back (a reader on an older snapshot may have held the one before back)
+        const copied = next && next.log >= r.log ? next.checkpointed - r.checkpointed : 0;
         r = next;
         if (copied <= Database.CATCH_UP_FRAMES) break;
       }
@@ -224,10 +229,28 @@ export class Database implements SqlReader {
   static readonly CATCH_UP_PASSES = 3;
   /** A catch-up pass that copied at most this many frames is the last one. */
   static readonly CATCH_UP_FRAMES = 256;
+  /** Writer passes in a row that could not copy everything back (a reader on an older snapshot). */
+  static readonly RESTART_FALLBACK_AFTER = 3;
+  /** The fallback `RESTART` waits at most this long (ms) for readers on older frames, then is tried later. */
+  static readonly RESTART_WAIT_MS = 20;
   private restartWanted = false;
   private restarts = 0;
   private restartMs = 0;
   private restartMaxMs = 0;
+  private incompleteRestarts = 0;
+  private fallbacks = 0;
+  /** The WAL's length (frames) at the last checkpoint pass, to see SQLite rewind it. */
+  private walFrames = 0;
+  private rewinds = 0;
+
+  /** Notes the WAL's length a checkpoint pass reported, counting a rewind when it shrank; answers the result. */
+  private noteLength<T extends { log: number } | undefined>(r: T): T {
+    if (r && r.log >= 0) {
+      if (r.log < this.walFrames) this.rewinds++;
+      this.walFrames = r.log;
+    }
+    return r;
+  }
 
   /**
    * Under a steady load the WAL is never all copied back at the moment a transaction begins (commits
@@ -238,8 +261,10 @@ export class Database implements SqlReader {
    * still on an older snapshot). Its next transaction then starts with the WAL all copied back, and
    * SQLite rewinds the WAL at that transaction's first write (when no reader is on a WAL frame then;
    * else at a later rewind). No group runs while the writer copies (2-6 ms at half load, measured with
-   * `BENCH_ONLY=writes`); the `RESTART` checkpoint this replaces waits for readers on the WAL in
-   * SQLite's busy handler (sleeps of 1, 2, 5, 10 ms) and paused the writer 7-20 ms (median 13.8 ms).
+   * `BENCH_ONLY=writes`). A reader on an older snapshot can keep a pass from copying everything; after
+   * {@link Database.RESTART_FALLBACK_AFTER} such passes in a row the writer runs `wal_checkpoint(RESTART)`,
+   * which waits up to {@link Database.RESTART_WAIT_MS} ms for readers in SQLite's busy handler (sleeps of
+   * 1, 2, 5, 10 ms). That was the only way before: it paused the writer 7-20 ms (median 13.8 ms) per rewind.
    */
   private wantRestart(): void {
     if (this.closed) return;
@@ -252,9 +277,20 @@ export class Database implements SqlReader {
     this.restarts++;
     const started = performance.now();
     try {
-      await this.writer.get("PRAGMA wal_checkpoint(PASSIVE)");
+      const r = await this.writer.get<{ busy: number; log: number; checkpointed: number }>("PRAGMA wal_checkpoint(PASSIVE)");
+      if (r && !r.busy && r.checkpointed === r.log) this.incompleteRestarts = 0;
+      else if (++this.incompleteRestarts >= Database.RESTART_FALLBACK_AFTER) {
+        this.incompleteRestarts = 0;
+        this.fallbacks++;
+        try {
+          await this.writer.exec(`PRAGMA busy_timeout = ${Database.RESTART_WAIT_MS}`);
+          await this.writer.get("PRAGMA wal_checkpoint(RESTART)");
+        } finally {
+          await this.writer.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
+        }
+      }
     } catch {
-      // e.g. an I/O error: the checkpointer asks again after its next pass
+      // busy, or an I/O error: the checkpointer asks again after its next pass
     }
     const ms = performance.now() - started;
     this.restartMs += ms;
@@ -280,7 +316,7 @@ export class Database implements SqlReader {
     await reader.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA query_only = ON;`);
     const checkpointer = wrap(await openConnection(file, sqlite3.OPEN_READWRITE));
     await checkpointer.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
-    return new Database(file, writer, reader, checkpointer);
+    return new Database(file, writer, reader, checkpointer, busyTimeoutMs);
   }
 
   private async migrate(): Promise<void> {
@@ -407,7 +443,7 @@ export class Database implements SqlReader {
 
   /** What the store has done since it opened: statements per connection, callers and commits. */
   stats(): DatabaseStats {
-    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints, walRestarts: this.restarts, walRestartMs: Number(this.restartMs.toFixed(1)), walRestartMaxMs: Number(this.restartMaxMs.toFixed(1)) };
+    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints, walRestarts: this.restarts, walRestartMs: Number(this.restartMs.toFixed(1)), walRestartMaxMs: Number(this.restartMaxMs.toFixed(1)), walRewinds: this.rewinds, walRestartFallbacks: this.fallbacks };
   }
 
   /** Reads one row from committed data. */

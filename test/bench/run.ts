@@ -115,8 +115,8 @@ const perRequest = async (count: number, send: () => Promise<number>) => {
   return `${per("writerStatements")} writer + ${per("readerStatements")} reader statements, ${per("transactions")} transactions, ${per("commits")} commits`;
 };
 /**
- * Runs a phase and notes how long the store's writer paused to rewind the WAL during it (no commit
- * can happen meanwhile: every request arriving then waits; `DatabaseStats.walRestartMs`).
+ * Runs a phase and notes the WAL rewinds during it and how long the store's writer paused for them (no
+ * commit can happen meanwhile: every request arriving then waits; `DatabaseStats.walRestartMs`).
  */
 const rewinds = async (name: string, phase: () => Promise<Figures>) => {
   const before = await app.stats();
@@ -124,7 +124,9 @@ const rewinds = async (name: string, phase: () => Promise<Figures>) => {
   const after = await app.stats();
   const n = after.walRestarts! - before.walRestarts!;
   const ms = after.walRestartMs! - before.walRestartMs!;
-  statementLines.push(`WAL rewinds during ${name}:`.padEnd(52) + ` ${n}, the writer paused ${ms.toFixed(1)} ms in all (${n ? (ms / n).toFixed(1) : "-"} ms each; longest of the run so far ${after.walRestartMaxMs} ms)`);
+  const rewound = after.walRewinds! - before.walRewinds!;
+  const fallbacks = after.walRestartFallbacks! - before.walRestartFallbacks!;
+  statementLines.push(`WAL rewinds during ${name}:`.padEnd(52) + ` ${rewound}; the writer paused for ${n} passes, ${ms.toFixed(1)} ms in all (${n ? (ms / n).toFixed(1) : "-"} ms each; longest of the run so far ${after.walRestartMaxMs} ms; RESTART fallbacks ${fallbacks})`);
   return figures;
 };
 const sequential = (count: number, opts: autocannon.Options) => async () => {
