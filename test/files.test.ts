@@ -278,6 +278,7 @@ describe("reading through the owner (spec 4.3)", () => {
     expect(opened).toHaveLength(1);
     expect(opened[0]!.destroyed).toBe(true);
     expect(opened[0]!.bytesRead).toBeLessThan(big.length); // stopped early, not read to the end
+    expect(errorLog.filter((l) => l.fileId === stored.id)).toEqual([]); // a client hanging up is no read failure
   });
 
   it("answers 500 and logs why when a file's bytes cannot be read", async () => {

@@ -6,7 +6,8 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { Readable, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readAll, rejection } from "../../test/helpers-fs";
 import { isApiError } from "../errors";
@@ -117,6 +118,13 @@ describe("upload and content types", () => {
     await new Promise<void>((resolve) => abandoned.stream.once("data", () => resolve()));
     abandoned.stream.destroy();
     await new Promise((r) => abandoned.stream.once("close", r));
+    // as an HTTP response's pipeline does it when the client hangs up
+    const piped = await reporting.open(ref.id);
+    const sink = new Writable({ write: (_chunk, _enc, done) => setTimeout(done, 5) });
+    const pumping = pipeline(piped.stream, sink);
+    await new Promise<void>((resolve) => piped.stream.once("data", () => resolve()));
+    sink.destroy();
+    expect(((await rejection(pumping)) as NodeJS.ErrnoException).code).toBe("ERR_STREAM_PREMATURE_CLOSE");
     expect(failures).toEqual([]);
     // the blob turned into a directory: the first read fails (EISDIR), as a failing disk would
     fs.rmSync(blobs.pathOf(ref.sha256), { force: true });

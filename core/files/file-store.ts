@@ -122,7 +122,9 @@ export interface FileStoreOptions {
   /**
    * Called when the byte stream of an opened file fails (a disk read error, an S3 connection cut
    * mid-body). By then the answer is on its way: srvx answers 500 when nothing was sent yet, else cuts
-   * the connection; this is where the failure gets logged. A client going away is not a failure.
+   * the connection; this is where the failure gets logged. A reader going away is not a failure (the
+   * `ERR_STREAM_PREMATURE_CLOSE` or `AbortError` its pipeline destroys the stream with is not reported).
+   * What the callback throws is dropped.
    */
   onReadError?: (err: Error, file: FileReference) => void;
 }
@@ -394,7 +396,17 @@ export class FileStore {
       throw err;
     }
     const onReadError = this.onReadError;
-    if (onReadError) stream.once("error", (err) => onReadError(err, reference));
+    if (onReadError) {
+      stream.once("error", (err: NodeJS.ErrnoException) => {
+        // the reader went away: srvx's pipeline destroys the stream with ERR_STREAM_PREMATURE_CLOSE
+        if (err.code === "ERR_STREAM_PREMATURE_CLOSE" || err.name === "AbortError") return;
+        try {
+          onReadError(err, reference);
+        } catch {
+          // a reporting callback must not turn a read error into an uncaught exception
+        }
+      });
+    }
     return { reference, stream, range, size: reference.size, contentLength: range ? range.end - range.start + 1 : reference.size };
   }
 
