@@ -61,32 +61,36 @@ function walFrames(): { salt: string; frames: Array<{ page: number; commit: bool
 }
 
 const rows: Array<{ kind: string; perRequest: number; commits: number; byOwner: Array<[string, number]> }> = [];
-for (const kind of Object.keys(kinds) as Array<keyof typeof kinds>) {
-  for (let i = 0; i < 50; i++) await send(kind); // warm-up: caches, first pages of each table
-  await new Promise((r) => setTimeout(r, 500)); // the drains after the last ones
-  await send(kind); // a commit just now, so the pin below reads from the WAL, not the database file
-  const pin = await open(sqlite3.OPEN_READONLY);
-  await exec(pin, "BEGIN");
-  await query(pin, "SELECT COUNT(*) FROM meta");
-  const before = walFrames();
-  for (let i = 0; i < requests; i++) await send(kind);
-  await new Promise((r) => setTimeout(r, 500));
-  const after = walFrames();
-  await exec(pin, "COMMIT");
-  await new Promise<void>((resolve) => pin.close(() => resolve()));
-  if (after.salt !== before.salt) throw new Error(`the WAL was rewound while ${kind}s were measured: its frames cannot be counted`);
-  const written = after.frames.slice(before.frames.length);
-  const reader = await open(sqlite3.OPEN_READONLY);
-  const owners = new Map((await query<{ name: string; pageno: number; pagetype: string }>(reader, "SELECT name, pageno, pagetype FROM dbstat")).map((r) => [r.pageno, r.pagetype === "internal" ? `${r.name} (interior)` : r.name]));
-  await new Promise<void>((resolve) => reader.close(() => resolve()));
-  const byOwner = new Map<string, number>();
-  for (const f of written) {
-    const owner = f.page === 1 ? "page 1 (database header)" : (owners.get(f.page) ?? "(freed since)");
-    byOwner.set(owner, (byOwner.get(owner) ?? 0) + 1);
+try {
+  for (const kind of Object.keys(kinds) as Array<keyof typeof kinds>) {
+    for (let i = 0; i < 50; i++) await send(kind); // warm-up: caches, first pages of each table
+    await new Promise((r) => setTimeout(r, 500)); // the drains after the last ones
+    await send(kind); // a commit just now, so the pin below reads from the WAL, not the database file
+    const pin = await open(sqlite3.OPEN_READONLY);
+    await exec(pin, "BEGIN");
+    await query(pin, "SELECT COUNT(*) FROM meta");
+    const before = walFrames();
+    for (let i = 0; i < requests; i++) await send(kind);
+    await new Promise((r) => setTimeout(r, 500));
+    const after = walFrames();
+    await exec(pin, "COMMIT");
+    await new Promise<void>((resolve) => pin.close(() => resolve()));
+    // (a pin taken just as a checkpoint pass had copied everything back reads the database file and holds nothing: run it again)
+    if (after.salt !== before.salt) throw new Error(`the WAL was rewound while ${kind}s were measured: its frames cannot be counted (run the script again)`);
+    const written = after.frames.slice(before.frames.length);
+    const reader = await open(sqlite3.OPEN_READONLY);
+    const owners = new Map((await query<{ name: string; pageno: number; pagetype: string }>(reader, "SELECT name, pageno, pagetype FROM dbstat")).map((r) => [r.pageno, r.pagetype === "internal" ? `${r.name} (interior)` : r.name]));
+    await new Promise<void>((resolve) => reader.close(() => resolve()));
+    const byOwner = new Map<string, number>();
+    for (const f of written) {
+      const owner = f.page === 1 ? "page 1 (database header)" : (owners.get(f.page) ?? "(freed since)");
+      byOwner.set(owner, (byOwner.get(owner) ?? 0) + 1);
+    }
+    rows.push({ kind, perRequest: written.length / requests, commits: written.filter((f) => f.commit).length / requests, byOwner: [...byOwner].sort((a, b) => b[1] - a[1]) });
   }
-  rows.push({ kind, perRequest: written.length / requests, commits: written.filter((f) => f.commit).length / requests, byOwner: [...byOwner].sort((a, b) => b[1] - a[1]) });
+} finally {
+  await app.stop(); // also when a request or the count failed: the app and its Temporal dev server go
 }
-await app.stop();
 
 for (const r of rows) {
   console.log(`${r.kind}: ${r.perRequest.toFixed(2)} WAL pages (${((r.perRequest * 4096) / 1024).toFixed(0)} KiB) and ${r.commits.toFixed(2)} commits per request`);
