@@ -191,6 +191,29 @@ describe("event schedules", () => {
     expect((await c.get("/api/status")).body).toMatchObject({ status: "ok", parts: { schedules: { status: "ok", problems: [] } } });
   }, 30_000);
 
+  it("fails an attempt that runs past timeoutMs: its ctx.signal is aborted, what it writes after is dropped, the retry runs", async () => {
+    const before = probeControl.calls.length;
+    const [hung] = await append(c, [{ type: "pipeline.run.finished", partitionKey: "hang", payload: { pipelineId: "probe", runId: "hang-1" } }]);
+    const failed = await eventually(async () => {
+      const s = await schedule(c, "hangs");
+      return s.consumer.lastError ? s : undefined;
+    });
+    expect(failed).toMatchObject({ timeoutMs: 300, consumer: { lastError: { message: "handler timed out after 300 ms", eventId: hung.id } } });
+    await eventually(async () => (await handled(c, "hangs")).length === 1, 10_000);
+    await sleep(300);
+    // only the retry's write: attempt 1's, made after its timeout, never committed
+    expect(await handled(c, "hangs")).toEqual([2]);
+    expect(probeControl.aborted).toEqual([{ eventId: hung.id, attempt: 1, reason: "handler timed out after 300 ms" }]);
+    const attempts = probeControl.calls.slice(before).filter((x) => x.eventId === hung.id);
+    expect(attempts.map((x) => x.attempt)).toEqual([1, 2]);
+    expect(attempts[0]!.end - attempts[0]!.start).toBeGreaterThanOrEqual(290);
+    // the retry came after the timeout and the 1 s backoff
+    expect(attempts[1]!.start - attempts[0]!.start).toBeGreaterThanOrEqual(1250);
+    expect((await schedule(c, "hangs")).consumer).toMatchObject({ backlog: 0, retrying: 0, deadLettered: 0 });
+    const triggered = (await allEvents(c, "&type=schedule.triggered")).filter((e) => e.payload.scheduleId === "hangs");
+    expect(triggered.map((e) => e.payload.eventId)).toEqual([hung.id]);
+  }, 20_000);
+
   it("pauses: the consumer runs nothing, its backlog grows visibly; unpausing works it off in order", async () => {
     const paused = await c.post("/api/schedules/ordered/pause", { note: "maintenance" });
     expect(paused.body).toMatchObject({ scheduleId: "ordered", paused: true, note: "maintenance" });
@@ -214,7 +237,7 @@ describe("event schedules", () => {
     expect((await schedule(c, "ordered")).consumer).toMatchObject({ backlog: 0, caughtUp: true });
     // declared paused
     const starts = await schedule(c, "starts-paused");
-    expect(starts).toMatchObject({ paused: true, on: { types: ["pipeline.run.started"] }, maxAttempts: 10, concurrency: 16 });
+    expect(starts).toMatchObject({ paused: true, on: { types: ["pipeline.run.started"] }, maxAttempts: 10, concurrency: 16, timeoutMs: 300_000 });
   }, 20_000);
 
   it("the sandbox's overdue-reminder stamps the invoice once per rule.triggered, without looping", async () => {
@@ -252,7 +275,10 @@ describe("declaring an event schedule", () => {
     [{ on: { types: ["object.created"] }, overlap: "skip" }, "timezone and overlap apply to cron"],
     [{ on: { types: ["object.created"] }, maxAttempts: 0 }, "maxAttempts must be an integer from 1 to 100"],
     [{ on: { types: ["object.created"] }, concurrency: 1.5 }, "concurrency must be an integer from 1 to 256"],
+    [{ on: { types: ["object.created"] }, timeoutMs: 0 }, "timeoutMs must be an integer from 1 to 3600000"],
+    [{ on: { types: ["object.created"] }, timeoutMs: 3_600_001 }, "timeoutMs must be an integer from 1 to 3600000"],
     [{ every: 1000, maxAttempts: 3 }, "event schedules (on) only"],
+    [{ cron: "* * * * *", timeoutMs: 1000 }, "event schedules (on) only"],
   ])("refuses %j", (def, message) => {
     expect(() => defineSchedule({ ...(def as object), run } as never)).toThrow(message);
   });

@@ -6,7 +6,7 @@ import { SerialPass } from "../serial-pass";
 import type { HandlerRun } from "./handler";
 import { EventScheduleStore, type EventRow } from "./event-schedule-store";
 import { writeGroupCommit, type Outcome } from "./event-schedule-commit";
-import { PartitionQueues, RETRY_BASE_MS, retryDelayMs, type ConsumerDeps, type ConsumerSnapshot, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
+import { EVENT_SCHEDULE_TIMEOUT_MS, PartitionQueues, RETRY_BASE_MS, retryDelayMs, type ConsumerDeps, type ConsumerSnapshot, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
 
 /** Events per stream read. */
 const READ_BATCH = 500;
@@ -54,6 +54,10 @@ export class ScheduleConsumer {
   private readonly selects: (facts: EventFacts) => boolean;
   private readonly maxAttempts: number;
   private readonly concurrency: number;
+  /** How long one attempt may run (ms) before it fails as timed out. */
+  private readonly timeoutMs: number;
+  /** The abort controllers of the attempts running now (aborted when stop() gives up on them). */
+  private readonly inFlight = new Set<AbortController>();
   private readonly onAppended = () => this.poke();
   /** The reader: one read pass at a time, one more when poked meanwhile; it pauses while capped. */
   private readonly reads = new SerialPass(() => this.readPass(), {
@@ -70,6 +74,7 @@ export class ScheduleConsumer {
     this.selects = compileEventFilter({ topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId });
     this.maxAttempts = schedule.definition.maxAttempts ?? 10;
     this.concurrency = schedule.definition.concurrency ?? 16;
+    this.timeoutMs = schedule.definition.timeoutMs ?? EVENT_SCHEDULE_TIMEOUT_MS;
     this.store = new EventScheduleStore(deps.db, schedule.scheduleId);
   }
 
@@ -115,7 +120,8 @@ export class ScheduleConsumer {
 
   /**
    * Stops: no new handler starts; handlers in flight get up to `timeoutMs` to finish, and what finished
-   * is committed with the cursor. A handler still running then is abandoned (it runs again after restart).
+   * is committed with the cursor. A handler still running then is abandoned (its `ctx.signal` is
+   * aborted; it runs again after restart).
    */
   async stop(timeoutMs: number): Promise<void> {
     if (this.stopping) return;
@@ -130,6 +136,7 @@ export class ScheduleConsumer {
       await Promise.race([new Promise<void>((r) => this.idle.push(r)), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
       clearTimeout(timer);
     }
+    for (const abort of this.inFlight) abort.abort(new Error("the server is shutting down"));
     await this.committing;
     this.flushRequested = true;
     await (this.committing = this.commitLoop());
@@ -250,17 +257,34 @@ export class ScheduleConsumer {
       correlationId: event.correlationId ?? event.id,
       key: `schedule:${scheduleId}:${event.id}`,
     };
+    const abort = new AbortController();
+    this.inFlight.add(abort);
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined = undefined;
+    /** The attempt's one outcome: the handler's, or the timeout's when it comes first (a later settle is dropped with its writes). */
+    const settle = (outcome: Outcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      this.inFlight.delete(abort);
+      this.outcomes.push(outcome);
+      this.runningCount--;
+      if (this.runningCount === 0) for (const resolve of this.idle.splice(0)) resolve();
+      this.kick();
+    };
+    timer = setTimeout(() => {
+      const error = `handler timed out after ${this.timeoutMs} ms`;
+      abort.abort(new Error(error));
+      this.deps.handlers.logger(spec).warn({ timeoutMs: this.timeoutMs }, "event schedule handler timed out; the attempt failed and its writes are dropped");
+      settle({ entry, attempt, startedAt, spec, ok: false, error });
+    }, this.timeoutMs);
+    timer.unref();
     void this.deps.handlers
-      .execute(spec, (ctx) => definition.run({ ...ctx, scheduleId, occurrenceAt: event.occurredAt, event, attempt }))
+      .execute(spec, (ctx) => definition.run({ ...ctx, scheduleId, occurrenceAt: event.occurredAt, event, attempt, signal: abort.signal }))
       .then(
-        (buffered) => this.outcomes.push({ entry, attempt, startedAt, spec, ok: true, buffered }),
-        (err) => this.outcomes.push({ entry, attempt, startedAt, spec, ok: false, error: messageOf(err) }),
-      )
-      .finally(() => {
-        this.runningCount--;
-        if (this.runningCount === 0) for (const resolve of this.idle.splice(0)) resolve();
-        this.kick();
-      });
+        (buffered) => settle({ entry, attempt, startedAt, spec, ok: true, buffered }),
+        (err) => settle({ entry, attempt, startedAt, spec, ok: false, error: messageOf(err) }),
+      );
   }
 
   private async commitLoop(): Promise<void> {

@@ -19,6 +19,13 @@ export interface RegisteredEventSchedule {
   definition: ScheduleDefinition & { on: EventSelector };
 }
 
+/**
+ * How long one attempt of an event schedule's handler may run when its definition sets no `timeoutMs`
+ * (ms: 5 minutes). Past it the attempt fails as timed out (retried like a throw), its writes are dropped
+ * and its `ctx.signal` is aborted.
+ */
+export const EVENT_SCHEDULE_TIMEOUT_MS = 300_000;
+
 /** First retry after 1 s, doubling per failed attempt, at most 60 s. */
 export const RETRY_BASE_MS = 1000;
 export const RETRY_MAX_MS = 60_000;

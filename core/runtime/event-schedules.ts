@@ -12,7 +12,7 @@ import { CONFIG, type Config } from "../config";
 import { ApiError } from "../errors";
 import { HandlerRunner } from "./handler";
 import { ScheduleConsumer } from "./event-schedule-consumer";
-import type { RegisteredEventSchedule } from "./event-schedule-model";
+import { EVENT_SCHEDULE_TIMEOUT_MS, type RegisteredEventSchedule } from "./event-schedule-model";
 
 /** An event selector as `GET /api/schedules` shows it (spec 6.1; see `EventSelector` in the SDK). */
 export const EventSelectorSchema = v.object({
@@ -47,6 +47,7 @@ export const EventScheduleStateSchema = v.object({
   description: v.optional(v.string()),
   maxAttempts: v.number(),
   concurrency: v.number(),
+  timeoutMs: v.pipe(v.number(), v.description("How long one attempt of the handler may run (ms) before it fails as timed out")),
   consumer: EventConsumerStateSchema,
 });
 export type EventScheduleState = v.InferOutput<typeof EventScheduleStateSchema>;
@@ -93,7 +94,8 @@ export interface EventSchedulesHealth {
  *   transaction; handlers that finish together commit together (group commit).
  * - **Order.** Within a partition key events run strictly in stream order, the next only after the
  *   previous one committed; partitions run concurrently (up to `concurrency`, oldest first).
- * - **Failures.** A throw (or a write refused at commit) is retried after 1 s, doubling up to 60 s, and
+ * - **Failures.** A throw, an attempt running past `timeoutMs` (default 5 min; its writes are dropped
+ *   and `ctx.signal` aborted) or a write refused at commit is retried after 1 s, doubling up to 60 s, and
  *   blocks only its partition; after `maxAttempts` the event is dead-lettered (kept with its error, no
  *   `schedule.triggered`) and the partition proceeds. {@link EventScheduleConsumers.retry} runs a
  *   dead-lettered event again (attempts start over), next in its partition.
@@ -196,6 +198,7 @@ export class EventScheduleConsumers {
       ...(definition.description !== undefined ? { description: definition.description } : {}),
       maxAttempts: definition.maxAttempts ?? 10,
       concurrency: definition.concurrency ?? 16,
+      timeoutMs: definition.timeoutMs ?? EVENT_SCHEDULE_TIMEOUT_MS,
       consumer,
     };
   }

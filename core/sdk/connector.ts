@@ -107,12 +107,15 @@ export interface ScheduleContext extends SystemContext {
   event?: StoredDomainEvent;
   /** Event schedules: 1 for the first attempt at this event, 2 for the first retry, … */
   attempt?: number;
+  /** Event schedules: aborted when the attempt times out (`timeoutMs`) or the server shuts down past its grace period. */
+  signal?: AbortSignal;
 }
 
 /** The context of an event schedule's handler: `event` and `attempt` are always there. */
 export interface EventScheduleContext extends ScheduleContext {
   event: StoredDomainEvent;
   attempt: number;
+  signal: AbortSignal;
 }
 
 /**
@@ -136,6 +139,12 @@ export interface ScheduleDefinition {
   maxAttempts?: number;
   /** Event schedules: partitions handled at once (1..256, default 16). */
   concurrency?: number;
+  /**
+   * Event schedules: how long one attempt may run, in ms (1..3,600,000, default 300,000). Past it the
+   * attempt fails with "handler timed out after N ms" (retried, then dead-lettered, like a throw), what
+   * it wrote is dropped, and `ctx.signal` is aborted so the handler can stop its own work.
+   */
+  timeoutMs?: number;
   description?: string;
   run(ctx: ScheduleContext): Promise<void>;
 }
@@ -284,15 +293,15 @@ export function defineWebhook<S extends Schema | undefined = undefined>(
  * Declares a schedule: a cron expression, an interval (`every`, ms) or an event selector (`on`, spec 6.1).
  * @throws Error when not exactly one of `cron`, `every`, `on` is given; for `on`: neither topics nor
  *   types, an unknown topic, type or selector field, a type outside the given topics, an empty string,
- *   `timezone` / `overlap` (cron only), `maxAttempts` outside 1..100 or `concurrency` outside 1..256;
- *   for cron / every: `maxAttempts` or `concurrency`
+ *   `timezone` / `overlap` (cron only), `maxAttempts` outside 1..100, `concurrency` outside 1..256 or
+ *   `timeoutMs` outside 1..3,600,000; for cron / every: `maxAttempts`, `concurrency` or `timeoutMs`
  */
 export function defineSchedule(def: Omit<ScheduleDefinition, "on" | "run"> & { on: EventSelector; run(ctx: EventScheduleContext): Promise<void> }): ScheduleDefinition;
 export function defineSchedule(def: ScheduleDefinition): ScheduleDefinition;
 export function defineSchedule(def: ScheduleDefinition): ScheduleDefinition {
   if ([def.cron, def.every, def.on].filter((x) => x !== undefined).length !== 1) throw new Error("A schedule needs exactly one of cron, every or on");
   if (def.on === undefined) {
-    if (def.maxAttempts !== undefined || def.concurrency !== undefined) throw new Error("maxAttempts and concurrency apply to event schedules (on) only");
+    if (def.maxAttempts !== undefined || def.concurrency !== undefined || def.timeoutMs !== undefined) throw new Error("maxAttempts, concurrency and timeoutMs apply to event schedules (on) only");
     return def;
   }
   checkEventSelector(def.on);
@@ -300,6 +309,7 @@ export function defineSchedule(def: ScheduleDefinition): ScheduleDefinition {
   const intIn = (x: number | undefined, min: number, max: number) => x === undefined || (Number.isInteger(x) && x >= min && x <= max);
   if (!intIn(def.maxAttempts, 1, 100)) throw new Error("maxAttempts must be an integer from 1 to 100");
   if (!intIn(def.concurrency, 1, 256)) throw new Error("concurrency must be an integer from 1 to 256");
+  if (!intIn(def.timeoutMs, 1, 3_600_000)) throw new Error("timeoutMs must be an integer from 1 to 3600000 (ms)");
   return def;
 }
 
