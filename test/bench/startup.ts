@@ -9,8 +9,11 @@
  *    yardstick); then a restart of each compiled run on its data dir (no seed). Where the time goes:
  *    the phases the app logs at debug level, for the median compiled run.
  * 2. RSS of the service's Node process (VmRSS; not the Temporal dev server child, nor the deck-check
- *    process, whose RSS is printed beside it: it exits after SVC_DECK_CHECK_IDLE_MS) at idle after start,
- *    then a soak: max rate of action runs measured for 5 s (closed loop, 16 connections) — RSS "after
+ *    process, whose RSS is printed beside it: it exits after SVC_DECK_CHECK_IDLE_MS) 4 s after ready,
+ *    and for the first run also every 10 s over BENCH_IDLE_SECONDS (60) without a request: V8 gives
+ *    back the young generation and the start's garbage only after some seconds of idleness (its memory
+ *    reducer), so the RSS a service holds while idle is the last of these samples, which the row
+ *    judges; the 4 s figure is printed beside it. Then a soak: max rate of action runs measured for 5 s (closed loop, 16 connections) — RSS "after
  *    load" — then half that rate for BENCH_SOAK_SECONDS (600): action runs and signed webhook deliveries
  *    at a quarter of it each, paced, and one `/ws/events` subscriber on all topics; RSS every minute and
  *    after the soak. "Flat" = RSS after the soak within 10% of RSS after load.
@@ -40,6 +43,7 @@ const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600);
 const READY_GOAL_MS = 3000;
 const RSS_GOAL_MB = 150;
 const FIRST_START_GOAL_S = 60;
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
 const rows: BenchRow[] = [];
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,12 +60,23 @@ const compiled = { compiled: outdir };
 // 1. ready time
 const compiledRuns: Array<{ readyMs: number; restartMs: number; rss: number; deckRss: number; phases: Record<string, number> }> = [];
 const tsxRuns: number[] = [];
+/** RSS of the first run after BENCH_IDLE_SECONDS without a request (NaN when not sampled). */
+let idleRss = NaN;
 for (let i = 0; i < RUNS; i++) {
   const fresh = await startSandbox(compiled);
   await sleep(4000); // settle: the deck checker's browser (launched 2 s after ready: DECK_WARM_DELAY_MS), the first schedules
   const rss = rssMb(fresh.child.pid!);
   const deckRss = childRssMb(fresh.child.pid!, "deck-check-child");
   const phases = phasesOf(fresh.output());
+  if (i === 0) {
+    const samples: string[] = [];
+    for (let t = 10; t <= IDLE_SECONDS; t += 10) {
+      await sleep(10_000);
+      idleRss = rssMb(fresh.child.pid!);
+      samples.push(`${t + 4} s ${idleRss.toFixed(0)} MB`);
+    }
+    say(`run 1: RSS while idle after ready: ${samples.join(", ") || "not sampled (BENCH_IDLE_SECONDS=0)"}`);
+  }
   await fresh.stop();
   const again = await startSandbox(compiled, { dataDir: fresh.dataDir });
   await again.stop();
@@ -81,7 +96,11 @@ say("where the compiled start's time goes (median run, ms):");
 for (const [name, ms] of Object.entries(typical.phases)) say(`  ${name.padEnd(52)} ${String(ms).padStart(6)}`);
 rows.push({ case: "production start, ready (compiled, CLI cached, fresh data dir)", now: `${fmt(ready)} ms (tsx ${fmt(tsx)} ms)`, goal: `< ${fmt(READY_GOAL_MS)} ms`, met: meets(ready, READY_GOAL_MS) });
 rows.push({ case: "production start, ready on restart (existing data dir)", now: `${fmt(restart)} ms`, goal: `< ${fmt(READY_GOAL_MS)} ms`, met: meets(restart, READY_GOAL_MS) });
-rows.push({ case: "service RSS idle after start", now: `${rssIdle.toFixed(0)} MB`, goal: `< ${RSS_GOAL_MB} MB`, met: meets(rssIdle, RSS_GOAL_MB) });
+rows.push(
+  Number.isNaN(idleRss)
+    ? { case: "service RSS idle after start", now: `${rssIdle.toFixed(0)} MB 4 s after ready (idle not sampled: BENCH_IDLE_SECONDS=0)`, goal: `< ${RSS_GOAL_MB} MB`, met: meets(rssIdle, RSS_GOAL_MB) }
+    : { case: "service RSS idle after start", now: `${idleRss.toFixed(0)} MB after ${IDLE_SECONDS + 4} s idle (${rssIdle.toFixed(0)} MB 4 s after ready, median of ${RUNS})`, goal: `< ${RSS_GOAL_MB} MB`, met: meets(idleRss, RSS_GOAL_MB) },
+);
 
 // 2. the soak
 const app = await startSandbox(compiled);
