@@ -222,6 +222,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
     phase("recovery drain, seed, tokens");
     // dataset projections catch up with every committed version (the seed's included; waited for up to 5 s), then follow the stream
     await container.resolve(DatasetProjector).start(5000);
+    // dataset transactions left open by a client that went away are aborted once idle (the next open of the dataset does it too)
+    const datasets = container.resolve(DatasetStore);
+    lifecycle.every(Math.min(config.datasetTransactionIdleMs / 4, 900_000), () =>
+      datasets.expireIdle().then(
+        (aborted) => aborted.length > 0 && log.info({ aborted, idleMs: config.datasetTransactionIdleMs }, "aborted idle dataset transactions"),
+        (err) => log.warn({ err }, "aborting idle dataset transactions failed"),
+      ),
+    );
     // the runtime services register their own lifecycle hooks when created
     // rules catch up with every commit since their checkpoint (the seed's included), then follow the stream
     await container.resolve(RuleEngine).start();

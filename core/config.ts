@@ -43,6 +43,7 @@ import type { InjectionToken } from "./di";
  * | `SVC_EVENT_SCHEDULE_MAX_LAG_MS` | 60000 | `/api/status` reports the event schedules unhealthy when an unpaused one's oldest unfinished event is older than this |
  * | `SVC_RUN_START_MAX_AGE_MS` | 60000 | `/api/status` reports run starts unhealthy when a queued workflow, sync or pipeline run has waited longer than this to be started on Temporal |
  * | `SVC_PROJECTION_CHUNK_ROWS` | 500 | the most dataset rows one projection commit applies (one SQLite transaction each) |
+ * | `SVC_DATASET_TRANSACTION_IDLE_MS` | 3600000 (1 h) | an open dataset transaction that received no rows for this long is aborted (when the dataset is next opened, and by a sweep every quarter of it, at most 15 min) |
  * | `SVC_AGENT_OUTPUT_RETENTION_MS` | 604800000 (7 days) | how long agent reply output is kept for `/ws/agents` (spec 6.5 rule 3: older cursors resume from the earliest kept record); at least 1000 |
  */
 export interface Config {
@@ -92,6 +93,8 @@ export interface Config {
   agentModel: string;
   /** The most dataset rows one projection commit applies. */
   projectionChunkRows: number;
+  /** An open dataset transaction idle (no open, no rows written) this long is aborted, ms. */
+  datasetTransactionIdleMs: number;
   /** Event schedules: lag (ms) above which `/api/status` reports them unhealthy. */
   eventScheduleMaxLagMs: number;
   /** Run starts: how long (ms) a queued run may wait for its Temporal start before `/api/status` reports it unhealthy. */
@@ -147,6 +150,7 @@ const EnvSchema = v.object({
   SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
   SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),
   SVC_PROJECTION_CHUNK_ROWS: v.optional(intIn(1, 100_000), "500"),
+  SVC_DATASET_TRANSACTION_IDLE_MS: v.optional(intIn(1000, 30 * 86_400_000), String(3_600_000)),
   SVC_EVENT_SCHEDULE_MAX_LAG_MS: v.optional(intIn(100, 30 * 86_400_000), "60000"),
   SVC_RUN_START_MAX_AGE_MS: v.optional(intIn(100, 30 * 86_400_000), "60000"),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
@@ -209,6 +213,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     agentOutputRetentionMs: e.SVC_AGENT_OUTPUT_RETENTION_MS,
     agentModel: e.SVC_AGENT_MODEL,
     projectionChunkRows: e.SVC_PROJECTION_CHUNK_ROWS,
+    datasetTransactionIdleMs: e.SVC_DATASET_TRANSACTION_IDLE_MS,
     eventScheduleMaxLagMs: e.SVC_EVENT_SCHEDULE_MAX_LAG_MS,
     runStartMaxAgeMs: e.SVC_RUN_START_MAX_AGE_MS,
     allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],

@@ -70,7 +70,14 @@ export const DatasetSchema = v.object({
   latestVersion: v.nullable(v.number()),
   rowCount: v.number(),
   /** The open transaction, when there is one. */
-  openTransaction: v.optional(v.object({ version: v.number(), transaction: v.picklist(["snapshot", "append"]), openedAt: v.string() })),
+  openTransaction: v.optional(
+    v.object({
+      version: v.number(),
+      transaction: v.picklist(["snapshot", "append"]),
+      openedAt: v.string(),
+      expiresAt: v.pipe(v.string(), v.description("When it is aborted unless rows are written to it before (SVC_DATASET_TRANSACTION_IDLE_MS after its last write or its opening)")),
+    }),
+  ),
   projection: v.optional(ProjectionStateSchema),
 });
 export type Dataset = v.InferOutput<typeof DatasetSchema>;

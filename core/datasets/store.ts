@@ -6,6 +6,7 @@ import { FileStore } from "../files/file-store";
 import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { nowIso } from "../ids";
+import { CONFIG, type Config } from "../config";
 import { checkRows, parseCsvRows, parseJsonLines, rowsFormatOf, type RowsFormat, type StagedRow } from "./rows";
 import type { Dataset, DatasetRowsPage, DatasetSource, DatasetVersion } from "./schemas";
 
@@ -24,6 +25,8 @@ interface VersionRow {
   total_rows: number | null;
   source: string;
   opened_at: string;
+  /** The last write to it while open (or its opening); NULL on rows from before migration 015. */
+  touched_at: string | null;
   committed_at: string | null;
   aborted_at: string | null;
   opened_by: string | null;
@@ -84,6 +87,9 @@ export interface DatasetWrite {
  *   `dataset.version.committed` `{ datasetId, version, rowCount, totalRows, transaction }` (origin
  *   `{ kind: "runtime", datasetId }`, actor = the committing principal, absent for system code) through
  *   the outbox, then drains; `abort` drops the staged rows (the number is not reused).
+ * - An open transaction that received no rows for `SVC_DATASET_TRANSACTION_IDLE_MS` (1 h) is aborted as
+ *   `abort` does: by the next `open` of its dataset (which then goes on), and by {@link DatasetStore.expireIdle}
+ *   (the app's sweep), so a client that went away does not hold the dataset, or its staged rows, for ever.
  * - `commitInTx` does open + stage + commit inside the caller's transaction (handlers, one-shot HTTP).
  */
 @injectable()
@@ -93,6 +99,7 @@ export class DatasetStore {
     @inject(EventLog) private readonly events: EventLog,
     @inject(ProjectRegistry) private readonly project: ProjectRegistry,
     @inject(FileStore) private readonly files: FileStore,
+    @inject(CONFIG) private readonly config: Pick<Config, "datasetTransactionIdleMs">,
   ) {}
 
   /** The dataset's declaration. @throws {ApiError} not_found */
@@ -146,7 +153,7 @@ export class DatasetStore {
         await this.files.addReference(tx, fileId, { kind: "dataset", id: `${datasetId}@${version}`, path: "/rows" });
         if (!source.fileId) Object.assign(source, { kind: "upload", fileId });
       }
-      await tx.run("UPDATE dataset_versions SET row_count = row_count + ?, source = ? WHERE dataset_id = ? AND version = ?", [rows.length, JSON.stringify(source), datasetId, version]);
+      await tx.run("UPDATE dataset_versions SET row_count = row_count + ?, source = ?, touched_at = ? WHERE dataset_id = ? AND version = ?", [rows.length, JSON.stringify(source), nowIso(), datasetId, version]);
       return toVersion((await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]))!);
     });
   }
@@ -170,11 +177,36 @@ export class DatasetStore {
     this.dataset(datasetId);
     return this.db.transaction(async (tx) => {
       await this.openVersion(tx, datasetId, version);
-      await tx.run("DELETE FROM dataset_staged_rows WHERE dataset_id = ? AND version = ?", [datasetId, version]);
-      await this.files.removeReferences(tx, { kind: "dataset", id: `${datasetId}@${version}` });
-      await tx.run("UPDATE dataset_versions SET status = 'aborted', aborted_at = ? WHERE dataset_id = ? AND version = ?", [nowIso(), datasetId, version]);
+      await this.abortInTx(tx, datasetId, version);
       return toVersion((await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]))!);
     });
+  }
+
+  /**
+   * Aborts every open transaction idle (no rows written since it was opened or last written to) for
+   * `SVC_DATASET_TRANSACTION_IDLE_MS`, in one SQLite transaction: what `abort` does to each.
+   * @param nowMs the time to measure idleness from (ms since the epoch)
+   * @returns the aborted versions `{ datasetId, version }`
+   */
+  async expireIdle(nowMs = Date.now()): Promise<Array<{ datasetId: string; version: number }>> {
+    const cutoff = new Date(nowMs - this.config.datasetTransactionIdleMs).toISOString();
+    return this.db.transaction(async (tx) => {
+      const idle = await tx.all<{ dataset_id: string; version: number }>("SELECT dataset_id, version FROM dataset_versions WHERE status = 'open' AND COALESCE(touched_at, opened_at) < ?", [cutoff]);
+      for (const v of idle) await this.abortInTx(tx, v.dataset_id, v.version);
+      return idle.map((v) => ({ datasetId: v.dataset_id, version: v.version }));
+    });
+  }
+
+  /** When an open version row expires: its last write (or its opening) plus the idle limit, ISO. */
+  private expiresAt(row: VersionRow): string {
+    return new Date(Date.parse(row.touched_at ?? row.opened_at) + this.config.datasetTransactionIdleMs).toISOString();
+  }
+
+  /** Drops the staged rows and file references of open `version` and marks it aborted (in `tx`). */
+  private async abortInTx(tx: SqlWriter, datasetId: string, version: number): Promise<void> {
+    await tx.run("DELETE FROM dataset_staged_rows WHERE dataset_id = ? AND version = ?", [datasetId, version]);
+    await this.files.removeReferences(tx, { kind: "dataset", id: `${datasetId}@${version}` });
+    await tx.run("UPDATE dataset_versions SET status = 'aborted', aborted_at = ? WHERE dataset_id = ? AND version = ?", [nowIso(), datasetId, version]);
   }
 
   /** Opens, writes and commits one version in one SQLite transaction, then drains (`POST /api/datasets/:id/versions`). @throws as {@link DatasetStore.commitInTx} */
@@ -202,12 +234,16 @@ export class DatasetStore {
   private async openInTx(tx: SqlWriter, datasetId: string, transaction: "snapshot" | "append", source: DatasetSource, actor?: Actor, idempotencyKey?: string): Promise<DatasetVersion> {
     const open = await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND status = 'open'", [datasetId]);
     if (open) {
-      throw new ApiError("conflict", `Dataset "${datasetId}" has an open transaction: version ${open.version} (${open.transaction_type}, opened ${open.opened_at}); commit or abort it first`, { datasetId, openVersion: open.version });
+      const expiresAt = this.expiresAt(open);
+      // idle past the limit: aborted here, and this transaction goes on
+      if (expiresAt <= nowIso()) await this.abortInTx(tx, datasetId, open.version);
+      else throw new ApiError("conflict", `Dataset "${datasetId}" has an open transaction: version ${open.version} (${open.transaction_type}, opened ${open.opened_at}); commit or abort it first (without rows written to it, it is aborted at ${expiresAt})`, { datasetId, openVersion: open.version, expiresAt });
     }
     const { next } = (await tx.get<{ next: number }>("SELECT COALESCE(MAX(version), 0) + 1 AS next FROM dataset_versions WHERE dataset_id = ?", [datasetId]))!;
-    const row: VersionRow = { dataset_id: datasetId, version: next, transaction_type: transaction, status: "open", row_count: 0, total_rows: null, source: JSON.stringify(source), opened_at: nowIso(), committed_at: null, aborted_at: null, opened_by: actor ? JSON.stringify(actor) : null };
-    await tx.run("INSERT INTO dataset_versions (dataset_id, version, transaction_type, status, row_count, source, idempotency_key, opened_at, opened_by) VALUES (?, ?, ?, 'open', 0, ?, ?, ?, ?)", [
-      datasetId, next, transaction, row.source, idempotencyKey ?? null, row.opened_at, row.opened_by,
+    const openedAt = nowIso();
+    const row: VersionRow = { dataset_id: datasetId, version: next, transaction_type: transaction, status: "open", row_count: 0, total_rows: null, source: JSON.stringify(source), opened_at: openedAt, touched_at: openedAt, committed_at: null, aborted_at: null, opened_by: actor ? JSON.stringify(actor) : null };
+    await tx.run("INSERT INTO dataset_versions (dataset_id, version, transaction_type, status, row_count, source, idempotency_key, opened_at, touched_at, opened_by) VALUES (?, ?, ?, 'open', 0, ?, ?, ?, ?, ?)", [
+      datasetId, next, transaction, row.source, idempotencyKey ?? null, row.opened_at, row.touched_at, row.opened_by,
     ]);
     return toVersion(row);
   }
@@ -285,7 +321,7 @@ export class DatasetStore {
       primaryKey: compiled.primaryKey,
       latestVersion: latest?.version ?? null,
       rowCount: latest?.total_rows ?? 0,
-      ...(open ? { openTransaction: { version: open.version, transaction: open.transaction_type, openedAt: open.opened_at } } : {}),
+      ...(open ? { openTransaction: { version: open.version, transaction: open.transaction_type, openedAt: open.opened_at, expiresAt: this.expiresAt(open) } } : {}),
     };
   }
 

@@ -55,9 +55,9 @@ const project = new ProjectRegistry(sandboxProject);
 const events = new EventLog(db, outbox, stream, project, log);
 const files = new FileStore(db, await LocalBlobStore.open(path.join(dir, "blobs")));
 const ontology = new OntologyStore(db, events, project, files);
-const datasets = new DatasetStore(db, events, project, files);
 const lifecycle = new Lifecycle();
 const config = loadConfig({ ...process.env, SVC_DATA_DIR: dir, SVC_OUTBOX_RECOVERY_MS: "3600000" });
+const datasets = new DatasetStore(db, events, project, files, config);
 const projector = new DatasetProjector(db, events, stream, ontology, project, lifecycle, log, config);
 
 let started = process.hrtime.bigint();
