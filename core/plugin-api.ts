@@ -72,7 +72,6 @@ export { propertyDef } from "./sdk/project";
 export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema } from "./sdk/records";
 export { sendFrame, subscriptionSocket } from "./http/socket";
 export { readBodyBytes, requestBodyStream } from "./http/body";
-export { decodePathParam } from "./http/validation";
 export type { RouteRegistry } from "./http/routes";
 export { TemporalHost } from "./temporal/host";
 export { ActionRunner } from "./runtime/actions";

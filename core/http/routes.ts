@@ -8,7 +8,7 @@ import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
 import { emptyJsonBody, MAX_BODY_BYTES, readJsonBody } from "./body";
 import { defaultsToEmptyObject, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups } from "./schemas";
-import { parseOrThrow } from "./validation";
+import { decodePathParams, parseOrThrow } from "./validation";
 import { errorResponse, jsonResponse } from "./response";
 
 type Schema = v.GenericSchema<unknown, any>;
@@ -183,7 +183,8 @@ export class RouteRegistry {
     const leave = this.lifecycle.enter();
     try {
       const principal = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);
-      const params = def.params ? parseOrThrow(def.params, event.context.params ?? {}, "path") : undefined;
+      // decoded once here (h3 leaves them percent-encoded): handlers get the text the client meant
+      const params = def.params ? parseOrThrow(def.params, decodePathParams(event.context.params ?? {}), "path") : undefined;
       const query = def.query ? parseOrThrow(def.query, getQuery(event), "query") : undefined;
       const raw = def.body ? await readJsonBody(event.req) : undefined;
       // a body of its own for this path parameter's value refines `body`: checked first, the handler still gets `body`'s output

@@ -34,7 +34,9 @@ export function parseOrThrow<S extends v.GenericSchema<unknown, any>>(schema: S,
  * h3 issue #547; its `decode` option keeps `%2F` encoded), so an id holding `/`, `%` or a space, sent as
  * `encodeURIComponent(id)`, arrives as `a%2Fb`, `50%25` or `a%20b`. This decodes it once with
  * `decodeURIComponent`, the inverse of what the client did; a value without `%` comes back unchanged.
- * Use it only on parameters no other code decodes (decoding twice would turn a literal `%25` into `%`).
+ * `RouteRegistry.dispatch` runs it on every route parameter (see {@link decodePathParams}) before the
+ * route's schema sees them, so handlers get decoded text and must not decode again (a literal `%25`
+ * would turn into `%`). A catch-all parameter (`**:path`) is decoded whole: `a%2Fb/c` is `a/b/c`.
  *
  * @param raw the route parameter as h3 captured it (one path segment)
  * @param name the parameter's name, for the error
@@ -47,4 +49,16 @@ export function decodePathParam(raw: string, name: string): string {
   } catch {
     throw new ApiError("invalid_request", `Invalid path: ${name} has a malformed percent-escape`, { issues: [{ path: `path.${name}`, message: "malformed percent-escape" }] });
   }
+}
+
+/**
+ * Every route parameter decoded once with {@link decodePathParam} (what `RouteRegistry.dispatch` hands
+ * to the route's `params` schema and handler).
+ * @param raw the parameters as h3 captured them (`event.context.params`), by name
+ * @throws {ApiError} invalid_request naming the first parameter with a malformed percent-escape
+ */
+export function decodePathParams(raw: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw)) out[name] = decodePathParam(value, name);
+  return out;
 }

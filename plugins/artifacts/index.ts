@@ -125,15 +125,7 @@ export default definePlugin({
         limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 200" })),
       }),
       responses: { 200: { description: "A page of rows", schema: SheetRowsSchema }, 404: { description: "No such artifact (or not yours), version or sheet (the message lists the sheets), or the artifact is not a sheet" } },
-      handler: ({ principal, params, query }) => {
-        let sheet: string;
-        try {
-          sheet = decodeURIComponent(params.sheet);
-        } catch {
-          throw new ApiError("not_found", `No sheet "${params.sheet}" (malformed escape)`);
-        }
-        return sheets.rows(reader(principal), params.artifactId, params.version, sheet, query.offset ?? 0, query.limit ?? 200);
-      },
+      handler: ({ principal, params, query }) => sheets.rows(reader(principal), params.artifactId, params.version, params.sheet, query.offset ?? 0, query.limit ?? 200),
     });
     for (const method of ["GET", "HEAD"] as const) {
       routes.add({
@@ -147,13 +139,7 @@ export default definePlugin({
         query: v.object({ disposition: v.optional(v.picklist(["attachment", "inline"])) }),
         responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such artifact, version or file (the message lists the version's files)" }, 416: { description: "Range outside the file" } },
         handler: async ({ event, principal, params, query }) => {
-          let path: string;
-          try {
-            path = decodeURIComponent(params.path);
-          } catch {
-            throw new ApiError("not_found", `No file "${params.path}" (malformed escape)`);
-          }
-          const file = await artifacts.file(reader(principal), params.artifactId, params.version, path);
+          const file = await artifacts.file(reader(principal), params.artifactId, params.version, params.path);
           return serveFile(event.req, files, file.id, query.disposition);
         },
       });

@@ -16,7 +16,7 @@ import {
   type Principal,
 } from "../../core/plugin-api";
 import { receiveFile } from "./upload";
-import { decodePathParam, serveFile } from "../../core/plugin-api";
+import { serveFile } from "../../core/plugin-api";
 import { registerUploadRoutes } from "./uploads";
 
 const PropertyPath = v.pipe(
@@ -57,10 +57,8 @@ export default definePlugin({
   deps: { files: FileStore, ontology: OntologyStore, actions: ActionRunner },
   async setup({ routes, project, config, hooks, log }, { files, ontology, actions }) {
     await registerUploadRoutes({ routes, hooks, log, config }, files);
-    /** The file id an object holds at `path`, after the view check (404 unknown type, 403, 404 no object, 400 not a file property); the ids are route parameters, percent-encoded. */
-    const objectFile = async (principal: Principal, rawObjectTypeId: string, rawPrimaryId: string, path: string) => {
-      const objectTypeId = decodePathParam(rawObjectTypeId, "objectTypeId");
-      const primaryId = decodePathParam(rawPrimaryId, "primaryId");
+    /** The file id an object holds at `path`, after the view check (404 unknown type, 403, 404 no object, 400 not a file property); the ids as the route decoded them. */
+    const objectFile = async (principal: Principal, objectTypeId: string, primaryId: string, path: string) => {
       const type = project.definition.objectTypes[objectTypeId];
       if (!type) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);
       requirePermission(principal, can.view(objectTypeId));

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, OntologyStore, can, decodePathParam, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, OntologyStore, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: v.optional(v.string()) });
 
@@ -78,8 +78,7 @@ export default definePlugin({
       params: v.object({ objectTypeId: v.string(), primaryId: v.pipe(v.string(), v.description("The object's primary id, percent-encoded")) }),
       responses: { 200: { description: "The object", schema: ObjectRecordSchema } },
       handler: async ({ principal, params }) => {
-        const objectTypeId = decodePathParam(params.objectTypeId, "objectTypeId");
-        const primaryId = decodePathParam(params.primaryId, "primaryId");
+        const { objectTypeId, primaryId } = params;
         canView(principal!, objectTypeId);
         const object = await ontology.getObject(objectTypeId, primaryId);
         if (!object) throw new ApiError("not_found", `No ${objectTypeId} "${primaryId}"`);

@@ -16,12 +16,7 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
   if (grant === "expired") return plain(410, "This link to the slides has expired: reload the page that showed them.");
   if (!grant) return plain(404, "No such link");
   const reader: ArtifactReader = { kind: "identity", id: grant.reader };
-  let path: string;
-  try {
-    path = decodeURIComponent(r.path);
-  } catch {
-    return plain(404, "No such file");
-  }
+  const { path } = r; // decoded by the route (RouteRegistry.dispatch)
   const base = `${r.url.origin}${FRAME_PREFIX}${r.token}/`;
   try {
     if (path === "index.html") {
