@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ARTIFACT_KINDS, ApiError, ArtifactSchema, ArtifactStore, ArtifactVersionSchema, FileStore, ResolutionSchema, SheetData, SheetRowsSchema, TitleSchema, VersionFilesSchema, definePlugin, serveFile, type Principal } from "../../core/plugin-api";
+import { ARTIFACT_KINDS, ArtifactSchema, ArtifactStore, ArtifactVersionSchema, FileStore, ResolutionSchema, SheetData, SheetRowsSchema, TitleSchema, VersionFilesSchema, definePlugin, serveFile, type Principal } from "../../core/plugin-api";
 
 const ArtifactParams = v.object({ artifactId: v.pipe(v.string(), v.description("`art_…`")) });
 const OWNER_ONLY = "Only the artifact's owner opens it: for everyone else it does not exist (404, spec 4.3).";
