@@ -56,8 +56,8 @@ export class ScheduleConsumer {
   private readonly concurrency: number;
   /** How long one attempt may run (ms) before it fails as timed out. */
   private readonly timeoutMs: number;
-  /** The abort controllers of the attempts running now (aborted when stop() gives up on them). */
-  private readonly inFlight = new Set<AbortController>();
+  /** The attempts running now, each with what abandons it (stop() giving up on it: no outcome, its signal aborted). */
+  private readonly inFlight = new Map<AbortController, () => void>();
   private readonly onAppended = () => this.poke();
   /** The reader: one read pass at a time, one more when poked meanwhile; it pauses while capped. */
   private readonly reads = new SerialPass(() => this.readPass(), {
@@ -136,7 +136,8 @@ export class ScheduleConsumer {
       await Promise.race([new Promise<void>((r) => this.idle.push(r)), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
       clearTimeout(timer);
     }
-    for (const abort of this.inFlight) abort.abort(new Error("the server is shutting down"));
+    // given up on: no outcome (what they do from now on is never committed), signals aborted; they run again after restart
+    for (const abandon of [...this.inFlight.values()]) abandon();
     await this.committing;
     this.flushRequested = true;
     await (this.committing = this.commitLoop());
@@ -258,20 +259,26 @@ export class ScheduleConsumer {
       key: `schedule:${scheduleId}:${event.id}`,
     };
     const abort = new AbortController();
-    this.inFlight.add(abort);
     let settled = false;
     let timer: NodeJS.Timeout | undefined = undefined;
-    /** The attempt's one outcome: the handler's, or the timeout's when it comes first (a later settle is dropped with its writes). */
-    const settle = (outcome: Outcome) => {
+    /**
+     * Ends the attempt once: with the handler's outcome, the timeout's when it comes first, or none when
+     * stop() abandons it. Whatever settles later is dropped, its writes with it.
+     */
+    const settle = (outcome: Outcome | undefined) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       this.inFlight.delete(abort);
-      this.outcomes.push(outcome);
+      if (outcome) this.outcomes.push(outcome);
       this.runningCount--;
       if (this.runningCount === 0) for (const resolve of this.idle.splice(0)) resolve();
-      this.kick();
+      if (outcome) this.kick();
     };
+    this.inFlight.set(abort, () => {
+      settle(undefined);
+      abort.abort(new Error("the server is shutting down"));
+    });
     timer = setTimeout(() => {
       const error = `handler timed out after ${this.timeoutMs} ms`;
       abort.abort(new Error(error));

@@ -94,8 +94,8 @@ export interface EventSchedulesHealth {
  *   transaction; handlers that finish together commit together (group commit).
  * - **Order.** Within a partition key events run strictly in stream order, the next only after the
  *   previous one committed; partitions run concurrently (up to `concurrency`, oldest first).
- * - **Failures.** A throw, an attempt running past `timeoutMs` (default 5 min; its writes are dropped
- *   and `ctx.signal` aborted) or a write refused at commit is retried after 1 s, doubling up to 60 s, and
+ * - **Failures.** A throw, an attempt running past `timeoutMs` (default 5 min; its buffered writes are
+ *   dropped and `ctx.signal` aborted) or a write refused at commit is retried after 1 s, doubling up to 60 s, and
  *   blocks only its partition; after `maxAttempts` the event is dead-lettered (kept with its error, no
  *   `schedule.triggered`) and the partition proceeds. {@link EventScheduleConsumers.retry} runs a
  *   dead-lettered event again (attempts start over), next in its partition.
