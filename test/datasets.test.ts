@@ -5,10 +5,9 @@
  * `product` objects chunk by chunk; validation, abort, one open transaction, permissions, and the
  * projection's ownership of `product`.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allEvents, client, eventually, sandboxSuite, startApp, uploadFile } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { allEvents, client, eventually, sandboxSuite, uploadFile } from "./helpers";
 import { DatasetStore } from "../core/datasets/store";
-import type { App } from "../core/app";
 import { createActivities } from "../core/runtime/activities";
 import { Database } from "../core/store/db";
 import { EventLog } from "../core/events/log";
@@ -51,7 +50,6 @@ async function projected(version: number): Promise<any[]> {
   return (await allEvents(dev(), "&topic=objects")).filter((e) => e.origin?.kind === "projection" && e.origin.version === version);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ids = (events: any[], type: string) => events.filter((e) => e.type === type).map((e) => e.payload.primaryId).sort();
 
 describe("a dataset's versions and their projection", () => {
@@ -293,50 +291,48 @@ describe("a dataset's versions and their projection", () => {
   });
 });
 
-describe("an open transaction nobody finishes (SVC_DATASET_TRANSACTION_IDLE_MS)", () => {
-  const IDLE_MS = 2000;
-  let app: App & { dataDir: string };
-  let c: ReturnType<typeof client>;
-  beforeAll(async () => {
-    app = await startApp({ env: { SVC_DATASET_TRANSACTION_IDLE_MS: String(IDLE_MS) } });
-    c = client(app);
-  });
-  afterAll(() => app?.close());
-  const versionOf = async (n: number) => (await c.get(`${P}/versions?pageSize=100`)).body.data.find((v: any) => v.version === n);
+describe("an open transaction nobody finishes (SVC_DATASET_TRANSACTION_IDLE_MS, 1 h here)", () => {
+  const HOUR = 3_600_000;
+  const versionOf = async (n: number) => (await dev().get(`${P}/versions?pageSize=100`)).body.data.find((v: any) => v.version === n);
+  /** Moves the open version's clock back: opened and last written `agoMs` ago (no waiting an hour). */
+  const backdate = (n: number, agoMs: number) => {
+    const at = new Date(Date.now() - agoMs).toISOString();
+    return suite.app.container.resolve(Database).transaction((tx) => tx.run("UPDATE dataset_versions SET opened_at = ?, touched_at = ? WHERE dataset_id = 'price-list' AND version = ?", [at, at, n]));
+  };
 
   it("holds the dataset while written to; once idle past the limit the next open aborts it and goes on", async () => {
-    const opened = await c.post(`${P}/transactions`, { type: "snapshot" });
+    const opened = await dev().post(`${P}/transactions`, { type: "snapshot" });
     expect(opened.status).toBe(201);
     const n = opened.body.version;
-    const shown = (await c.get(P)).body.openTransaction;
-    expect(shown).toMatchObject({ version: n, expiresAt: expect.any(String) });
-    expect(Date.parse(shown.expiresAt) - Date.parse(shown.openedAt)).toBe(IDLE_MS);
-    await sleep(IDLE_MS * 0.6);
-    // rows written restart the clock: past IDLE_MS since it was opened, it still holds the dataset
-    expect((await c.post(`${P}/transactions/${n}/rows`, { rows: [product("IDLE-1")] })).status).toBe(200);
-    await sleep(IDLE_MS * 0.6);
-    const refused = await c.post(`${P}/transactions`, { type: "append" });
+    const shown = (await dev().get(P)).body.openTransaction;
+    expect(Date.parse(shown.expiresAt) - Date.parse(shown.openedAt)).toBe(HOUR);
+    await backdate(n, HOUR - 60_000);
+    const refused = await dev().post(`${P}/transactions`, { type: "append" });
     expect(refused.status).toBe(409);
     expect(refused.body.error).toMatchObject({ code: "conflict", details: { openVersion: n, expiresAt: expect.any(String) } });
-    expect(refused.body.error.message).toContain(`it is aborted at ${refused.body.error.details.expiresAt}`);
-    await sleep(IDLE_MS * 0.6);
-    const next = await c.post(`${P}/transactions`, { type: "append" });
+    expect(Date.parse(refused.body.error.details.expiresAt) - Date.now()).toBeLessThan(61_000);
+    expect(refused.body.error.message).toContain(`it may be aborted from ${refused.body.error.details.expiresAt}`);
+    // rows written restart its clock: an hour from now again
+    expect((await dev().post(`${P}/transactions/${n}/rows`, { rows: [product("IDLE-1")] })).status).toBe(200);
+    expect(Date.parse((await dev().get(P)).body.openTransaction.expiresAt) - Date.now()).toBeGreaterThan(HOUR - 60_000);
+    await backdate(n, HOUR + 1000);
+    const next = await dev().post(`${P}/transactions`, { type: "append" });
     expect(next.status, next.text).toBe(201);
     expect(next.body.version).toBe(n + 1);
     expect(await versionOf(n)).toMatchObject({ status: "aborted", abortedAt: expect.any(String) });
     // the staged row went with it
-    expect((await c.post(`${P}/transactions/${n + 1}/commit`)).status).toBe(200);
-    expect((await c.get(`${P}/versions/${n + 1}/rows`)).body.data.map((r: any) => r.sku)).not.toContain("IDLE-1");
+    expect((await dev().post(`${P}/transactions/${n + 1}/commit`)).status).toBe(200);
+    expect((await dev().get(`${P}/versions/${n + 1}/rows?pageSize=1000`)).body.data.map((r: any) => r.sku)).not.toContain("IDLE-1");
   });
 
   it("the sweep (DatasetStore.expireIdle) aborts an idle transaction without another open, and leaves a fresh one", async () => {
-    const n = (await c.post(`${P}/transactions`, { type: "append" })).body.version;
-    await c.post(`${P}/transactions/${n}/rows`, { rows: [product("IDLE-2")] });
-    const store = app.container.resolve(DatasetStore);
+    const n = (await dev().post(`${P}/transactions`, { type: "append" })).body.version;
+    await dev().post(`${P}/transactions/${n}/rows`, { rows: [product("IDLE-2")] });
+    const store = suite.app.container.resolve(DatasetStore);
     expect(await store.expireIdle()).toEqual([]);
-    expect(await store.expireIdle(Date.now() + IDLE_MS + 10)).toEqual([{ datasetId: "price-list", version: n }]);
+    expect(await store.expireIdle(Date.now() + HOUR + 1000)).toEqual([{ datasetId: "price-list", version: n }]);
     expect(await versionOf(n)).toMatchObject({ status: "aborted" });
-    expect((await c.get(P)).body.openTransaction).toBeUndefined();
-    expect((await c.post(`${P}/transactions/${n}/commit`)).status).toBe(409);
+    expect((await dev().get(P)).body.openTransaction).toBeUndefined();
+    expect((await dev().post(`${P}/transactions/${n}/commit`)).status).toBe(409);
   });
 });

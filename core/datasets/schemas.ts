@@ -75,7 +75,7 @@ export const DatasetSchema = v.object({
       version: v.number(),
       transaction: v.picklist(["snapshot", "append"]),
       openedAt: v.string(),
-      expiresAt: v.pipe(v.string(), v.description("When it is aborted unless rows are written to it before (SVC_DATASET_TRANSACTION_IDLE_MS after its last write or its opening)")),
+      expiresAt: v.pipe(v.string(), v.description("From when it may be aborted as idle: SVC_DATASET_TRANSACTION_IDLE_MS after its opening or its last rows write (the next open of the dataset, or the sweep within a quarter of that limit, aborts it); rows written before push it back")),
     }),
   ),
   projection: v.optional(ProjectionStateSchema),

@@ -25,7 +25,7 @@ interface VersionRow {
   total_rows: number | null;
   source: string;
   opened_at: string;
-  /** The last write to it while open (or its opening); NULL on rows from before migration 015. */
+  /** The last rows write while open (or its opening); NULL on versions finished before migration 015. */
   touched_at: string | null;
   committed_at: string | null;
   aborted_at: string | null;
@@ -237,7 +237,7 @@ export class DatasetStore {
       const expiresAt = this.expiresAt(open);
       // idle past the limit: aborted here, and this transaction goes on
       if (expiresAt <= nowIso()) await this.abortInTx(tx, datasetId, open.version);
-      else throw new ApiError("conflict", `Dataset "${datasetId}" has an open transaction: version ${open.version} (${open.transaction_type}, opened ${open.opened_at}); commit or abort it first (without rows written to it, it is aborted at ${expiresAt})`, { datasetId, openVersion: open.version, expiresAt });
+      else throw new ApiError("conflict", `Dataset "${datasetId}" has an open transaction: version ${open.version} (${open.transaction_type}, opened ${open.opened_at}); commit or abort it first (idle, it may be aborted from ${expiresAt}: rows written to it push that back)`, { datasetId, openVersion: open.version, expiresAt });
     }
     const { next } = (await tx.get<{ next: number }>("SELECT COALESCE(MAX(version), 0) + 1 AS next FROM dataset_versions WHERE dataset_id = ?", [datasetId]))!;
     const openedAt = nowIso();

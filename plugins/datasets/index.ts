@@ -102,12 +102,12 @@ export default definePlugin({
       method: "POST",
       path: "/api/datasets/:id/transactions",
       summary: "Open a transaction",
-      description: `Opens the next version (its number is the highest so far + 1; an aborted number is not reused): \`snapshot\` (the version's content is exactly the rows written to it) or \`append\` (rows added, replacing rows of the same key). At most one transaction per dataset is open. Write rows with \`POST …/transactions/{version}/rows\`, then commit or abort. ${editDoc}`,
+      description: `Opens the next version (its number is the highest so far + 1; an aborted number is not reused): \`snapshot\` (the version's content is exactly the rows written to it) or \`append\` (rows added, replacing rows of the same key). At most one transaction per dataset is open; one that receives no rows for \`SVC_DATASET_TRANSACTION_IDLE_MS\` (1 h) is aborted. Write rows with \`POST …/transactions/{version}/rows\`, then commit or abort. ${editDoc}`,
       tags: ["datasets"],
       auth: "bearer",
       params: Id,
       body: v.strictObject({ type: TransactionTypeSchema }),
-      responses: { 201: { description: "The open version", schema: DatasetVersionSchema }, 404: notFound, 409: { description: "`conflict`: a transaction is open (`details.openVersion` names it)" } },
+      responses: { 201: { description: "The open version", schema: DatasetVersionSchema }, 404: notFound, 409: { description: "`conflict`: a transaction is open (`details.openVersion` names it, `details.expiresAt` from when it may be aborted as idle; one idle past `SVC_DATASET_TRANSACTION_IDLE_MS` is aborted instead and this request goes on)" } },
       handler: async ({ principal, params, body }) => created(await datasets.open(allowed(principal, params.id, can.editDataset).id, body.type, { kind: "http" }, actorOf(principal!))),
     });
     routes.add({
@@ -157,7 +157,7 @@ export default definePlugin({
       auth: "bearer",
       params: Id,
       body: VersionBodySchema,
-      responses: { 201: { description: "The committed version", schema: DatasetVersionSchema }, 400: rowsRefused, ...fileProblems, 404: { description: "`not_found`: no such dataset or file" }, 409: { description: "`conflict`: a transaction is open (`details.openVersion` names it)" } },
+      responses: { 201: { description: "The committed version", schema: DatasetVersionSchema }, 400: rowsRefused, ...fileProblems, 404: { description: "`not_found`: no such dataset or file" }, 409: { description: "`conflict`: a transaction is open (`details.openVersion` names it, `details.expiresAt` from when it may be aborted as idle; one idle past `SVC_DATASET_TRANSACTION_IDLE_MS` is aborted instead and this request goes on)" } },
       handler: async ({ principal, params, body }) => {
         const id = allowed(principal, params.id, can.editDataset).id;
         const rows = "rows" in body ? datasets.checkRows(id, body.rows) : await datasets.rowsFromFile(id, body.file.id, body.format, principal!.id);
