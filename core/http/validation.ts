@@ -38,7 +38,7 @@ export function parseOrThrow<S extends v.GenericSchema<unknown, any>>(schema: S,
  * route's schema sees them, so handlers get decoded text and must not decode again (a literal `%25`
  * would turn into `%`). A catch-all parameter (`**:path`) is decoded whole: `a%2Fb/c` is `a/b/c`.
  *
- * @param raw the route parameter as h3 captured it (one path segment)
+ * @param raw the route parameter as h3 captured it (one path segment, or several for a `**:name` catch-all)
  * @param name the parameter's name, for the error
  * @throws {ApiError} invalid_request when `raw` holds a malformed escape (h3 already answers such URLs 400; a guard)
  */

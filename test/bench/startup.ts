@@ -62,6 +62,8 @@ const compiledRuns: Array<{ readyMs: number; restartMs: number; rss: number; dec
 const tsxRuns: number[] = [];
 /** RSS of the first run after BENCH_IDLE_SECONDS without a request (NaN when not sampled). */
 let idleRss = NaN;
+/** Seconds after ready of that last sample. */
+let idleAfterS = 0;
 for (let i = 0; i < RUNS; i++) {
   const fresh = await startSandbox(compiled);
   await sleep(4000); // settle: the deck checker's browser (launched 2 s after ready: DECK_WARM_DELAY_MS), the first schedules
@@ -73,6 +75,7 @@ for (let i = 0; i < RUNS; i++) {
     for (let t = 10; t <= IDLE_SECONDS; t += 10) {
       await sleep(10_000);
       idleRss = rssMb(fresh.child.pid!);
+      idleAfterS = t + 4;
       samples.push(`${t + 4} s ${idleRss.toFixed(0)} MB`);
     }
     say(`run 1: RSS while idle after ready: ${samples.join(", ") || "not sampled (BENCH_IDLE_SECONDS=0)"}`);
@@ -99,7 +102,7 @@ rows.push({ case: "production start, ready on restart (existing data dir)", now:
 rows.push(
   Number.isNaN(idleRss)
     ? { case: "service RSS idle after start", now: `${rssIdle.toFixed(0)} MB 4 s after ready (idle not sampled: BENCH_IDLE_SECONDS=0)`, goal: `< ${RSS_GOAL_MB} MB`, met: meets(rssIdle, RSS_GOAL_MB) }
-    : { case: "service RSS idle after start", now: `${idleRss.toFixed(0)} MB after ${IDLE_SECONDS + 4} s idle (${rssIdle.toFixed(0)} MB 4 s after ready, median of ${RUNS})`, goal: `< ${RSS_GOAL_MB} MB`, met: meets(idleRss, RSS_GOAL_MB) },
+    : { case: "service RSS idle after start", now: `${idleRss.toFixed(0)} MB after ${idleAfterS} s idle (${rssIdle.toFixed(0)} MB 4 s after ready, median of ${RUNS})`, goal: `< ${RSS_GOAL_MB} MB`, met: meets(idleRss, RSS_GOAL_MB) },
 );
 
 // 2. the soak
