@@ -15,6 +15,8 @@ import { Database } from "../core/store/db";
 import { defineAction, defineConnector, defineProject } from "../core/sdk";
 import { sandboxProject } from "../sandbox/project";
 import type { App } from "../core/app";
+import { FileStore } from "../core/files/file-store";
+import type { LocalBlobStore } from "../core/files/local-blob-store";
 
 const MiB = 1024 * 1024;
 const LIMIT = 25 * MiB;
@@ -250,7 +252,6 @@ describe("reading through the owner (spec 4.3)", () => {
         }
       });
     // read the first bytes, then hang up: the file must be closed, not read to its end into the void
-    const { FileStore } = await import("../core/files/file-store");
     const store = app.container.resolve(FileStore);
     const open = store.open.bind(store);
     const opened: Array<{ destroyed: boolean; bytesRead?: number }> = [];
@@ -286,8 +287,7 @@ describe("reading through the owner (spec 4.3)", () => {
     const stored = (await upload([["file", file(bytes, "application/pdf"), "unreadable.pdf"]])).body;
     await attach("inv_1004", stored.id);
     // the blob becomes a directory: opening it works, the first read fails (EISDIR), as a failing disk would
-    const { FileStore } = await import("../core/files/file-store");
-    const blobs = app.container.resolve(FileStore).blobs as import("../core/files/local-blob-store").LocalBlobStore;
+    const blobs = app.container.resolve(FileStore).blobs as LocalBlobStore;
     const blob = blobs.pathOf(stored.sha256);
     fs.rmSync(blob, { force: true });
     fs.mkdirSync(blob);
@@ -340,7 +340,6 @@ describe("reading through the owner (spec 4.3)", () => {
 
   it("keeps a referenced file and removes one never referenced after the retention", async () => {
     const loose = (await upload([["file", file(`loose ${Date.now()}`), "loose.txt"]])).body;
-    const { FileStore } = await import("../core/files/file-store");
     const removed = await app.container.resolve(FileStore).collectUnreferenced(0);
     expect(removed).toBeGreaterThanOrEqual(1);
     const ids = (await app.container.resolve(Database).all<{ id: string }>("SELECT id FROM files")).map((r) => r.id);

@@ -6,7 +6,7 @@ import { SerialPass } from "../serial-pass";
 import type { HandlerRun } from "./handler";
 import { EventScheduleStore, type EventRow } from "./event-schedule-store";
 import { writeGroupCommit, type Outcome } from "./event-schedule-commit";
-import { EVENT_SCHEDULE_TIMEOUT_MS, PartitionQueues, RETRY_BASE_MS, retryDelayMs, type ConsumerDeps, type ConsumerSnapshot, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
+import { eventScheduleLimits, PartitionQueues, RETRY_BASE_MS, retryDelayMs, type ConsumerDeps, type ConsumerSnapshot, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
 
 /** Events per stream read. */
 const READ_BATCH = 500;
@@ -72,9 +72,7 @@ export class ScheduleConsumer {
   ) {
     const on = schedule.definition.on;
     this.selects = compileEventFilter({ topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId });
-    this.maxAttempts = schedule.definition.maxAttempts ?? 10;
-    this.concurrency = schedule.definition.concurrency ?? 16;
-    this.timeoutMs = schedule.definition.timeoutMs ?? EVENT_SCHEDULE_TIMEOUT_MS;
+    ({ maxAttempts: this.maxAttempts, concurrency: this.concurrency, timeoutMs: this.timeoutMs } = eventScheduleLimits(schedule.definition));
     this.store = new EventScheduleStore(deps.db, schedule.scheduleId);
   }
 

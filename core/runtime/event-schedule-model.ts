@@ -20,11 +20,13 @@ export interface RegisteredEventSchedule {
 }
 
 /**
- * How long one attempt of an event schedule's handler may run when its definition sets no `timeoutMs`
- * (ms: 5 minutes). Past it the attempt fails as timed out (retried like a throw), its writes are dropped
- * and its `ctx.signal` is aborted.
+ * An event schedule's limits, its definition's or the defaults: `maxAttempts` 10, `concurrency` 16,
+ * `timeoutMs` 300,000 (5 minutes: past it an attempt fails as timed out, retried like a throw, its
+ * buffered writes dropped and its `ctx.signal` aborted). What the consumer runs by and `GET /api/schedules` shows.
  */
-export const EVENT_SCHEDULE_TIMEOUT_MS = 300_000;
+export function eventScheduleLimits(definition: ScheduleDefinition): { maxAttempts: number; concurrency: number; timeoutMs: number } {
+  return { maxAttempts: definition.maxAttempts ?? 10, concurrency: definition.concurrency ?? 16, timeoutMs: definition.timeoutMs ?? 300_000 };
+}
 
 /** First retry after 1 s, doubling per failed attempt, at most 60 s. */
 export const RETRY_BASE_MS = 1000;

@@ -12,7 +12,7 @@ import { CONFIG, type Config } from "../config";
 import { ApiError } from "../errors";
 import { HandlerRunner } from "./handler";
 import { ScheduleConsumer } from "./event-schedule-consumer";
-import { EVENT_SCHEDULE_TIMEOUT_MS, type RegisteredEventSchedule } from "./event-schedule-model";
+import { eventScheduleLimits, type RegisteredEventSchedule } from "./event-schedule-model";
 
 /** An event selector as `GET /api/schedules` shows it (spec 6.1; see `EventSelector` in the SDK). */
 export const EventSelectorSchema = v.object({
@@ -196,9 +196,7 @@ export class EventScheduleConsumers {
       paused,
       ...(note !== undefined ? { note } : {}),
       ...(definition.description !== undefined ? { description: definition.description } : {}),
-      maxAttempts: definition.maxAttempts ?? 10,
-      concurrency: definition.concurrency ?? 16,
-      timeoutMs: definition.timeoutMs ?? EVENT_SCHEDULE_TIMEOUT_MS,
+      ...eventScheduleLimits(definition),
       consumer,
     };
   }

@@ -13,10 +13,10 @@ import {
   fileProperties,
   isFileValue,
   requirePermission,
+  serveFile,
   type Principal,
 } from "../../core/plugin-api";
 import { receiveFile } from "./upload";
-import { serveFile } from "../../core/plugin-api";
 import { registerUploadRoutes } from "./uploads";
 
 const PropertyPath = v.pipe(
