@@ -179,3 +179,47 @@ describe("SqliteEventStream notices", () => {
     expect(notices).toEqual([["actions", "schedules"], ["actions"]]);
   });
 });
+
+describe("SqliteEventStream appends in a group commit", () => {
+  it("stores the events of one group's callers in caller order with contiguous seqs, skipping ids stored before or earlier in the group", async () => {
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    opened.push(db);
+    const stream = await SqliteEventStream.open(db);
+    const all = envelopes(9);
+    await stream.append([all[0]!]);
+    const callers: DomainEventEnvelope[][] = [
+      [all[1]!, all[2]!],
+      [all[0]!, all[3]!], // all[0] was stored before
+      [all[4]!], // fails: none of its events is stored
+      [all[5]!, all[3]!, all[6]!], // all[3] was queued earlier in the group
+      [all[7]!, all[8]!],
+    ];
+    const results = await Promise.allSettled(
+      callers.map((events, i) =>
+        db.transaction(async (tx) => {
+          await stream.writeInTx(tx, events);
+          if (i === 2) throw new Error("caller 2 fails");
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    const expected = [0, 1, 2, 3, 5, 6, 7, 8].map((i) => all[i]!.id);
+    // from the in-memory tail, and from SQLite (a fresh stream's tail is empty)
+    const fromTail = await stream.read({ limit: 100 });
+    const fromSqlite = await (await SqliteEventStream.open(db)).read({ limit: 100 });
+    expect(fromTail.map((e) => e.id)).toEqual(expected);
+    expect(fromSqlite).toEqual(fromTail);
+    // a read after any cursor answers the rest, from memory as from SQLite
+    for (const [k, e] of fromTail.entries()) {
+      expect((await stream.read({ limit: 100, afterCursor: e.cursor })).map((x) => x.id)).toEqual(expected.slice(k + 1));
+    }
+    const rows = await db.all<{ id: string; topic: string; subject_type: string | null; run_id: string | null; appended_at: number }>(
+      "SELECT id, topic, subject_type, run_id, appended_at FROM events ORDER BY seq",
+    );
+    expect(rows.map((r) => r.id)).toEqual(expected);
+    // the columns the filters read are those of the envelope
+    expect(rows[1]).toMatchObject({ id: all[1]!.id, topic: "actions", run_id: "r1", subject_type: null });
+    expect(typeof rows[1]!.appended_at).toBe("number");
+    expect((await stream.read({ limit: 100, runId: "r1" })).map((e) => e.id)).toEqual((await (await SqliteEventStream.open(db)).read({ limit: 100, runId: "r1" })).map((e) => e.id));
+  });
+});

@@ -4,7 +4,7 @@ import path from "node:path";
 import sqlite3 from "sqlite3";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { Database } from "./db";
+import { Database, type GroupStatement } from "./db";
 import { tempDir } from "../../test/helpers-fs";
 
 const opened: Database[] = [];
@@ -236,6 +236,100 @@ describe("Database group commit", () => {
     ]);
     expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(ran).toBe(0);
+  });
+
+  it("runs a deferred statement once per group over its successful callers' items, in caller order, before the COMMIT", async () => {
+    const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)"]);
+    const seen = await observer(db.file);
+    const runs: string[][] = [];
+    const insert: GroupStatement<{ v: string; id?: number }> = {
+      async run(w, items) {
+        runs.push(items.map((i) => i.v));
+        for (const item of items) item.id = (await w.run("INSERT INTO t (v) VALUES (?)", [item.v])).lastID;
+      },
+    };
+    const hooked: string[] = [];
+    const visible: Array<Promise<string>> = [];
+    const caller = (name: string, values: string[], fail = false) =>
+      db.transaction(async (tx) => {
+        const items: Array<{ v: string; id?: number }> = values.map((v) => ({ v }));
+        tx.defer(insert, items);
+        // not written yet inside the caller's transaction
+        expect(await tx.get("SELECT COUNT(*) AS n FROM t WHERE v = ?", [values[0]!])).toEqual({ n: 0 });
+        tx.afterCommit(() => {
+          visible.push(seen.count("SELECT COUNT(*) AS n FROM t WHERE v = ?", [values[0]!]).then((n) => `${name}:${n}`));
+          hooked.push(`${name}:${items.map((i) => i.id).join(",")}`);
+        });
+        if (fail) throw new Error(`${name} failed`);
+        return name;
+      });
+    // one group: a (2 items), b (fails: its items are dropped), c (1 item); then a lone caller
+    const results = await Promise.allSettled([caller("a", ["a1", "a2"]), caller("b", ["b1"], true), caller("c", ["c1"])]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(await caller("d", ["d1"])).toBe("d");
+    expect(runs).toEqual([["a1", "a2", "c1"], ["d1"]]);
+    expect(await db.all("SELECT id, v FROM t ORDER BY id")).toEqual([{ id: 1, v: "a1" }, { id: 2, v: "a2" }, { id: 3, v: "c1" }, { id: 4, v: "d1" }]);
+    // the hooks saw the statement's results, and another connection saw the rows
+    expect(hooked).toEqual(["a:1,2", "c:3", "d:4"]);
+    expect(await Promise.all(visible)).toEqual(["a:1", "c:1", "d:1"]);
+    await seen.close();
+  });
+
+  it("opens no savepoint for a caller that only defers: a group of them costs BEGIN, the deferred statement and COMMIT", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"]);
+    const insert: GroupStatement<string> = {
+      run: async (w, items) => void (await w.run("INSERT INTO t (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
+    };
+    const before = db.stats();
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        db.transaction(async (tx) => {
+          tx.defer(insert, [`v${i}`]);
+          if (i === 7) throw new Error("caller 7 fails"); // nothing of its own to roll back
+        }),
+      ),
+    );
+    const after = db.stats();
+    expect(results.filter((r) => r.status === "rejected")).toHaveLength(1);
+    expect(after.commits - before.commits).toBe(1);
+    expect(after.writerStatements - before.writerStatements).toBe(3);
+    expect((await db.all<{ v: string }>("SELECT v FROM t ORDER BY rowid")).map((r) => r.v)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`).filter((v) => v !== "v7"));
+    // a caller that runs statements after one that only deferred still rolls back alone
+    await Promise.allSettled([
+      db.transaction(async (tx) => void tx.defer(insert, ["d1"])),
+      db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t (v) VALUES ('undone')");
+        throw new Error("fails after a write");
+      }),
+      db.transaction(async (tx) => void (await tx.run("INSERT INTO t (v) VALUES ('kept')"))),
+      db.transaction(async (tx) => void tx.defer(insert, ["d2"])),
+    ]);
+    expect((await db.all<{ v: string }>("SELECT v FROM t WHERE v IN ('d1', 'undone', 'kept', 'd2') ORDER BY rowid")).map((r) => r.v)).toEqual(["kept", "d1", "d2"]);
+  });
+
+  it("rejects every caller of a group whose deferred statement throws, and writes none of the group", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL UNIQUE)"]);
+    const insert: GroupStatement<string> = {
+      async run(w, items) {
+        for (const v of items) await w.run("INSERT INTO t (v) VALUES (?)", [v]);
+      },
+    };
+    let hooks = 0;
+    const results = await Promise.allSettled([
+      db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t (v) VALUES ('direct')");
+        tx.afterCommit(() => hooks++);
+      }),
+      db.transaction(async (tx) => void tx.defer(insert, ["x"])),
+      db.transaction(async (tx) => void tx.defer(insert, ["x"])), // the duplicate fails the statement
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    for (const r of results) expect(String((r as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+    expect(hooks).toBe(0);
+    expect(await db.all("SELECT v FROM t")).toEqual([]);
+    // the writer is usable again
+    await db.transaction(async (tx) => void tx.defer(insert, ["y"]));
+    expect(await db.all("SELECT v FROM t")).toEqual([{ v: "y" }]);
   });
 
   it("checkpoints the WAL on its own connection after commits, never inside a writer's COMMIT", async () => {
