@@ -97,6 +97,18 @@ describe("action runs (spec 4.2)", () => {
     expect(other.body.error.code).toBe("conflict");
   });
 
+  it("stores each of many concurrent runs (group-committed together) as it answered it, failed ones with their error", async () => {
+    const sent = Array.from({ length: 24 }, (_, i) =>
+      i % 4 === 3 ? (["/api/actions/diagnostics.fail", { params: { message: `boom ${i}` }, runId: `many-${i}` }] as const) : (["/api/actions/diagnostics.noop", { params: {}, runId: `many-${i}` }] as const),
+    );
+    const first = await Promise.all(sent.map(([path, body]) => dev.post(path, body)));
+    expect(first.map((r) => r.body.status)).toEqual(sent.map(([path]) => (path.endsWith("fail") ? "failed" : "succeeded")));
+    // a resent runId answers the stored record: every column the completion wrote
+    const again = await Promise.all(sent.map(([path, body]) => dev.post(path, body)));
+    expect(again.map((r) => r.body)).toEqual(first.map((r) => r.body));
+    expect(again[3]!.body.error).toEqual({ code: "action_failed", message: "boom 3" });
+  });
+
   it("answers 409 run_in_progress for a runId still running on this server", async () => {
     const slow = dev.post("/api/actions/diagnostics.sleep", { params: { ms: 800 }, runId: "slow-1" });
     await new Promise((r) => setTimeout(r, 150));

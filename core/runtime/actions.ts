@@ -11,7 +11,7 @@ import { TemporalHost } from "../temporal/host";
 import { startRun } from "../temporal/start";
 import { FileStore } from "../files/file-store";
 import { findFileValues } from "../ontology/validate";
-import type { SqlWriter } from "../store/db";
+import type { GroupStatement, SqlWriter } from "../store/db";
 import type { Actor } from "../events/catalog";
 import type { ActionRunRecord, Subject } from "../sdk/context";
 import { ApiError, isApiError } from "../errors";
@@ -70,6 +70,37 @@ function toRecord(r: RunRow): ActionRunRecord {
  * waits for runs and effect starts at `close`; retries pending effect starts when ready and on every
  * recovery pass (`SVC_OUTBOX_RECOVERY_MS`).
  */
+/**
+ * The group commit's INSERT of the runs its callers start (status `running`): one statement over all
+ * of them (`json_each`) instead of one call to SQLite per run (see {@link GroupStatement}). An item is
+ * `[id, runId, actionId, subject, params, actor, startedAt]`, the JSON columns as text.
+ */
+const insertRuns: GroupStatement<ActionRunStart> = {
+  run: async (w, rows) => {
+    await w.run(
+      `INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at)
+       SELECT value->>0, value->>1, value->>2, 'running', value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key`,
+      [JSON.stringify(rows)],
+    );
+  },
+};
+type ActionRunStart = [id: string, runId: string, actionId: string, subject: string | null, params: string, actor: string | null, startedAt: string];
+
+/**
+ * The group commit's UPDATE of the runs its callers finish, likewise one statement for the group. An
+ * item is `[id, status, finishedAt, result, error, effectStatus]`, the JSON columns as text.
+ */
+const finishRuns: GroupStatement<ActionRunFinish> = {
+  run: async (w, rows) => {
+    await w.run(
+      `UPDATE action_runs SET status = j.value->>1, finished_at = j.value->>2, result = j.value->>3, error = j.value->>4, effect_status = j.value->>5
+       FROM json_each(?) AS j WHERE action_runs.id = j.value->>0`,
+      [JSON.stringify(rows)],
+    );
+  },
+};
+type ActionRunFinish = [id: string, status: "succeeded" | "failed", finishedAt: string, result: string | null, error: string | null, effectStatus: "pending" | null];
+
 @injectable()
 export class ActionRunner {
   private readonly inFlight = new Set<string>();
@@ -148,11 +179,7 @@ export class ActionRunner {
     await this.db.transaction(async (tx) => {
       // a rerun records what it actually runs with
       if (stale) await tx.run("UPDATE action_runs SET attempts = attempts + 1, started_at = ?, subject = ?, params = ?, actor = ? WHERE id = ?", [startedAt, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, id]);
-      else {
-        await tx.run("INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)", [
-          id, runId, req.actionId, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, startedAt,
-        ]);
-      }
+      else tx.defer(insertRuns, [[id, runId, req.actionId, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, startedAt]]);
       await this.events.writeInTx(tx, [requested]);
       await this.referenceFiles(tx, runId, params, "/params");
     });
@@ -180,9 +207,7 @@ export class ActionRunner {
       await this.db.transaction(async (tx) => {
         if (!fail && buffered) await this.handlers.commitInTx(tx, buffered, spec, { origin, causationId: requested.id });
         const hasEffect = !fail && definition.effect ? "pending" : null;
-        await tx.run("UPDATE action_runs SET status = ?, finished_at = ?, result = ?, error = ?, effect_status = ? WHERE id = ?", [
-          fail ? "failed" : "succeeded", finishedAt, result, fail ? JSON.stringify(fail) : null, hasEffect, id,
-        ]);
+        tx.defer(finishRuns, [[id, fail ? "failed" : "succeeded", finishedAt, result, fail ? JSON.stringify(fail) : null, hasEffect]]);
         const done = this.events.envelope({
           type: fail ? "action.failed" : "action.completed",
           payload: { actionId: req.actionId, runId, subject, finishedAt, ...(fail ? { error: fail } : {}) },
