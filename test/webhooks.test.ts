@@ -91,6 +91,17 @@ describe("webhook delivery table (spec 3)", () => {
     expect((await runs()).length).toBe(before);
   });
 
+  it("completes each of many concurrent deliveries (group-committed together) with its one attempt", async () => {
+    const sent = Array.from({ length: 16 }, (_, i) => standardDelivery({ customerId: `cus_many${i}`, name: `Many ${i}` }));
+    expect((await Promise.all(sent.map((d) => post(probeUrl(), d.payload, d.headers)))).map((r) => r.status)).toEqual(sent.map(() => 202));
+    const byKey = new Map((await runs()).map((r) => [r.idempotencyKey, r]));
+    for (const d of sent) {
+      const run = byKey.get(d.headers["webhook-id"]);
+      expect(run).toMatchObject({ status: "completed", finishedAt: expect.any(String), response: { status: 202 } });
+      expect(run.attempts).toEqual([expect.objectContaining({ attempt: 1, status: "completed", finishedAt: run.finishedAt })]);
+    }
+  });
+
   it("answers a duplicate of a completed delivery 202 without running it again", async () => {
     const d = standardDelivery({ customerId: "cus_dup", name: "Dup" });
     expect((await post(probeUrl(), d.payload, d.headers)).status).toBe(202);

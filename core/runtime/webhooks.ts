@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { Database } from "../store/db";
+import { Database, type GroupStatement } from "../store/db";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
@@ -120,6 +120,33 @@ export function parseWebhookBody(def: WebhookDefinition<unknown>, request: Webho
  * provider's retry re-attempts it, and since nothing of the cut attempt was committed, nothing is
  * duplicated. Concurrent duplicates are resolved in-process (one runtime process per data dir).
  */
+/**
+ * The group commit's INSERT of first attempts (attempt 1, `running`) for the deliveries its callers
+ * admit: one statement over all of them (`json_each`) instead of one call to SQLite per delivery (see
+ * {@link GroupStatement}). An item is `[runId, startedAt]`.
+ */
+const startAttempts: GroupStatement<[runId: string, startedAt: string]> = {
+  run: async (w, rows) => {
+    await w.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) SELECT value->>0, 1, value->>1, 'running' FROM json_each(?) ORDER BY key", [JSON.stringify(rows)]);
+  },
+};
+
+/**
+ * The group commit's completion of the runs its callers finished: the run and its attempt marked
+ * `completed`, two statements for the whole group. An item is `[runId, attempt, finishedAt, response]`
+ * (`response` as JSON text).
+ */
+const completeRuns: GroupStatement<[runId: string, attempt: number, finishedAt: string, response: string]> = {
+  run: async (w, rows) => {
+    const json = JSON.stringify(rows);
+    await w.run("UPDATE webhook_runs SET status = 'completed', finished_at = j.value->>2, response = j.value->>3 FROM json_each(?) AS j WHERE webhook_runs.id = j.value->>0", [json]);
+    await w.run(
+      "UPDATE webhook_attempts SET status = 'completed', finished_at = j.value->>2 FROM json_each(?) AS j WHERE webhook_attempts.run_id = j.value->>0 AND webhook_attempts.attempt = j.value->>1",
+      [json],
+    );
+  },
+};
+
 @injectable()
 export class WebhookDeliveries {
   private readonly inFlight = new Set<string>();
@@ -213,7 +240,7 @@ export class WebhookDeliveries {
         await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, now]);
         return { row: { ...existing, status: "running", attempts: attempt }, attempt };
       }
-      await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, 1, ?, 'running')", [row.id, now]);
+      tx.defer(startAttempts, [[row.id, now]]);
       return { row, attempt: 1 };
     });
   }
@@ -247,8 +274,7 @@ export class WebhookDeliveries {
       await this.db.transaction(async (tx) => {
         await this.handlers.commitInTx(tx, buffered, spec, { origin: { kind: "runtime", connectorId: row.connector_id, webhookId: row.webhook_id, runId: row.id }, idempotencyKey: `webhook:${executionId}` });
         const now = nowIso();
-        await tx.run("UPDATE webhook_runs SET status = 'completed', finished_at = ?, response = ? WHERE id = ?", [now, JSON.stringify(response), row.id]);
-        await tx.run("UPDATE webhook_attempts SET status = 'completed', finished_at = ? WHERE run_id = ? AND attempt = ?", [now, row.id, attempt]);
+        tx.defer(completeRuns, [[row.id, attempt, now, JSON.stringify(response)]]);
       });
     } catch (err) {
       this.handlers.logger(spec).warn({ err }, "webhook completion failed; nothing of the attempt was written");
