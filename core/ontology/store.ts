@@ -19,7 +19,7 @@ export interface WriteContext {
   /** Required on ontology facts: the execution's id. */
   correlationId: string;
   causationId?: string;
-  /** Makes the write exactly-once: a second commit with the same key changes nothing. */
+  /** Makes the write exactly-once: a second commit with the same key changes nothing (a commit of no changes records no key). */
   idempotencyKey?: string;
 }
 
@@ -173,7 +173,9 @@ export class OntologyStore {
     this.checkOwnership(changes, ctx.origin);
     const commitId = newId("commit");
     const now = nowIso();
-    if (ctx.idempotencyKey !== undefined) {
+    // a commit with no changes records no key: it has nothing to repeat (a webhook or schedule handler
+    // that writes nothing then costs its transaction no statement)
+    if (ctx.idempotencyKey !== undefined && changes.length) {
       const { changes: inserted } = await tx.run("INSERT INTO commits (commit_id, idempotency_key, correlation_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING", [commitId, ctx.idempotencyKey, ctx.correlationId, now]);
       if (inserted === 0) return { commitId, duplicate: true, events: [] };
     } else if (changes.length) {
