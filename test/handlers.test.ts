@@ -76,6 +76,18 @@ describe("a retried activity writes and appends once (spec 6.2: ids and keys sta
     expect(events.filter((e) => e.type === "object.created")).toHaveLength(1);
   });
 
+  it("a commit of no changes records no idempotency key, and the key still makes a later commit with changes exactly-once", async () => {
+    const handlers = app.container.resolve(HandlerRunner);
+    const db = app.container.resolve(Database);
+    const spec = { run: { kind: "sync", id: "empty" }, correlationId: "empty-run", key: "sync:empty-run" };
+    await handlers.run(spec, { origin: { kind: "runtime" }, idempotencyKey: spec.key }, () => undefined);
+    expect(await db.get("SELECT 1 AS one FROM commits WHERE idempotency_key = ?", [spec.key])).toBeUndefined();
+    // the key still makes a commit that has changes exactly-once
+    await handlers.run(spec, { origin: { kind: "runtime" }, idempotencyKey: spec.key }, (ctx) => writeAndAppend(ctx, "empty"));
+    await handlers.run(spec, { origin: { kind: "runtime" }, idempotencyKey: spec.key }, (ctx) => writeAndAppend(ctx, "empty"));
+    expect((await eventsOf("empty-run")).filter((e) => e.type === "object.created")).toHaveLength(1);
+  });
+
   it("a handler that throws after appending writes nothing", async () => {
     const handlers = app.container.resolve(HandlerRunner);
     const spec = { run: { kind: "sync", id: "throws" }, correlationId: "throws-run", key: "sync:throws-run" };
