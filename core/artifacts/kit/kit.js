@@ -131,6 +131,10 @@
   }
 
   addEventListener("resize", fit);
+  // a frame laid out at 0x0 first (a slide's scale then 0) does not always get a resize event once it
+  // has its size: a clean-clone run saw a 1176x662 frame keep --kit-scale 0, its slide invisible. An
+  // observer of the root's box reports every change of it, the first one included.
+  if (typeof ResizeObserver === "function") new ResizeObserver(function () { fit(); }).observe(root);
   addEventListener("keydown", function (e) {
     if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
     if (/^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName) || e.target.isContentEditable) return;
