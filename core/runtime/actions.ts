@@ -11,7 +11,7 @@ import { TemporalHost } from "../temporal/host";
 import { startRun } from "../temporal/start";
 import { FileStore } from "../files/file-store";
 import { findFileValues } from "../ontology/validate";
-import type { GroupStatement, SqlWriter } from "../store/db";
+import { jsonRowsStatement, type SqlWriter } from "../store/db";
 import type { Actor } from "../events/catalog";
 import type { ActionRunRecord, Subject } from "../sdk/context";
 import { ApiError, isApiError } from "../errors";
@@ -52,6 +52,27 @@ function toRecord(r: RunRow): ActionRunRecord {
 }
 
 /**
+ * The group commit's INSERT of the runs its callers start (status `running`): one statement over all
+ * of them (`json_each`) instead of one call to SQLite per run (see {@link jsonRowsStatement}). An item is
+ * `[id, runId, actionId, subject, params, actor, startedAt]`, the JSON columns as text.
+ */
+const insertRuns = jsonRowsStatement<ActionRunStart>(
+  `INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at)
+   SELECT value->>0, value->>1, value->>2, 'running', value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key`,
+);
+type ActionRunStart = [id: string, runId: string, actionId: string, subject: string | null, params: string, actor: string | null, startedAt: string];
+
+/**
+ * The group commit's UPDATE of the runs its callers finish, likewise one statement for the group. An
+ * item is `[id, status, finishedAt, result, error, effectStatus]`, the JSON columns as text.
+ */
+const finishRuns = jsonRowsStatement<ActionRunFinish>(
+  `UPDATE action_runs SET status = j.value->>1, finished_at = j.value->>2, result = j.value->>3, error = j.value->>4, effect_status = j.value->>5
+   FROM json_each(?) AS j WHERE action_runs.id = j.value->>0`,
+);
+type ActionRunFinish = [id: string, status: "succeeded" | "failed", finishedAt: string, result: string | null, error: string | null, effectStatus: "pending" | null];
+
+/**
  * Runs actions by the rules of spec 4.2:
  *
  * 1. params are validated first; an invalid request records no run (400);
@@ -70,37 +91,6 @@ function toRecord(r: RunRow): ActionRunRecord {
  * waits for runs and effect starts at `close`; retries pending effect starts when ready and on every
  * recovery pass (`SVC_OUTBOX_RECOVERY_MS`).
  */
-/**
- * The group commit's INSERT of the runs its callers start (status `running`): one statement over all
- * of them (`json_each`) instead of one call to SQLite per run (see {@link GroupStatement}). An item is
- * `[id, runId, actionId, subject, params, actor, startedAt]`, the JSON columns as text.
- */
-const insertRuns: GroupStatement<ActionRunStart> = {
-  run: async (w, rows) => {
-    await w.run(
-      `INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at)
-       SELECT value->>0, value->>1, value->>2, 'running', value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key`,
-      [JSON.stringify(rows)],
-    );
-  },
-};
-type ActionRunStart = [id: string, runId: string, actionId: string, subject: string | null, params: string, actor: string | null, startedAt: string];
-
-/**
- * The group commit's UPDATE of the runs its callers finish, likewise one statement for the group. An
- * item is `[id, status, finishedAt, result, error, effectStatus]`, the JSON columns as text.
- */
-const finishRuns: GroupStatement<ActionRunFinish> = {
-  run: async (w, rows) => {
-    await w.run(
-      `UPDATE action_runs SET status = j.value->>1, finished_at = j.value->>2, result = j.value->>3, error = j.value->>4, effect_status = j.value->>5
-       FROM json_each(?) AS j WHERE action_runs.id = j.value->>0`,
-      [JSON.stringify(rows)],
-    );
-  },
-};
-type ActionRunFinish = [id: string, status: "succeeded" | "failed", finishedAt: string, result: string | null, error: string | null, effectStatus: "pending" | null];
-
 @injectable()
 export class ActionRunner {
   private readonly inFlight = new Set<string>();

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { Database, type GroupStatement } from "../store/db";
+import { Database, jsonRowsStatement } from "../store/db";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
@@ -106,6 +106,25 @@ export function parseWebhookBody(def: WebhookDefinition<unknown>, request: Webho
 }
 
 /**
+ * The group commit's INSERT of first attempts (attempt 1, `running`) for the deliveries its callers
+ * admit: one statement over all of them (`json_each`) instead of one call to SQLite per delivery (see
+ * {@link jsonRowsStatement}). An item is `[runId, startedAt]`.
+ */
+const startAttempts = jsonRowsStatement<[runId: string, startedAt: string]>(
+  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status) SELECT value->>0, 1, value->>1, 'running' FROM json_each(?) ORDER BY key",
+);
+
+/**
+ * The group commit's completion of the runs its callers finished: the run and its attempt marked
+ * `completed`, two statements for the whole group. An item is `[runId, attempt, finishedAt, response]`
+ * (`response` as JSON text).
+ */
+const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finishedAt: string, response: string]>(
+  "UPDATE webhook_runs SET status = 'completed', finished_at = j.value->>2, response = j.value->>3 FROM json_each(?) AS j WHERE webhook_runs.id = j.value->>0",
+  "UPDATE webhook_attempts SET status = 'completed', finished_at = j.value->>2 FROM json_each(?) AS j WHERE webhook_attempts.run_id = j.value->>0 AND webhook_attempts.attempt = j.value->>1",
+);
+
+/**
  * Runs webhook deliveries by the spec's table (section 3):
  *
  * | Step | Here |
@@ -120,33 +139,6 @@ export function parseWebhookBody(def: WebhookDefinition<unknown>, request: Webho
  * provider's retry re-attempts it, and since nothing of the cut attempt was committed, nothing is
  * duplicated. Concurrent duplicates are resolved in-process (one runtime process per data dir).
  */
-/**
- * The group commit's INSERT of first attempts (attempt 1, `running`) for the deliveries its callers
- * admit: one statement over all of them (`json_each`) instead of one call to SQLite per delivery (see
- * {@link GroupStatement}). An item is `[runId, startedAt]`.
- */
-const startAttempts: GroupStatement<[runId: string, startedAt: string]> = {
-  run: async (w, rows) => {
-    await w.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) SELECT value->>0, 1, value->>1, 'running' FROM json_each(?) ORDER BY key", [JSON.stringify(rows)]);
-  },
-};
-
-/**
- * The group commit's completion of the runs its callers finished: the run and its attempt marked
- * `completed`, two statements for the whole group. An item is `[runId, attempt, finishedAt, response]`
- * (`response` as JSON text).
- */
-const completeRuns: GroupStatement<[runId: string, attempt: number, finishedAt: string, response: string]> = {
-  run: async (w, rows) => {
-    const json = JSON.stringify(rows);
-    await w.run("UPDATE webhook_runs SET status = 'completed', finished_at = j.value->>2, response = j.value->>3 FROM json_each(?) AS j WHERE webhook_runs.id = j.value->>0", [json]);
-    await w.run(
-      "UPDATE webhook_attempts SET status = 'completed', finished_at = j.value->>2 FROM json_each(?) AS j WHERE webhook_attempts.run_id = j.value->>0 AND webhook_attempts.attempt = j.value->>1",
-      [json],
-    );
-  },
-};
-
 @injectable()
 export class WebhookDeliveries {
   private readonly inFlight = new Set<string>();

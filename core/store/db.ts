@@ -41,8 +41,8 @@ export interface SqlWriter extends SqlStatements {
 /**
  * A statement that a group commit runs once over the items its callers queued with
  * {@link SqlWriter.defer}: after the group's last caller, before its `COMMIT`, in the group's
- * transaction. For the hot appends whose rows no caller reads back in its own transaction (the event
- * log's INSERT): each awaited statement is a round trip to SQLite's thread that waits for the event
+ * transaction. For the hot writes whose rows no caller reads back in its own transaction (the event
+ * log's INSERT; the action runs' and webhook attempts' rows through {@link jsonRowsStatement}): each awaited statement is a round trip to SQLite's thread that waits for the event
  * loop's next turn (70-120 µs under load against 28 µs alone), so one per group instead of one per
  * caller is what the writer's throughput is made of.
  */
@@ -53,6 +53,21 @@ export interface GroupStatement<I> {
    * whole group: every caller of it gets the error, as at a failed `COMMIT`.
    */
   run(w: SqlStatements, items: readonly I[]): Promise<void>;
+}
+
+/**
+ * A {@link GroupStatement} that runs each of `sql`, in order, once per group with the group's items as
+ * its one parameter: a JSON array of rows, each row an array of column values that `sql` reads from
+ * `json_each(?)` as `value->>0`, `value->>1`, … (numbers stay numbers, `null` is NULL). For appends and
+ * updates whose callers need nothing back; the event log's INSERT, which notes seqs, writes its own.
+ */
+export function jsonRowsStatement<I extends readonly unknown[]>(...sql: string[]): GroupStatement<I> {
+  return {
+    async run(w, items) {
+      const rows = JSON.stringify(items);
+      for (const statement of sql) await w.run(statement, [rows]);
+    },
+  };
 }
 
 function openConnection(file: string, mode: number): Promise<sqlite3.Database> {
@@ -439,13 +454,14 @@ export class Database implements SqlReader {
             throw err;
           },
         ));
+      const inSavepoint = <T>(statement: () => Promise<T>): Promise<T> => (open === name ? statement() : begin().then(statement));
       // the caller's own view of the transaction: the writer's statements plus its commit hooks
       let hooks: Array<() => void> | undefined;
       let queued: Array<[GroupStatement<unknown>, readonly unknown[]]> | undefined;
       const tx: SqlWriter = {
-        run: (sql, params) => (open === name ? w.run(sql, params) : begin().then(() => w.run(sql, params))),
-        get: (sql, params) => (open === name ? w.get(sql, params) : begin().then(() => w.get(sql, params))),
-        all: (sql, params) => (open === name ? w.all(sql, params) : begin().then(() => w.all(sql, params))),
+        run: (sql, params) => inSavepoint(() => w.run(sql, params)),
+        get: (sql, params) => inSavepoint(() => w.get(sql, params)),
+        all: (sql, params) => inSavepoint(() => w.all(sql, params)),
         afterCommit: (fn) => void (hooks ??= []).push(fn),
         defer: (statement, items) => void (queued ??= []).push([statement as GroupStatement<unknown>, items]),
       };
