@@ -40,7 +40,7 @@ import { blobStoreFromEnv } from "./files/config";
 import { ArtifactStore } from "./artifacts/store";
 import { SheetData } from "./artifacts/sheet-data";
 import { EmbedRenderer } from "./artifacts/render/embed";
-import { DeckCheckProcess } from "./artifacts/deck-check-process";
+import { DeckCheckProcess, deckCheckProcessFor } from "./artifacts/deck-check-process";
 import { AgentOutput } from "./agents/output";
 import { ApiError } from "./errors";
 import { errorResponse } from "./http/response";
@@ -75,6 +75,13 @@ export interface AppOptions {
    * the call on (stops it at close, or when the start fails). Ignored when `TEMPORAL_ADDRESS` is set.
    */
   temporalDevServer?: Promise<EmbeddedTemporal>;
+  /**
+   * The deck-check process (spec 4.3), made with this app's config ({@link deckCheckProcessFor}) and
+   * already warming: an entry point that finds a fresh data dir (a seed to run, whose deck check is what
+   * start-up waits for) starts it before it loads the rest of the service, so Chromium launches while
+   * the modules load. The app owns it from the call on (closes it at close, or when the start fails).
+   */
+  deckCheckProcess?: DeckCheckProcess;
 }
 
 /** A running service. */
@@ -118,15 +125,15 @@ export async function createApp(opts: AppOptions): Promise<App> {
   /** The worker's start, under way while the seed and the stream followers start (see below). */
   let startingWorker: Promise<TemporalHost> | undefined;
   try {
+    // one process and one browser for every deck check (spec 4.3), stopped when idle; nothing starts
+    // while checks are off. A seed to run may publish decks, and on a fresh data dir its deck check is
+    // what start-up waits for: the process is started now (unless the entry point did, earlier), its
+    // browser's launch (about a second, on the other core) beside the rest of start-up
+    const decks = opts.deckCheckProcess ?? deckCheckProcessFor(config, log);
+    lifecycle.hook("close", () => decks.close());
     const db = await Database.open(path.join(config.dataDir, "svc.db"));
     phase("store (open, migrations)");
     lifecycle.hook("close", () => db.close());
-    // one process and one browser for every deck check (spec 4.3), stopped when idle; nothing starts
-    // while checks are off. A seed to run may publish decks, and on a fresh data dir its deck check is
-    // what start-up waits for: the process is started now, its browser's launch (about a second, on
-    // the other core) beside the rest of start-up
-    const decks = new DeckCheckProcess({ executablePath: config.chromiumPath, idleMs: config.deckCheckIdleMs, log: (line) => log.info(line) });
-    lifecycle.hook("close", () => decks.close());
     const seeding = opts.project.seed !== undefined && !(await seeded(db));
     if (seeding && config.deckChecks) void decks.warm();
     const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");

@@ -3,9 +3,14 @@
  * Temporal dev server (fetching or building the Temporal CLI on first start) unless TEMPORAL_ADDRESS is set.
  *
  * The dev server is started first, from the config alone, and the service's modules load meanwhile
- * (both take over a second); `createApp` adopts the server (issue 15: ready in seconds).
+ * (both take over a second); `createApp` adopts the server (issue 15: ready in seconds). On a fresh data
+ * dir (no `svc.db` yet) the seed publishes the sandbox's deck, and its deck check in Chromium is what
+ * start-up waits for: the deck-check process and its browser are started here too, and handed over.
  */
+import fs from "node:fs";
 import os from "node:os";
+import path from "node:path";
+import { deckCheckProcessFor, type DeckCheckProcess } from "../core/artifacts/deck-check-process";
 import { ConfigError, loadConfig } from "../core/config";
 import { createLogger } from "../core/logger";
 import { TemporalCliError } from "../core/temporal/cli";
@@ -14,6 +19,7 @@ import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
 
 const started = Date.now();
 let temporal: Promise<EmbeddedTemporal> | undefined;
+let decks: DeckCheckProcess | undefined;
 /** Whether createApp owns the dev server (it stops it when it fails). */
 let handedOver = false;
 /**
@@ -27,7 +33,7 @@ const signalledWhileStarting = (signal: NodeJS.Signals) => {
   const code = 128 + (os.constants.signals[signal] ?? 15);
   if (++signals > 1) process.exit(code);
   process.stderr.write(`\n${signal} while starting: stopping the Temporal dev server (again to exit now)\n`);
-  void (temporal?.then((e) => e.server.stop(), () => undefined) ?? Promise.resolve()).finally(() => process.exit(code));
+  void Promise.all([temporal?.then((e) => e.server.stop(), () => undefined), decks?.close()]).finally(() => process.exit(code));
 };
 process.on("SIGINT", signalledWhileStarting);
 process.on("SIGTERM", signalledWhileStarting);
@@ -41,6 +47,10 @@ try {
     temporal = startEmbeddedTemporal(config, (line) => log.info(line));
     temporal.catch(() => undefined); // observed by createApp, which reports it
   }
+  if (config.deckChecks && !fs.existsSync(path.join(config.dataDir, "svc.db"))) {
+    decks = deckCheckProcessFor(config, log);
+    void decks.warm(); // never throws: a browser that cannot start makes the seed's check answer unchecked
+  }
   const [{ createApp, installSignalHandlers }, { WORKFLOW_ENGINE }, { builtinPlugins }, { sandboxProject }] = await Promise.all([
     import("../core"),
     import("../workflows/modules"),
@@ -48,7 +58,7 @@ try {
     import("./project"),
   ]);
   handedOver = true;
-  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults, logger: log, temporalDevServer: temporal });
+  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults, logger: log, temporalDevServer: temporal, deckCheckProcess: decks });
   process.off("SIGINT", signalledWhileStarting);
   process.off("SIGTERM", signalledWhileStarting);
   installSignalHandlers(app);
@@ -67,7 +77,7 @@ try {
   ];
   process.stdout.write(lines.join("\n") + "\n");
 } catch (err) {
-  if (!handedOver) await temporal?.then((e) => e.server.stop(), () => undefined);
+  if (!handedOver) await Promise.all([temporal?.then((e) => e.server.stop(), () => undefined), decks?.close()]);
   if (err instanceof ConfigError || err instanceof TemporalCliError) {
     process.stderr.write(`\n${err.message}\n`);
     process.exit(2);

@@ -6,6 +6,7 @@ import { buildSandbox } from "../sandbox/build";
 import { ensureChromium } from "./setup/chromium";
 import { freePort } from "./setup/global";
 import { DEV_TOKEN, tempDir } from "./helpers";
+import { childPids } from "./helpers-fs";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -41,6 +42,9 @@ describe("the compiled production start (npm run build, npm run start:prod)", ()
       }
       expect(status, out).toBe(200);
       expect(out).not.toContain("Bundling workflows");
+      // a fresh data dir: main.js started the deck-check process before the service's modules loaded,
+      // and the service adopted it (one process, not a second one of its own)
+      expect(childPids(child.pid!, "deck-check-child"), out).toHaveLength(1);
 
       const run = await fetch(`${base}/api/actions/diagnostics.noop`, { method: "POST", headers: auth, body: JSON.stringify({ params: {} }) });
       expect(run.status).toBe(200);

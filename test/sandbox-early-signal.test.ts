@@ -1,7 +1,7 @@
 /**
  * A SIGTERM that reaches `npm start` while it is still starting (the embedded Temporal dev server is
  * already running, the service's modules are loading) stops the dev server too: nothing is left
- * behind holding its port.
+ * behind holding its port. On a fresh data dir the deck-check process started beside it goes as well.
  */
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -30,7 +30,7 @@ const alive = (pid: number): boolean => {
 };
 
 describe("the sandbox process (npm start) signalled while starting", () => {
-  it("stops the Temporal dev server it started and exits 143 on SIGTERM before the service is up", async () => {
+  it("stops the Temporal dev server and the deck-check process it started and exits 143 on SIGTERM before the service is up", async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(await freePort()), SVC_DATA_DIR: tempDir(), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", LOG_LEVEL: "info" };
     delete env.TEMPORAL_ADDRESS;
     delete env.SVC_WORKFLOW_BUNDLE;
@@ -39,14 +39,19 @@ describe("the sandbox process (npm start) signalled while starting", () => {
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const childWith = (command: string) => childrenOf(child.pid!).find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(command));
     let devServer: number | undefined;
+    let deckCheck: number | undefined;
     const deadline = Date.now() + 30_000;
-    while (devServer === undefined && Date.now() < deadline) {
-      devServer = childrenOf(child.pid!).find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("start-dev"));
-      if (devServer === undefined) await new Promise((r) => setTimeout(r, 20));
+    while ((devServer === undefined || deckCheck === undefined) && Date.now() < deadline) {
+      devServer ??= childWith("start-dev");
+      // a fresh data dir: main.ts starts the deck-check process for the seed's deck before the modules load
+      deckCheck ??= childWith("deck-check-child");
+      if (devServer === undefined || deckCheck === undefined) await new Promise((r) => setTimeout(r, 20));
     }
     try {
       expect(devServer, out).toBeDefined();
+      expect(deckCheck, out).toBeDefined();
       child.kill("SIGTERM");
       expect(await exited).toBe(143);
       // the signal came while starting (the service never said it was up), and the dev server went with it
@@ -54,9 +59,12 @@ describe("the sandbox process (npm start) signalled while starting", () => {
       const gone = Date.now() + 10_000;
       while (alive(devServer!) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
       expect(alive(devServer!)).toBe(false);
+      while (alive(deckCheck!) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+      expect(alive(deckCheck!)).toBe(false);
     } finally {
       child.kill("SIGKILL");
-      if (devServer !== undefined && alive(devServer)) process.kill(devServer, "SIGKILL"); // left behind: the test failed
+      // left behind: the test failed
+      for (const pid of [devServer, deckCheck]) if (pid !== undefined && alive(pid)) process.kill(pid, "SIGKILL");
     }
   });
 });

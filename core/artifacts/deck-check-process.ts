@@ -11,6 +11,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Config } from "../config";
+import type { Logger } from "../logger";
 import type { DeckCheckerOptions, DeckCheckResult, DeckInput } from "./deck-check";
 
 const SELF = fileURLToPath(import.meta.url);
@@ -44,6 +46,14 @@ export type DeckCheckRequest = { id: number; op: "warm" } | { id: number; op: "c
 /** A `Buffer` over the same bytes (structured clone hands a `Buffer` over as a plain `Uint8Array`). */
 export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * The service's deck-check process as its config sets it up (`SVC_CHROMIUM_PATH`, `SVC_DECK_CHECK_IDLE_MS`),
+ * logging the child's lines at info level. Nothing starts until its first `warm()` or `check()`.
+ */
+export function deckCheckProcessFor(config: Pick<Config, "chromiumPath" | "deckCheckIdleMs">, log: Pick<Logger, "info">): DeckCheckProcess {
+  return new DeckCheckProcess({ executablePath: config.chromiumPath, idleMs: config.deckCheckIdleMs, log: (line) => log.info(line) });
 }
 
 /**
