@@ -22,7 +22,8 @@
  *   kit's CSS/JS, `deck-check.page.js`, the viewer);
  * - the browser bundles of `core/artifacts/render/browser/*.ts` prebuilt as `.js` beside them;
  * - the Temporal workflow bundle (engine + the sandbox's workflows) beside the sandbox's workflows module
- *   (`sandbox/workflows.workflow-bundle.js`), so start-up does not run webpack;
+ *   (`sandbox/workflows.workflow-bundle.js`), so start-up does not run webpack; its inline source map
+ *   without `sourcesContent` (stack traces are still mapped; see `withoutSourcesContent`);
  * - `package.json` `{ "type": "module" }` (the outdir may be outside this package).
  * A `node_modules` must be reachable from the outdir (it is for `dist/`; elsewhere link it).
  * The outdir is emptied first, except `sandbox/.data` (the compiled sandbox's data dir) and `node_modules`.
@@ -30,7 +31,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { build, type Plugin } from "esbuild";
-import { bundleWorkflows, prebuiltWorkflowBundlePath } from "../core/temporal/bundle";
+import { bundleWorkflows, prebuiltWorkflowBundlePath, withoutSourcesContent } from "../core/temporal/bundle";
 import { DECK_CHECK_CHILD_OUTPUT } from "../core/artifacts/deck-check-process";
 import { browserScriptNames, buildBrowserScript } from "../core/artifacts/render/assets";
 import { WORKFLOW_ENGINE } from "../workflows/modules";
@@ -99,7 +100,8 @@ export async function buildSandbox(outdir: string, log: (line: string) => void =
   step("browser bundles");
   const projectWorkflows = sandboxProject.workflowsModule!;
   const { code } = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows });
-  fs.writeFileSync(prebuiltWorkflowBundlePath(path.join(outdir, path.relative(ROOT, projectWorkflows))), code);
+  // without the sources' text in its source map: production holds the bundle in the workflow thread
+  fs.writeFileSync(prebuiltWorkflowBundlePath(path.join(outdir, path.relative(ROOT, projectWorkflows))), withoutSourcesContent(code));
   step("workflow bundle (webpack)");
   return times;
 }

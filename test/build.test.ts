@@ -21,6 +21,12 @@ describe("the compiled production start (npm run build, npm run start:prod)", ()
       expect(fs.existsSync(path.join(outdir, file)), file).toBe(true);
     }
     expect(fs.readdirSync(path.join(outdir, "core/store/migrations")).sort()).toEqual(fs.readdirSync(path.join(ROOT, "core/store/migrations")).sort());
+    // the prebuilt workflow bundle maps stack traces without carrying the sources' text
+    const bundled = fs.readFileSync(path.join(outdir, "sandbox/workflows.workflow-bundle.js"), "utf8");
+    const map = JSON.parse(Buffer.from(bundled.slice(bundled.lastIndexOf("base64,") + 7), "base64").toString("utf8")) as { mappings: string; sources: string[]; sourcesContent?: unknown };
+    expect(map.sourcesContent).toBeUndefined();
+    expect(map.sources.some((s) => s.endsWith("workflows/engine.ts") || s.includes("workflows/"))).toBe(true);
+    expect(map.mappings.length).toBeGreaterThan(1000);
 
     const port = await freePort();
     const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir(), TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `build-${port}`, SVC_SCHEDULES: "false", LOG_LEVEL: "info" };

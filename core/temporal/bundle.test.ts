@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import vm from "node:vm";
 import { describe, expect, inject, it } from "vitest";
-import { escapeBeyondLatin1 } from "./bundle";
+import { escapeBeyondLatin1, withoutSourcesContent } from "./bundle";
 
 describe("the workflow bundle's code (issue 15: one-byte in the workflow thread)", () => {
   it("escapes every unit above U+00FF without changing what the code computes", () => {
@@ -29,5 +29,20 @@ describe("the workflow bundle's code (issue 15: one-byte in the workflow thread)
     expect(wide.slice(0, 5)).toEqual([]);
     // the engine's own text survives as escapes (truncated summaries end with an ellipsis)
     expect(code).toContain("\\u2026");
+  });
+
+  it("leaves the sources' text out of the inline source map and keeps what maps stack traces", () => {
+    const code = fs.readFileSync(inject("workflowBundle"), "utf8");
+    const mapOf = (c: string) => JSON.parse(Buffer.from(c.slice(c.lastIndexOf("base64,") + 7), "base64").toString("utf8")) as Record<string, unknown>;
+    const before = mapOf(code);
+    expect((before.sourcesContent as string[]).length).toBeGreaterThan(10);
+    const slim = withoutSourcesContent(code);
+    const after = mapOf(slim);
+    expect(after.sourcesContent).toBeUndefined();
+    expect({ ...after, sourcesContent: before.sourcesContent }).toEqual(before);
+    const codeOf = (c: string) => c.slice(0, c.lastIndexOf("\n//# sourceMappingURL="));
+    expect(codeOf(slim)).toBe(codeOf(code));
+    expect(slim.length).toBeLessThan(code.length * 0.7);
+    expect(withoutSourcesContent("const x = 1;")).toBe("const x = 1;");
   });
 });
