@@ -116,16 +116,28 @@ const perRequest = async (count: number, send: () => Promise<number>) => {
 };
 /**
  * Runs a phase and notes the WAL rewinds during it and how long the store's writer paused for them (no
- * commit can happen meanwhile: every request arriving then waits; `DatabaseStats.walRestartMs`).
+ * commit can happen meanwhile: every request arriving then waits; `DatabaseStats.walRestartMs`), and
+ * what the service's probe saw over it (test/bench/server-probe.ts): the latency measured inside the
+ * service (the generator shares the two cores, so its own p99 can be longer), event-loop delay, GC
+ * pauses, CPU, and how long the service's threads were runnable but waited for a core.
  */
 const rewinds = async (name: string, phase: () => Promise<Figures>) => {
   const before = await app.stats();
+  const t0 = performance.now();
   const figures = await phase();
+  const phaseS = (performance.now() - t0) / 1000;
   const after = await app.stats();
   const n = after.walRestarts! - before.walRestarts!;
   const ms = after.walRestartMs! - before.walRestartMs!;
   const rewound = after.walRewinds! - before.walRewinds!;
   const fallbacks = after.walRestartFallbacks! - before.walRestartFallbacks!;
+  // inside the service over the same phase (test/bench/server-probe.ts): its own latency, and what could stretch it
+  statementLines.push(
+    `inside the service during ${name}:`.padEnd(52) +
+      ` server-side p50 ${after.serverP50!.toFixed(1)} / p99 ${after.serverP99!.toFixed(1)} / p99.9 ${after.serverP999!.toFixed(1)} / max ${after.serverMax!.toFixed(1)} ms (${after.requests} requests);` +
+      ` event-loop delay max ${after.loopDelayMax!.toFixed(1)} ms (p99 ${after.loopDelayP99!.toFixed(1)}); GC ${after.gcPauses} pauses, longest ${after.gcMaxMs!.toFixed(1)} ms;` +
+      ` CPU ${(after.cpuMs! / 1000 / phaseS).toFixed(2)} cores; runnable but waiting for a core ${(after.runQueueMs! / phaseS).toFixed(0)} ms/s (main thread ${(after.runQueueMainMs! / phaseS).toFixed(0)} ms/s)`,
+  );
   statementLines.push(`WAL rewinds during ${name}:`.padEnd(52) + ` ${rewound}; the writer paused for ${n} passes, ${ms.toFixed(1)} ms in all (${n ? (ms / n).toFixed(1) : "-"} ms each; longest of the run so far ${after.walRestartMaxMs} ms; RESTART fallbacks ${fallbacks})`);
   return figures;
 };

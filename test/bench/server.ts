@@ -64,11 +64,15 @@ if (kind === "bare") {
     import("../../plugins"),
     import("../../sandbox/project"),
   ]);
+  // where the time goes inside the process (server-side latency, event loop, GC, run-queue wait)
+  const { ServerProbe } = await import("./server-probe");
+  const probe = new ServerProbe();
   const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, defaults: { devToken: SANDBOX_DEV_TOKEN }, logger: pino({ level: "warn" }) });
   process.stdout.write(`READY ${app.url}\n`);
-  // SIGUSR2: print the store's counters (statements, transactions, commits) as one `STATS {json}` line
+  // SIGUSR2: print the store's counters (statements, transactions, commits) and the probe's figures since
+  // the previous SIGUSR2 (test/bench/server-probe.ts) as one `STATS {json}` line
   const { Database } = await import("../../core/store/db");
   const db = app.container.resolve(Database);
-  process.on("SIGUSR2", () => void process.stdout.write(`STATS ${JSON.stringify(db.stats?.() ?? {})}\n`));
+  process.on("SIGUSR2", () => void process.stdout.write(`STATS ${JSON.stringify({ ...(db.stats?.() ?? {}), ...probe.take() })}\n`));
   process.once("SIGTERM", () => void app.close().then(() => process.exit(0)));
 }

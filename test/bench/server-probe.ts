@@ -1,0 +1,112 @@
+/**
+ * Where a benchmark target's latency goes, measured inside its process (test/bench/server.ts `app`), so
+ * a tail seen by the load generator (which shares the machine's two cores) can be told apart from one
+ * in the service, and a tail in the service from the causes it could have (issue 15: "where the
+ * remaining time goes"):
+ *
+ * - server-side latency of every HTTP request, from Node's `http.server.request.start` to
+ *   `http.server.response.finish` diagnostics channels (ms; p50, p99, p99.9, max);
+ * - event-loop delay (`monitorEventLoopDelay`, 1 ms resolution; ms; max and p99);
+ * - GC pauses (`PerformanceObserver` `gc` entries; ms; count, total, longest);
+ * - CPU time of all the process's threads and the time they spent runnable but waiting for a core
+ *   (`/proc/self/task/<tid>/schedstat`, Linux; ms), in all and for the main thread alone.
+ *
+ * {@link ServerProbe.take} answers the figures since the previous call and starts a new interval.
+ */
+import diagnostics from "node:diagnostics_channel";
+import fs from "node:fs";
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+
+/** The figures of one interval (see the module comment; times in ms). */
+export interface ProbeFigures {
+  requests: number;
+  serverP50: number;
+  serverP99: number;
+  serverP999: number;
+  serverMax: number;
+  loopDelayMax: number;
+  loopDelayP99: number;
+  gcPauses: number;
+  gcMs: number;
+  gcMaxMs: number;
+  cpuMs: number;
+  runQueueMs: number;
+  runQueueMainMs: number;
+}
+
+/** CPU time and run-queue wait of this process's threads so far (ms; zeros where /proc is missing). */
+function schedstat(): { cpu: number; wait: number; mainWait: number } {
+  let cpu = 0;
+  let wait = 0;
+  let mainWait = 0;
+  let tasks: string[] = [];
+  try {
+    tasks = fs.readdirSync("/proc/self/task");
+  } catch {
+    return { cpu, wait, mainWait };
+  }
+  for (const tid of tasks) {
+    try {
+      // "<ns on a cpu> <ns waiting on a run queue> <timeslices>"
+      const [run, delay] = fs.readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ").map(Number);
+      cpu += run! / 1e6;
+      wait += delay! / 1e6;
+      if (tid === String(process.pid)) mainWait = delay! / 1e6;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return { cpu, wait, mainWait };
+}
+
+/** Starts measuring at once (see the module comment). */
+export class ServerProbe {
+  private latencies: number[] = [];
+  private readonly loop = monitorEventLoopDelay({ resolution: 1 });
+  private gc = { pauses: 0, ms: 0, max: 0 };
+  private sched = schedstat();
+  private readonly started = new WeakMap<object, number>();
+
+  constructor() {
+    this.loop.enable();
+    diagnostics.subscribe("http.server.request.start", (message) => this.started.set((message as { response: object }).response, performance.now()));
+    diagnostics.subscribe("http.server.response.finish", (message) => {
+      const t0 = this.started.get((message as { response: object }).response);
+      if (t0 !== undefined) this.latencies.push(performance.now() - t0);
+    });
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        this.gc.pauses++;
+        this.gc.ms += entry.duration;
+        this.gc.max = Math.max(this.gc.max, entry.duration);
+      }
+    }).observe({ entryTypes: ["gc"] });
+  }
+
+  /** The figures since the previous call (or the start); starts the next interval. */
+  take(): ProbeFigures {
+    const sorted = this.latencies.sort((a, b) => a - b);
+    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+    const sched = schedstat();
+    const figures: ProbeFigures = {
+      requests: sorted.length,
+      serverP50: at(0.5),
+      serverP99: at(0.99),
+      serverP999: at(0.999),
+      serverMax: sorted.at(-1) ?? NaN,
+      loopDelayMax: this.loop.max / 1e6,
+      loopDelayP99: this.loop.percentile(99) / 1e6,
+      gcPauses: this.gc.pauses,
+      gcMs: this.gc.ms,
+      gcMaxMs: this.gc.max,
+      cpuMs: sched.cpu - this.sched.cpu,
+      runQueueMs: sched.wait - this.sched.wait,
+      runQueueMainMs: sched.mainWait - this.sched.mainWait,
+    };
+    this.latencies = [];
+    this.loop.reset();
+    this.gc = { pauses: 0, ms: 0, max: 0 };
+    this.sched = sched;
+    return figures;
+  }
+}
