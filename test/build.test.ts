@@ -21,6 +21,10 @@ describe("the compiled production start (npm run build, npm run start:prod)", ()
       expect(fs.existsSync(path.join(outdir, file)), file).toBe(true);
     }
     expect(fs.readdirSync(path.join(outdir, "core/store/migrations")).sort()).toEqual(fs.readdirSync(path.join(ROOT, "core/store/migrations")).sort());
+    // every emitted module is one-byte for V8 (no UTF-16 unit above U+00FF)
+    for (const file of fs.readdirSync(path.join(outdir, "sandbox")).filter((f) => f.endsWith(".js"))) {
+      expect(fs.readFileSync(path.join(outdir, "sandbox", file), "utf8").match(/[^\u0000-\u00ff]/g)?.slice(0, 3) ?? [], file).toEqual([]);
+    }
     // the prebuilt workflow bundle maps stack traces without carrying the sources' text
     const bundled = fs.readFileSync(path.join(outdir, "sandbox/workflows.workflow-bundle.js"), "utf8");
     const map = JSON.parse(Buffer.from(bundled.slice(bundled.lastIndexOf("base64,") + 7), "base64").toString("utf8")) as { mappings: string; sources: string[]; sourcesContent?: unknown };
@@ -73,6 +77,14 @@ describe("the compiled production start (npm run build, npm run start:prod)", ()
       const shot = await fetch(`${base}/api/artifacts/${seeded!.deck}/versions/1/checks/1`, { headers: auth });
       expect(shot.status, out).toBe(200);
       expect(shot.headers.get("content-type")).toBe("image/png");
+
+      // the deck's page, rendered by the compiled (escaped) `html` templates: characters above U+00FF intact
+      const signedIn = await fetch(`${base}/sign-in`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin: base }, body: "identity=dev&password=dev-sandbox-password&next=%2Fartifacts" });
+      expect(signedIn.status, out).toBe(303);
+      const cookie = signedIn.headers.get("set-cookie")!.split(";")[0]!;
+      const deckPage = await (await fetch(`${base}/artifacts/${seeded!.deck}`, { headers: { cookie } })).text();
+      expect(deckPage).toContain("‹ Previous");
+      expect(deckPage).toContain("Keys: ← →");
 
       const script = await fetch(`${base}/assets/pages/sheet.js`);
       expect(script.status).toBe(200);
