@@ -76,14 +76,16 @@ export function bundleWorkflows(modules: WorkflowModules, log?: (line: string) =
 }
 
 /**
- * `code` with every UTF-16 unit above U+00FF written as a `\uXXXX` escape, so that V8 holds it as a
- * one-byte (Latin-1) string: a single `…` or `—` (the engine's and the SDK's comments, a template
- * literal) otherwise makes the whole bundle, its inline source map included (2.4 MB), a two-byte string
- * of twice the size in the workflow thread's heap (issue 15, idle RSS). An escape means the same
- * character in a comment, a string, an untagged template, a regular expression (a surrogate pair's two
- * escapes are one code point under the `u` flag) and an identifier; only a tagged template's `raw`
- * strings would see the escape itself, and no code in the bundle reads raw strings. The inline source
- * map is not rewritten: on the few lines holding such a character, columns after it shift by 5.
+ * `code` (JavaScript source) with every UTF-16 unit above U+00FF written as a `\uXXXX` escape, so that
+ * V8 holds it as a one-byte (Latin-1) string: a single `…` or `—` (a comment, a template literal)
+ * otherwise makes the whole source a two-byte string of twice the size for as long as the process runs
+ * (issue 15, idle RSS). Used on the workflow bundle (2.4 MB with its inline source map, held in the main
+ * thread and in the workflow thread) and by the build on the modules esbuild emits. An escape means the
+ * same character in a comment, a string, an untagged template, a regular expression (a surrogate pair's
+ * two escapes are one code point under the `u` flag) and an identifier; only a tagged template's `raw`
+ * strings would see the escape itself, and neither the bundle nor our modules read raw strings (our one
+ * tag, `html`, reads the cooked ones). A source map is not rewritten: on the few lines holding such a
+ * character, columns after it shift by 5.
  */
 export function escapeBeyondLatin1(code: string): string {
   return code.replace(/[^\u0000-\u00ff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`);
