@@ -1,8 +1,7 @@
-import path from "node:path";
 import { container as rootContainer, type DependencyContainer } from "./di";
 import { H3, serve } from "h3";
 import { plugin as webSocketPlugin } from "crossws/server/node";
-import { CONFIG, loadConfig, type Config } from "./config";
+import { CONFIG, databaseFile, loadConfig, type Config } from "./config";
 import { LOGGER, createLogger, type Logger } from "./logger";
 import { Database } from "./store/db";
 import { EVENT_STREAM, SqliteEventStream, type EventStream } from "./events/stream";
@@ -131,7 +130,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // browser's launch (about a second, on the other core) beside the rest of start-up
     const decks = opts.deckCheckProcess ?? deckCheckProcessFor(config, log);
     lifecycle.hook("close", () => decks.close());
-    const db = await Database.open(path.join(config.dataDir, "svc.db"));
+    const db = await Database.open(databaseFile(config.dataDir));
     phase("store (open, migrations)");
     lifecycle.hook("close", () => db.close());
     const seeding = opts.project.seed !== undefined && !(await seeded(db));

@@ -156,6 +156,11 @@ const EnvSchema = v.object({
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
+/** The SQLite database file of a data dir (`<dataDir>/svc.db`): the store (`Database.open`) and what checks for it. */
+export function databaseFile(dataDir: string): string {
+  return path.join(dataDir, "svc.db");
+}
+
 /**
  * Reads and validates the configuration.
  *

@@ -10,6 +10,7 @@
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { databaseFile } from "../core/config";
 import { Database } from "../core/store/db";
 import { TokenService } from "../core/auth/tokens";
 import { ProjectRegistry } from "../core/project/registry";
@@ -38,7 +39,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`unknown command "${group}"\n${USAGE}`);
     return 2;
   }
-  const db = await Database.open(path.join(path.resolve(process.env.SVC_DATA_DIR || SANDBOX_DATA_DIR), "svc.db"));
+  const db = await Database.open(databaseFile(path.resolve(process.env.SVC_DATA_DIR || SANDBOX_DATA_DIR)));
   const tokens = new TokenService(db, registry);
   try {
     switch (command) {

@@ -9,9 +9,8 @@
  */
 import fs from "node:fs";
 import os from "node:os";
-import path from "node:path";
 import { deckCheckProcessFor, type DeckCheckProcess } from "../core/artifacts/deck-check-process";
-import { ConfigError, loadConfig } from "../core/config";
+import { ConfigError, databaseFile, loadConfig } from "../core/config";
 import { createLogger } from "../core/logger";
 import { TemporalCliError } from "../core/temporal/cli";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "../core/temporal/embedded";
@@ -47,7 +46,7 @@ try {
     temporal = startEmbeddedTemporal(config, (line) => log.info(line));
     temporal.catch(() => undefined); // observed by createApp, which reports it
   }
-  if (config.deckChecks && !fs.existsSync(path.join(config.dataDir, "svc.db"))) {
+  if (config.deckChecks && !fs.existsSync(databaseFile(config.dataDir))) {
     decks = deckCheckProcessFor(config, log);
     void decks.warm(); // never throws: a browser that cannot start makes the seed's check answer unchecked
   }

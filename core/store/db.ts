@@ -2,148 +2,9 @@ import sqlite3 from "sqlite3";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { openConnection, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
 
-/** Values that can be bound to a statement parameter. */
-export type SqlValue = string | number | bigint | null | Buffer;
-export type SqlParams = SqlValue[] | Record<string, SqlValue>;
-
-/** Statement access inside a transaction (or on the read connection, without `run`). */
-export interface SqlReader {
-  get<T>(sql: string, params?: SqlParams): Promise<T | undefined>;
-  all<T>(sql: string, params?: SqlParams): Promise<T[]>;
-}
-/** Statement access on one connection: reads and single statements. */
-export interface SqlStatements extends SqlReader {
-  /** Runs one statement; answers the number of changed rows and the last inserted rowid. */
-  run(sql: string, params?: SqlParams): Promise<{ changes: number; lastID: number }>;
-}
-
-/** What a {@link Database.transaction} callback gets: statements inside the transaction, and commit hooks. */
-export interface SqlWriter extends SqlStatements {
-  /**
-   * Calls `fn` right after the transaction holding this caller's writes has committed, before the
-   * caller's `transaction` promise resolves (hooks of one group run in the order of their callers, then
-   * of their registration); never when those writes are rolled back. For in-memory state that must
-   * follow only committed rows (the event stream's tail and its "appended" notice). `fn` must not throw
-   * (what it throws is dropped: the data is committed either way).
-   */
-  afterCommit(fn: () => void): void;
-  /**
-   * Queues `items` for `statement`, which the group runs once over the items all its callers queued
-   * (see {@link GroupStatement}): one call to SQLite for the whole group instead of one per caller.
-   * The rows it writes are not visible to this caller nor to the later callers of its group; its
-   * results (what `statement.run` notes on the items) are there in this caller's {@link afterCommit}
-   * hooks. Dropped with the caller's other writes when its callback throws.
-   */
-  defer<I>(statement: GroupStatement<I>, items: readonly I[]): void;
-}
-
-/**
- * A statement that a group commit runs once over the items its callers queued with
- * {@link SqlWriter.defer}: after the group's last caller, before its `COMMIT`, in the group's
- * transaction. For the hot writes whose rows no caller reads back in its own transaction (the event
- * log's INSERT; the action runs' and webhook attempts' rows through {@link jsonRowsStatement}): each awaited statement is a round trip to SQLite's thread that waits for the event
- * loop's next turn (70-120 µs under load against 28 µs alone), so one per group instead of one per
- * caller is what the writer's throughput is made of.
- */
-export interface GroupStatement<I> {
-  /**
-   * Writes `items` (the callers' in the order they ran, each caller's in the order it queued them)
-   * through `w`, and notes on the items whatever their callers' hooks need. Throwing rolls back the
-   * whole group: every caller of it gets the error, as at a failed `COMMIT`.
-   */
-  run(w: SqlStatements, items: readonly I[]): Promise<void>;
-}
-
-/**
- * A {@link GroupStatement} that runs each of `sql`, in order, once per group with the group's items as
- * its one parameter: a JSON array of rows, each row an array of column values that `sql` reads from
- * `json_each(?)` as `value->>0`, `value->>1`, … (numbers stay numbers, `null` is NULL). For appends and
- * updates whose callers need nothing back; the event log's INSERT, which notes seqs, writes its own.
- */
-export function jsonRowsStatement<I extends readonly unknown[]>(...sql: string[]): GroupStatement<I> {
-  return {
-    async run(w, items) {
-      const rows = JSON.stringify(items);
-      for (const statement of sql) await w.run(statement, [rows]);
-    },
-  };
-}
-
-function openConnection(file: string, mode: number): Promise<sqlite3.Database> {
-  return new Promise((resolve, reject) => {
-    const db = new sqlite3.Database(file, mode, (err) => (err ? reject(err) : resolve(db)));
-  });
-}
-
-/**
- * Promise access to one connection, with a cache of prepared statements keyed by SQL text: preparing
- * costs about as much as running (measured: 90 µs per awaited INSERT unprepared, 39 µs prepared), and
- * the runtime runs the same few statements over and over. The cache keeps the 256 most recently used.
- */
-function wrap(db: sqlite3.Database): SqlStatements & { exec(sql: string): Promise<void>; close(): Promise<void>; statements: () => number } {
-  const cache = new Map<string, sqlite3.Statement>();
-  /** Statements run on this connection (each `run`/`get`/`all`/`exec` call counts one). */
-  let statements = 0;
-  /** How many gets each statement has queued (see `get`). */
-  const gets = new WeakMap<sqlite3.Statement, number>();
-  const statement = (sql: string): sqlite3.Statement => {
-    statements++;
-    let stmt = cache.get(sql);
-    if (stmt) {
-      cache.delete(sql);
-    } else {
-      stmt = db.prepare(sql);
-      if (cache.size >= 256) {
-        const [oldest, old] = cache.entries().next().value as [string, sqlite3.Statement];
-        cache.delete(oldest);
-        old.finalize();
-      }
-    }
-    cache.set(sql, stmt);
-    return stmt;
-  };
-  return {
-    run: (sql, params = []) =>
-      new Promise((resolve, reject) =>
-        statement(sql).run(params, function (this: sqlite3.RunResult, err: Error | null) {
-          if (err) reject(err);
-          else resolve({ changes: this.changes, lastID: this.lastID });
-        }),
-      ),
-    get: <T>(sql: string, params: SqlParams = []) =>
-      new Promise<T | undefined>((resolve, reject) => {
-        const stmt = statement(sql);
-        // node-sqlite3 resets a statement before a get only when binding parameters: a second get of a
-        // parameterless statement queued behind a first one would step on past its row and answer none
-        // (1,000 sockets subscribing at once read `MAX(seq)` as empty). The statement's queue is FIFO,
-        // so a reset queued first makes this get start over.
-        const queued = gets.get(stmt) ?? 0;
-        if (queued > 0) stmt.reset();
-        gets.set(stmt, queued + 1);
-        stmt.get(params, (err, row) => {
-          stmt.reset(() => {
-            gets.set(stmt, gets.get(stmt)! - 1);
-            if (err) reject(err);
-            else resolve(row as T | undefined);
-          });
-        });
-      }),
-    all: <T>(sql: string, params: SqlParams = []) =>
-      new Promise<T[]>((resolve, reject) => statement(sql).all(params, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
-    exec: (sql) => {
-      statements++;
-      return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
-    },
-    statements: () => statements,
-    close: () =>
-      new Promise((resolve, reject) => {
-        for (const stmt of cache.values()) stmt.finalize();
-        cache.clear();
-        db.close((err) => (err ? reject(err) : resolve()));
-      }),
-  };
-}
+export { jsonRowsStatement, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
@@ -172,6 +33,30 @@ export interface DatabaseStats {
   walRewinds: number;
   /** `wal_checkpoint(RESTART)`s the writer fell back to (readers kept its passes from copying everything). */
   walRestartFallbacks: number;
+}
+
+/** A caller of a group commit whose callback succeeded: its value, commit hooks and deferred writes. */
+interface Done {
+  waiter: Waiter;
+  value: unknown;
+  hooks: Array<() => void> | undefined;
+  queued: Array<[GroupStatement<unknown>, readonly unknown[]]> | undefined;
+}
+
+/**
+ * The items a group's successful callers deferred ({@link SqlWriter.defer}), by statement in the order
+ * of first use, each statement's items in caller order.
+ */
+function deferredItems(done: readonly Done[]): Map<GroupStatement<unknown>, unknown[]> {
+  const byStatement = new Map<GroupStatement<unknown>, unknown[]>();
+  for (const { queued } of done) {
+    for (const [statement, items] of queued ?? []) {
+      const list = byStatement.get(statement);
+      if (list) list.push(...items);
+      else byStatement.set(statement, [...items]);
+    }
+  }
+  return byStatement;
 }
 
 /** One caller of {@link Database.transaction} waiting for its turn. */
@@ -227,9 +112,9 @@ export class Database implements SqlReader {
 
   constructor(
     readonly file: string,
-    private readonly writer: ReturnType<typeof wrap>,
-    private readonly reader: ReturnType<typeof wrap>,
-    private readonly checkpointer?: ReturnType<typeof wrap>,
+    private readonly writer: Connection,
+    private readonly reader: Connection,
+    private readonly checkpointer?: Connection,
     private readonly busyTimeoutMs = 5000,
   ) {
     if (checkpointer) this.checkpointTimer = setInterval(() => void this.checkpoint(), Database.CHECKPOINT_MS).unref();
@@ -348,15 +233,15 @@ export class Database implements SqlReader {
    */
   static async open(file: string, busyTimeoutMs = 5000): Promise<Database> {
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    const writer = wrap(await openConnection(file, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE));
+    const writer = await openConnection(file, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE);
     // no automatic checkpoint in the writer's COMMITs: the checkpointer connection does it (see the class);
     // a WAL that grew under a long burst is cut back to 64 MiB when it is reset
     await writer.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
     const db = new Database(file, writer, writer);
     await db.migrate();
-    const reader = wrap(await openConnection(file, sqlite3.OPEN_READONLY));
+    const reader = await openConnection(file, sqlite3.OPEN_READONLY);
     await reader.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA query_only = ON;`);
-    const checkpointer = wrap(await openConnection(file, sqlite3.OPEN_READWRITE));
+    const checkpointer = await openConnection(file, sqlite3.OPEN_READWRITE);
     await checkpointer.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
     return new Database(file, writer, reader, checkpointer, busyTimeoutMs);
   }
@@ -427,9 +312,8 @@ export class Database implements SqlReader {
       return;
     }
     const began = performance.now();
-    const done: Array<{ waiter: Waiter; value: unknown; hooks: Array<() => void> | undefined }> = [];
-    /** The items the group's successful callers deferred, by statement (in the order of first use). */
-    let deferred: Map<GroupStatement<unknown>, unknown[]> | undefined;
+    /** The callers that succeeded, with their commit hooks and the writes they deferred. */
+    const done: Done[] = [];
     /** The savepoint open now: the last caller's that ran a statement (undefined after a failed caller's was rolled back and released). */
     let open: string | undefined;
     const lose = async (cause: unknown) => {
@@ -457,7 +341,7 @@ export class Database implements SqlReader {
       const inSavepoint = <T>(statement: () => Promise<T>): Promise<T> => (open === name ? statement() : begin().then(statement));
       // the caller's own view of the transaction: the writer's statements plus its commit hooks
       let hooks: Array<() => void> | undefined;
-      let queued: Array<[GroupStatement<unknown>, readonly unknown[]]> | undefined;
+      let queued: Done["queued"];
       const tx: SqlWriter = {
         run: (sql, params) => inSavepoint(() => w.run(sql, params)),
         get: (sql, params) => inSavepoint(() => w.get(sql, params)),
@@ -468,15 +352,7 @@ export class Database implements SqlReader {
       try {
         const value = await waiter.fn(tx);
         if (lost) throw lost.cause;
-        done.push({ waiter, value, hooks });
-        if (queued) {
-          deferred ??= new Map();
-          for (const [statement, items] of queued) {
-            const list = deferred.get(statement);
-            if (list) list.push(...items);
-            else deferred.set(statement, [...items]);
-          }
-        }
+        done.push({ waiter, value, hooks, queued });
       } catch (err) {
         if (lost) {
           waiter.reject(err);
@@ -498,7 +374,7 @@ export class Database implements SqlReader {
     }
     this.commits++;
     try {
-      if (deferred) for (const [statement, items] of deferred) await statement.run(w, items);
+      for (const [statement, items] of deferredItems(done)) await statement.run(w, items);
       await w.exec(open ? `RELEASE ${open}; COMMIT` : "COMMIT");
     } catch (err) {
       await w.run("ROLLBACK").catch(() => undefined);
