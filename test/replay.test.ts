@@ -1,10 +1,12 @@
 /**
- * Issue 15 changed how a run records its run, node, step and intervention events twice, each behind a
- * Temporal patch: first one local activity per record (`svc-local-records`), then records queued and
- * carried by the run's next activity, or batched into one local activity where the run waits or ends
- * (`svc-batched-records`). Histories of both older engines (test/fixtures/histories and its
- * local-records/ folder, made with test/fixtures/histories/record.ts) must replay against today's
- * bundle, open ones included, and a new run must record the newest patch marker and carry its records.
+ * Issue 15 changed how a run records its run, node, step and intervention events three times, each
+ * behind a Temporal patch: first one local activity per record (`svc-local-records`), then records
+ * queued and carried by the run's next activity, or batched into one local activity where the run waits
+ * or ends (`svc-batched-records`), then node work on svc's own store as local activities and no timer
+ * for a zero wait (`svc-local-store-work`). Histories of the three older engines
+ * (test/fixtures/histories and its local-records/ and batched-records/ folders, made with
+ * test/fixtures/histories/record.ts) must replay against today's bundle, open ones included, and a new
+ * run must record the newest patch marker and carry its records.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -26,6 +28,7 @@ const generation = (dir: string) => {
 };
 const first = generation(FIXTURES);
 const local = generation(path.join(FIXTURES, "local-records"));
+const batched = generation(path.join(FIXTURES, "batched-records"));
 const RECORDED = ["pipeline-completed", "review-approved", "review-cancelled", "review-expired", "review-failed", "review-rejected", "review-reviewed", "review-waiting", "sync-completed"];
 const toJson = (history: unknown) => History.toObject(History.fromObject(history as never), { longs: String, enums: String, bytes: String, defaults: false }) as HistoryJson;
 const bundle = () => ({ code: fs.readFileSync(inject("workflowBundle"), "utf8") });
@@ -90,6 +93,34 @@ describe("histories recorded with one local activity per record", () => {
   });
 });
 
+describe("histories recorded with batched records", () => {
+  it("are the third engine's: the svc-batched-records marker, node work as activities carrying the records, a timer for a zero wait", () => {
+    expect(Object.keys(batched.index).sort()).toEqual(RECORDED);
+    for (const { json } of batched.all()) {
+      expect(patchIds(json)).toEqual(["svc-batched-records"]);
+      expect(scheduledActivities(json).filter((a) => a.startsWith("record"))).toEqual([]);
+      expect(new Set(localActivities(json))).toEqual(new Set(["recordBatch"]));
+    }
+    const reviewed = batched.read("review-reviewed");
+    const runId = batched.index["review-reviewed"]!.workflowId;
+    // the read carries the run's start and its node's; the write carries its node's start
+    expect(scheduledActivities(reviewed)).toEqual(["readObject", "writeOntology"]);
+    expect(scheduled(reviewed).map(carriedKeys)).toEqual([[`${runId}:started`, `${runId}:node:1:started`], [`${runId}:node:2:started`]]);
+    // one batch before the 0 ms timer (the read's node finished), one at the end (the write's node, the run)
+    expect(localActivities(reviewed)).toHaveLength(2);
+    expect(count(reviewed, "TIMER_STARTED")).toBe(1);
+    // workflow tasks: the first, after the read, after the timer, after the write
+    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(4);
+    const waiting = batched.read("review-waiting");
+    expect(waiting.events.at(-1)!.eventType).not.toMatch(/WORKFLOW_EXECUTION_(COMPLETED|FAILED|CANCELED)/);
+  });
+
+  it("replay against today's bundle without a determinism error, the open one included", async () => {
+    const histories = batched.all();
+    expect(await replay(histories)).toEqual(histories.map((h) => [h.workflowId, undefined]));
+  });
+});
+
 describe("runs started now", () => {
   let app: App;
   let histories: Record<string, HistoryJson>;
@@ -121,24 +152,28 @@ describe("runs started now", () => {
   });
   afterAll(() => app?.close());
 
-  it("record the svc-batched-records marker, and carry their records in the next activity: a node costs its own work", () => {
+  it("record the svc-local-store-work marker, run their store work as local activities and start no timer for a zero wait: a review is one workflow task", () => {
     for (const h of Object.values(histories)) {
-      expect(patchIds(h)).toEqual(["svc-batched-records"]);
-      expect(scheduledActivities(h).filter((a) => a.startsWith("record"))).toEqual([]);
-      expect(new Set(localActivities(h))).toEqual(new Set(["recordBatch"]));
+      expect(patchIds(h)).toEqual(["svc-local-store-work"]);
+      expect(scheduledActivities(h).filter((a) => a.startsWith("record") || a === "readObject" || a === "writeOntology")).toEqual([]);
     }
     const reviewed = histories.reviewed!;
-    const runId = ids.reviewed!;
-    // the read carries the run's start and its node's; the write carries its node's start
-    expect(scheduledActivities(reviewed)).toEqual(["readObject", "writeOntology"]);
-    expect(scheduled(reviewed).map(carriedKeys)).toEqual([[`${runId}:started`, `${runId}:node:1:started`], [`${runId}:node:2:started`]]);
-    // one batch before the timer (the read's node finished), one at the end (the write's node, the run): was 6 local activities
-    expect(localActivities(reviewed)).toHaveLength(2);
-    // workflow tasks: the first, after the read, after the timer, after the write
-    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(4);
-    expect(localActivities(histories.approved!).length).toBeLessThan(localActivities(local.read("review-approved")).length);
-    expect(localActivities(histories.sync!)).toHaveLength(1);
-    expect(localActivities(histories.pipeline!)).toHaveLength(1);
+    // the read carries the run's start and its node's, the write the read's end and its own start, the
+    // batch at the end the write's node and the run: was 2 activities, 2 batches and a 0 ms timer
+    expect(scheduledActivities(reviewed)).toEqual([]);
+    expect(localActivities(reviewed)).toEqual(["readObject", "writeOntology", "recordBatch"]);
+    expect(count(reviewed, "TIMER_STARTED")).toBe(0);
+    // workflow tasks: was 4 (the first, after the read, after the timer, after the write)
+    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(1);
+    // an action stays an activity (a handler may call the outside world), and carries what was queued
+    expect(scheduledActivities(histories.approved!)).toEqual(["runAction"]);
+    expect(carriedKeys(scheduled(histories.approved!)[0]!)).toEqual([`${ids.approved}:node:2:finished`, `${ids.approved}:node:3:started`]);
+    // the approved run waits for its intervention and runs its action: 3 workflow tasks, was 6
+    expect(count(histories.approved!, "WORKFLOW_TASK_COMPLETED")).toBe(3);
+    expect(count(batched.read("review-approved"), "WORKFLOW_TASK_COMPLETED")).toBe(6);
+    expect(scheduledActivities(histories.sync!)).toEqual(["runSync"]);
+    expect(localActivities(histories.sync!)).toEqual(["recordBatch"]);
+    expect(localActivities(histories.pipeline!)).toEqual(["recordBatch"]);
   });
 
   it("write every record once and in order, one carried by an activity whose work then failed included (written before the work)", async () => {
@@ -148,9 +183,10 @@ describe("runs started now", () => {
     expect(of(ids.pipeline!).map((e) => e.type)).toEqual(["pipeline.run.started", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.finished"]);
     // the write failed (its invoice was deleted): the node's start it carried is written by the final batch, once
     const failed = histories.failed!;
-    expect(scheduledActivities(failed)).toEqual(["readObject", "writeOntology"]);
-    expect(carriedKeys(scheduled(failed)[1]!)).toEqual([`${ids.failed}:node:2:started`]);
-    expect(count(failed, "ACTIVITY_TASK_FAILED")).toBe(1);
+    expect(localActivities(failed)).toEqual(["readObject", "recordBatch", "writeOntology", "recordBatch"]);
+    const laMarkers = markers(failed, "core_local_activity");
+    expect(laMarkers.filter((m) => m.markerRecordedEventAttributes.failure).map((m) => payload(m.markerRecordedEventAttributes.details.data.payloads[0]).activity_type)).toEqual(["writeOntology"]);
+    expect(count(failed, "TIMER_STARTED")).toBe(1);
     expect(of(ids.failed!).map((e) => [e.type, e.payload.node, e.payload.status])).toEqual([
       ["workflow.run.queued", undefined, undefined],
       ["workflow.run.started", undefined, undefined],
@@ -162,13 +198,20 @@ describe("runs started now", () => {
     ]);
   });
 
-  it("keep history readable: a batch's marker lists its records' summaries, the history endpoint names them", async () => {
+  it("keep history readable: a batch's marker lists its records' summaries, a local activity's marker its node's, the history endpoint names them", async () => {
     const res = await client(app).get(`/api/workflow-runs/${ids.approved}/history`);
     const events = res.body.events as Array<{ eventType: string; name?: string; summary?: string }>;
     const recordedMarkers = events.filter((e) => e.eventType === "MARKER_RECORDED");
-    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-batched-records", "recordBatch"]));
+    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-local-store-work", "readObject", "recordBatch", "writeOntology"]));
     expect(events.map((e) => e.summary).filter(Boolean)).toEqual(
-      expect.arrayContaining(["workflow.run.node.finished read invoice", "workflow.run.node.started approve, intervention approve requested", "intervention approve submitted", "approve invoice: run action invoice.approve", "workflow.run.node.finished write review status, workflow.run.finished"]),
+      expect.arrayContaining([
+        "read invoice: read invoice inv_1002",
+        "workflow.run.node.finished read invoice, workflow.run.node.started approve, intervention approve requested",
+        "intervention approve submitted",
+        "approve invoice: run action invoice.approve",
+        "write review status: write 1 change",
+        "workflow.run.node.finished write review status, workflow.run.finished",
+      ]),
     );
   });
 

@@ -15,7 +15,7 @@ import { workflows } from "svc-project-workflows";
 import type { RecordRunEventInput, RecordWorkflowEventInput, SvcSinks } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
-import { activities, clampSummary, createRecorder, named, recordingMode, type Recorder } from "./records";
+import { activities, clampSummary, createRecorder, named, namedLocal, recordingMode, type Recorder, type RecordingMode } from "./records";
 export { agentReply } from "./agents";
 
 const { handlerLog } = proxySinks<SvcSinks>();
@@ -99,11 +99,15 @@ export async function pipelineRun(args: { pipelineId: string; input: unknown; st
   }
 }
 
-function createContext(workflowId: string, runId: string, records: Recorder): WorkflowContext {
+function createContext(workflowId: string, runId: string, records: Recorder, mode: RecordingMode): WorkflowContext {
   let seq = 0;
   let node: string | undefined;
+  const localWork = mode === "local-work";
   const record = (type: string, key: string, payload?: Record<string, unknown>) => records.record(workflowEvent({ type, workflowId, runId, key, payload }));
-  const inNode = (what: string) => named(node ? `${node}: ${what}` : what);
+  const label = (what: string) => (node ? `${node}: ${what}` : what);
+  const inNode = (what: string) => named(label(what));
+  /** Node work on svc's own store: a local activity in `local-work` runs, an activity in older ones (see records.ts). */
+  const storeWork = (what: string) => (localWork ? namedLocal(label(what)) : named(label(what)));
   const intervention = installInterventions(workflowId, runId, records);
   const write = (level: "debug" | "info" | "warn" | "error") => (message: string, fields: Record<string, unknown> = {}) => handlerLog.write(level, message, fields);
   return {
@@ -127,14 +131,15 @@ function createContext(workflowId: string, runId: string, records: Recorder): Wo
         throw err;
       }
     },
-    sleep: (ms, name) => records.beforeWaiting(() => sleep(ms, { summary: clampSummary(name ?? (node ? `${node}: wait ${ms} ms` : `wait ${ms} ms`)) })),
+    // a zero wait is no wait in `local-work` runs (older runs replay the 1 ms timer they recorded)
+    sleep: (ms, name) => (localWork && ms <= 0 ? Promise.resolve() : records.beforeWaiting(() => sleep(ms, { summary: clampSummary(name ?? label(`wait ${ms} ms`)) }))),
     objects: {
-      get: async (objectTypeId, primaryId) => (await records.carry(inNode(`read ${objectTypeId} ${primaryId}`).readObject, { objectTypeId, primaryId })) ?? undefined,
+      get: async (objectTypeId, primaryId) => (await records.carry(storeWork(`read ${objectTypeId} ${primaryId}`).readObject, { objectTypeId, primaryId })) ?? undefined,
     },
-    write: (changes) => records.carry(inNode(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology, { workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
+    write: (changes) => records.carry(storeWork(`write ${changes.length} change${changes.length === 1 ? "" : "s"}`).writeOntology, { workflowId, runId, changes, key: `${runId}:write:${++seq}` }),
     blobs: {
-      createDownloadUrl: (file, options) => records.carry(inNode("create a download URL").createDownloadUrl, { runId, fileId: file.id, expiresInMs: options?.expiresInMs }),
-      revokeDownloadUrl: (id) => records.carry(inNode("revoke a download URL").revokeDownloadUrl, { id }),
+      createDownloadUrl: (file, options) => records.carry(storeWork("create a download URL").createDownloadUrl, { runId, fileId: file.id, expiresInMs: options?.expiresInMs }),
+      revokeDownloadUrl: (id) => records.carry(storeWork("revoke a download URL").revokeDownloadUrl, { id }),
     },
     actions: {
       run: (actionId, input) => records.carry(inNode(`run action ${actionId}`).runAction, { actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
@@ -144,7 +149,8 @@ function createContext(workflowId: string, runId: string, records: Recorder): Wo
 
 /** The dynamic workflow: dispatches on the workflow type to the project's definition. */
 export default async function projectWorkflow(input: unknown): Promise<unknown> {
-  const records = createRecorder(recordingMode());
+  const mode = recordingMode();
+  const records = createRecorder(mode);
   const info = workflowInfo();
   const workflowId = info.workflowType;
   const runId = info.workflowId;
@@ -154,7 +160,7 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
     CancellationScope.nonCancellable(() => records.recordNow(workflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }, true)));
   await records.record(workflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` }, true));
   try {
-    const result = await definition.run(createContext(workflowId, runId, records), input);
+    const result = await definition.run(createContext(workflowId, runId, records, mode), input);
     await finished({ status: "completed" });
     return result;
   } catch (err) {

@@ -11,14 +11,16 @@ import type { CarriedRecords, RunRecord } from "../core/sdk/activities-types";
 const issued: Array<[string, string, string | undefined, unknown]> = [];
 const failing = new Set<string>();
 const patches = new Set<string>();
+/** Patch ids `patched` was asked about, in order (each one asked for live records its marker). */
+const asked: string[] = [];
 const proxy = (how: string) => (options: { summary?: string }) =>
   new Proxy({}, { get: (_, activity: string) => async (input: unknown) => {
     issued.push([how, activity, options.summary, input]);
     if (failing.has(activity)) throw new Error(`${activity} failed`);
   } });
-vi.mock("@temporalio/workflow", () => ({ patched: (id: string) => patches.has(id), proxyActivities: proxy("activity"), proxyLocalActivities: proxy("local") }));
+vi.mock("@temporalio/workflow", () => ({ patched: (id: string) => (asked.push(id), patches.has(id)), proxyActivities: proxy("activity"), proxyLocalActivities: proxy("local") }));
 
-const { batchSummary, clampSummary, createRecorder, recordingMode, BATCHED_RECORDS, LOCAL_RECORDS, SUMMARY_BYTES } = await import("./records");
+const { batchSummary, clampSummary, createRecorder, recordingMode, BATCHED_RECORDS, LOCAL_RECORDS, LOCAL_STORE_WORK, SUMMARY_BYTES } = await import("./records");
 
 const nodeStarted = (key: string) => ({ type: "workflow.run.node.started", workflowId: "w", runId: "r", key });
 const event = (key: string): { record: RunRecord; summary: string } => ({ record: { workflowEvent: nodeStarted(key) }, summary: `summary ${key}` });
@@ -27,6 +29,7 @@ beforeEach(() => {
   issued.length = 0;
   failing.clear();
   patches.clear();
+  asked.length = 0;
 });
 
 describe("recordingMode", () => {
@@ -36,12 +39,21 @@ describe("recordingMode", () => {
     expect(recordingMode()).toBe("local");
     patches.add(BATCHED_RECORDS);
     expect(recordingMode()).toBe("batched");
+    patches.add(LOCAL_STORE_WORK);
+    expect(recordingMode()).toBe("local-work");
+  });
+
+  it("asks for the newest patch first, so a new run records only its marker", () => {
+    patches.add(LOCAL_STORE_WORK);
+    expect(recordingMode()).toBe("local-work");
+    expect(asked).toEqual([LOCAL_STORE_WORK]);
   });
 });
 
-describe("batched", () => {
+// the newest generation records as `batched` did (it changes what node work runs as, in workflows/index.ts)
+describe.each(["batched", "local-work"] as const)("%s", (mode) => {
   it("queues records until a carrier takes them, in order, and the next carrier gets none", async () => {
-    const records = createRecorder("batched");
+    const records = createRecorder(mode);
     await records.record(event("a"));
     await records.record(event("b"));
     expect(issued).toEqual([]);
@@ -53,7 +65,7 @@ describe("batched", () => {
   });
 
   it("queues a failed carrier's records again, in front of those queued meanwhile", async () => {
-    const records = createRecorder("batched");
+    const records = createRecorder(mode);
     await records.record(event("a"));
     await expect(records.carry(async () => { await records.record(event("b")); throw new Error("cancelled before it ran"); }, {})).rejects.toThrow("cancelled");
     await records.recordNow(event("c"));
@@ -61,7 +73,7 @@ describe("batched", () => {
   });
 
   it("writes what is queued before waiting, as one local activity naming every record", async () => {
-    const records = createRecorder("batched");
+    const records = createRecorder(mode);
     await records.record(event("a"));
     await records.record(event("b"));
     const order: string[] = [];
@@ -71,7 +83,7 @@ describe("batched", () => {
   });
 
   it("waits at once, without a batch, when nothing is queued", async () => {
-    const records = createRecorder("batched");
+    const records = createRecorder(mode);
     let waited = false;
     const waiting = records.beforeWaiting(async () => void (waited = true));
     expect(waited).toBe(true); // called before the first await: no command in between
@@ -80,7 +92,7 @@ describe("batched", () => {
   });
 
   it("does not queue a failed batch again (a failure path records its own outcome under the same key)", async () => {
-    const records = createRecorder("batched");
+    const records = createRecorder(mode);
     failing.add("recordBatch");
     await expect(records.recordNow(event("a"))).rejects.toThrow("recordBatch failed");
     failing.clear();

@@ -1,15 +1,22 @@
 /**
- * How a run writes its records (run, node, step and intervention events; isolate code), in three
+ * How a run writes its records (run, node, step and intervention events; isolate code), in four
  * generations chosen once per run at its start by Temporal patches, so that every recorded history
  * replays with the commands it was recorded with (issue 15):
  *
  * - `activities`: no patch marker (runs started before issue 15): one activity per record.
  * - `local`: the `svc-local-records` marker: one local activity per record (a `MARKER_RECORDED` each).
- * - `batched`: the `svc-batched-records` marker (new runs): records queue in the run and are written
- *   first by the next activity the run calls (its input's `records`), or, where the run waits or ends
- *   before any activity, by one local activity `recordBatch` holding all of them. A node then costs no
- *   record of its own in the common case: `read invoice` is `readObject` carrying `workflow.run.started`
- *   and the node's `started`.
+ * - `batched`: the `svc-batched-records` marker: records queue in the run and are written first by the
+ *   next activity the run calls (its input's `records`), or, where the run waits or ends before any
+ *   activity, by one local activity `recordBatch` holding all of them. A node then costs no record of
+ *   its own in the common case: `read invoice` is `readObject` carrying `workflow.run.started` and the
+ *   node's `started`.
+ * - `local-work`: the `svc-local-store-work` marker (new runs): records as in `batched`, and the node
+ *   work that only touches svc's own store (`readObject`, `writeOntology`, `createDownloadUrl`,
+ *   `revokeDownloadUrl`: milliseconds each) runs as local activities inside the workflow task instead
+ *   of costing an activity task and a workflow task each; a wait of 0 ms or less starts no timer (the
+ *   SDK's `sleep(0)` is a 1 ms timer, which the server fires on its next timer tick, about a second
+ *   later). An invoice review without approval is one workflow task instead of four. Handlers (syncs,
+ *   pipeline steps, actions) stay activities: they may call the outside world and take long.
  *
  * Records are idempotent on their keys, so a record written twice (an activity retried, a carrier that
  * failed after writing them, whose records are queued again) is written once.
@@ -84,22 +91,29 @@ export const LOCAL_RECORDS = "svc-local-records";
 /** Patch id of issue 15's second change: records queued and carried by the run's next activity, or batched. */
 export const BATCHED_RECORDS = "svc-batched-records";
 
+/** Patch id of issue 15's third change: node work on svc's store as local activities, no timer for a zero wait. */
+export const LOCAL_STORE_WORK = "svc-local-store-work";
+
 /**
  * Local activities run by this worker inside the workflow task (retries back off inside the task up to
  * `localRetryThreshold`, then on a server timer).
  */
 const LOCAL_OPTIONS = { startToCloseTimeout: "1 minute", retry: ACTIVITY_OPTIONS.retry } as const;
 
+/** Local activities whose history markers carry `summary` (clamped), like {@link named}'s activities. */
+export const namedLocal = (summary: string) => proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: clampSummary(summary) });
+
 /** Which generation a run records with (see the module doc). */
-export type RecordingMode = "activities" | "local" | "batched";
+export type RecordingMode = "activities" | "local" | "batched" | "local-work";
 
 /**
  * The run's recording generation. Must be called first thing in a run (before any command): a new run
- * records the `svc-batched-records` marker and answers `batched`; a replay answers what its history
+ * records the `svc-local-store-work` marker and answers `local-work`; a replay answers what its history
  * was recorded with, for the whole run, also once its replay catches up (`patched` alone would switch
  * mid-run when the worker executes live).
  */
 export function recordingMode(): RecordingMode {
+  if (patched(LOCAL_STORE_WORK)) return "local-work";
   if (patched(BATCHED_RECORDS)) return "batched";
   return patched(LOCAL_RECORDS) ? "local" : "activities";
 }
@@ -116,18 +130,18 @@ export interface Entry {
  * command the older engines issued at that point; `beforeWaiting` and `carry` add none.
  */
 export interface Recorder {
-  /** Records `entry`: at once (`activities`, `local`), or queued until the next carrier or flush (`batched`). */
+  /** Records `entry`: at once (`activities`, `local`), or queued until the next carrier or flush (`batched`, `local-work`). */
   record(entry: Entry): Promise<void>;
   /** Records `entry` and writes everything queued before answering (a run about to wait or end). */
   recordNow(entry: Entry): Promise<void>;
   /**
-   * Writes what is queued (`batched`: one `recordBatch` local activity), then calls `wait` (a timer, a
+   * Writes what is queued (`batched`, `local-work`: one `recordBatch` local activity), then calls `wait` (a timer, a
    * condition): what the run did shows before it waits. `wait` is called at once when nothing is queued
    * (always in the older modes, so their commands keep their order).
    */
   beforeWaiting<T>(wait: () => Promise<T>): Promise<T>;
   /**
-   * Calls `activity` with `input` plus the queued records to write first (`batched`; `records` stays
+   * Calls `activity` with `input` plus the queued records to write first (`batched`, `local-work`; `records` stays
    * absent when nothing is queued, and in the older modes); when the call fails (the node's work failed,
    * or it was cancelled before it ran) they are queued again, in front, for the next carrier: the
    * records themselves did not fail, and may not have been written.
@@ -144,9 +158,8 @@ function callSingle(proxy: SvcActivities, record: RunRecord): Promise<void> {
 
 /** The recorder of a run in `mode` (see {@link recordingMode}). */
 export function createRecorder(mode: RecordingMode): Recorder {
-  if (mode !== "batched") {
-    const proxy = (entry: Entry): SvcActivities =>
-      mode === "local" ? proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: clampSummary(entry.summary) }) : entry.unnamed ? activities : named(entry.summary);
+  if (mode === "activities" || mode === "local") {
+    const proxy = (entry: Entry): SvcActivities => (mode === "local" ? namedLocal(entry.summary) : entry.unnamed ? activities : named(entry.summary));
     const record = (entry: Entry) => callSingle(proxy(entry), entry.record);
     return { record, recordNow: record, beforeWaiting: (wait) => wait(), carry: (activity, input) => activity(input) };
   }
@@ -159,7 +172,7 @@ export function createRecorder(mode: RecordingMode): Recorder {
   const flush = async () => {
     const batch = queued;
     queued = [];
-    await proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: batchSummary(batch.map((e) => e.summary)) }).recordBatch({ records: batch.map((e) => e.record) });
+    await namedLocal(batchSummary(batch.map((e) => e.summary))).recordBatch({ records: batch.map((e) => e.record) });
   };
   return {
     record: async (entry) => void queued.push(entry),

@@ -45,7 +45,11 @@ export interface WorkflowContext {
   };
   /** A named step: records `workflow.run.node.started` / `.finished` around `fn`. */
   node<T>(name: string, fn: () => Promise<T>): Promise<T>;
-  /** A durable timer (survives worker and server restarts); `name` labels it in Temporal's history. */
+  /**
+   * A durable timer of `ms` milliseconds (survives worker and server restarts); `name` labels it in
+   * Temporal's history. `ms <= 0` returns at once and starts no timer (runs started before the
+   * `svc-local-store-work` patch keep the 1 ms timer they recorded).
+   */
   sleep(ms: number, name?: string): Promise<void>;
   objects: {
     get(objectTypeId: string, primaryId: string): Promise<ObjectRecord | undefined>;
