@@ -130,21 +130,22 @@ export interface Entry {
  * command the older engines issued at that point; `beforeWaiting` and `carry` add none.
  */
 export interface Recorder {
-  /** Records `entry`: at once (`activities`, `local`), or queued until the next carrier or flush (`batched`, `local-work`). */
+  /** Records `entry`: at once (`activities`, `local`), or queued until the next carrier or flush (the newer two). */
   record(entry: Entry): Promise<void>;
   /** Records `entry` and writes everything queued before answering (a run about to wait or end). */
   recordNow(entry: Entry): Promise<void>;
   /**
-   * Writes what is queued (`batched`, `local-work`: one `recordBatch` local activity), then calls `wait` (a timer, a
-   * condition): what the run did shows before it waits. `wait` is called at once when nothing is queued
-   * (always in the older modes, so their commands keep their order).
+   * Writes what is queued (`batched`, `local-work`: one `recordBatch` local activity), then calls `wait`
+   * (a timer, a condition): what the run did shows before it waits. `wait` is called at once when
+   * nothing is queued (always in the older modes, so their commands keep their order).
    */
   beforeWaiting<T>(wait: () => Promise<T>): Promise<T>;
   /**
-   * Calls `activity` with `input` plus the queued records to write first (`batched`, `local-work`; `records` stays
-   * absent when nothing is queued, and in the older modes); when the call fails (the node's work failed,
-   * or it was cancelled before it ran) they are queued again, in front, for the next carrier: the
-   * records themselves did not fail, and may not have been written.
+   * Calls `activity` (an activity or a local activity) with `input` plus the queued records to write
+   * first (`batched`, `local-work`; `records` stays absent when nothing is queued, and in the older
+   * modes); when the call fails (the node's work failed, or it was cancelled before it ran) they are
+   * queued again, in front, for the next carrier: the records themselves did not fail, and may not have
+   * been written.
    */
   carry<I extends CarriedRecords, T>(activity: (input: I) => Promise<T>, input: I): Promise<T>;
 }
