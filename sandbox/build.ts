@@ -99,7 +99,8 @@ export async function buildSandbox(outdir: string, log: (line: string) => void =
     if (!file.endsWith(".js")) continue;
     const at = path.join(outdir, "sandbox", file);
     const code = fs.readFileSync(at, "utf8");
-    if (/[^\u0000-\u00ff]/.test(code)) fs.writeFileSync(at, escapeBeyondLatin1(code));
+    const escaped = escapeBeyondLatin1(code);
+    if (escaped !== code) fs.writeFileSync(at, escaped);
   }
   step("bundle (esbuild)");
   for (const folder of SOURCE_FOLDERS) copyAssets(path.join(ROOT, folder), path.join(outdir, folder));

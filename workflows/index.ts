@@ -107,7 +107,7 @@ function createContext(workflowId: string, runId: string, records: Recorder, mod
   const label = (what: string) => (node ? `${node}: ${what}` : what);
   const inNode = (what: string) => named(label(what));
   /** Node work on svc's own store: a local activity in `local-work` runs, an activity in older ones (see records.ts). */
-  const storeWork = (what: string) => (localWork ? namedLocal(label(what)) : named(label(what)));
+  const storeWork = (what: string) => (localWork ? namedLocal(label(what)) : inNode(what));
   const intervention = installInterventions(workflowId, runId, records);
   const write = (level: "debug" | "info" | "warn" | "error") => (message: string, fields: Record<string, unknown> = {}) => handlerLog.write(level, message, fields);
   return {
