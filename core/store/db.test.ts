@@ -43,8 +43,13 @@ async function observer(file: string): Promise<{ count(sql: string, params?: unk
   };
 }
 
-async function openWithTable(ddl: string[]): Promise<Database> {
-  const db = await Database.open(path.join(tempDir("svc-db-"), "svc.db"));
+/**
+ * A database with `ddl` applied. `oneGroup`: the group commit's window widened from 5 ms to 10 s, for
+ * tests whose callers, queued in one tick, must share one group also on a loaded machine (a caller
+ * that awaits a statement can take longer than 5 ms there, and the next caller then starts a group).
+ */
+async function openWithTable(ddl: string[], { oneGroup = false } = {}): Promise<Database> {
+  const db = await Database.open(path.join(tempDir("svc-db-"), "svc.db"), oneGroup ? { groupMs: 10_000 } : {});
   opened.push(db);
   await db.transaction(async (tx) => {
     for (const sql of ddl) await tx.run(sql);
@@ -139,10 +144,13 @@ describe("Database group commit", () => {
   });
 
   it("rejects every caller of a group whose COMMIT fails, and writes none of it", async () => {
-    const db = await openWithTable([
-      "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
-      "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
-    ]);
+    const db = await openWithTable(
+      [
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
+        "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
+      ],
+      { oneGroup: true },
+    );
     // queued in one tick: one group. The orphan passes its own statement (the check is deferred) and fails the COMMIT.
     const results = await Promise.allSettled([
       db.transaction((tx) => tx.run("INSERT INTO parent (id) VALUES (1)")),
@@ -158,10 +166,10 @@ describe("Database group commit", () => {
   });
 
   it("rejects the group's earlier callers when SQLite itself rolls the transaction back", async () => {
-    const db = await openWithTable([
-      "CREATE TABLE t (v TEXT NOT NULL)",
-      "CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.v = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom refused'); END",
-    ]);
+    const db = await openWithTable(
+      ["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.v = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom refused'); END"],
+      { oneGroup: true },
+    );
     const results = await Promise.allSettled([
       db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('a')")),
       db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('boom')")),
@@ -199,7 +207,7 @@ describe("Database group commit", () => {
   });
 
   it("runs afterCommit hooks once the commit is visible, in caller order, before the callers resolve; never for rolled-back writes", async () => {
-    const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"]);
+    const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"], { oneGroup: true });
     const seen = await observer(db.file);
     const log: string[] = [];
     const hook = (name: string) => async () => {
@@ -222,10 +230,13 @@ describe("Database group commit", () => {
     expect(log.filter((l) => /:\d$/.test(l)).sort()).toEqual(["a:1", "c:1"]);
     await seen.close();
 
-    const fk = await openWithTable([
-      "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
-      "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
-    ]);
+    const fk = await openWithTable(
+      [
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
+        "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
+      ],
+      { oneGroup: true },
+    );
     let ran = 0;
     const failed = await Promise.allSettled([
       fk.transaction(async (tx) => void tx.afterCommit(() => ran++)),
@@ -239,7 +250,7 @@ describe("Database group commit", () => {
   });
 
   it("runs a deferred statement once per group over its successful callers' items, in caller order, before the COMMIT", async () => {
-    const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)"]);
+    const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)"], { oneGroup: true });
     const seen = await observer(db.file);
     const runs: string[][] = [];
     const insert: GroupStatement<{ v: string; id?: number }> = {
@@ -276,7 +287,7 @@ describe("Database group commit", () => {
   });
 
   it("opens no savepoint for a caller that only defers: a group of them costs BEGIN, the deferred statement and COMMIT", async () => {
-    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"]);
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"], { oneGroup: true });
     const insert: GroupStatement<string> = {
       run: async (w, items) => void (await w.run("INSERT INTO t (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
     };
@@ -308,7 +319,7 @@ describe("Database group commit", () => {
   });
 
   it("rejects every caller of a group whose deferred statement throws, and writes none of the group", async () => {
-    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL UNIQUE)"]);
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL UNIQUE)"], { oneGroup: true });
     const insert: GroupStatement<string> = {
       async run(w, items) {
         for (const v of items) await w.run("INSERT INTO t (v) VALUES (?)", [v]);

@@ -116,6 +116,7 @@ export class Database implements SqlReader {
     private readonly reader: Connection,
     private readonly checkpointer?: Connection,
     private readonly busyTimeoutMs = 5000,
+    private readonly groupMs = Database.GROUP_MS,
   ) {
     if (checkpointer) this.checkpointTimer = setInterval(() => void this.checkpoint(), Database.CHECKPOINT_MS).unref();
   }
@@ -228,10 +229,12 @@ export class Database implements SqlReader {
    * Opens (creating if needed) the database file and applies pending migrations.
    *
    * @param file path of the SQLite file; its directory is created
-   * @param busyTimeoutMs how long a connection waits on a lock held by another process
+   * @param opts.busyTimeoutMs how long a connection waits on a lock held by another process (ms, default 5,000)
+   * @param opts.groupMs how long a group commit takes joiners after its transaction began (ms, default
+   *   {@link Database.GROUP_MS}; tests that need callers in one group on a loaded machine widen it)
    * @throws when the file cannot be opened or a migration fails (the failing migration is rolled back)
    */
-  static async open(file: string, busyTimeoutMs = 5000): Promise<Database> {
+  static async open(file: string, { busyTimeoutMs = 5000, groupMs = Database.GROUP_MS }: { busyTimeoutMs?: number; groupMs?: number } = {}): Promise<Database> {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const writer = await openConnection(file, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE);
     // no automatic checkpoint in the writer's COMMITs: the checkpointer connection does it (see the class);
@@ -243,7 +246,7 @@ export class Database implements SqlReader {
     await reader.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA query_only = ON;`);
     const checkpointer = await openConnection(file, sqlite3.OPEN_READWRITE);
     await checkpointer.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
-    return new Database(file, writer, reader, checkpointer, busyTimeoutMs);
+    return new Database(file, writer, reader, checkpointer, busyTimeoutMs, groupMs);
   }
 
   private async migrate(): Promise<void> {
@@ -370,7 +373,7 @@ export class Database implements SqlReader {
         }
         waiter.reject(err);
       }
-      if (this.waiting.length === 0 || n >= Database.GROUP_MAX || performance.now() - began >= Database.GROUP_MS) break;
+      if (this.waiting.length === 0 || n >= Database.GROUP_MAX || performance.now() - began >= this.groupMs) break;
     }
     this.commits++;
     try {
