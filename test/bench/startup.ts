@@ -121,11 +121,13 @@ const rssAfterSoak = rssMb(app.child.pid!);
 await app.stop();
 const growth = (rssAfterSoak - rssAfterLoad) / rssAfterLoad;
 say(`  RSS after soak ${rssAfterSoak.toFixed(0)} MB (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}% over after-load); ${soak.sent} requests, ${soak.errors} errors, p99 ${soak.p99.toFixed(1)} ms; subscriber received ${soak.received} events`);
+// Flatness only: the idle goal is the idle row's (RSS after BENCH_IDLE_SECONDS without a request).
+// `start` here is 2 s after ready, before V8 has given back the start's young generation: no idle figure.
 rows.push({
   case: "service RSS over the soak at half load",
-  now: `start ${rssStart.toFixed(0)} MB, after load ${rssAfterLoad.toFixed(0)} MB, after ${SOAK_SECONDS} s soak ${rssAfterSoak.toFixed(0)} MB (${(growth * 100).toFixed(1)}%)`,
-  goal: `< ${RSS_GOAL_MB} MB idle, flat (within 10%)`,
-  met: soak.errors > 0 ? false : Math.abs(growth) <= 0.1 && rssStart < RSS_GOAL_MB,
+  now: `start ${rssStart.toFixed(0)} MB (2 s after ready), after load ${rssAfterLoad.toFixed(0)} MB, after ${SOAK_SECONDS} s soak ${rssAfterSoak.toFixed(0)} MB (${(growth * 100).toFixed(1)}%)`,
+  goal: "flat (within 10% of after load); idle < 150 MB: the idle row",
+  met: soak.errors > 0 ? false : Math.abs(growth) <= 0.1,
 });
 
 // 3. first start with an empty CLI cache
