@@ -43,6 +43,14 @@ async function schedule(c: Client, id: string): Promise<any> {
 
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
+/** What the `hangs` probe's `ctx.artifacts.upload` and `ctx.blobs.createDownloadUrl` answer once its attempt was given up on for `reason`. */
+const refusedAfterAbort = (reason: string) =>
+  ["ctx.artifacts.upload", "ctx.blobs.createDownloadUrl"].map((call) => ({
+    call,
+    name: "AbortError",
+    message: `${call} refused: this handler was given up on (${reason}), so it may store nothing more`,
+  }));
+
 describe("event schedules", () => {
   let app: App & { dataDir: string };
   let c: Client;
@@ -193,6 +201,7 @@ describe("event schedules", () => {
 
   it("fails an attempt that runs past timeoutMs: its ctx.signal is aborted, what it writes after is dropped, the retry runs", async () => {
     const before = probeControl.calls.length;
+    const refusedBefore = probeControl.afterAbort.length;
     const [hung] = await append(c, [{ type: "pipeline.run.finished", partitionKey: "hang", payload: { pipelineId: "probe", runId: "hang-1" } }]);
     const failed = await eventually(async () => {
       const s = await schedule(c, "hangs");
@@ -204,6 +213,8 @@ describe("event schedules", () => {
     // only the retry's write: attempt 1's, made after its timeout, never committed
     expect(await handled(c, "hangs")).toEqual([2]);
     expect(probeControl.aborted).toEqual([{ eventId: hung.id, attempt: 1, reason: "handler timed out after 1500 ms" }]);
+    // what it tried to store after the abort was refused, nothing of it done
+    expect(probeControl.afterAbort.slice(refusedBefore)).toEqual(refusedAfterAbort("handler timed out after 1500 ms"));
     const attempts = probeControl.calls.slice(before).filter((x) => x.eventId === hung.id);
     expect(attempts.map((x) => x.attempt)).toEqual([1, 2]);
     expect(attempts[0]!.end - attempts[0]!.start).toBeGreaterThanOrEqual(1490);
@@ -331,11 +342,13 @@ describe("event schedules across restarts", () => {
     try {
       let c = client(app);
       const abortedBefore = probeControl.aborted.length;
+      const refusedBefore = probeControl.afterAbort.length;
       const [hung] = await append(c, [{ type: "pipeline.run.finished", partitionKey: "closing", payload: { pipelineId: "probe", runId: "closing-1" } }]);
       await eventually(async () => probeControl.calls.some((x) => x.eventId === hung.id));
       await app.close();
       // the handler saw the abort and then wrote and returned normally: none of it was committed
       expect(probeControl.aborted.slice(abortedBefore)).toEqual([{ eventId: hung.id, attempt: 1, reason: "the server is shutting down" }]);
+      expect(probeControl.afterAbort.slice(refusedBefore)).toEqual(refusedAfterAbort("the server is shutting down"));
       app = await startApp({ dataDir, project: eventScheduleProject });
       c = client(app);
       expect(await handled(c, "hangs")).toEqual([]);

@@ -179,7 +179,8 @@ export class ActionRunner {
     let buffered: BufferedHandler<unknown> | undefined;
     let failure: { code: string; message: string } | undefined;
     try {
-      buffered = await this.handlers.execute(spec, (ctx) => definition.run({ ...ctx, actionId: req.actionId, runId, subject, params, actor: req.actor, signal: this.lifecycle.closeTimeout }));
+      const signal = this.lifecycle.closeTimeout;
+      buffered = await this.handlers.execute(spec, (ctx) => definition.run({ ...ctx, actionId: req.actionId, runId, subject, params, actor: req.actor, signal }), signal);
     } catch (err) {
       failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
       this.handlers.logger(spec).warn({ err }, "action run failed");

@@ -106,19 +106,25 @@ export class HandlerRunner {
    * events against the catalog (ontology types refused), and each `ctx.datasets` call's rows against its
    * dataset, before anything is answered.
    *
+   * @param signal aborted when the caller gives up on the handler (a timeout, a shutdown that stops
+   *   waiting): its buffered writes are never committed then, and from then on its `ctx.blobs` and
+   *   `ctx.artifacts` calls that store something reject ({@link HandlerAbandonedError}); what they stored
+   *   before stays
    * @throws whatever `fn` throws; {@link ApiError} invalid_request for invalid changes, events or rows
    *   (a refused row: `ctx.datasets.<snapshot|append> call <n>: …` naming row and column; `details.call`)
    */
-  async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>): Promise<BufferedHandler<T>> {
+  async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>, signal?: AbortSignal): Promise<BufferedHandler<T>> {
     const buffer = new WriteBuffer();
     const appended: AppendInput[] = [];
     const datasetCalls: Array<{ datasetId: string; transaction: "snapshot" | "append"; rows: readonly unknown[] }> = [];
     const log = this.logger(spec);
+    const blobs = this.blobs(`${spec.run.kind}:${spec.run.id}`);
+    const artifacts = this.artifacts(`${spec.run.kind}:${spec.run.id}`);
     const ctx: SystemContext = {
       ...ontologyAccess(this.ontology, buffer),
       log,
-      blobs: this.blobs(`${spec.run.kind}:${spec.run.id}`),
-      artifacts: this.artifacts(`${spec.run.kind}:${spec.run.id}`),
+      blobs: signal ? refusedOnceAborted("ctx.blobs", blobs, ["createDownloadUrl", "revokeDownloadUrl"], signal) : blobs,
+      artifacts: signal ? refusedOnceAborted("ctx.artifacts", artifacts, ["upload", "publish", "publishVersion"], signal) : artifacts,
       events: eventsApi(this.events, async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType })))),
       datasets: {
         snapshot: (datasetId, rows) => void datasetCalls.push({ datasetId, transaction: "snapshot", rows: [...rows] }),
@@ -174,4 +180,26 @@ export class HandlerRunner {
     await this.events.drain();
     return buffered.result;
   }
+}
+
+/**
+ * What a handler's `ctx.blobs` or `ctx.artifacts` call that would store something rejects with once the
+ * handler was given up on (its `ctx.signal` aborted): nothing of the call happened. `cause` is the
+ * signal's reason (e.g. `handler timed out after 300000 ms`, `the server is shutting down`).
+ */
+export class HandlerAbandonedError extends Error {
+  override readonly name = "AbortError";
+  constructor(call: string, reason: unknown) {
+    super(`${call} refused: this handler was given up on (${reason instanceof Error ? reason.message : String(reason)}), so it may store nothing more`, { cause: reason });
+  }
+}
+
+/** `api` with `methods` rejecting {@link HandlerAbandonedError} once `signal` is aborted (checked at each call). */
+function refusedOnceAborted<T extends object>(name: string, api: T, methods: ReadonlyArray<keyof T & string>, signal: AbortSignal): T {
+  const guarded = { ...api };
+  for (const method of methods) {
+    const call = api[method] as (...args: unknown[]) => Promise<unknown>;
+    (guarded as Record<string, unknown>)[method] = (...args: unknown[]) => (signal.aborted ? Promise.reject(new HandlerAbandonedError(`${name}.${method}`, signal.reason)) : call(...args));
+  }
+  return guarded;
 }

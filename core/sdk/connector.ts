@@ -143,7 +143,8 @@ export interface ScheduleDefinition {
    * Event schedules: how long one attempt may run, in ms (1..3,600,000, default 300,000). Past it the
    * attempt fails with "handler timed out after N ms" (retried, then dead-lettered, like a throw), its
    * buffered writes (objects, links, events, dataset rows) are dropped, and `ctx.signal` is aborted so
-   * the handler can stop its own work. Blobs and artifacts it already stored stay. Order and
+   * the handler can stop its own work. Blobs and artifacts it already stored stay; from then on its
+   * `ctx.blobs` and `ctx.artifacts` calls that store something reject (an `AbortError`). Order and
    * `concurrency` count attempts: a handler that ignores the signal may still run when the retry starts.
    */
   timeoutMs?: number;

@@ -187,7 +187,10 @@ export interface ActionContext<P> extends OntologyAccess {
   /** The requester, kept on the run (writes themselves carry no actor, spec 2.3). */
   actor?: Actor;
   log: HandlerLogger;
-  /** Aborted when the server shuts down past its grace period. */
+  /**
+   * Aborted when the server shuts down past its grace period; from then on `blobs` and `artifacts`
+   * calls that store something reject (an `AbortError`).
+   */
   signal: AbortSignal;
 }
 
