@@ -1,0 +1,65 @@
+/**
+ * Upgrades of existing data: a database file left at an older migration (built here by applying the
+ * migration files up to it, as an older release did) is opened by the current `Database.open`.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import sqlite3 from "sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { Database } from "./db";
+import { tempDir } from "../../test/helpers-fs";
+
+const MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+
+const opened: Database[] = [];
+afterEach(async () => {
+  for (const db of opened.splice(0)) await db.close();
+});
+
+/** A database file at migration `through` (inclusive), with `seed` run on it, as an older release left it. */
+async function fileAt(through: number, seed: string): Promise<string> {
+  const file = path.join(tempDir("svc-migrations-"), "svc.db");
+  const conn = await new Promise<sqlite3.Database>((resolve, reject) => {
+    const c = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(c)));
+  });
+  const exec = (sql: string) => new Promise<void>((resolve, reject) => conn.exec(sql, (err) => (err ? reject(err) : resolve())));
+  await exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+  for (const f of fs.readdirSync(MIGRATIONS).filter((n) => /^\d+_.+\.sql$/.test(n)).sort()) {
+    const version = Number.parseInt(f, 10);
+    if (version > through) break;
+    await exec(`BEGIN; ${fs.readFileSync(path.join(MIGRATIONS, f), "utf8")}; INSERT INTO schema_migrations VALUES (${version}, '${f}', '2026-01-01T00:00:00.000Z'); COMMIT;`);
+  }
+  await exec(seed);
+  await new Promise<void>((resolve, reject) => conn.close((err) => (err ? reject(err) : resolve())));
+  return file;
+}
+
+describe("migrations", () => {
+  it("015 gives a dataset transaction open across the upgrade a full idle period from the upgrade; finished versions keep no touched_at", async () => {
+    const file = await fileAt(
+      14,
+      `INSERT INTO dataset_versions (dataset_id, version, transaction_type, status, row_count, source, opened_at, committed_at, aborted_at) VALUES
+        ('prices', 1, 'snapshot', 'committed', 2, '{"kind":"http"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z', NULL),
+        ('prices', 2, 'append', 'aborted', 0, '{"kind":"http"}', '2026-01-02T00:00:00.000Z', NULL, '2026-01-02T00:10:00.000Z'),
+        ('prices', 3, 'append', 'open', 1, '{"kind":"http"}', '2026-01-03T00:00:00.000Z', NULL, NULL);`,
+    );
+    const before = Date.now();
+    const db = await Database.open(file);
+    opened.push(db);
+    const after = Date.now();
+    const rows = await db.all<{ version: number; opened_at: string; touched_at: string | null }>("SELECT version, opened_at, touched_at FROM dataset_versions ORDER BY version");
+    expect(rows.map((r) => [r.version, r.touched_at === null])).toEqual([
+      [1, true],
+      [2, true],
+      [3, false],
+    ]);
+    // the open one: the upgrade's time (ISO with milliseconds), not its long-past opened_at
+    const open = rows[2]!;
+    expect(open.touched_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(Date.parse(open.touched_at!)).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    expect(Date.parse(open.touched_at!)).toBeLessThanOrEqual(after);
+    expect(open.opened_at).toBe("2026-01-03T00:00:00.000Z");
+    expect((await db.all<{ version: number }>("SELECT version FROM schema_migrations WHERE version >= 14 ORDER BY version")).map((r) => r.version)).toContain(15);
+  });
+});
