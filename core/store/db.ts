@@ -1,12 +1,10 @@
 import sqlite3 from "sqlite3";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
 import { openConnection, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
 
 export { jsonRowsStatement, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
-
-const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
 /** Counters of the store's work since it opened (for benchmarks and `statements per request`). */
 export interface DatabaseStats {
@@ -250,16 +248,14 @@ export class Database implements SqlReader {
   }
 
   private async migrate(): Promise<void> {
-    await this.writer.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+    await this.writer.exec(MIGRATIONS_TABLE);
     const applied = new Set((await this.writer.all<{ version: number }>("SELECT version FROM schema_migrations")).map((r) => r.version));
-    const files = fs.readdirSync(MIGRATIONS_DIR).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
-    for (const f of files) {
-      const version = Number.parseInt(f, 10);
+    for (const { version, name, path: file } of migrations()) {
       if (applied.has(version)) continue;
-      const sql = fs.readFileSync(path.join(MIGRATIONS_DIR, f), "utf8");
+      const sql = fs.readFileSync(file, "utf8");
       await this.transaction(async (tx) => {
         await this.writer.exec(sql);
-        await tx.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [version, f, new Date().toISOString()]);
+        await tx.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [version, name, new Date().toISOString()]);
       });
     }
   }

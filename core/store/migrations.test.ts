@@ -4,13 +4,11 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import sqlite3 from "sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { Database } from "./db";
+import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
 import { tempDir } from "../../test/helpers-fs";
-
-const MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
 const opened: Database[] = [];
 afterEach(async () => {
@@ -24,11 +22,9 @@ async function fileAt(through: number, seed: string): Promise<string> {
     const c = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(c)));
   });
   const exec = (sql: string) => new Promise<void>((resolve, reject) => conn.exec(sql, (err) => (err ? reject(err) : resolve())));
-  await exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-  for (const f of fs.readdirSync(MIGRATIONS).filter((n) => /^\d+_.+\.sql$/.test(n)).sort()) {
-    const version = Number.parseInt(f, 10);
-    if (version > through) break;
-    await exec(`BEGIN; ${fs.readFileSync(path.join(MIGRATIONS, f), "utf8")}; INSERT INTO schema_migrations VALUES (${version}, '${f}', '2026-01-01T00:00:00.000Z'); COMMIT;`);
+  await exec(MIGRATIONS_TABLE);
+  for (const { version, name, path: sql } of migrations().filter((m) => m.version <= through)) {
+    await exec(`BEGIN; ${fs.readFileSync(sql, "utf8")}; INSERT INTO schema_migrations VALUES (${version}, '${name}', '2026-01-01T00:00:00.000Z'); COMMIT;`);
   }
   await exec(seed);
   await new Promise<void>((resolve, reject) => conn.close((err) => (err ? reject(err) : resolve())));
