@@ -5,20 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import {
-  AddressError,
-  type ArtifactAddress,
-  type CellRange,
-  columnIndex,
-  columnLetter,
-  formatAddress,
-  formatRange,
-  isArtifactAddress,
-  MAX_ROW,
-  parseAddress,
-  parseRange,
-  toApiError,
-} from "./address";
+import { type ArtifactAddress, formatAddress, isArtifactAddress, parseAddress } from "./address";
+import { AddressError, toApiError } from "./address-error";
+import { type CellRange, columnIndex, columnLetter, formatRange, MAX_ROW, parseRange } from "./cell-range";
 
 /** The error `fn` throws (fails the test when it throws nothing or something else). */
 function refusal(fn: () => unknown): AddressError {

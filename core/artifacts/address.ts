@@ -26,23 +26,10 @@
  *      third slide). The parser cannot know the artifact's kind. → `{ kind: "name", name }`.
  *   A sheet or a bare name that itself starts with `chart=` is written with its `=` escaped (`chart%3Dx`).
  *
- * ## Ranges (A1 notation; spec 2.7, 2.8, 8)
+ * ## Ranges
  *
- * Columns are uppercase letters `A`..`GR` (0..199: a sheet has at most 200 columns); rows are 1..100001
- * without leading zeros, where row 1 is the header row (so `A1` is the header cell of column A and the
- * 100,000 data rows are rows 2..100001). Accepted forms:
- *
- * | Written | Meaning | Parsed |
- * |---|---|---|
- * | `C5` | one cell | `{ start: { column: 2, row: 5 }, end: { column: 2, row: 5 } }` |
- * | `A2:C10` | a block of cells | `{ start: { column: 0, row: 2 }, end: { column: 2, row: 10 } }` |
- * | `B:D` | whole columns | `{ start: { column: 1 }, end: { column: 3 } }` (no `row` key) |
- * | `B` | one whole column (also written `B:B`) | `{ start: { column: 1 }, end: { column: 1 } }` |
- *
- * Both ends must have the same shape (`A2:C` is refused), the end is at or after the start in both
- * directions (`C2:A3` is refused: no reversed ranges), and there are no `$` anchors, lowercase letters
- * or whole-row ranges (`2:5`). When start and end are the same the canonical form is the short one
- * (`C5`, `B`); `C5:C5` and `B:B` are accepted and mean the same.
+ * The `<range>` of a `<sheet_name>!<range>` part is in A1 notation (`C5`, `A2:C10`, `B:D`, `B`): its
+ * grammar, parser and formatter are in ./cell-range.ts.
  *
  * ## Escaping (RFC 3986-style percent-encoding of UTF-8, IRI-style raw Unicode)
  *
@@ -75,36 +62,16 @@
  * canonical form of an address is unique: `formatAddress(parseAddress(s))` is the same string for
  * every spelling `s` of one address, and `parseAddress(formatAddress(a))` is `a`.
  *
- * Errors: parsing throws {@link AddressError} with the 0-based position in the input where it went
- * wrong and what was expected there; {@link toApiError} turns it into a 400 `invalid_request`.
- * Formatting a value that is not a valid address throws a `TypeError` naming the field.
+ * Errors: parsing throws {@link AddressError} (./address-error.ts) with the 0-based position in the
+ * input where it went wrong and what was expected there; {@link toApiError} (there too) turns it into a
+ * 400 `invalid_request`. Formatting a value that is not a valid address throws a `TypeError` naming the
+ * field.
  */
-import { ApiError } from "../errors";
+import { AddressError, isDigit, isSurrogate, isUnsafe, isUpper, type Fail } from "./address-error";
+import { formatRange, readRange, type CellRange } from "./cell-range";
 
 /** The scheme every artifact address starts with. */
 export const ADDRESS_SCHEME = "artifact:";
-/** Columns of a sheet (spec 8): `A`..`GR`, 0-based 0..199. */
-export const MAX_COLUMNS = 200;
-/** The last row an address may name: header row 1 plus 100,000 data rows (spec 8). */
-export const MAX_ROW = 100_001;
-
-/**
- * One end of a range: a cell, or a whole column when `row` is absent (spec 2.7).
- * `column` is 0-based (`A` is 0); `row` is 1-based, and row 1 is the header row.
- */
-export interface CellRef {
-  column: number;
-  row?: number;
-}
-
-/**
- * A rectangle of a sheet in A1 notation (spec 2.7). A single cell or a single whole column has
- * `start` and `end` deep-equal. Both ends have a row or neither does; `end` is never before `start`.
- */
-export interface CellRange {
-  start: CellRef;
-  end: CellRef;
-}
 
 /**
  * What follows `#` (spec 2.7, 2.10): a chart of a workbook, a range of a sheet, or a name the resolver
@@ -124,33 +91,6 @@ export interface ArtifactAddress {
 }
 
 /**
- * A refused address: `position` is the 0-based index into `input` where it went wrong (the input's
- * length when it ended too early), `expected` says what would have been valid there.
- */
-export class AddressError extends Error {
-  readonly position: number;
-  readonly expected: string;
-  readonly input: string;
-
-  constructor(input: string, position: number, expected: string) {
-    super(`Invalid artifact address: expected ${expected} at position ${position}, found ${found(input, position)}`);
-    this.name = "AddressError";
-    this.input = input;
-    this.position = position;
-    this.expected = expected;
-  }
-}
-
-/**
- * The 400 `invalid_request` for a refused address (spec 7), with `details: { position, expected, input }`.
- *
- * @example try { parseAddress(q) } catch (err) { throw err instanceof AddressError ? toApiError(err) : err }
- */
-export function toApiError(err: AddressError): ApiError {
-  return new ApiError("invalid_request", err.message, { position: err.position, expected: err.expected, input: err.input });
-}
-
-/**
  * True when `input` starts with `artifact:` (case-sensitive). A link cell, a markdown link or an
  * `href`/`src` holding such a value is an artifact address (and must then parse); anything else is not.
  */
@@ -161,31 +101,8 @@ export function isArtifactAddress(input: string): boolean {
 // ---------------------------------------------------------------------------------------------------
 // characters
 
-const UNSAFE_ASCII = new Set(Array.from(' "<>\\^`{|}?', (c) => c.charCodeAt(0)));
-const UNSAFE_UNICODE = /^[\p{Z}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\uFEFF]$/u;
-
-/** Characters refused raw anywhere and always encoded (see the module comment); `%` is handled apart. */
-function isUnsafe(cp: number): boolean {
-  if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) return true;
-  if (cp < 0x80) return UNSAFE_ASCII.has(cp);
-  return UNSAFE_UNICODE.test(String.fromCodePoint(cp));
-}
-
-const isSurrogate = (cp: number) => cp >= 0xd800 && cp <= 0xdfff;
-const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
-const isUpper = (c: number) => c >= 0x41 && c <= 0x5a;
 const isAlnum = (c: number) => isDigit(c) || isUpper(c) || (c >= 0x61 && c <= 0x7a);
 const hexValue = (c: number) => (isDigit(c) ? c - 0x30 : c >= 0x41 && c <= 0x46 ? c - 0x37 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1);
-
-/** How the character at `position` is shown in a message. */
-function found(input: string, position: number): string {
-  if (position >= input.length) return "the end of the address";
-  const cp = input.codePointAt(position)!;
-  if (isSurrogate(cp) || isUnsafe(cp)) return `U+${cp.toString(16).toUpperCase().padStart(4, "0")}`;
-  return JSON.stringify(String.fromCodePoint(cp));
-}
-
-type Fail = (position: number, expected: string) => never;
 
 const ID_RE = /^art_[0-9A-Za-z]+$/;
 
@@ -287,115 +204,6 @@ function encodeComponent(value: string, kind: Component, field: string): string 
     out += isUnsafe(cp) || ch === "%" || kind.encoded.includes(ch) ? utf8Bytes(cp).map(pct).join("") : ch;
   }
   return out;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// columns and ranges
-
-/**
- * The letters of a 0-based column index (spreadsheet style, bijective base 26): 0 → `A`, 25 → `Z`,
- * 26 → `AA`, 199 → `GR`, 701 → `ZZ`, 702 → `AAA`. Not limited to the 200 columns of a sheet.
- * Throws a `RangeError` for a negative or non-integer index.
- */
-export function columnLetter(index: number): string {
-  if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`columnLetter: expected a non-negative integer, got ${index}`);
-  let letters = "";
-  for (let n = index + 1; n > 0; n = Math.floor((n - 1) / 26)) letters = String.fromCharCode(0x41 + ((n - 1) % 26)) + letters;
-  return letters;
-}
-
-/**
- * The 0-based index of column letters: `A` → 0, `Z` → 25, `AA` → 26, `GR` → 199. The inverse of
- * {@link columnLetter}. Throws {@link AddressError} (position in `letters`) unless `letters` is one or
- * more uppercase ASCII letters (at most 11, to stay a safe integer).
- */
-export function columnIndex(letters: string): number {
-  const fail: Fail = (position, expected) => {
-    throw new AddressError(letters, position, expected);
-  };
-  if (letters.length === 0) fail(0, "a column letter (A to Z)");
-  let n = 0;
-  for (let i = 0; i < letters.length; i++) {
-    const c = letters.charCodeAt(i);
-    if (!isUpper(c)) fail(i, "an uppercase column letter (A to Z)");
-    if (i >= 11) fail(0, "at most 11 column letters");
-    n = n * 26 + (c - 0x40);
-  }
-  return n - 1;
-}
-
-const LAST_COLUMN = columnLetter(MAX_COLUMNS - 1);
-
-/** One end of a range at `pos`; `wantRow` says whether a row must (true) or must not (false) follow. */
-function readRef(input: string, pos: number, end: number, wantRow: boolean | undefined, fail: Fail): { ref: CellRef; next: number } {
-  let i = pos;
-  while (i < end && isUpper(input.charCodeAt(i))) i++;
-  if (i === pos) {
-    const c = input.charCodeAt(pos);
-    if (pos < end && c >= 0x61 && c <= 0x7a) fail(pos, `an uppercase column letter (A to ${LAST_COLUMN})`);
-    fail(pos, `a column letter (A to ${LAST_COLUMN})`);
-  }
-  const column = i - pos > 2 ? MAX_COLUMNS : columnIndex(input.slice(pos, i));
-  if (column >= MAX_COLUMNS) fail(pos, `a column from A to ${LAST_COLUMN} (a sheet has at most ${MAX_COLUMNS} columns)`);
-  const rowStart = i;
-  while (i < end && isDigit(input.charCodeAt(i))) i++;
-  if (i === rowStart) {
-    if (wantRow === true) fail(rowStart, `a row number (1 to ${MAX_ROW}), as the start of the range has one`);
-    return { ref: { column }, next: i };
-  }
-  if (wantRow === false) fail(rowStart, "no row number (the range starts with a whole column)");
-  if (input.charCodeAt(rowStart) === 0x30) fail(rowStart, `a row number from 1 (row 1 is the header row), without leading zeros`);
-  const row = i - rowStart > 6 ? MAX_ROW + 1 : Number(input.slice(rowStart, i));
-  if (row > MAX_ROW) fail(rowStart, `a row number at most ${MAX_ROW} (the header row and ${MAX_ROW - 1} data rows)`);
-  return { ref: { column, row }, next: i };
-}
-
-/** Parses the A1 range `input[start, end)`; positions in errors are indexes into `input`. */
-function readRange(input: string, start: number, end: number, fail: Fail): CellRange {
-  const first = readRef(input, start, end, undefined, fail);
-  if (first.next === end) return { start: first.ref, end: { ...first.ref } };
-  if (input.charCodeAt(first.next) !== 0x3a) fail(first.next, first.ref.row === undefined ? "':' or the end of the range" : "a digit, ':' or the end of the range");
-  const endStart = first.next + 1;
-  const second = readRef(input, endStart, end, first.ref.row !== undefined, fail);
-  if (second.next !== end) fail(second.next, second.ref.row === undefined ? "the end of the range" : "a digit or the end of the range");
-  if (second.ref.column < first.ref.column) fail(endStart, `a column at or after ${columnLetter(first.ref.column)} (the end of a range is not before its start)`);
-  if (second.ref.row !== undefined && second.ref.row < first.ref.row!) {
-    fail(endStart + columnLetter(second.ref.column).length, `a row at or after ${first.ref.row} (the end of a range is not before its start)`);
-  }
-  return { start: first.ref, end: second.ref };
-}
-
-/**
- * Parses an A1 range (`C5`, `A2:C10`, `B:D`, `B`; see the module comment). Throws {@link AddressError}
- * with the position in `input`.
- */
-export function parseRange(input: string): CellRange {
-  const fail: Fail = (position, expected) => {
-    throw new AddressError(input, position, expected);
-  };
-  return readRange(input, 0, input.length, fail);
-}
-
-function checkRef(ref: CellRef, field: string): void {
-  if (!Number.isInteger(ref?.column) || ref.column < 0 || ref.column >= MAX_COLUMNS) throw new TypeError(`formatRange: ${field}.column must be an integer from 0 to ${MAX_COLUMNS - 1}, got ${ref?.column}`);
-  if (ref.row !== undefined && (!Number.isInteger(ref.row) || ref.row < 1 || ref.row > MAX_ROW)) throw new TypeError(`formatRange: ${field}.row must be an integer from 1 to ${MAX_ROW}, got ${ref.row}`);
-}
-
-const formatRef = (ref: CellRef) => `${columnLetter(ref.column)}${ref.row ?? ""}`;
-
-/**
- * The canonical A1 text of a range: `C5` when start and end are the same cell, `B` for one whole
- * column, else `start:end` (`A2:C10`, `B:D`). Throws a `TypeError` when the range is not valid
- * (column outside 0..199, row outside 1..100001, ends of different shapes, end before start).
- */
-export function formatRange(range: CellRange): string {
-  checkRef(range?.start, "start");
-  checkRef(range.end, "end");
-  const { start, end } = range;
-  if ((start.row === undefined) !== (end.row === undefined)) throw new TypeError("formatRange: start and end must both have a row or both be whole columns");
-  if (end.column < start.column || (start.row !== undefined && end.row! < start.row)) throw new TypeError("formatRange: the end of a range must not be before its start");
-  if (start.column === end.column && start.row === end.row) return formatRef(start);
-  return `${formatRef(start)}:${formatRef(end)}`;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 /**
  * What a version's files say, read before it is published (spec 2.7–2.11, 4.3): the layout each kind
  * needs, a document's headings, images and links, a deck's slides and what it loads, a theme file's
- * tokens. Pure functions over file contents: the publisher (core/artifacts/store.ts) reads the bytes.
+ * tokens. Pure functions over file contents: the publisher (core/artifacts/store.ts, its checks in
+ * core/artifacts/publish-checks.ts) reads the bytes.
  */
 // css-tree's one-file bundle (the same version, its data included): its ~270 ES modules cost ~85 ms of start-up
 import * as csstree from "css-tree/dist/csstree.esm";

@@ -5,7 +5,8 @@
  */
 import * as v from "valibot";
 import { ApiError } from "../errors";
-import { columnLetter, formatAddress, formatRange, type ArtifactAddress, type CellRange } from "./address";
+import { formatAddress, type ArtifactAddress } from "./address";
+import { columnLetter, formatRange, type CellRange } from "./cell-range";
 import type { ArtifactKind, Section } from "./content";
 import type { FileReference } from "../sdk/context";
 

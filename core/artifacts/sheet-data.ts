@@ -14,7 +14,8 @@ import { FileStore } from "../files/file-store";
 import type { Theme } from "./content";
 import type { VersionOutline } from "./resolve";
 import { ArtifactStore, type ArtifactReader } from "./store";
-import { CSV_PARSE_OPTIONS, WorkbookSchema, normalizeColumnType, type Chart, type Workbook } from "./workbook";
+import { CSV_PARSE_OPTIONS } from "./workbook";
+import { WorkbookSchema, normalizeColumnType, type Chart, type Workbook } from "./workbook-schema";
 import type { CellType } from "./render/format";
 
 /** A sheet as the viewer needs it: the workbook's settings plus the CSV header and data row count. */

@@ -1,74 +1,24 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { Database } from "../store/db";
-import { FILE_UPLOAD_MAX_BYTES, FileStore } from "../files/file-store";
+import { FileStore } from "../files/file-store";
+import { FILE_UPLOAD_MAX_BYTES } from "../files/limits";
 import { CONFIG, type Config } from "../config";
 import { DeckCheckProcess } from "./deck-check-process";
 import { Readable } from "node:stream";
 import { buffer as readBuffer } from "node:stream/consumers";
 import { ApiError, isApiError } from "../errors";
 import { newId, nowIso } from "../ids";
-import { FileReferenceSchema } from "../sdk/records";
 import type { FileReference } from "../sdk/context";
-import { AddressError, formatAddress, isArtifactAddress, parseAddress, toApiError, type ArtifactAddress } from "./address";
-import { ALLOWED_CDN_HOSTS, ARTIFACT_KINDS, checkLayout, type Theme, classifyReference, cssUrls, isImagePath, normalizeArtifactPath, readDeck, readDocument, readTheme, resolveRelative, type ArtifactKind, type ContentProblem, type ContentReference } from "./content";
+import { formatAddress, parseAddress, type ArtifactAddress } from "./address";
+import { AddressError, toApiError } from "./address-error";
+import { checkLayout, type Theme, classifyReference, normalizeArtifactPath, readTheme, type ArtifactKind, type ContentProblem } from "./content";
+import { checkContent, invalid } from "./publish-checks";
 import { resolveWithin, type Resolution, type ResolvableVersion, type VersionOutline } from "./resolve";
-import { validateWorkbook } from "./workbook";
+import type { Artifact, ArtifactVersion, PublishWarningSchema } from "./schemas";
 
 /** Who reads or publishes: an identity (it opens only what it owns, spec 4.3) or system code (everything). */
 export type ArtifactReader = { kind: "identity"; id: string } | { kind: "system" };
-
-/** An artifact (spec 2.7): its creation response is `{ artifact }`. */
-export const ArtifactSchema = v.object({
-  id: v.string(),
-  kind: v.picklist(ARTIFACT_KINDS),
-  title: v.string(),
-  owner: v.string(),
-  latestVersion: v.number(),
-  createdAt: v.string(),
-  updatedAt: v.string(),
-});
-export type Artifact = v.InferOutput<typeof ArtifactSchema>;
-
-/**
- * A warning a version was published with: a dependent that no longer finds what it shows
- * (`dependent_broken`), a deck check's finding on a slide (`overflow`, `footer_overlap`, `text_overlap`,
- * `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`), or `deck_unchecked`.
- */
-export const PublishWarningSchema = v.object({
-  code: v.string(),
-  message: v.string(),
-  artifactId: v.optional(v.string()),
-  address: v.optional(v.string()),
-  slide: v.optional(v.number()),
-  element: v.optional(v.string()),
-});
-
-/** A published version: immutable (spec 3, 9). */
-export const ArtifactVersionSchema = v.object({
-  artifactId: v.string(),
-  version: v.number(),
-  title: v.string(),
-  files: v.array(v.object({ path: v.string(), file: FileReferenceSchema })),
-  outline: v.record(v.string(), v.unknown()),
-  warnings: v.array(PublishWarningSchema),
-  publishedAt: v.string(),
-  publishedBy: v.optional(v.string()),
-});
-export type ArtifactVersion = v.InferOutput<typeof ArtifactVersionSchema>;
-
-/** The version input (spec 2.7): entries `{ path, file }` where `file` names a stored file. */
-export const VersionFilesSchema = v.pipe(
-  v.array(v.strictObject({ path: v.pipe(v.string(), v.minLength(1), v.maxLength(500)), file: v.looseObject({ id: v.pipe(v.string(), v.regex(/^file_[0-9A-Za-z]+$/, "must be a file id file_…")) }) })),
-  v.minLength(1, "a version has at least one file"),
-  v.maxLength(1000, "a version has at most 1000 files"),
-);
-export const TitleSchema = v.pipe(v.string(), v.trim(), v.minLength(1, "a title must not be empty"), v.maxLength(200, "a title has at most 200 characters"));
-
-/** The most problems one refusal lists (the total is always given). */
-const MAX_PROBLEMS = 100;
-/** The largest text file (document.md, index.html, CSS, JSON) read for checks, in bytes. */
-const MAX_TEXT_BYTES = 5 * 1024 * 1024;
 
 interface ArtifactRow {
   id: string;
@@ -302,68 +252,7 @@ export class ArtifactStore {
     problems.push(...checkLayout(kind, [...seen]));
     if (problems.length) throw invalid(problems);
 
-    const paths = new Set(entries.map((e) => e.path));
-    const text = async (path: string) => {
-      const entry = entries.find((e) => e.path === path)!;
-      if (entry.file.size > MAX_TEXT_BYTES) throw new ApiError("artifact_invalid", `${path} is larger than ${MAX_TEXT_BYTES} bytes`, { problems: [{ file: path, message: `${path} is larger than ${MAX_TEXT_BYTES} bytes` }], totalProblems: 1 });
-      return this.files.text(entry.file.id);
-    };
-    const outline: VersionOutline = {};
-    const references: ContentReference[] = [];
-    if (kind !== "file" && paths.has("theme.json")) {
-      const theme = readTheme(await text("theme.json"));
-      problems.push(...theme.problems);
-    }
-    if (kind === "document") {
-      const doc = await readDocument(await text("document.md"));
-      Object.assign(outline, { ...(doc.title ? { title: doc.title } : {}), ...(doc.lede ? { lede: doc.lede } : {}), sections: doc.sections });
-      references.push(...doc.references);
-      for (const ref of doc.references) {
-        if (ref.use !== "image") continue;
-        const where = classifyReference(ref);
-        if (where === "file" && !paths.has(resolveRelative("document.md", ref.target) ?? "")) problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: image "${ref.target}" is not a file of this version`, value: ref.target });
-        if (where === "external" || where === "data" || where === "anchor") problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: images must be files in this version or artifact addresses, not "${ref.target}"`, value: ref.target });
-      }
-    } else if (kind === "slides") {
-      const deck = readDeck(await text("index.html"));
-      if (deck.slides.length === 0) problems.push({ file: "index.html", message: 'index.html has no <section class="slide">' });
-      outline.slides = deck.slides;
-      references.push(...deck.references);
-      for (const css of [...paths].filter((p) => p.endsWith(".css"))) for (const url of cssUrls(await text(css))) references.push({ file: css, target: url.target, use: url.use });
-      for (const ref of references) {
-        const where = classifyReference(ref);
-        if (where === "file" && ref.use !== "link" && !paths.has(resolveRelative(ref.file, ref.target) ?? "")) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: "${ref.target}" is not a file of this version`, value: ref.target });
-        if (where === "external" && ref.use !== "link") {
-          let host = "";
-          try {
-            host = new URL(ref.target.startsWith("//") ? `https:${ref.target}` : ref.target).hostname;
-          } catch {
-            host = "";
-          }
-          if (!(ALLOWED_CDN_HOSTS as readonly string[]).includes(host)) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: a deck loads only its own files and ${ALLOWED_CDN_HOSTS.join(", ")}, not "${ref.target}"`, value: ref.target });
-        }
-      }
-    } else if (kind === "sheet") {
-      let workbookJson: unknown;
-      try {
-        workbookJson = JSON.parse(await text("workbook.json"));
-      } catch (err) {
-        if (isApiError(err)) throw err;
-        throw invalid([{ file: "workbook.json", message: `workbook.json is not valid JSON: ${(err as Error).message}` }]);
-      }
-      const result = await validateWorkbook({
-        workbookJson,
-        openCsv: async (path) => (paths.has(path) ? (await this.files.open(entries.find((e) => e.path === path)!.file.id)).stream : null),
-        hasImage: (path) => paths.has(path) && isImagePath(path),
-        isArtifactAddress,
-        maxProblems: MAX_PROBLEMS,
-      });
-      problems.push(...result.problems);
-      if (result.totalProblems > result.problems.length) throw invalid(problems, result.totalProblems - result.problems.length);
-      outline.sheets = result.sheets;
-      outline.charts = result.charts;
-      for (const link of result.links) references.push({ file: link.file, target: link.address, use: "link", line: link.row });
-    }
+    const { outline, references } = await checkContent(this.files, kind, entries, problems);
 
     // every artifact address, resolved against what the author can read (spec 4.3)
     // numbers are never reused, not even those of withdrawn versions
@@ -495,11 +384,4 @@ export function parseAddressOrThrow(address: string): ArtifactAddress {
   } catch (err) {
     throw err instanceof AddressError ? toApiError(err) : err;
   }
-}
-
-/** The 422 refusal of a version: every problem (capped) with the total count. */
-function invalid(problems: ContentProblem[], more = 0): ApiError {
-  const total = problems.length + more;
-  const shown = problems.slice(0, MAX_PROBLEMS);
-  return new ApiError("artifact_invalid", `The version was not published: ${shown[0]?.message ?? "it is invalid"}${total > 1 ? ` (and ${total - 1} more problem${total > 2 ? "s" : ""})` : ""}`, { problems: shown, totalProblems: total });
 }

@@ -2,16 +2,10 @@ import { Readable } from "node:stream";
 import * as fc from "fast-check";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { columnLetter } from "./address";
-import {
-  isCalendarDate,
-  isPlainNumber,
-  isWebAddress,
-  truncate,
-  validateWorkbook,
-  WorkbookSchema,
-  type WorkbookInput,
-} from "./workbook";
+import { columnLetter } from "./cell-range";
+import { isCalendarDate, isPlainNumber, isWebAddress } from "./cell-values";
+import { validateWorkbook, type WorkbookInput } from "./workbook";
+import { truncate, WorkbookSchema } from "./workbook-schema";
 
 /** Real CSV bytes as a stream, cut into small chunks so cells and quotes straddle chunk boundaries. */
 const bytes = (text: string, chunk = 7): NodeJS.ReadableStream => {

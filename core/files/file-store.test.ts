@@ -13,7 +13,11 @@ import { readAll, rejection } from "../../test/helpers-fs";
 import { isApiError } from "../errors";
 import { Database } from "../store/db";
 import { LocalBlobStore } from "./local-blob-store";
-import { DEFAULT_UNREFERENCED_RETENTION_MS, FileStore, FILE_UPLOAD_MAX_BYTES, MAX_FILE_NAME_BYTES, decideContentType, normalizeContentType, publicOriginOf, sanitizeFileName } from "./file-store";
+import { decideContentType, normalizeContentType } from "./content-type";
+import { publicOriginOf } from "./download-urls";
+import { sanitizeFileName } from "./file-names";
+import { FileStore } from "./file-store";
+import { DEFAULT_UNREFERENCED_RETENTION_MS, FILE_UPLOAD_MAX_BYTES, MAX_FILE_NAME_BYTES } from "./limits";
 
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const HOUR = 3_600_000;

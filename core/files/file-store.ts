@@ -17,117 +17,21 @@
  * collection in the process that serves uploads.
  */
 import { text as readText } from "node:stream/consumers";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { addAbortSignal, Readable } from "node:stream";
 import { ApiError, isApiError } from "../errors";
 import { newId } from "../ids";
 import type { Database, SqlValue, SqlWriter } from "../store/db";
 import { assertRange, type BlobStore, type ByteRange } from "./blob-store";
+import { decideContentType, normalizeContentType } from "./content-type";
+import { hashSecret, publicOriginOf, SECRET_FORMAT } from "./download-urls";
+import { sanitizeFileName } from "./file-names";
+import { KeyedMutex } from "./keyed-mutex";
+import { DEFAULT_DOWNLOAD_URL_TTL_MS, DEFAULT_UNREFERENCED_RETENTION_MS, MAX_DOWNLOAD_URL_TTL_MS } from "./limits";
+import type { CreateDownloadUrlOptions, DownloadUrl, FileOwner, FileReference, FileStoreOptions, OpenedFile, UploadOptions } from "./types";
 
-/** The largest file `POST /api/files` accepts: 25 MiB (spec 8). */
-export const FILE_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
-/** How long a download URL lives unless `expiresInMs` says otherwise: 1 hour (spec 8). */
-export const DEFAULT_DOWNLOAD_URL_TTL_MS = 3_600_000;
-/** The longest lifetime a download URL may be given: 7 days. */
-export const MAX_DOWNLOAD_URL_TTL_MS = 7 * 86_400_000;
-/** How long a file nobody has referenced is kept: 24 hours. */
-export const DEFAULT_UNREFERENCED_RETENTION_MS = 86_400_000;
-/** The longest file name kept, in UTF-8 bytes (what common filesystems allow). */
-export const MAX_FILE_NAME_BYTES = 255;
 /** How many leading bytes are kept to detect the content type. */
 const SNIFF_BYTES = 64 * 1024;
-
-/**
- * A stored file, as the API answers it (spec 2.6). `contentType` is what the bytes are when they could
- * be recognized and differed from the declared type (then `declaredContentType` keeps what the
- * uploader said); otherwise the declared type, or `application/octet-stream`.
- */
-export interface FileReference {
-  /** `file_<ulid>` */
-  id: string;
-  /** Sanitized name: no path, no control characters, at most 255 UTF-8 bytes. */
-  name: string;
-  contentType: string;
-  /** Present only when the bytes said something else than the uploader. */
-  declaredContentType?: string;
-  /** Bytes. */
-  size: number;
-  /** Lowercase hex SHA-256 of the bytes (also a strong ETag). */
-  sha256: string;
-  /** ISO 8601 UTC. */
-  createdAt: string;
-}
-
-/** Who holds a file reference, and where: e.g. `{ kind: "object", id: "invoice/inv_1001", path: "/properties/pdf" }`. */
-export interface FileOwner {
-  /** `object`, `run`, `artifact`, … (free text, at most 100 characters). */
-  kind: string;
-  /** The owner's id within its kind (at most 500 characters). */
-  id: string;
-  /** Where in the owner the reference is, e.g. `/properties/pdf` (at most 500 characters). */
-  path: string;
-}
-
-/** Options of {@link FileStore.upload}. */
-export interface UploadOptions {
-  /** The uploader's file name; sanitized with {@link sanitizeFileName} (missing: `file`). */
-  name?: string;
-  /** The uploader's content type, e.g. from the multipart part header; checked against the bytes. */
-  declaredContentType?: string;
-  /** The most bytes accepted (inclusive), e.g. {@link FILE_UPLOAD_MAX_BYTES}. */
-  maxBytes: number;
-  /** Aborts the upload (client gone); nothing is left behind. */
-  signal?: AbortSignal;
-  /** The identity that uploads it (an author may put their own uploads into artifacts, spec 4.3). */
-  createdBy?: string;
-}
-
-/** An open file: its reference, its bytes (all or the range), and what to put in the response headers. */
-export interface OpenedFile {
-  reference: FileReference;
-  /** The bytes; destroy it when the response is abandoned. */
-  stream: Readable;
-  /** The inclusive range being served (answer 206 with `Content-Range: bytes start-end/size`), or undefined for all. */
-  range?: ByteRange;
-  /** Total size of the file in bytes. */
-  size: number;
-  /** Bytes in `stream` (the `Content-Length`). */
-  contentLength: number;
-}
-
-/** A created download URL (spec 2.6): the URL is shown once; only its id can be used afterwards. */
-export interface DownloadUrl {
-  /** `dl_<ulid>`, used to revoke it. */
-  id: string;
-  /** `<publicOrigin>/api/download/<secret>`: whoever holds it reads the file, with no session, until it expires. */
-  url: string;
-  /** ISO 8601 UTC. */
-  expiresAt: string;
-}
-
-/** Options of {@link FileStore.createDownloadUrl}. */
-export interface CreateDownloadUrlOptions {
-  /** Lifetime in ms, 1 to {@link MAX_DOWNLOAD_URL_TTL_MS}; default {@link DEFAULT_DOWNLOAD_URL_TTL_MS} (1 hour). */
-  expiresInMs?: number;
-  /** The API's public origin (`SVC_API_PUBLIC_ORIGIN`), e.g. `https://api.example.com`; required. */
-  publicOrigin: string | undefined;
-  /** Who created it (identity or run id), kept for audit. */
-  createdBy?: string;
-}
-
-/** Options of the {@link FileStore} constructor. */
-export interface FileStoreOptions {
-  /** The clock, in epoch ms (tests move it to expire URLs and age files). */
-  now?: () => number;
-  /**
-   * Called when the byte stream of an opened file fails (a disk read error, an S3 connection cut
-   * mid-body). By then the answer is on its way: srvx answers 500 when nothing was sent yet, else cuts
-   * the connection; this is where the failure gets logged. A reader going away is not a failure (the
-   * `ERR_STREAM_PREMATURE_CLOSE` or `AbortError` its pipeline destroys the stream with is not reported).
-   * What the callback throws is dropped.
-   */
-  onReadError?: (err: Error, file: FileReference) => void;
-}
 
 interface FileRow {
   id: string;
@@ -146,126 +50,6 @@ function toReference(row: FileRow): FileReference {
 }
 
 const FILE_COLUMNS = "id, name, content_type, declared_content_type, size, sha256, created_at";
-
-/** Runs callbacks one at a time per key, in call order (an in-process lock per blob address). */
-class KeyedMutex {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(key) ?? Promise.resolve();
-    const result = prev.then(fn, fn);
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.tails.set(key, tail);
-    void tail.then(() => {
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
-    return result;
-  }
-}
-
-// --- names and content types -------------------------------------------------------------------
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-// control characters, bidirectional overrides and isolates (used to disguise extensions), line and
-// paragraph separators, and the byte order mark; joiners and other format characters stay (emoji)
-const UNSAFE_CHARS = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\u2028\u2029\uFEFF]/gu;
-
-/** Cuts `s` to at most `maxBytes` UTF-8 bytes without splitting a code point. */
-function cutUtf8(s: string, maxBytes: number): string {
-  if (Buffer.byteLength(s, "utf8") <= maxBytes) return s;
-  let out = "";
-  let bytes = 0;
-  for (const ch of s) {
-    const n = Buffer.byteLength(ch, "utf8");
-    if (bytes + n > maxBytes) break;
-    out += ch;
-    bytes += n;
-  }
-  return out;
-}
-
-/**
- * Makes an uploader's file name safe to store and to send back in `Content-Disposition`: keeps only the
- * last path segment (`/` and `\` both separate), removes control characters and bidirectional
- * overrides, normalizes to NFC, trims spaces and trailing dots, and caps it at 255 UTF-8 bytes keeping
- * the extension. Unicode letters, emoji and spaces inside the name stay.
- *
- * @param name what the uploader sent (may be undefined)
- * @param fallback used when nothing is left (e.g. `..` or an empty name): `file`
- * @example sanitizeFileName("../../etc/passwd") === "passwd"
- */
-export function sanitizeFileName(name: string | undefined, fallback = "file"): string {
-  let s = (name ?? "").replace(LONE_SURROGATE, "").normalize("NFC");
-  s = s.split(/[/\\]/).pop() ?? "";
-  s = s.replace(/[\t\n\v\f\r]/g, " ").replace(UNSAFE_CHARS, "").replace(/\s+/gu, " ").trim().replace(/[.\s]+$/u, "");
-  if (s === "" || s === "." || s === "..") return fallback;
-  if (Buffer.byteLength(s, "utf8") > MAX_FILE_NAME_BYTES) {
-    const dot = s.lastIndexOf(".");
-    const ext = dot > 0 && s.length - dot <= 20 ? s.slice(dot) : "";
-    s = cutUtf8(s.slice(0, s.length - ext.length), MAX_FILE_NAME_BYTES - Buffer.byteLength(ext, "utf8")).trimEnd() + ext;
-  }
-  return s;
-}
-
-const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const MEDIA_TYPE = new RegExp(`^(${TOKEN})/(${TOKEN})((?:\\s*;\\s*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\p{Cc}]|\\\\[^\\p{Cc}])*"))*)\\s*;?\\s*$`, "u");
-
-/**
- * Normalizes a declared media type: lowercases type, subtype and parameter names, and spaces the
- * parameters as `type/subtype; name=value`. Empty or missing answers undefined.
- *
- * @throws {ApiError} `invalid_request` (details `{ field: "contentType" }`) when it is not a media type
- *   (`type/subtype` with optional `; name=value` parameters, at most 255 characters)
- */
-export function normalizeContentType(value: string | undefined): string | undefined {
-  const s = value?.trim();
-  if (!s) return undefined;
-  const m = s.length <= 255 ? MEDIA_TYPE.exec(s) : null;
-  if (!m) throw new ApiError("invalid_request", "The declared content type is not a media type such as image/png", { field: "contentType" });
-  const params = [...(m[3] ?? "").matchAll(new RegExp(`;\\s*(${TOKEN})=(${TOKEN}|"(?:[^"\\\\]|\\\\.)*")`, "gu"))].map(([, k, v]) => `; ${k!.toLowerCase()}=${v}`);
-  return `${m[1]!.toLowerCase()}/${m[2]!.toLowerCase()}${params.join("")}`;
-}
-
-/** The `type/subtype` part of a media type, without parameters. */
-function essence(mediaType: string): string {
-  return mediaType.split(";")[0]!.trim();
-}
-
-/**
- * Container formats that `file-type` reports generically: a declared type of that family agrees with
- * the bytes (an SVG is XML, an EPUB a zip, a .doc a compound file), so it is kept.
- */
-const CONTAINER_FAMILIES: Record<string, RegExp> = {
-  "application/xml": /^(text\/xml|application\/xml|[a-z]+\/[^;]*\+xml)$/,
-  "application/zip": /^(application\/zip|[a-z]+\/[^;]*\+zip|application\/epub\+zip|application\/java-archive|application\/vnd\.(oasis\.opendocument|openxmlformats-officedocument|android\.package-archive)[^;]*)$/,
-  "application/x-cfb": /^(application\/x-cfb|application\/msword|application\/vnd\.ms-[^;]+|application\/vnd\.visio|application\/x-msi)$/,
-};
-
-/**
- * Decides the stored content type from the declared one and what the bytes were detected as
- * (issue 10: "a mismatch is stored as what the bytes are, and the reference says so").
- *
- * @returns `contentType`, and `declaredContentType` only when it was overridden
- */
-export function decideContentType(declared: string | undefined, detected: string | undefined): { contentType: string; declaredContentType?: string } {
-  if (!detected) return { contentType: declared ?? "application/octet-stream" };
-  if (!declared) return { contentType: detected };
-  const d = essence(declared);
-  if (d === detected || CONTAINER_FAMILIES[detected]?.test(d)) return { contentType: declared };
-  return { contentType: detected, declaredContentType: declared };
-}
-
-// --- download URL secrets ------------------------------------------------------------------------
-
-const SECRET_FORMAT = /^[A-Za-z0-9_-]{43}$/;
-
-/** The stored form of a download URL secret: SHA-256, base64url. */
-function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("base64url");
-}
 
 function checkOwner(owner: FileOwner, pathRequired: boolean): void {
   const ok = (s: unknown, max: number) => typeof s === "string" && s.length > 0 && s.length <= max;
@@ -605,25 +389,4 @@ export class FileStore {
     if (this.now() >= row.expires_at) throw new ApiError("download_url_expired", "This download URL has expired", { expiredAt: new Date(row.expires_at).toISOString() });
     return toReference(row);
   }
-}
-
-/**
- * Checks the public origin download URLs point at (spec 4.3: `SVC_API_PUBLIC_ORIGIN`, an http(s) origin,
- * optionally with the path prefix of a reverse proxy) and answers it without a trailing slash.
- * @throws {ApiError} `not_configured` (503) naming `SVC_API_PUBLIC_ORIGIN` when it is missing; Error when it is not an http(s) origin
- */
-export function publicOriginOf(value: string | undefined): string {
-  if (!value) {
-    throw new ApiError("not_configured", "Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com); local addresses are unreachable for external services", { variable: "SVC_API_PUBLIC_ORIGIN" });
-  }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an origin such as https://api.example.com (got ${JSON.stringify(value)})`);
-  }
-  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password || url.search || url.hash) {
-    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an http(s) origin such as https://api.example.com (got ${JSON.stringify(value)})`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }

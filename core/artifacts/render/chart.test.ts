@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { chartEmbedHtml, chartOption, chartStyle, renderChartSvg } from "./chart";
 import type { CellType } from "./format";
-import type { Chart } from "../workbook";
+import type { Chart } from "../workbook-schema";
 
 const TYPES: Record<string, CellType> = { Month: { type: "date" }, Revenue: { type: "currency", currency: "USD" }, Costs: { type: "currency", currency: "USD" }, Margin: { type: "percent", decimals: 1 }, Region: { type: "text" } };
 const DATA = {

@@ -7,7 +7,7 @@
 import { createRequire } from "node:module";
 import type * as Culori from "culori";
 import type * as Echarts from "echarts";
-import type { Chart } from "../workbook";
+import type { Chart } from "../workbook-schema";
 import type { Theme } from "../content";
 import { escapeHtml, scriptJson } from "./html";
 import { CHART_FORMATS_KEY, applyChartStyle, formatCell, withChartFormatters, type CellType, type ChartFormats, type ChartStyle } from "./format";

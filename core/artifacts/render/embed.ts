@@ -8,7 +8,8 @@
 import { inject, injectable } from "../../di";
 import { isApiError } from "../../errors";
 import { FileStore } from "../../files/file-store";
-import { columnLetter, pageUrl, parseAddress, safePageUrl, type ArtifactAddress } from "../address";
+import { pageUrl, parseAddress, safePageUrl, type ArtifactAddress } from "../address";
+import { columnLetter } from "../cell-range";
 import { isImagePath } from "../content";
 import type { Resolution, VersionOutline } from "../resolve";
 import { SheetData } from "../sheet-data";

@@ -6,7 +6,8 @@
  *
  * No Node imports: this module is bundled into the browser scripts too (render/browser/).
  */
-import { columnLetter, pageUrl, parseAddress } from "../address";
+import { pageUrl, parseAddress } from "../address";
+import { columnLetter } from "../cell-range";
 
 /** A column's type as `normalizeColumnType` answers it (spec 2.8). `decimals`: percent; `currency`: ISO 4217 code. */
 export type CellType = { type: "text" | "number" | "currency" | "percent" | "date" | "link" | "image"; decimals?: number; currency?: string };

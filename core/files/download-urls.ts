@@ -1,0 +1,35 @@
+/**
+ * Download URLs (spec 2.6, 4.3): the format and stored form of their secrets, and the public origin
+ * they point at.
+ */
+import { createHash } from "node:crypto";
+import { ApiError } from "../errors";
+
+/** A download URL secret as issued: 32 random bytes, base64url (43 characters). */
+export const SECRET_FORMAT = /^[A-Za-z0-9_-]{43}$/;
+
+/** The stored form of a download URL secret: SHA-256, base64url. */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("base64url");
+}
+
+/**
+ * Checks the public origin download URLs point at (spec 4.3: `SVC_API_PUBLIC_ORIGIN`, an http(s) origin,
+ * optionally with the path prefix of a reverse proxy) and answers it without a trailing slash.
+ * @throws {ApiError} `not_configured` (503) naming `SVC_API_PUBLIC_ORIGIN` when it is missing; Error when it is not an http(s) origin
+ */
+export function publicOriginOf(value: string | undefined): string {
+  if (!value) {
+    throw new ApiError("not_configured", "Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com); local addresses are unreachable for external services", { variable: "SVC_API_PUBLIC_ORIGIN" });
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an origin such as https://api.example.com (got ${JSON.stringify(value)})`);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password || url.search || url.hash) {
+    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an http(s) origin such as https://api.example.com (got ${JSON.stringify(value)})`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
