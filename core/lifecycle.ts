@@ -88,7 +88,8 @@ export class Lifecycle {
 
   /**
    * Aborted when shutdown stops waiting for in-flight requests (`SVC_SHUTDOWN_TIMEOUT_MS` passed):
-   * long-running handlers watch it to give up.
+   * long-running handlers watch it to give up. Its reason is an `Error("the server is shutting down")`,
+   * the same as an event schedule's attempt given up on at shutdown.
    */
   get closeTimeout(): AbortSignal {
     return this.timedOut.signal;
@@ -96,7 +97,7 @@ export class Lifecycle {
 
   /** Signals {@link Lifecycle.closeTimeout}. */
   abortInFlight(): void {
-    this.timedOut.abort();
+    this.timedOut.abort(new Error("the server is shutting down"));
   }
 
   /** Marks a request as started; call the returned function when it ends. */

@@ -362,6 +362,23 @@ describe("event schedules across restarts", () => {
     }
   }, 40_000);
 
+  it("a close that gives up on a running action aborts its ctx.signal, and the action's storing calls are refused", async () => {
+    const app = await startApp({ project: eventScheduleProject, env: { SVC_SHUTDOWN_TIMEOUT_MS: "200" } });
+    try {
+      const startedBefore = probeControl.action.started.length;
+      const refusedBefore = probeControl.action.afterAbort.length;
+      // answered only when the run finishes, which the close cuts short: its outcome is not what this tests
+      const pending = client(app).post("/api/actions/probe.hangs", { params: {}, runId: "hangs-at-close" }).catch(() => undefined);
+      await eventually(async () => probeControl.action.started.length > startedBefore);
+      expect(probeControl.action.afterAbort.length).toBe(refusedBefore);
+      await app.close();
+      await pending;
+      expect(probeControl.action.afterAbort.slice(refusedBefore)).toEqual(refusedAfterAbort("the server is shutting down"));
+    } finally {
+      await app.close();
+    }
+  }, 40_000);
+
   it("kill -9 mid-backlog, then a restart: no event skipped, none committed twice, order kept per partition", async () => {
     const dataDir = tempDir();
     const port = await freePort();
