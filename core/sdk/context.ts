@@ -188,8 +188,9 @@ export interface ActionContext<P> extends OntologyAccess {
   actor?: Actor;
   log: HandlerLogger;
   /**
-   * Aborted when the server shuts down past its grace period; from then on `blobs` and `artifacts`
-   * calls that store something reject (an `AbortError`).
+   * Aborted when the server shuts down past its grace period (`SVC_SHUTDOWN_TIMEOUT_MS`; its reason is
+   * `Error("the server is shutting down")`); from then on `blobs` and `artifacts` calls that store
+   * something reject (an `AbortError`).
    */
   signal: AbortSignal;
 }
