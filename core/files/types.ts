@@ -1,11 +1,10 @@
 /**
  * The public types of the file service (spec 2.6, 4.1, 4.3): file references, their owners, opened
- * files, download URLs, and the options of {@link FileStore}.
+ * files, download URLs, and the options of `FileStore` (core/files/file-store.ts).
  */
 import type { Readable } from "node:stream";
 import type { ByteRange } from "./blob-store";
 // the rest are named by the {@link} references of the docs below
-import type { FileStore } from "./file-store";
 import type { sanitizeFileName } from "./file-names";
 import type { DEFAULT_DOWNLOAD_URL_TTL_MS, FILE_UPLOAD_MAX_BYTES, MAX_DOWNLOAD_URL_TTL_MS } from "./limits";
 
@@ -40,7 +39,7 @@ export interface FileOwner {
   path: string;
 }
 
-/** Options of {@link FileStore.upload}. */
+/** Options of `FileStore.upload`. */
 export interface UploadOptions {
   /** The uploader's file name; sanitized with {@link sanitizeFileName} (missing: `file`). */
   name?: string;
@@ -77,7 +76,7 @@ export interface DownloadUrl {
   expiresAt: string;
 }
 
-/** Options of {@link FileStore.createDownloadUrl}. */
+/** Options of `FileStore.createDownloadUrl`. */
 export interface CreateDownloadUrlOptions {
   /** Lifetime in ms, 1 to {@link MAX_DOWNLOAD_URL_TTL_MS}; default {@link DEFAULT_DOWNLOAD_URL_TTL_MS} (1 hour). */
   expiresInMs?: number;
@@ -87,7 +86,7 @@ export interface CreateDownloadUrlOptions {
   createdBy?: string;
 }
 
-/** Options of the {@link FileStore} constructor. */
+/** Options of the `FileStore` constructor. */
 export interface FileStoreOptions {
   /** The clock, in epoch ms (tests move it to expire URLs and age files). */
   now?: () => number;
