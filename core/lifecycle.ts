@@ -1,6 +1,9 @@
 /** The lifecycle hook names, in the order they run (Fastify's `onReady`, `preClose`, `onClose`). */
 export type LifecycleHook = "ready" | "preClose" | "close";
 
+/** The reason a handler given up on at shutdown sees (`ctx.signal.reason.message`). */
+export const SHUTTING_DOWN = "the server is shutting down";
+
 /**
  * Process lifetime: in-flight request tracking, ordered hooks and the service timers. Services and
  * plugins register here instead of being stopped by hand:
@@ -88,8 +91,8 @@ export class Lifecycle {
 
   /**
    * Aborted when shutdown stops waiting for in-flight requests (`SVC_SHUTDOWN_TIMEOUT_MS` passed):
-   * long-running handlers watch it to give up. Its reason is an `Error("the server is shutting down")`,
-   * the same as an event schedule's attempt given up on at shutdown.
+   * long-running handlers watch it to give up. Its reason is an Error whose message is
+   * {@link SHUTTING_DOWN}, as for an event schedule's attempt given up on at shutdown.
    */
   get closeTimeout(): AbortSignal {
     return this.timedOut.signal;
@@ -97,7 +100,7 @@ export class Lifecycle {
 
   /** Signals {@link Lifecycle.closeTimeout}. */
   abortInFlight(): void {
-    this.timedOut.abort(new Error("the server is shutting down"));
+    this.timedOut.abort(new Error(SHUTTING_DOWN));
   }
 
   /** Marks a request as started; call the returned function when it ends. */

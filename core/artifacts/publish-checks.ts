@@ -24,13 +24,13 @@ const MAX_TEXT_BYTES = 5 * 1024 * 1024;
  * {@link ALLOWED_CDN_HOSTS} only), or the workbook and its CSVs.
  *
  * @param files where the version's files are read
- * @param problems the version's problems: what is wrong here is added to them
- * @returns the version's outline (sections, slides, or sheets and charts) and every reference its
- *   content makes (the artifact addresses among them are for the publisher to resolve)
+ * @returns the version's outline (sections, slides, or sheets and charts), every reference its content
+ *   makes (the artifact addresses among them are for the publisher to resolve), and what is wrong with it
  * @throws {ApiError} artifact_invalid for a text file larger than MAX_TEXT_BYTES, a workbook.json that
  *   is not JSON, or more workbook problems than MAX_PROBLEMS (with the total)
  */
-export async function checkContent(files: FileStore, kind: ArtifactKind, entries: ReadonlyArray<{ path: string; file: FileReference }>, problems: ContentProblem[]): Promise<{ outline: VersionOutline; references: ContentReference[] }> {
+export async function checkContent(files: FileStore, kind: ArtifactKind, entries: ReadonlyArray<{ path: string; file: FileReference }>): Promise<{ outline: VersionOutline; references: ContentReference[]; problems: ContentProblem[] }> {
+  const problems: ContentProblem[] = [];
   const paths = new Set(entries.map((e) => e.path));
   const text = async (path: string) => {
     const entry = entries.find((e) => e.path === path)!;
@@ -93,7 +93,7 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
     outline.charts = result.charts;
     for (const link of result.links) references.push({ file: link.file, target: link.address, use: "link", line: link.row });
   }
-  return { outline, references };
+  return { outline, references, problems };
 }
 
 /** The 422 refusal of a version: every problem (capped) with the total count. */

@@ -252,7 +252,8 @@ export class ArtifactStore {
     problems.push(...checkLayout(kind, [...seen]));
     if (problems.length) throw invalid(problems);
 
-    const { outline, references } = await checkContent(this.files, kind, entries, problems);
+    const { outline, references, problems: contentProblems } = await checkContent(this.files, kind, entries);
+    problems.push(...contentProblems);
 
     // every artifact address, resolved against what the author can read (spec 4.3)
     // numbers are never reused, not even those of withdrawn versions

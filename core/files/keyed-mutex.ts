@@ -1,5 +1,7 @@
-/** The per-SHA-256 lock of `file-store.ts` (see "Concurrency" in its header). */
-/** Runs callbacks one at a time per key, in call order (an in-process lock per blob address). */
+/**
+ * Runs callbacks one at a time per key, in call order: the in-process lock per blob address (SHA-256)
+ * of `file-store.ts` (see "Concurrency" in its header).
+ */
 export class KeyedMutex {
   private readonly tails = new Map<string, Promise<unknown>>();
 

@@ -2,6 +2,7 @@ import { compileEventFilter, eventFacts, type EventFacts } from "../events/strea
 import type { StoredDomainEvent } from "../events/catalog";
 import { ApiError, isApiError } from "../errors";
 import { nowIso } from "../ids";
+import { SHUTTING_DOWN } from "../lifecycle";
 import { SerialPass } from "../serial-pass";
 import type { HandlerRun } from "./handler";
 import { EventScheduleStore, type EventRow } from "./event-schedule-store";
@@ -275,7 +276,7 @@ export class ScheduleConsumer {
     };
     this.inFlight.set(abort, () => {
       settle(undefined);
-      abort.abort(new Error("the server is shutting down"));
+      abort.abort(new Error(SHUTTING_DOWN));
     });
     timer = setTimeout(() => {
       const error = `handler timed out after ${this.timeoutMs} ms`;

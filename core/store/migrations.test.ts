@@ -8,6 +8,7 @@ import sqlite3 from "sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { Database } from "./db";
 import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
+import { openConnection } from "./sql";
 import { tempDir } from "../../test/helpers-fs";
 
 const opened: Database[] = [];
@@ -18,16 +19,13 @@ afterEach(async () => {
 /** A database file at migration `through` (inclusive), with `seed` run on it, as an older release left it. */
 async function fileAt(through: number, seed: string): Promise<string> {
   const file = path.join(tempDir("svc-migrations-"), "svc.db");
-  const conn = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const c = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(c)));
-  });
-  const exec = (sql: string) => new Promise<void>((resolve, reject) => conn.exec(sql, (err) => (err ? reject(err) : resolve())));
-  await exec(MIGRATIONS_TABLE);
+  const conn = await openConnection(file, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE);
+  await conn.exec(MIGRATIONS_TABLE);
   for (const { version, name, path: sql } of migrations().filter((m) => m.version <= through)) {
-    await exec(`BEGIN; ${fs.readFileSync(sql, "utf8")}; INSERT INTO schema_migrations VALUES (${version}, '${name}', '2026-01-01T00:00:00.000Z'); COMMIT;`);
+    await conn.exec(`BEGIN; ${fs.readFileSync(sql, "utf8")}; INSERT INTO schema_migrations VALUES (${version}, '${name}', '2026-01-01T00:00:00.000Z'); COMMIT;`);
   }
-  await exec(seed);
-  await new Promise<void>((resolve, reject) => conn.close((err) => (err ? reject(err) : resolve())));
+  await conn.exec(seed);
+  await conn.close();
   return file;
 }
 

@@ -126,7 +126,7 @@ say(`  RSS after soak ${rssAfterSoak.toFixed(0)} MB (${growth >= 0 ? "+" : ""}${
 rows.push({
   case: "service RSS over the soak at half load",
   now: `start ${rssStart.toFixed(0)} MB (2 s after ready), after load ${rssAfterLoad.toFixed(0)} MB, after ${SOAK_SECONDS} s soak ${rssAfterSoak.toFixed(0)} MB (${(growth * 100).toFixed(1)}%)`,
-  goal: "flat (within 10% of after load); idle < 150 MB: the idle row",
+  goal: `flat (within 10% of after load); idle < ${RSS_GOAL_MB} MB: the idle row`,
   met: soak.errors > 0 ? false : Math.abs(growth) <= 0.1,
 });
 
