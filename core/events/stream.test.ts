@@ -1,5 +1,6 @@
 /** The SQLite stream's JSON reads (GET /api/events) against its object reads, from memory and from SQLite. */
 import path from "node:path";
+import sqlite3 from "sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { Database } from "../store/db";
@@ -71,6 +72,45 @@ describe("SqliteEventStream.readJson", () => {
     await db.transaction((tx) => tx.run("UPDATE events SET envelope = ? WHERE id = ?", [JSON.stringify(lines[7], null, 2), lines[7]!.id]));
     await same();
     expect(await fresh.readJson({ limit: 1000 })).toHaveLength(30);
+  });
+});
+
+describe("SqliteEventStream appends", () => {
+  it("stores a group's events in the one call of its COMMIT with the seqs AUTOINCREMENT gives them, and falls back to RETURNING when it cannot know them", async () => {
+    const file = path.join(tempDir("svc-stream-"), "svc.db");
+    const db = await Database.open(file);
+    opened.push(db);
+    const stream = await SqliteEventStream.open(db);
+    const all = envelopes(12);
+    const stored = () => db.all<{ id: string; seq: number }>("SELECT id, seq FROM events ORDER BY seq");
+    const append = async (list: DomainEventEnvelope[]) => {
+      const before = db.stats();
+      await stream.append(list);
+      const after = db.stats();
+      return { statements: after.writerStatements - before.writerStatements, fallbacks: after.deferredFallbacks - before.deferredFallbacks };
+    };
+    // the first append reads the sequence (RETURNING); the next ones are one call each
+    await append(all.slice(0, 3));
+    expect(await append(all.slice(3, 6))).toEqual({ statements: 1, fallbacks: 0 });
+    expect(await stored()).toEqual(all.slice(0, 6).map((e, i) => ({ id: e.id, seq: i + 1 })));
+    // an id stored before: the one call fails on it, and RETURNING skips it (its seq is used up, as AUTOINCREMENT does)
+    expect((await append([all[1]!, all[6]!])).fallbacks).toBe(1);
+    expect((await stored()).slice(6)).toEqual([{ id: all[6]!.id, seq: 8 }]);
+    expect(await append([all[7]!])).toEqual({ statements: 1, fallbacks: 0 });
+    expect((await stored()).slice(7)).toEqual([{ id: all[7]!.id, seq: 9 }]);
+    // another writer used seqs up: the one call refuses to guess, and the seq follows sqlite_sequence
+    const other = await new Promise<sqlite3.Database>((resolve, reject) => {
+      const c = new sqlite3.Database(file, sqlite3.OPEN_READWRITE, (err) => (err ? reject(err) : resolve(c)));
+    });
+    await new Promise<void>((resolve, reject) => other.exec("UPDATE sqlite_sequence SET seq = seq + 100 WHERE name = 'events'", (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve) => other.close(() => resolve()));
+    expect((await append([all[8]!])).fallbacks).toBe(1);
+    expect(await append(all.slice(9, 12))).toEqual({ statements: 1, fallbacks: 0 });
+    expect((await stored()).slice(8)).toEqual([110, 111, 112, 113].map((seq, i) => ({ id: all[8 + i]!.id, seq })));
+    // the in-memory tail answers what SQLite answers, cursors included
+    const fresh = await SqliteEventStream.open(db);
+    expect(await stream.read({ limit: 1000 })).toEqual(await fresh.read({ limit: 1000 }));
+    expect((await fresh.read({ limit: 1000 })).map((e) => e.id)).toEqual(all.map((e) => e.id));
   });
 });
 

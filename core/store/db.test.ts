@@ -4,7 +4,7 @@ import path from "node:path";
 import sqlite3 from "sqlite3";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { Database, type GroupStatement } from "./db";
+import { Database, jsonRowsStatement, type GroupStatement } from "./db";
 import { tempDir } from "../../test/helpers-fs";
 
 const opened: Database[] = [];
@@ -341,6 +341,130 @@ describe("Database group commit", () => {
     // the writer is usable again
     await db.transaction(async (tx) => void tx.defer(insert, ["y"]));
     expect(await db.all("SELECT v FROM t")).toEqual([{ v: "y" }]);
+  });
+
+  it("commits a group whose deferred statements all offer their text in one call to SQLite, BEGIN and COMMIT included", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL, n INTEGER)"], { oneGroup: true });
+    const intoT = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const intoU = jsonRowsStatement<[string, number]>("INSERT INTO u (v, n) SELECT value->>0, value->>1 FROM json_each(?) ORDER BY key");
+    const before = db.stats();
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        db.transaction(async (tx) => {
+          tx.defer(intoT, [[`v${i}`]]);
+          if (i % 2 === 0) tx.defer(intoU, [[`u${i}`, i]]);
+          if (i === 7) throw new Error("caller 7 fails");
+          return i;
+        }),
+      ),
+    );
+    const after = db.stats();
+    expect(results.filter((r) => r.status === "rejected")).toHaveLength(1);
+    expect(after.commits - before.commits).toBe(1);
+    expect(after.writerStatements - before.writerStatements).toBe(1);
+    expect(after.deferredFallbacks).toBe(before.deferredFallbacks);
+    expect((await db.all<{ v: string }>("SELECT v FROM t ORDER BY rowid")).map((r) => r.v)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`).filter((v) => v !== "v7"));
+    expect(await db.all("SELECT v, n FROM u ORDER BY rowid")).toEqual(Array.from({ length: 10 }, (_, k) => ({ v: `u${2 * k}`, n: 2 * k })));
+  });
+
+  it("writes every value through the one call as the one-by-one statements write it", async () => {
+    const db = await openWithTable(["CREATE TABLE t (k INTEGER, v TEXT)"]);
+    const insert = jsonRowsStatement<[number, string | null]>("INSERT INTO t (k, v) SELECT value->>0, value->>1 FROM json_each(?) ORDER BY key");
+    const values = ["it's", "''", "'); DROP TABLE t; --", "$& $' $` $$ $1", "nul \u0000 inside", "back\\slash \"quoted\"", "ünïcödé 🎉", "lone \ud800 surrogate", "two\nlines", null, ""];
+    await db.transaction(async (tx) => void tx.defer(insert, values.map((v, k) => [k, v] as [number, string | null])));
+    expect(db.stats().deferredFallbacks).toBe(0);
+    const fast = await db.all<{ k: number; v: string | null }>("SELECT k, v FROM t ORDER BY k");
+    await db.transaction((tx) => tx.run("DELETE FROM t"));
+    await db.transaction((tx) => insert.run(tx, values.map((v, k) => [k, v] as [number, string | null])));
+    expect(await db.all("SELECT k, v FROM t ORDER BY k")).toEqual(fast);
+    // a lone surrogate is no UTF-8: SQLite's JSON keeps its three bytes, read back as three U+FFFD (on both paths)
+    expect(fast.map((r) => r.v)).toEqual(values.map((v) => (v === null ? null : v.replace(/\ud800/, "\ufffd".repeat(3)))));
+  });
+
+  it("undoes a one call that failed in its deferred statements and runs them one by one, each once", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL)"], { oneGroup: true });
+    const intoT = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    // its text fails (no such table); its run writes
+    const intoU: GroupStatement<string> = {
+      run: async (w, items) => void (await w.run("INSERT INTO u (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
+      sql: () => "INSERT INTO no_such_table VALUES (1)",
+    };
+    const hooked: string[] = [];
+    const results = await Promise.all([
+      db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t (v) VALUES ('direct')");
+        tx.afterCommit(() => hooked.push("a"));
+        return "a";
+      }),
+      db.transaction(async (tx) => {
+        tx.defer(intoT, [["deferred"]]);
+        tx.defer(intoU, ["u1"]);
+        tx.afterCommit(() => hooked.push("b"));
+        return "b";
+      }),
+    ]);
+    expect(results).toEqual(["a", "b"]);
+    expect(hooked).toEqual(["a", "b"]);
+    expect(db.stats().deferredFallbacks).toBe(1);
+    expect(await db.all("SELECT v FROM t ORDER BY rowid")).toEqual([{ v: "direct" }, { v: "deferred" }]);
+    expect(await db.all("SELECT v FROM u")).toEqual([{ v: "u1" }]);
+  });
+
+  it("rejects every caller of a group whose deferred statements fail in the one call and one by one, and writes none of it", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL UNIQUE)"], { oneGroup: true });
+    const insert = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const results = await Promise.allSettled([
+      db.transaction(async (tx) => void (await tx.run("INSERT INTO t (v) VALUES ('direct')"))),
+      db.transaction(async (tx) => void tx.defer(insert, [["x"]])),
+      db.transaction(async (tx) => void tx.defer(insert, [["x"]])), // the duplicate fails the statement
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    for (const r of results) expect(String((r as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+    expect(db.stats().deferredFallbacks).toBe(1);
+    expect(await db.all("SELECT v FROM t")).toEqual([]);
+    await db.transaction(async (tx) => void tx.defer(insert, [["y"]]));
+    expect(await db.all("SELECT v FROM t")).toEqual([{ v: "y" }]);
+  });
+
+  it("costs no call to SQLite for a group that writes nothing", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"]);
+    const before = db.stats();
+    let hooks = 0;
+    expect(await Promise.all([db.transaction(async () => 1), db.transaction(async (tx) => (tx.afterCommit(() => hooks++), 2))])).toEqual([1, 2]);
+    expect(hooks).toBe(1);
+    expect(db.stats().writerStatements).toBe(before.writerStatements);
+    expect(db.stats().commits).toBe(before.commits);
+  });
+
+  it("rejects the callers of a group whose BEGIN fails (another process holds the write lock), and begins again once it is free", async () => {
+    const file = path.join(tempDir("svc-db-"), "svc.db");
+    const db = await Database.open(file, { busyTimeoutMs: 50, groupMs: 10_000 });
+    opened.push(db);
+    await db.transaction((tx) => tx.run("CREATE TABLE t (v TEXT NOT NULL)"));
+    const insert = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const other = await new Promise<sqlite3.Database>((resolve, reject) => {
+      const c = new sqlite3.Database(file, sqlite3.OPEN_READWRITE, (err) => (err ? reject(err) : resolve(c)));
+    });
+    const exec = (sql: string) => new Promise<void>((resolve, reject) => other.exec(sql, (err) => (err ? reject(err) : resolve())));
+    await exec("BEGIN IMMEDIATE");
+    try {
+      // callers that only defer: the group's one call fails at its BEGIN
+      const deferring = await Promise.allSettled([db.transaction(async (tx) => void tx.defer(insert, [["a"]])), db.transaction(async (tx) => void tx.defer(insert, [["b"]]))]);
+      for (const r of deferring) expect(String((r as PromiseRejectedResult).reason)).toMatch(/SQLITE_BUSY/);
+      // a caller that runs a statement begins the transaction: it gets SQLITE_BUSY, the caller before it hears why
+      const [first, second] = await Promise.allSettled([
+        db.transaction(async (tx) => void tx.defer(insert, [["c"]])),
+        db.transaction(async (tx) => void (await tx.run("INSERT INTO t (v) VALUES ('d')"))),
+      ]);
+      expect(String((first as PromiseRejectedResult).reason)).toMatch(/could not begin \(SQLITE_BUSY/);
+      expect(String((second as PromiseRejectedResult).reason)).toMatch(/SQLITE_BUSY/);
+    } finally {
+      await exec("COMMIT");
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+    expect(db.stats().deferredFallbacks).toBe(0);
+    await Promise.all([db.transaction(async (tx) => void tx.defer(insert, [["e"]])), db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('f')"))]);
+    expect(await db.all("SELECT v FROM t ORDER BY rowid")).toEqual([{ v: "f" }, { v: "e" }]);
   });
 
   it("checkpoints the WAL on its own connection after commits, never inside a writer's COMMIT", async () => {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
 import { openConnection, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
 
-export { jsonRowsStatement, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
+export { jsonRowsStatement, sqlText, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
 
 /** Counters of the store's work since it opened (for benchmarks and `statements per request`). */
 export interface DatabaseStats {
@@ -31,6 +31,8 @@ export interface DatabaseStats {
   walRewinds: number;
   /** `wal_checkpoint(RESTART)`s the writer fell back to (readers kept its passes from copying everything). */
   walRestartFallbacks: number;
+  /** Groups whose deferred statements' one call failed and ran them one by one (see `Database.commitGroup`). */
+  deferredFallbacks: number;
 }
 
 /** A caller of a group commit whose callback succeeded: its value, commit hooks and deferred writes. */
@@ -69,14 +71,16 @@ interface Waiter {
  *
  * - The **writer** runs every write, always inside {@link Database.transaction}, which is the one place
  *   that owns transactions. Callers queue; the queue is run as **group commit**: the callers waiting
- *   when a transaction starts (and those that arrive while it runs, up to {@link Database.GROUP_MAX}
+ *   when a group starts (and those that arrive while it runs, up to {@link Database.GROUP_MAX}
  *   callers or {@link Database.GROUP_MS} ms) run one after another in ONE `BEGIN IMMEDIATE` … `COMMIT`,
- *   each inside its own `SAVEPOINT svc_group_<n>`. A caller whose callback throws is
- *   rolled back alone (`ROLLBACK TO` + `RELEASE`) and gets its error at once; every other caller's
+ *   each that runs a statement inside its own `SAVEPOINT svc_group_<n>`. A caller whose callback throws
+ *   is rolled back alone (`ROLLBACK TO` + `RELEASE`) and gets its error at once; every other caller's
  *   promise resolves only after the shared `COMMIT` (so "resolved" still means "committed"); a failed
  *   `COMMIT` rejects every caller of the group. Callbacks never interleave. Writes a caller queues
  *   with {@link SqlWriter.defer} run once for the whole group, after its last caller and before the
- *   `COMMIT` (the event log's INSERT: one round trip per group instead of one per caller).
+ *   `COMMIT`, and when they offer their SQL text ({@link GroupStatement.sql}) in the same call to
+ *   SQLite as the `COMMIT`: a group of action runs, whose callers only defer, is one call to SQLite
+ *   (`BEGIN IMMEDIATE` … `COMMIT`) however many callers it has. A group that wrote nothing costs none.
  * - The **reader** answers reads outside transactions. In WAL mode it sees only committed data and
  *   never waits for the writer.
  * - The **checkpointer** copies the WAL back into the database file (`PRAGMA wal_checkpoint(PASSIVE)`)
@@ -107,6 +111,7 @@ export class Database implements SqlReader {
   /** {@link Database.commits} when the last checkpoint started. */
   private checkpointedAt = 0;
   private checkpoints = 0;
+  private deferredFallbacks = 0;
 
   constructor(
     readonly file: string,
@@ -247,16 +252,23 @@ export class Database implements SqlReader {
     return new Database(file, writer, reader, checkpointer, busyTimeoutMs, groupMs);
   }
 
+  /** Applies pending migrations, each in its own transaction on the writer (before anyone else uses it). */
   private async migrate(): Promise<void> {
-    await this.writer.exec(MIGRATIONS_TABLE);
-    const applied = new Set((await this.writer.all<{ version: number }>("SELECT version FROM schema_migrations")).map((r) => r.version));
+    const w = this.writer;
+    await w.exec(MIGRATIONS_TABLE);
+    const applied = new Set((await w.all<{ version: number }>("SELECT version FROM schema_migrations")).map((r) => r.version));
     for (const { version, name, path: file } of migrations()) {
       if (applied.has(version)) continue;
       const sql = fs.readFileSync(file, "utf8");
-      await this.transaction(async (tx) => {
-        await this.writer.exec(sql);
-        await tx.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [version, name, new Date().toISOString()]);
-      });
+      await w.exec("BEGIN IMMEDIATE");
+      try {
+        await w.exec(sql);
+        await w.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [version, name, new Date().toISOString()]);
+        await w.exec("COMMIT");
+      } catch (err) {
+        await w.exec("ROLLBACK").catch(() => undefined);
+        throw err;
+      }
     }
   }
 
@@ -291,52 +303,54 @@ export class Database implements SqlReader {
   }
 
   /**
-   * One `BEGIN IMMEDIATE` … `COMMIT` over the callers waiting now (and joining while it runs). Every
-   * caller that runs a statement runs it inside its own `SAVEPOINT svc_group_<n>`, opened before its
-   * first statement in one call to SQLite with the `RELEASE` of the savepoint before it (the last
-   * `RELEASE` goes with `COMMIT`). A caller that only defers writes ({@link SqlWriter.defer}) opens
-   * none and costs the group no call of its own: what it deferred is dropped if it throws.
+   * One `BEGIN IMMEDIATE` … `COMMIT` over the callers waiting now (and joining while it runs). The
+   * transaction begins with the first statement a caller runs: every caller that runs a statement runs
+   * it inside its own `SAVEPOINT svc_group_<n>`, opened before its first statement in one call to SQLite
+   * with the `RELEASE` of the savepoint before it (or with `BEGIN IMMEDIATE`, for the group's first). A
+   * caller that only defers writes ({@link SqlWriter.defer}) opens none and costs the group no call of
+   * its own: what it deferred is dropped if it throws. The group ends in {@link Database.commitGroup}.
    * A `RELEASE` or `ROLLBACK TO` that finds its savepoint gone means SQLite rolled the whole
    * transaction back itself (SQLITE_FULL, RAISE(ROLLBACK), ...): the group's earlier callers are
-   * rejected then, as at a failed `COMMIT`.
+   * rejected then, as at a failed `COMMIT`; likewise when `BEGIN IMMEDIATE` fails (SQLITE_BUSY past
+   * the busy timeout: another process holds the write lock).
    */
   private async runGroup(): Promise<void> {
     const w = this.writer;
-    try {
-      await w.exec("BEGIN IMMEDIATE");
-    } catch (err) {
-      // e.g. SQLITE_BUSY past the busy timeout: the first caller gets the error, the rest try again
-      await w.run("ROLLBACK").catch(() => undefined);
-      this.waiting.shift()!.reject(err);
-      return;
-    }
     const began = performance.now();
     /** The callers that succeeded, with their commit hooks and the writes they deferred. */
     const done: Done[] = [];
+    /** Whether `BEGIN IMMEDIATE` has run (with the first caller statement's savepoint). */
+    let begun = false;
     /** The savepoint open now: the last caller's that ran a statement (undefined after a failed caller's was rolled back and released). */
     let open: string | undefined;
-    const lose = async (cause: unknown) => {
+    const lose = async (cause: unknown, beginning: boolean) => {
       await w.run("ROLLBACK").catch(() => undefined);
-      const lost = new Error(`the transaction was rolled back by SQLite while running another caller (${cause instanceof Error ? cause.message : String(cause)}); nothing was written`);
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      const lost = new Error(beginning ? `the transaction could not begin (${reason}); nothing was written` : `the transaction was rolled back by SQLite while running another caller (${reason}); nothing was written`);
       for (const d of done) d.waiter.reject(lost);
     };
     for (let n = 1; ; n++) {
       const waiter = this.waiting.shift()!;
       this.transactions++;
       const name = `svc_group_${n}`;
-      // the caller's savepoint, opened before its first statement (with the RELEASE of the one before):
-      // a caller that only defers writes costs no call to SQLite of its own
+      // the caller's savepoint, opened before its first statement (with the RELEASE of the one before,
+      // or with the BEGIN): a caller that only defers writes costs no call to SQLite of its own
       let savepoint: Promise<void> | undefined;
-      /** Set when opening the savepoint failed: SQLite rolled the transaction back. */
-      let lost: { cause: unknown } | undefined;
-      const begin = () =>
-        (savepoint ??= w.exec(open ? `RELEASE ${open}; SAVEPOINT ${name}` : `SAVEPOINT ${name}`).then(
-          () => void (open = name),
+      /** Set when opening the savepoint failed: SQLite rolled the transaction back, or it could not begin. */
+      let lost: { cause: unknown; beginning: boolean } | undefined;
+      const begin = () => {
+        const beginning = !begun;
+        return (savepoint ??= w.exec(`${open ? `RELEASE ${open}; ` : beginning ? "BEGIN IMMEDIATE; " : ""}SAVEPOINT ${name}`).then(
+          () => {
+            begun = true;
+            open = name;
+          },
           (err: unknown) => {
-            lost = { cause: err };
+            lost = { cause: err, beginning };
             throw err;
           },
         ));
+      };
       const inSavepoint = <T>(statement: () => Promise<T>): Promise<T> => (open === name ? statement() : begin().then(statement));
       // the caller's own view of the transaction: the writer's statements plus its commit hooks
       let hooks: Array<() => void> | undefined;
@@ -355,7 +369,7 @@ export class Database implements SqlReader {
       } catch (err) {
         if (lost) {
           waiter.reject(err);
-          return lose(lost.cause);
+          return lose(lost.cause, lost.beginning);
         }
         if (savepoint) {
           try {
@@ -363,7 +377,7 @@ export class Database implements SqlReader {
             await w.exec(`ROLLBACK TO ${name}; RELEASE ${name}`);
           } catch {
             waiter.reject(err);
-            return lose(err);
+            return lose(err, false);
           }
           open = undefined;
         }
@@ -371,14 +385,17 @@ export class Database implements SqlReader {
       }
       if (this.waiting.length === 0 || n >= Database.GROUP_MAX || performance.now() - began >= this.groupMs) break;
     }
-    this.commits++;
-    try {
-      for (const [statement, items] of deferredItems(done)) await statement.run(w, items);
-      await w.exec(open ? `RELEASE ${open}; COMMIT` : "COMMIT");
-    } catch (err) {
-      await w.run("ROLLBACK").catch(() => undefined);
-      for (const d of done) d.waiter.reject(err);
-      return;
+    const deferred = deferredItems(done);
+    // nothing was written (no caller ran a statement or deferred one): there is no transaction to commit
+    if (begun || deferred.size > 0) {
+      this.commits++;
+      try {
+        await this.commitGroup(deferred, begun, open);
+      } catch (err) {
+        await w.run("ROLLBACK").catch(() => undefined);
+        for (const d of done) d.waiter.reject(err);
+        return;
+      }
     }
     for (const d of done) {
       if (!d.hooks) continue;
@@ -393,9 +410,45 @@ export class Database implements SqlReader {
     for (const d of done) d.waiter.resolve(d.value);
   }
 
+  /**
+   * Ends a group: runs its deferred statements and commits. When every one of them offers its text
+   * ({@link GroupStatement.sql}), that is one call to SQLite:
+   * `[BEGIN IMMEDIATE | RELEASE <open>]; SAVEPOINT svc_deferred; <texts>; RELEASE svc_deferred; COMMIT`.
+   * If that call fails inside the texts, `ROLLBACK TO svc_deferred` undoes them and each statement's
+   * {@link GroupStatement.run} runs instead (counted in {@link DatabaseStats.deferredFallbacks}); else,
+   * one call per statement between the `BEGIN` (when none ran yet) and the `COMMIT`.
+   * @throws the SQLite error that fails the group (the caller rolls back and rejects every caller)
+   */
+  private async commitGroup(deferred: ReadonlyMap<GroupStatement<unknown>, unknown[]>, begun: boolean, open: string | undefined): Promise<void> {
+    const w = this.writer;
+    const release = open ? `RELEASE ${open}; ` : "";
+    const texts: string[] = [];
+    for (const [statement, items] of deferred) {
+      const text = statement.sql?.(items);
+      if (text === undefined) break;
+      texts.push(text);
+    }
+    if (deferred.size > 0 && texts.length === deferred.size) {
+      try {
+        await w.exec(`${begun ? release : "BEGIN IMMEDIATE; "}SAVEPOINT svc_deferred;\n${texts.join(";\n")};\nRELEASE svc_deferred; COMMIT`);
+        return;
+      } catch (err) {
+        // BEGIN or COMMIT failed, or SQLite rolled the whole transaction back: the savepoint is gone
+        await w.exec("ROLLBACK TO svc_deferred").catch(() => Promise.reject(err));
+        this.deferredFallbacks++;
+      }
+      for (const [statement, items] of deferred) await statement.run(w, items);
+      await w.exec("RELEASE svc_deferred; COMMIT");
+      return;
+    }
+    if (!begun) await w.exec("BEGIN IMMEDIATE");
+    for (const [statement, items] of deferred) await statement.run(w, items);
+    await w.exec(`${release}COMMIT`);
+  }
+
   /** What the store has done since it opened: statements per connection, callers and commits. */
   stats(): DatabaseStats {
-    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints, walRestarts: this.restarts, walRestartMs: Number(this.restartMs.toFixed(1)), walRestartMaxMs: Number(this.restartMaxMs.toFixed(1)), walRewinds: this.rewinds, walRestartFallbacks: this.fallbacks };
+    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints, walRestarts: this.restarts, walRestartMs: Number(this.restartMs.toFixed(1)), walRestartMaxMs: Number(this.restartMaxMs.toFixed(1)), walRewinds: this.rewinds, walRestartFallbacks: this.fallbacks, deferredFallbacks: this.deferredFallbacks };
   }
 
   /** Reads one row from committed data. */

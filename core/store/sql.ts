@@ -48,8 +48,14 @@ export interface SqlWriter extends SqlStatements {
  * transaction. For the hot writes whose rows no caller reads back in its own transaction (the event
  * log's INSERT; the action runs' and webhook attempts' rows through {@link jsonRowsStatement}): each
  * awaited statement is a round trip to SQLite's thread that waits for the event loop's next turn
- * (70-120 µs under load against 28 µs alone), so one per group instead of one per caller is what the
+ * (70-250 µs under load against 28 µs alone), so one per group instead of one per caller is what the
  * writer's throughput is made of.
+ *
+ * A statement that offers {@link GroupStatement.sql} costs the group no round trip of its own: when
+ * every statement a group deferred offers it, their texts go into the same one call to SQLite as the
+ * group's `COMMIT` (and its `BEGIN`, when no caller ran a statement). When that call fails inside the
+ * deferred statements, the group undoes them and runs them again one by one through
+ * {@link GroupStatement.run}, which decides alone what is written.
  */
 export interface GroupStatement<I> {
   /**
@@ -58,6 +64,22 @@ export interface GroupStatement<I> {
    * whole group: every caller of it gets the error, as at a failed `COMMIT`.
    */
   run(w: SqlStatements, items: readonly I[]): Promise<void>;
+  /**
+   * The same writes as one or more SQL statements with the items' values written into the text (see
+   * {@link sqlText}), noting on the items what {@link GroupStatement.run} would: they must fail (not
+   * skip rows) wherever `run` would decide something, since the group then calls `run` instead.
+   * Undefined when these items need `run`.
+   */
+  sql?(items: readonly I[]): string | undefined;
+}
+
+/**
+ * `text` as an SQL string literal: in single quotes, each single quote doubled (SQLite's only escape in
+ * a string literal). For values written into statement text (see {@link GroupStatement.sql}); the
+ * text must hold no NUL character, which no `JSON.stringify` output does (it writes `\u0000`).
+ */
+export function sqlText(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
 }
 
 /**
@@ -65,12 +87,20 @@ export interface GroupStatement<I> {
  * its one parameter: a JSON array of rows, each row an array of column values that `sql` reads from
  * `json_each(?)` as `value->>0`, `value->>1`, … (numbers stay numbers, `null` is NULL). For appends and
  * updates whose callers need nothing back; the event log's INSERT, which notes seqs, writes its own.
+ * Its {@link GroupStatement.sql} writes the JSON array into the texts in place of the `?`.
+ * @throws {Error} when a statement of `sql` does not have exactly one `?`
  */
 export function jsonRowsStatement<I extends readonly unknown[]>(...sql: string[]): GroupStatement<I> {
+  for (const statement of sql) if (statement.split("?").length !== 2) throw new Error(`a json rows statement takes exactly one parameter (?): ${statement}`);
   return {
     async run(w, items) {
       const rows = JSON.stringify(items);
       for (const statement of sql) await w.run(statement, [rows]);
+    },
+    sql(items) {
+      const rows = sqlText(JSON.stringify(items));
+      // a function, not a string, as the replacement: `$&` or `$'` in a value must stay as it is
+      return sql.map((statement) => statement.replace("?", () => rows)).join(";\n");
     },
   };
 }
