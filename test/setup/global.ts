@@ -1,6 +1,11 @@
 /**
  * Global setup: one real Temporal dev server for the whole run (the CLI fetched or built on a fresh machine,
- * then cached), and one workflow bundle shared by every app the tests start. Every temporary dir of the
+ * then cached), and one workflow bundle shared by every app the tests start. The outside programs some
+ * suites run are installed here first when missing, saying so (Chromium and nats-server from Debian's
+ * packages, schemathesis with pip, the S3-compatible server built with Go): a fresh machine has none of
+ * them, the S3 server's cold Go build takes minutes (longer than a suite's `beforeAll` may wait), and two
+ * suites installing at once would race for apt's lock. Each suite still asks for its program itself
+ * (`ensure…`), which finds it installed. Every temporary dir of the
  * run (the tests', their apps' data dirs, child processes' files) is made under one dir (`TMPDIR`, which
  * the test processes inherit), removed at the end: a run leaves nothing in the machine's /tmp.
  */
@@ -14,6 +19,10 @@ import { startDevServer, type DevServer } from "../../core/temporal/dev-server";
 import { bundleWorkflows } from "../../core/temporal/bundle";
 import { sandboxProject } from "../../sandbox/project";
 import { WORKFLOW_ENGINE } from "../../workflows/modules";
+import { ensureChromium } from "./chromium";
+import { ensureNatsServer } from "./nats";
+import { ensureS3Server } from "./s3-server";
+import { ensureSchemathesis } from "./schemathesis";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -42,7 +51,15 @@ export default async function setup(project: TestProject) {
   const runTmp = fs.mkdtempSync(path.join(os.tmpdir(), "svc-test-run-"));
   process.env.TMPDIR = runTmp;
   log(`temporary files of this run: ${runTmp} (removed at the end)`);
-  const cli = await ensureTemporalCli(process.env.SVC_TEMPORAL_CLI || undefined, log);
+  // the two that download or build in child processes go on while the package installs below run
+  const s3Server = ensureS3Server();
+  const temporalCli = ensureTemporalCli(process.env.SVC_TEMPORAL_CLI || undefined, log);
+  s3Server.catch(() => undefined); // awaited below
+  temporalCli.catch(() => undefined);
+  ensureChromium();
+  ensureNatsServer();
+  ensureSchemathesis();
+  const [cli] = await Promise.all([temporalCli, s3Server]);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "svc-test-temporal-"));
   server = await startDevServer({ cliPath: cli, port: await freePort(), ui: false, dbFile: path.join(dir, "temporal.db"), namespace: "default", readyTimeoutMs: 90_000, log });
   const bundle = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows: sandboxProject.workflowsModule! }, log);
