@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import pino from "pino";
 import { Database } from "../store/db";
-import { SqliteEventStream } from "../events/stream";
+import { SqliteEventStream } from "../events/sqlite-stream";
 import { Outbox } from "../events/outbox";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";

@@ -4,7 +4,8 @@ import sqlite3 from "sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { Database } from "../store/db";
-import { SqliteEventStream, readEventsJson, type StreamQuery } from "./stream";
+import { SqliteEventStream } from "./sqlite-stream";
+import { readEventsJson, type StreamQuery } from "./stream";
 import type { DomainEventEnvelope } from "./catalog";
 import { tempDir } from "../../test/helpers-fs";
 

@@ -12,7 +12,7 @@ import path from "node:path";
 import pino from "pino";
 import sqlite3 from "sqlite3";
 import { Database } from "../../core/store/db";
-import { SqliteEventStream } from "../../core/events/stream";
+import { SqliteEventStream } from "../../core/events/sqlite-stream";
 import { Outbox } from "../../core/events/outbox";
 import { EventLog } from "../../core/events/log";
 import { ProjectRegistry } from "../../core/project/registry";

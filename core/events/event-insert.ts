@@ -1,0 +1,81 @@
+/**
+ * The events INSERT of a group commit (`GroupStatement`, core/store/sql.ts) for the built-in SQLite
+ * stream (`SqliteEventStream`, ./sqlite-stream.ts), and the entries it stores.
+ */
+import { sqlText, type GroupStatement, type SqlStatements } from "../store/db";
+import type { DomainEventEnvelope } from "./catalog";
+import type { EventFacts } from "./stream";
+
+/**
+ * One event of `SqliteEventStream`'s in-memory tail; also an event queued on a group commit's
+ * INSERT, whose `seq` is 0 until it is stored (and stays 0 when its id was stored before).
+ */
+export interface TailEntry {
+  seq: number;
+  event: DomainEventEnvelope;
+  facts: EventFacts;
+  json: string;
+}
+
+/** The rows of the events table's columns after `seq`, `id` to `envelope`, as one JSON array (for `json_each`). */
+function eventRowsJson(rows: readonly TailEntry[]): string {
+  const now = Date.now();
+  return JSON.stringify(
+    rows.map(({ event: e, facts: f, json }) => [
+      e.id, e.type, e.topic, e.partitionKey, now, f.subjectType ?? null, f.subjectId ?? null,
+      (f.actionId as string | undefined) ?? null, (f.runId as string | undefined) ?? null, f.perm1, f.perm2, json,
+    ]),
+  );
+}
+
+/**
+ * The INSERT of a group commit's events: one statement over a JSON array of rows (`json_each`), so
+ * that a group of 16 action runs has one statement for its events instead of 16; notes each stored
+ * row's seq on it.
+ *
+ * - `sql` (the group's one call, see `GroupStatement`) gives the rows the seqs AUTOINCREMENT would
+ *   give them: this process is the only writer, so they follow `nextSeq`. The statement fails instead
+ *   of guessing (a NOT NULL id) when `sqlite_sequence` is not below the first of them (another writer,
+ *   or seqs used up by rows skipped before), and on an id stored before (its UNIQUE): the group then
+ *   calls `run`.
+ * - `run` inserts with `RETURNING id, seq`: a row whose id was stored before, or earlier in the same
+ *   group, keeps seq 0 and is not appended; then reads `sqlite_sequence` for `nextSeq`.
+ */
+export class EventInsert implements GroupStatement<TailEntry> {
+  /**
+   * The seq the next event stored through {@link EventInsert.sql} gets
+   * (undefined until a first INSERT through `run` has read `sqlite_sequence`).
+   */
+  private nextSeq: number | undefined;
+
+  /** {@link GroupStatement.run}: the INSERT with `RETURNING id, seq`, then `nextSeq` from `sqlite_sequence`. */
+  async run(w: SqlStatements, rows: readonly TailEntry[]): Promise<void> {
+    for (const row of rows) row.seq = 0;
+    const stored = await w.all<{ id: string; seq: number }>(
+      `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
+       SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11
+       FROM json_each(?) WHERE true ORDER BY key ON CONFLICT (id) DO NOTHING RETURNING id, seq`,
+      [eventRowsJson(rows)],
+    );
+    const seqs = new Map(stored.map((r) => [r.id, r.seq]));
+    for (const row of rows) {
+      const seq = seqs.get(row.event.id);
+      if (seq === undefined) continue;
+      row.seq = seq;
+      seqs.delete(row.event.id); // a later row with the same id was skipped
+    }
+    const next = await w.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'events'");
+    this.nextSeq = (next?.seq ?? 0) + 1;
+  }
+
+  /** {@link GroupStatement.sql}: the INSERT with the rows' seqs from `nextSeq` (undefined until `run` has set it). */
+  sql(rows: readonly TailEntry[]): string | undefined {
+    if (this.nextSeq === undefined) return undefined;
+    const first = this.nextSeq;
+    this.nextSeq += rows.length;
+    rows.forEach((row, i) => (row.seq = first + i));
+    return `INSERT INTO events (seq, id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
+      SELECT ${first} + key, iif(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) < ${first}, value->>0, NULL), value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11
+      FROM json_each(${sqlText(eventRowsJson(rows))}) ORDER BY key`;
+  }
+}
