@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import * as v from "valibot";
-import type { Database, SqlParams } from "../store/db";
+import { jsonRowsStatement, type Database, type SqlParams } from "../store/db";
 import type { Logger } from "../logger";
 import type { HandlerLogger } from "../sdk/context";
 import { decodeCursor, encodeCursor } from "../events/cursor";
@@ -28,9 +28,18 @@ export interface LogQuery {
 }
 
 /**
+ * The INSERT of a flush's lines: one statement over all of them (`json_each`, see
+ * {@link jsonRowsStatement}), seqs in the lines' order. An item is `[at, appendedAt, level, message,
+ * fields (JSON text), runKind, runId]`.
+ */
+const insertLines = jsonRowsStatement<[at: string, appendedAt: number, level: LogLevel, message: string, fields: string, runKind: string, runId: string]>(
+  "INSERT INTO logs (at, appended_at, level, message, fields, run_kind, run_id) SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key",
+);
+
+/**
  * Handler log capture (spec 2.5). {@link LogCapture.logger} gives a handler a logger that writes to the
  * process log (pino, with the run context bound) and to the `logs` table, batched (flushed every
- * 100 ms or 500 lines, one transaction per batch). Lines get opaque cursors of their own (not
+ * 100 ms or 500 lines, one transaction and one statement per batch). Lines get opaque cursors of their own (not
  * interchangeable with event cursors) and the same retention as events; pruned cursors answer
  * `cursor_expired`.
  */
@@ -84,9 +93,7 @@ export class LogCapture {
     this.flushing = this.flushing
       .then(async () => {
         const now = Date.now();
-        await this.db.transaction(async (tx) => {
-          for (const l of lines) await tx.run("INSERT INTO logs (at, appended_at, level, message, fields, run_kind, run_id) VALUES (?, ?, ?, ?, ?, ?, ?)", [l.at, now, l.level, l.message, JSON.stringify(l.fields), l.run.kind, l.run.id]);
-        });
+        await this.db.transaction(async (tx) => tx.defer(insertLines, lines.map((l) => [l.at, now, l.level, l.message, JSON.stringify(l.fields), l.run.kind, l.run.id])));
         this.notifier.emit("appended");
       })
       .catch(() => undefined);

@@ -1,0 +1,42 @@
+/** Handler log capture (spec 2.5): a flush's lines, stored and read back, against a real SQLite file. */
+import path from "node:path";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { Database } from "../store/db";
+import { SqliteEventStream } from "../events/sqlite-stream";
+import { tempDir } from "../../test/helpers-fs";
+import { LogCapture } from "./capture";
+
+const opened: Database[] = [];
+afterEach(async () => {
+  for (const db of opened.splice(0)) await db.close();
+});
+
+async function openCapture(): Promise<{ db: Database; capture: LogCapture }> {
+  const db = await Database.open(path.join(tempDir("svc-logs-"), "svc.db"));
+  opened.push(db);
+  await SqliteEventStream.open(db); // sets the stream epoch the log cursors carry
+  return { db, capture: await LogCapture.open(db) };
+}
+
+describe("LogCapture", () => {
+  it("stores a flush's lines in their order, exactly as logged, in one call to SQLite", async () => {
+    const { db, capture } = await openCapture();
+    const silent = pino({ level: "silent" });
+    const a = capture.logger(silent, { kind: "action", id: "run_a" }, { actionId: "diagnostics.noop" });
+    const b = capture.logger(silent, { kind: "webhook", id: "whrun_b" });
+    // what the batch INSERT writes into SQL text must come back as it was: quotes, `$&`, NUL, astral
+    const messages = ["plain", "it's \"quoted\"", "$& and $' stay", "nul \u0000 inside", "ünïcödé 🧾", "'); DROP TABLE logs; --"];
+    messages.forEach((m, i) => (i % 2 ? b.warn({ i, nested: { list: [i, null] } }, m) : a.info(m)));
+    const before = db.stats();
+    await capture.flush();
+    expect(db.stats().writerStatements - before.writerStatements).toBe(1);
+    const lines = await capture.read({ limit: 100 });
+    expect(lines.map((l) => l.message)).toEqual(messages);
+    expect(lines.map((l) => [l.level, l.run])).toEqual(messages.map((_, i) => (i % 2 ? ["warn", { kind: "webhook", id: "whrun_b" }] : ["info", { kind: "action", id: "run_a" }])));
+    expect(lines[0]!.fields).toEqual({ actionId: "diagnostics.noop" });
+    expect(lines[1]!.fields).toEqual({ i: 1, nested: { list: [1, null] } });
+    // cursors follow the order: reading on after the third line answers the rest
+    expect((await capture.read({ limit: 100, afterCursor: lines[2]!.cursor })).map((l) => l.message)).toEqual(messages.slice(3));
+  });
+});
