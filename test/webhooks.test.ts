@@ -102,6 +102,42 @@ describe("webhook delivery table (spec 3)", () => {
     }
   });
 
+  it("stores a first delivery's exact bytes with its run and attempt, and a handler that writes nothing costs one call to SQLite per transaction", async () => {
+    const db = app.container.resolve(Database);
+    // the sandbox's Standard Webhooks connector: its handler logs and writes nothing. The body carries what
+    // the one-call form must escape when it writes values into SQL text: quotes, NUL (as JSON escapes it), astral
+    const body = `{"type":"bench.ping","data":{"note":"O'Brien \\"Bytes\\" \\u0000 \u00fcn\u00ef \u{1F9FE} '); DROP TABLE webhook_runs; --"}}`;
+    const signer = new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks);
+    const d = standardDelivery(body, { signer });
+    const before = db.stats();
+    expect((await post(`${app.url}/api/webhooks/standard-webhooks/events`, d.payload, d.headers)).status).toBe(202);
+    const after = db.stats();
+    const [stored] = await db.all<{ id: string; body: Buffer; status: string; attempts: number }>("SELECT id, body, status, attempts FROM webhook_runs WHERE idempotency_key = ?", [d.headers["webhook-id"]!]);
+    expect(Buffer.compare(stored!.body, Buffer.from(body, "utf8"))).toBe(0);
+    expect(stored).toMatchObject({ status: "completed", attempts: 1 });
+    expect(await db.all("SELECT attempt, status FROM webhook_attempts WHERE run_id = ?", [stored!.id])).toEqual([{ attempt: 1, status: "completed" }]);
+    // admit and complete, each its own group commit (nothing else runs meanwhile), each one call: BEGIN … COMMIT
+    expect(after.commits - before.commits).toBe(2);
+    expect(after.writerStatements - before.writerStatements).toBe(2);
+  });
+
+  it("admits fresh deliveries sent together with a duplicate of a completed one: each fresh one once, the duplicate not again", async () => {
+    const db = app.container.resolve(Database);
+    const done = standardDelivery({ customerId: "cus_mixdup", name: "Mixed duplicate" });
+    expect((await post(probeUrl(), done.payload, done.headers)).status).toBe(202);
+    const fresh = Array.from({ length: 8 }, (_, i) => standardDelivery({ customerId: `cus_mix${i}`, name: `Mix ${i}` }));
+    const before = db.stats();
+    const answers = await Promise.all([done, ...fresh].map((d) => post(probeUrl(), d.payload, d.headers)));
+    expect(answers.map((r) => r.status)).toEqual(Array(9).fill(202));
+    // the duplicate's key fails its group's one call, which then stores run by run (ON CONFLICT DO NOTHING)
+    expect(db.stats().deferredFallbacks - before.deferredFallbacks).toBeGreaterThanOrEqual(1);
+    const byKey = new Map((await runs()).map((r) => [r.idempotencyKey, r]));
+    for (const d of fresh) expect(byKey.get(d.headers["webhook-id"])).toMatchObject({ status: "completed", attempts: [expect.objectContaining({ attempt: 1, status: "completed" })] });
+    const again = byKey.get(done.headers["webhook-id"]);
+    expect(again.attempts).toHaveLength(1);
+    expect(await eventsOf(again.executionId)).toHaveLength(1);
+  });
+
   it("answers a duplicate of a completed delivery 202 without running it again", async () => {
     const d = standardDelivery({ customerId: "cus_dup", name: "Dup" });
     expect((await post(probeUrl(), d.payload, d.headers)).status).toBe(202);

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { Database, jsonRowsStatement } from "../store/db";
+import { Database, jsonRowsStatement, sqlText, type GroupStatement, type SqlStatements } from "../store/db";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
@@ -105,14 +105,45 @@ export function parseWebhookBody(def: WebhookDefinition<unknown>, request: Webho
   return result.output;
 }
 
+/** A delivery the admit stores as a new run: its row, and whether the group commit stored it (see {@link admitRuns}). */
+interface NewRun {
+  row: RunRow;
+  stored: boolean;
+}
+
+/** The {@link NewRun}s' columns as one JSON array of rows for `json_each`, the body as hex. */
+function newRunsJson(runs: readonly NewRun[]): string {
+  return JSON.stringify(runs.map(({ row: r }) => [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of]));
+}
+const INSERT_RUNS = `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of)
+  SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'running', 1, value->>5, value->>6, value->>7, unhex(value->>8), value->>9 FROM json_each(?) WHERE true ORDER BY key`;
+const INSERT_FIRST_ATTEMPTS = "INSERT INTO webhook_attempts (run_id, attempt, started_at, status) SELECT value->>0, 1, value->>5, 'running' FROM json_each(?) ORDER BY key";
+
 /**
- * The group commit's INSERT of first attempts (attempt 1, `running`) for the deliveries its callers
- * admit: one statement over all of them (`json_each`) instead of one call to SQLite per delivery (see
- * {@link jsonRowsStatement}). An item is `[runId, startedAt]`.
+ * The group commit's INSERT of the deliveries its callers admit as new runs (status `running`, attempt
+ * 1), with their first attempts: one statement each over all of them (`json_each`), so a first
+ * delivery costs the writer no call to SQLite of its own (see `GroupStatement`). Notes on each whether
+ * it was stored: a run whose idempotency key was stored before is not (its caller then takes the
+ * retry path).
+ *
+ * - `sql` (the group's one call) inserts them all, and fails on a key stored before (the UNIQUE index
+ *   `webhook_runs_by_key`): the group then calls `run`.
+ * - `run` inserts with `ON CONFLICT DO NOTHING RETURNING id`, then the first attempts of those stored.
  */
-const startAttempts = jsonRowsStatement<[runId: string, startedAt: string]>(
-  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status) SELECT value->>0, 1, value->>1, 'running' FROM json_each(?) ORDER BY key",
-);
+const admitRuns: GroupStatement<NewRun> = {
+  async run(w: SqlStatements, runs: readonly NewRun[]): Promise<void> {
+    const stored = new Set((await w.all<{ id: string }>(`${INSERT_RUNS} ON CONFLICT DO NOTHING RETURNING id`, [newRunsJson(runs)])).map((r) => r.id));
+    for (const run of runs) run.stored = stored.has(run.row.id);
+    const fresh = runs.filter((run) => run.stored);
+    if (fresh.length > 0) await w.run(INSERT_FIRST_ATTEMPTS, [newRunsJson(fresh)]);
+  },
+  sql(runs: readonly NewRun[]): string {
+    for (const run of runs) run.stored = true;
+    const rows = sqlText(newRunsJson(runs));
+    // a function as the replacement: `$&` in a value stays as it is
+    return [INSERT_RUNS, INSERT_FIRST_ATTEMPTS].map((statement) => statement.replace("?", () => rows)).join(";\n");
+  },
+};
 
 /**
  * The group commit's completion of the runs its callers finished: the run and its attempt marked
@@ -194,13 +225,18 @@ export class WebhookDeliveries {
   }
 
   /**
-   * Admit: resolves the key and creates (or re-opens for a retry) the run with its execution, in one
-   * transaction. Answers undefined when the delivery is already completed.
+   * Admit: resolves the key and creates (or re-opens for a retry) the run with its execution. Answers
+   * undefined when the delivery is already completed.
+   *
+   * A new run and its first attempt are one group statement ({@link admitRuns}): a first delivery (the
+   * common case) costs no lookup and no call to SQLite of its own. When its key was stored before, the
+   * group stores nothing of it, and a second transaction reads that run and re-opens it for this
+   * attempt (or answers undefined when it completed).
    */
-  private admit(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): Promise<{ row: RunRow; attempt: number } | undefined> {
-    return this.db.transaction(async (tx) => {
-      const now = nowIso();
-      const row: RunRow = {
+  private async admit(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): Promise<{ row: RunRow; attempt: number } | undefined> {
+    const now = nowIso();
+    const run: NewRun = {
+      row: {
         id: newId("whrun"),
         execution_id: newId("exec"),
         connector_id: connectorId,
@@ -215,25 +251,22 @@ export class WebhookDeliveries {
         body: Buffer.from(request.rawBody),
         response: null,
         replay_of: replayOf ?? null,
-      };
-      // insert first: a first delivery (the common case) costs no lookup; a key seen before inserts nothing
-      const { changes } = await tx.run(
-        `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of)
-         VALUES (?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-        [row.id, row.execution_id, connectorId, webhookId, key, now, row.content_type, row.headers, row.body, row.replay_of],
-      );
-      const existing = changes === 1 || key === null ? undefined : await tx.get<RunRow>("SELECT * FROM webhook_runs WHERE connector_id = ? AND webhook_id = ? AND idempotency_key = ?", [connectorId, webhookId, key]);
-      if (changes === 0 && !existing) throw new Error(`webhook run ${row.id} conflicted with a stored run`);
-      if (existing?.status === "completed") return undefined;
-      if (existing) {
-        const attempt = existing.attempts + 1;
-        await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
-        await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [now, JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }), existing.id]);
-        await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, now]);
-        return { row: { ...existing, status: "running", attempts: attempt }, attempt };
-      }
-      tx.defer(startAttempts, [[row.id, now]]);
-      return { row, attempt: 1 };
+      },
+      stored: false,
+    };
+    await this.db.transaction(async (tx) => tx.defer(admitRuns, [run]));
+    if (run.stored) return { row: run.row, attempt: 1 };
+    if (key === null) throw new Error(`webhook run ${run.row.id} was not stored`);
+    return this.db.transaction(async (tx) => {
+      const existing = await tx.get<RunRow>("SELECT * FROM webhook_runs WHERE connector_id = ? AND webhook_id = ? AND idempotency_key = ?", [connectorId, webhookId, key]);
+      if (!existing) throw new Error(`webhook run ${run.row.id} conflicted with a stored run that is gone`);
+      if (existing.status === "completed") return undefined;
+      const attempt = existing.attempts + 1;
+      const at = nowIso();
+      await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
+      await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [at, JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }), existing.id]);
+      await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, at]);
+      return { row: { ...existing, status: "running" as const, attempts: attempt }, attempt };
     });
   }
 
