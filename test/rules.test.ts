@@ -4,9 +4,10 @@
  * triggered subjects only to identities that may view invoices; closing and reopening the app on the
  * same data dir neither repeats nor skips a rule event.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { allEvents, client, startApp, tokenFor } from "./helpers";
 import { OntologyStore } from "../core/ontology/store";
+import { RuleEngine } from "../core/runtime/rules";
 
 const subject = (primaryId: string) => ({ kind: "object", objectTypeId: "invoice", primaryId });
 
@@ -59,4 +60,22 @@ describe("rules", () => {
       await app.close();
     }
   }, 120_000);
+
+  it("runs no pass for appends without object events, and one for the next object write", async () => {
+    const app = await startApp();
+    try {
+      const engine = app.container.resolve(RuleEngine);
+      await engine.poke(); // caught up with the seed
+      const step = vi.spyOn(engine, "step");
+      const dev = client(app);
+      for (let i = 0; i < 10; i++) expect((await dev.post("/api/actions/diagnostics.noop", { params: {} })).body.status).toBe("succeeded");
+      await new Promise((r) => setTimeout(r, 100)); // the notices of the last commits
+      expect(step).not.toHaveBeenCalled();
+      await app.container.resolve(OntologyStore).commit([{ op: "object.update", objectTypeId: "invoice", primaryId: "inv_1006", properties: { status: "overdue" } }], { origin: { kind: "runtime" }, correlationId: "test-wake" });
+      await expect.poll(async () => (await allEvents(dev, "&topic=rules")).map((e) => e.payload.subject.primaryId)).toEqual(["inv_1006"]);
+      expect(step).toHaveBeenCalled();
+    } finally {
+      await app.close();
+    }
+  });
 });
