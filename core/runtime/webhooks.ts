@@ -162,7 +162,7 @@ const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finished
  * |---|---|
  * | Verify | `verify` on the raw bytes before anything is parsed; a throw is 401, nothing stored |
  * | Parse | {@link parseWebhookBody}; a failure is 400, nothing stored |
- * | Admit | one transaction resolves the idempotency key and creates the run and its execution; a completed or in-flight delivery answers 202 and stops |
+ * | Admit | a new key: the run, its execution and first attempt are stored in one group-commit statement ({@link admitRuns}); a key stored before: a second transaction re-opens that run; a completed or in-flight delivery answers 202 and stops |
  * | Handle | `handle` runs with the run's execution; its writes are buffered; a throw marks the attempt and run failed and answers 500; a provider retry (same key) re-attempts with the same execution |
  * | Complete | one transaction commits the handler's writes and events with the run's completion and response; the answer is 202 or the handler's response |
  *
