@@ -269,10 +269,12 @@ console.log(`one run's history (invoice-review, no approval): ${lastHistory.leng
 // the one summary (test/bench/all.ts): issue 15's rows this script measures
 const { reportRows, fmt, meets } = await import("./report");
 const ratio = (r: Figures) => r.rps / baseline.rps;
+/** Both goals of a row: false when either misses, null when either was not measured. */
+const bothMet = (a: boolean | null, b: boolean | null): boolean | null => (a === false || b === false ? false : a === null || b === null ? null : true);
 reportRows("run", [
   { case: "bare h3 handler (same run, the yardstick)", now: `${fmt(baseline.rps)} req/s`, goal: "-", met: null },
-  // the action p99 goal is at half load; this row has the max-load p99 (an upper bound): met when both hold, open when only the ratio does
-  { case: "action runs (diagnostics.noop)", now: `${fmt(action.rps)} req/s, p99 ${action.p99} ms at max load (ratio ${ratio(action).toFixed(3)})`, goal: "ratio >= 0.25, p99 < 10 ms at half load", met: meets(ratio(action), 0.25, true) === false ? false : action.p99 < 10 ? true : null },
+  // the row's two goals: the max-load ratio and the p99 at half load (paced); met when both hold
+  { case: "action runs (diagnostics.noop)", now: `${fmt(action.rps)} req/s (ratio ${ratio(action).toFixed(3)}), p99 ${actionHalf.p99} ms at half load`, goal: "ratio >= 0.25, p99 < 10 ms at half load", met: bothMet(meets(ratio(action), 0.25, true), meets(actionHalf.p99, 10)) },
   { case: "signed webhook deliveries, max load", now: `${fmt(webhook.rps)} req/s (ratio ${ratio(webhook).toFixed(3)})`, goal: "ratio >= 0.20", met: meets(ratio(webhook), 0.2, true) },
   { case: "webhook p99 at half load (paced)", now: `${webhookHalf.p99} ms`, goal: "< 20 ms", met: meets(webhookHalf.p99, 20) },
   { case: "workflow runs completed", now: `${completed.rps.toFixed(1)}/s`, goal: ">= 35/s", met: meets(completed.rps, 35, true) },
