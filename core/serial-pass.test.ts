@@ -144,6 +144,21 @@ describe("SerialPass", () => {
     expect(errors.map((e) => (e as Error).message)).toEqual(["boom 1", "boom 2"]);
   });
 
+  it("says whether the last pass failed, until a pass succeeds", async () => {
+    const g = gatedPass();
+    const runner = new SerialPass(g.pass, { stopped: () => false, onError: () => undefined });
+    expect(runner.failed).toBe(false);
+    void runner.poke();
+    await g.settle();
+    await g.finish(new Error("boom"));
+    expect(runner.failed).toBe(true);
+    void runner.poke();
+    await g.settle();
+    expect(runner.failed).toBe(true); // still the last pass's outcome while the next one runs
+    await g.finish();
+    expect(runner.failed).toBe(false);
+  });
+
   it("loses no poke made as a run ends (the run is marked over in the same step as its last check)", async () => {
     // a poke `hops` microtasks after the first pass returns: whether it lands in the pass's tail, just
     // after the run's last check, or after the run, it must lead to a second pass

@@ -39,6 +39,15 @@ export class SerialPass {
   }
 
   /**
+   * Whether the last pass threw (false before the first): an owner that wakes only for some appends
+   * wakes for any while this holds, so a failed pass is retried.
+   */
+  get failed(): boolean {
+    return this.lastFailed;
+  }
+  private lastFailed = false;
+
+  /**
    * Asks for a pass (see the class comment). @returns a promise resolved when a pass started after
    * this call has ended (at once when stopped; also when the owner stops before that pass starts);
    * it never rejects
@@ -74,7 +83,9 @@ export class SerialPass {
       try {
         // a pass that throws synchronously is handled like one that rejects
         await this.pass();
+        this.lastFailed = false;
       } catch (err) {
+        this.lastFailed = true;
         try {
           this.options.onError(err);
         } catch {

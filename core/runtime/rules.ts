@@ -102,26 +102,17 @@ export class RuleEngine {
   private readonly passes = new SerialPass(
     async () => {
       while (!this.stopped && (await this.step()) > 0);
-      this.failing = false;
     },
-    {
-      stopped: () => this.stopped,
-      onError: (err) => {
-        this.failing = true;
-        this.log.error({ err }, "rule evaluation failed; it is retried from the stored checkpoint");
-      },
-    },
+    { stopped: () => this.stopped, onError: (err) => this.log.error({ err }, "rule evaluation failed; it is retried from the stored checkpoint") },
   );
-  /** Whether the last pass failed: every append then retries it, not only one of `objects`. */
-  private failing = false;
   /**
-   * Wakes a pass for appends of `objects` events only: the engine reads nothing else, and its
-   * checkpoint moves only with them, so under a load without object writes (action runs, webhooks
-   * that write nothing) the checkpoint falls behind the stream's in-memory tail and every pass would
-   * be a read of SQLite that finds nothing.
+   * Wakes a pass for appends of `objects` events only (any append after a failed pass, to retry it):
+   * the engine reads nothing else, and its checkpoint moves only with them, so under a load without
+   * object writes (action runs, webhooks that write nothing) the checkpoint falls behind the stream's
+   * in-memory tail and every pass would be a read of SQLite that finds nothing.
    */
   private readonly onAppended = (topics?: ReadonlySet<Topic>) => {
-    if (!topics || topics.has("objects") || this.failing) void this.poke();
+    if (!topics || topics.has("objects") || this.passes.failed) void this.poke();
   };
   /**
    * The stored checkpoint as this engine last read or committed it (undefined: not read yet). The

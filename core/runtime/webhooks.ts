@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { Database, jsonRowsStatement, sqlText, type GroupStatement, type SqlStatements } from "../store/db";
+import { Database, jsonRowsStatement, type GroupStatement, type SqlStatements } from "../store/db";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
@@ -111,13 +111,17 @@ interface NewRun {
   stored: boolean;
 }
 
-/** The {@link NewRun}s' columns as one JSON array of rows for `json_each`, the body as hex. */
-function newRunsJson(runs: readonly NewRun[]): string {
-  return JSON.stringify(runs.map(({ row: r }) => [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of]));
+/** A {@link NewRun}'s columns as one `json_each` row, the body as hex. */
+type RunColumns = [id: string, executionId: string, connectorId: string, webhookId: string, key: string | null, receivedAt: string, contentType: string | null, headers: string, bodyHex: string, replayOf: string | null];
+function runColumns({ row: r }: NewRun): RunColumns {
+  return [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of];
 }
 const INSERT_RUNS = `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of)
   SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'running', 1, value->>5, value->>6, value->>7, unhex(value->>8), value->>9 FROM json_each(?) WHERE true ORDER BY key`;
 const INSERT_FIRST_ATTEMPTS = "INSERT INTO webhook_attempts (run_id, attempt, started_at, status) SELECT value->>0, 1, value->>5, 'running' FROM json_each(?) ORDER BY key";
+const insertFirstAttempts = jsonRowsStatement<RunColumns>(INSERT_FIRST_ATTEMPTS);
+/** The one-call form: every run and its first attempt, failing on a key stored before. */
+const insertRunsAndFirstAttempts = jsonRowsStatement<RunColumns>(INSERT_RUNS, INSERT_FIRST_ATTEMPTS);
 
 /**
  * The group commit's INSERT of the deliveries its callers admit as new runs (status `running`, attempt
@@ -132,16 +136,14 @@ const INSERT_FIRST_ATTEMPTS = "INSERT INTO webhook_attempts (run_id, attempt, st
  */
 const admitRuns: GroupStatement<NewRun> = {
   async run(w: SqlStatements, runs: readonly NewRun[]): Promise<void> {
-    const stored = new Set((await w.all<{ id: string }>(`${INSERT_RUNS} ON CONFLICT DO NOTHING RETURNING id`, [newRunsJson(runs)])).map((r) => r.id));
+    const stored = new Set((await w.all<{ id: string }>(`${INSERT_RUNS} ON CONFLICT DO NOTHING RETURNING id`, [JSON.stringify(runs.map(runColumns))])).map((r) => r.id));
     for (const run of runs) run.stored = stored.has(run.row.id);
     const fresh = runs.filter((run) => run.stored);
-    if (fresh.length > 0) await w.run(INSERT_FIRST_ATTEMPTS, [newRunsJson(fresh)]);
+    if (fresh.length > 0) await insertFirstAttempts.run(w, fresh.map(runColumns));
   },
-  sql(runs: readonly NewRun[]): string {
+  sql(runs: readonly NewRun[]): string | undefined {
     for (const run of runs) run.stored = true;
-    const rows = sqlText(newRunsJson(runs));
-    // a function as the replacement: `$&` in a value stays as it is
-    return [INSERT_RUNS, INSERT_FIRST_ATTEMPTS].map((statement) => statement.replace("?", () => rows)).join(";\n");
+    return insertRunsAndFirstAttempts.sql!(runs.map(runColumns));
   },
 };
 
