@@ -2,7 +2,7 @@ import { inject, injectable } from "../di";
 import { Database, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { Outbox } from "./outbox";
-import { EVENT_STREAM, readEventsJson, type EventStream, type StreamQuery } from "./stream";
+import { EVENT_STREAM, readEventsJson, type EventJsonPage, type EventStream, type StreamQuery } from "./stream";
 import { EVENT_TOPICS, ONTOLOGY_TOPICS, type Actor, type DomainEventEnvelope, type EventType, type Origin, type StoredDomainEvent } from "./catalog";
 import { ApiError } from "../errors";
 import { EventFeed } from "./feed";
@@ -179,10 +179,11 @@ export class EventLog {
   }
 
   /**
-   * Reads stored events as the JSON texts of the stored events (cursor included), oldest first: the
-   * same events as {@link EventLog.read}, for answers that pass them on without looking inside.
+   * Reads stored events as JSON bytes ({@link EventJsonPage}: the texts of the stored events, cursor
+   * included, oldest first, joined by commas): the same events as {@link EventLog.read}, for answers
+   * that pass them on without looking inside.
    */
-  readJson(query: StreamQuery): Promise<string[]> {
+  readJson(query: StreamQuery): Promise<EventJsonPage> {
     return readEventsJson(this.stream, query);
   }
 

@@ -19,6 +19,17 @@ export interface StreamQuery {
   permissions?: readonly string[];
 }
 
+/**
+ * Stored events as JSON, ready to be spliced into an answer: `json` is the UTF-8 bytes of the
+ * events' JSON texts (each a stored event, cursor included, as `JSON.parse` would read it back into
+ * what {@link EventStream.read} answers), oldest first, joined by commas: the inside of a JSON array,
+ * without its brackets (empty for no event). `count` is how many events it holds.
+ */
+export interface EventJsonPage {
+  count: number;
+  json: Buffer;
+}
+
 /** DI token of the process's {@link EventStream} (built-in SQLite or NATS JetStream). */
 export const EVENT_STREAM = Symbol("svc.EventStream") as InjectionToken<EventStream>;
 
@@ -33,11 +44,11 @@ export interface EventStream {
   append(envelopes: readonly DomainEventEnvelope[]): Promise<void>;
   read(query: StreamQuery): Promise<StoredDomainEvent[]>;
   /**
-   * The same events as {@link EventStream.read}, each as the JSON text of the stored event (cursor
-   * included), for answers that only pass them on (`GET /api/events`). Optional: without it callers
-   * serialize what `read` answers ({@link readEventsJson}).
+   * The same events as {@link EventStream.read} as one JSON text's bytes (see {@link EventJsonPage}),
+   * for answers that only pass them on (`GET /api/events`). Optional: without it callers serialize
+   * what `read` answers ({@link readEventsJson}).
    */
-  readJson?(query: StreamQuery): Promise<string[]>;
+  readJson?(query: StreamQuery): Promise<EventJsonPage>;
   /**
    * Appends inside the caller's own transaction, for a stream kept in the same SQLite database as the
    * rows the events describe: the events are in the stream exactly when those rows commit (no outbox,
@@ -104,10 +115,11 @@ export function compileEventFilter(q: Omit<StreamQuery, "limit" | "afterCursor">
 }
 
 /**
- * A read as JSON texts of stored events (cursor included): the stream's own `readJson` when it has one,
+ * A read as stored events' JSON ({@link EventJsonPage}): the stream's own `readJson` when it has one,
  * else `read` serialized here.
  */
-export async function readEventsJson(stream: EventStream, q: StreamQuery): Promise<string[]> {
+export async function readEventsJson(stream: EventStream, q: StreamQuery): Promise<EventJsonPage> {
   if (stream.readJson) return stream.readJson(q);
-  return (await stream.read(q)).map((e) => JSON.stringify(e));
+  const events = await stream.read(q);
+  return { count: events.length, json: Buffer.from(events.map((e) => JSON.stringify(e)).join(",")) };
 }

@@ -15,11 +15,11 @@ export { FastResponse };
 /**
  * A JSON answer from its text: `Content-Type: application/json; charset=utf-8`, written to the
  * socket as it is (see {@link FastResponse}).
- * @param text JSON text (not checked)
+ * @param text JSON text, or its UTF-8 bytes (sent as they are: no encoding, no length to count); not checked
  * @param status HTTP status, 200 by default
  * @param headers more headers (a `Content-Type` among them, in any case, replaces the default)
  */
-export function jsonText(text: string, status = 200, headers?: Record<string, string>): Response {
+export function jsonText(text: string | Uint8Array, status = 200, headers?: Record<string, string>): Response {
   const typed = headers !== undefined && Object.keys(headers).some((name) => name.toLowerCase() === "content-type");
   return new FastResponse(text, { status, headers: typed ? headers : { "content-type": "application/json; charset=utf-8", ...headers } });
 }

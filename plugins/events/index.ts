@@ -65,7 +65,7 @@ export default definePlugin({
           limit: query.limit ?? 100,
           permissions,
         });
-        return jsonText(`{"count":${page.length},"events":[${page.join(",")}]}`);
+        return jsonText(Buffer.concat([Buffer.from(`{"count":${page.count},"events":[`), page.json, Buffer.from("]}")]));
       },
     });
     addAppendRoute(routes, events);
