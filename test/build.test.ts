@@ -10,6 +10,28 @@ import { childPids } from "./helpers-fs";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
+/**
+ * What an ES module of the build loads when it starts: the modules it imports statically (`import …
+ * from`, `export … from`), theirs in turn, and for `entry` also the modules it imports with `import()`
+ * (the entry point loads the service that way); with the packages they import statically.
+ */
+function staticGraph(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const imported = (file: string, pattern: RegExp) => [...fs.readFileSync(file, "utf8").matchAll(pattern)].map((m) => m[1]!);
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const spec of imported(file, /(?:^|\n)\s*(?:import|export)\s*(?:[^"';]*?\sfrom\s*)?"([^"]+)"/g)) {
+      if (spec.startsWith(".")) visit(path.resolve(path.dirname(file), spec));
+      else packages.add(spec);
+    }
+  };
+  visit(entry);
+  for (const spec of imported(entry, /import\("(\.[^"]+)"\)/g)) visit(path.resolve(path.dirname(entry), spec));
+  return { files, packages };
+}
+
 describe("the compiled production start (npm run build, npm run start:prod)", () => {
   it("builds into a directory of its own and serves from it with plain node: status, an action run, a workflow on the prebuilt bundle, the seed's deck checked by the deck-check process, assets; SIGTERM stops it", async () => {
     ensureChromium(); // the seed's deck is checked
@@ -25,6 +47,12 @@ describe("the compiled production start (npm run build, npm run start:prod)", ()
     for (const file of fs.readdirSync(path.join(outdir, "sandbox")).filter((f) => f.endsWith(".js"))) {
       expect(fs.readFileSync(path.join(outdir, "sandbox", file), "utf8").match(/[^\u0000-\u00ff]/g)?.slice(0, 3) ?? [], file).toEqual([]);
     }
+    // with local storage the start never loads the AWS SDK: no module the start imports (main.js, the
+    // modules it imports, and theirs) imports it statically; only S3 storage imports its chunk
+    const started = staticGraph(path.join(outdir, "sandbox/main.js"));
+    expect(started.files.size).toBeGreaterThan(5);
+    expect(started.packages.has("@temporalio/client")).toBe(true); // the walk sees the start's packages
+    expect([...started.packages].filter((p) => p.startsWith("@aws-sdk/") || p === "@tus/s3-store")).toEqual([]);
     // the prebuilt workflow bundle maps stack traces without carrying the sources' text
     const bundled = fs.readFileSync(path.join(outdir, "sandbox/workflows.workflow-bundle.js"), "utf8");
     const map = JSON.parse(Buffer.from(bundled.slice(bundled.lastIndexOf("base64,") + 7), "base64").toString("utf8")) as { mappings: string; sources: string[]; sourcesContent?: unknown };

