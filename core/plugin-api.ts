@@ -103,7 +103,7 @@ export { SheetData, SheetRowsSchema, CellTypeSchema } from "./artifacts/sheet-da
 /**
  * The S3 helpers the S3 blob store uses (`isMissing`, `listObjects`, `listMultipartUploads`, see
  * core/files/s3-blob-store.ts), imported on the first call: a plugin module that only S3 storage
- * loads awaits it, so the AWS SDK is not loaded with local storage (~280 ms of start-up, ~25 MB).
+ * loads awaits it, so the AWS SDK is not loaded with local storage (see core/files/config.ts).
  * @returns the helpers; it rejects only when the module cannot be imported
  */
 export const loadS3Helpers = lazily(async () => {
