@@ -5,7 +5,7 @@ import { EVENT_TOPICS, type DomainEventEnvelope, type StoredDomainEvent, type To
 import { decodeCursor, encodeCursor } from "./cursor";
 import { ApiError } from "../errors";
 import { pruneBefore } from "../store/retention";
-import { compileEventFilter, eventFacts, type EventJsonPage, type EventStream, type StreamQuery } from "./stream";
+import { compileEventFilter, eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery } from "./stream";
 import { EventInsert, type TailEntry } from "./event-insert";
 
 /** A page read from SQLite as JSON bytes, with the seq of its last event (absent when empty). */
@@ -13,11 +13,6 @@ type ReadPage = EventJsonPage & { lastSeq?: number };
 
 /** The page of no event. */
 const EMPTY_PAGE: ReadPage = { count: 0, json: Buffer.alloc(0) };
-
-/** A page of JSON texts as {@link EventJsonPage} (their UTF-8 bytes joined by commas). */
-function pageOfTexts(texts: readonly string[]): EventJsonPage {
-  return { count: texts.length, json: Buffer.from(texts.join(",")) };
-}
 
 /** A query's identity as text (its fields in a fixed order), for the read-ahead cache. */
 function queryKey(q: StreamQuery): string {
@@ -202,7 +197,7 @@ export class SqliteEventStream implements EventStream {
    */
   async readJson(q: StreamQuery): Promise<EventJsonPage> {
     const fromTail = this.readTail(q);
-    if (fromTail) return pageOfTexts(fromTail.map((t) => this.storedJson(t.json, t.seq)));
+    if (fromTail) return eventJsonPage(fromTail.map((t) => this.storedJson(t.json, t.seq)));
     let page = await this.takeReadAhead(q);
     if (page?.count !== q.limit) page = await this.readPage(q);
     if (page.count === q.limit && page.lastSeq !== undefined) this.startReadAhead(q, page.lastSeq);
@@ -261,7 +256,7 @@ export class SqliteEventStream implements EventStream {
     const json = ordered ? this.spliceCursors(page.envelopes, seqs) : undefined;
     if (json) return { count: seqs.length, json, lastSeq: seqs.at(-1) };
     const rows = await this.select(q);
-    return { ...pageOfTexts(rows.map((r) => this.storedJson(r.envelope, r.seq))), lastSeq: rows.at(-1)?.seq };
+    return { ...eventJsonPage(rows.map((r) => this.storedJson(r.envelope, r.seq))), lastSeq: rows.at(-1)?.seq };
   }
 
   /**

@@ -30,6 +30,11 @@ export interface EventJsonPage {
   json: Buffer;
 }
 
+/** Stored events' JSON texts as an {@link EventJsonPage}: their UTF-8 bytes joined by commas, encoded once. */
+export function eventJsonPage(texts: readonly string[]): EventJsonPage {
+  return { count: texts.length, json: Buffer.from(texts.join(",")) };
+}
+
 /** DI token of the process's {@link EventStream} (built-in SQLite or NATS JetStream). */
 export const EVENT_STREAM = Symbol("svc.EventStream") as InjectionToken<EventStream>;
 
@@ -120,6 +125,5 @@ export function compileEventFilter(q: Omit<StreamQuery, "limit" | "afterCursor">
  */
 export async function readEventsJson(stream: EventStream, q: StreamQuery): Promise<EventJsonPage> {
   if (stream.readJson) return stream.readJson(q);
-  const events = await stream.read(q);
-  return { count: events.length, json: Buffer.from(events.map((e) => JSON.stringify(e)).join(",")) };
+  return eventJsonPage((await stream.read(q)).map((e) => JSON.stringify(e)));
 }
