@@ -1,4 +1,3 @@
-import { ApplicationFailure } from "@temporalio/common";
 import type { InjectedSinks } from "@temporalio/worker";
 import type { CarriedRecords, RecordInterventionInput, RecordRunEventInput, RecordWorkflowEventInput, RunRecord, SvcActivities, SvcSinks } from "../sdk/activities-types";
 import type { LogCapture } from "../logs/capture";
@@ -13,11 +12,12 @@ import type { HandlerRunner, HandlerCommit, HandlerRun } from "./handler";
 import type { SystemContext } from "../sdk/context";
 import { isApiError } from "../errors";
 import { nowIso } from "../ids";
+import { temporalCommon } from "../temporal/sdk";
 
 /** Errors that retrying cannot fix become non-retryable failures; others are retried. */
 function toFailure(err: unknown): unknown {
   if (isApiError(err) && ["invalid_request", "not_found", "forbidden", "conflict", "not_configured"].includes(err.code)) {
-    return ApplicationFailure.nonRetryable(err.message, err.code, err.details);
+    return temporalCommon().ApplicationFailure.nonRetryable(err.message, err.code, err.details);
   }
   return err;
 }
@@ -153,7 +153,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     },
     async runSchedule(input) {
       const found = project.schedules().find((s) => s.scheduleId === input.scheduleId);
-      if (!found) throw ApplicationFailure.nonRetryable(`No schedule "${input.scheduleId}" is declared any more`, "not_found");
+      if (!found) throw temporalCommon().ApplicationFailure.nonRetryable(`No schedule "${input.scheduleId}" is declared any more`, "not_found");
       await events.append([{ type: "schedule.triggered", payload: { ...input }, idempotencyKey: `schedule.triggered:${input.occurrenceKey}`, correlationId: input.occurrenceKey, partitionKey: input.scheduleId, origin: { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId } }]);
       await runHandler(
         { run: { kind: "schedule", id: input.occurrenceKey }, logFields: { scheduleId: input.scheduleId }, correlationId: input.occurrenceKey, key: `schedule:${input.occurrenceKey}` },
@@ -173,7 +173,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     async runPipelineStep(input) {
       const { connectorId, definition } = project.connectorRun("pipelines", input.pipelineId);
       const step = definition.steps[input.index];
-      if (!step) throw ApplicationFailure.nonRetryable(`Pipeline ${input.pipelineId} has no step ${input.index}`, "not_found");
+      if (!step) throw temporalCommon().ApplicationFailure.nonRetryable(`Pipeline ${input.pipelineId} has no step ${input.index}`, "not_found");
       const result = await runHandler(
         { run: { kind: "pipeline", id: input.runId }, logFields: { pipelineId: input.pipelineId, step: step.name }, correlationId: input.runId, key: `pipeline:${input.runId}:${input.index}` },
         { kind: "runtime", connectorId, pipelineId: input.pipelineId, step: step.name, runId: input.runId },

@@ -6,8 +6,6 @@
  * Everything the reply produces is appended to the run's output for /ws/agents, keyed, so a retry never
  * duplicates a record.
  */
-import { Context } from "@temporalio/activity";
-import { ApplicationFailure } from "@temporalio/common";
 import { isApiError } from "../errors";
 import type { AgentActivities } from "../sdk/activities-types";
 import type { ProjectRegistry } from "../project/registry";
@@ -15,13 +13,14 @@ import type { AgentOutput } from "../agents/output";
 import { ModelError, type Model } from "../agents/model";
 import { AGENT_RULES, type AgentRuns, type StoredStep } from "./agents";
 import type { AgentTools, PublishResult } from "./agent-tools";
+import { temporalActivity, temporalCommon } from "../temporal/sdk";
 
 /** How often a running step heartbeats, whatever the model or tool is doing (ms). */
 export const HEARTBEAT_EVERY_MS = 5_000;
 
 /** Runs `fn` heartbeating every {@link HEARTBEAT_EVERY_MS}, so Temporal notices a dead worker within the heartbeat timeout and delivers cancellation. */
 async function beating<T>(fn: () => Promise<T>): Promise<T> {
-  const ctx = Context.current();
+  const ctx = temporalActivity().Context.current();
   const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
   try {
     return await fn();
@@ -49,7 +48,7 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       const done = (JSON.parse(row.steps) as StoredStep[])[step];
       if (done) return { toolCalls: done.model.toolCalls.length };
       const agent = project.agent(row.agent_id).definition;
-      const ctx = Context.current();
+      const ctx = temporalActivity().Context.current();
       const attempt = ctx.info.attempt;
       // a retried model call streams its text again: readers drop what the failed attempt streamed of this step
       if (attempt > 1) await append(row, "text.reset", { step, attempt }, `${step}:${attempt}:reset`);
@@ -69,7 +68,7 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
         );
       } catch (err) {
         await pending;
-        if (err instanceof ModelError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, "ModelError");
+        if (err instanceof ModelError && !err.retryable) throw temporalCommon().ApplicationFailure.nonRetryable(err.message, "ModelError");
         throw err;
       }
       await pending;
@@ -81,7 +80,7 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
     agentToolCall: ({ runId, step, index }) => beating(async () => {
       const row = await runs.runRow(runId);
       const stored = (JSON.parse(row.steps) as StoredStep[])[step];
-      if (!stored) throw ApplicationFailure.nonRetryable(`Step ${step} of ${runId} has no model answer`, "AgentStepMissing");
+      if (!stored) throw temporalCommon().ApplicationFailure.nonRetryable(`Step ${step} of ${runId} has no model answer`, "AgentStepMissing");
       if (stored.results[index]) return;
       const call = stored.model.toolCalls[index]!;
       let result: unknown;

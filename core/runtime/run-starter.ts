@@ -1,5 +1,4 @@
 import { inject, injectable } from "../di";
-import { WorkflowNotFoundError } from "@temporalio/client";
 import { Database, type SqlWriter } from "../store/db";
 import { EventLog, type AppendInput } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
@@ -10,6 +9,7 @@ import { CONFIG, type Config } from "../config";
 import { LOGGER, type Logger } from "../logger";
 import type { Actor, EventType } from "../events/catalog";
 import { nowIso } from "../ids";
+import { temporalClient } from "../temporal/sdk";
 
 /** Which table a run lives in: workflow runs, or sync and pipeline runs. */
 export type RunTable = "workflow_runs" | "connector_runs";
@@ -270,7 +270,7 @@ export class RunStarter {
     const { started } = await client.withDeadline(Date.now() + ATTEMPT_DEADLINE_MS, () => startRun(client, opts));
     if (started) return;
     const described = await client.withDeadline(Date.now() + ATTEMPT_DEADLINE_MS, () => client.workflow.getHandle(opts.workflowId).describe()).catch((err) => {
-      if (err instanceof WorkflowNotFoundError) throw new Error(`Temporal said ${opts.workflowId} exists, then that it does not`);
+      if (err instanceof temporalClient().WorkflowNotFoundError) throw new Error(`Temporal said ${opts.workflowId} exists, then that it does not`);
       throw err;
     });
     // one second of slack: the row's time and Temporal's come from different clocks (same machine for the dev server)

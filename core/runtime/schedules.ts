@@ -1,4 +1,4 @@
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleSpec } from "@temporalio/client";
+import type { ScheduleOverlapPolicy, ScheduleSpec } from "@temporalio/client";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { TemporalHost } from "../temporal/host";
@@ -7,14 +7,12 @@ import type { OverlapPolicy, ScheduleDefinition } from "../sdk/connector";
 import { LOGGER, type Logger } from "../logger";
 import { ApiError } from "../errors";
 import { EventScheduleConsumers, EventScheduleStateSchema, type DeadLetter, type EventScheduleState } from "./event-schedules";
+import { temporalClient } from "../temporal/sdk";
 
-const OVERLAP: Record<OverlapPolicy, ScheduleOverlapPolicy> = {
-  skip: ScheduleOverlapPolicy.SKIP,
-  bufferOne: ScheduleOverlapPolicy.BUFFER_ONE,
-  bufferAll: ScheduleOverlapPolicy.BUFFER_ALL,
-  cancelOther: ScheduleOverlapPolicy.CANCEL_OTHER,
-  terminateOther: ScheduleOverlapPolicy.TERMINATE_OTHER,
-  allowAll: ScheduleOverlapPolicy.ALLOW_ALL,
+/** A declared overlap policy as Temporal's. */
+const overlapPolicy = (overlap: OverlapPolicy): ScheduleOverlapPolicy => {
+  const { ScheduleOverlapPolicy: P } = temporalClient();
+  return { skip: P.SKIP, bufferOne: P.BUFFER_ONE, bufferAll: P.BUFFER_ALL, cancelOther: P.CANCEL_OTHER, terminateOther: P.TERMINATE_OTHER, allowAll: P.ALLOW_ALL }[overlap];
 };
 
 /** A cron or interval schedule as operators read it (`GET /api/schedules`): Temporal's state, next five and recent runs. */
@@ -70,12 +68,12 @@ export class ScheduleManager {
     for (const { scheduleId, definition } of declared) {
       const spec: ScheduleSpec = definition.cron ? { cronExpressions: [definition.cron], timezone: definition.timezone ?? "UTC" } : { intervals: [{ every: definition.every! }], timezone: definition.timezone ?? "UTC" };
       const action = { type: "startWorkflow" as const, workflowType: "scheduleFiring", taskQueue: this.host.taskQueue, args: [{ scheduleId }], workflowId: this.temporalId(scheduleId) };
-      const policies = { overlap: OVERLAP[definition.overlap ?? "skip"], catchupWindow: "1 minute" as const };
+      const policies = { overlap: overlapPolicy(definition.overlap ?? "skip"), catchupWindow: "1 minute" as const };
       try {
         await client.schedule.create({ scheduleId: this.temporalId(scheduleId), spec, action, policies, state: { paused: definition.paused ?? false, note: definition.description } });
         this.log.info({ scheduleId }, "created Temporal schedule");
       } catch (err) {
-        if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+        if (!(err instanceof temporalClient().ScheduleAlreadyRunning)) throw err;
         await client.schedule.getHandle(this.temporalId(scheduleId)).update((previous) => ({ ...previous, spec, action, policies }));
       }
     }
@@ -84,7 +82,7 @@ export class ScheduleManager {
     for await (const summary of client.schedule.list()) {
       if (summary.scheduleId.startsWith(prefix) && !keep.has(summary.scheduleId)) {
         await client.schedule.getHandle(summary.scheduleId).delete().catch((err) => {
-          if (!(err instanceof ScheduleNotFoundError)) throw err;
+          if (!(err instanceof temporalClient().ScheduleNotFoundError)) throw err;
         });
         this.log.info({ scheduleId: summary.scheduleId }, "deleted Temporal schedule no longer declared");
       }
@@ -104,7 +102,7 @@ export class ScheduleManager {
     try {
       d = await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).describe();
     } catch (err) {
-      if (err instanceof ScheduleNotFoundError) throw new ApiError("not_found", `Schedule "${scheduleId}" is not on Temporal (yet)`);
+      if (err instanceof temporalClient().ScheduleNotFoundError) throw new ApiError("not_found", `Schedule "${scheduleId}" is not on Temporal (yet)`);
       throw err;
     }
     return {

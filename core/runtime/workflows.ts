@@ -1,8 +1,5 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from "@temporalio/client";
-import { ApplicationFailure } from "@temporalio/common";
-import proto from "@temporalio/proto";
 import { has, type Principal } from "../auth/permissions";
 import { Database } from "../store/db";
 import { EventLog } from "../events/log";
@@ -15,6 +12,7 @@ import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
 import { RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
+import { temporalClient, temporalCommon, temporalProto } from "../temporal/sdk";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
 export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
@@ -248,6 +246,8 @@ export class WorkflowRuns {
     try {
       await this.host().client.workflow.getHandle(runId).executeUpdate(update, { args: [args] as [unknown] });
     } catch (err) {
+      const { WorkflowNotFoundError, WorkflowUpdateFailedError } = temporalClient();
+      const { ApplicationFailure } = temporalCommon();
       const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
       if (cause instanceof ApplicationFailure && cause.type === "InvalidAnswer") throw new ApiError("invalid_request", cause.message, { issues: cause.details?.[0] });
       if (cause instanceof ApplicationFailure && cause.type === "NotOpen") throw new ApiError("conflict", cause.message);
@@ -287,7 +287,7 @@ export class WorkflowRuns {
     try {
       await this.host().client.workflow.getHandle(runId).cancel();
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new ApiError("conflict", `Run ${runId} is not running`);
+      if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("conflict", `Run ${runId} is not running`);
       throw new ApiError("unavailable", `Temporal did not cancel the run: ${(err as Error).message}`);
     }
   }
@@ -301,10 +301,10 @@ export class WorkflowRuns {
     try {
       history = await this.host().client.workflow.getHandle(runId).fetchHistory();
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
+      if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
       throw err;
     }
-    const { History } = proto.temporal.api.history.v1;
+    const { History } = temporalProto().temporal.api.history.v1;
     const parsed = History.toObject(history as Parameters<typeof History.toObject>[0], { enums: String, longs: String, bytes: String, defaults: false }) as { events?: Array<Record<string, any>> };
     const time = (t: { seconds?: string; nanos?: number } | undefined) => (t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : "");
     const events = (parsed.events ?? []).map((e) => {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { frontendServes } from "./frontend-probe";
 
 /** Options of the embedded Temporal dev server. */
 export interface DevServerOptions {
@@ -27,7 +28,8 @@ export interface DevServer {
 /**
  * Starts `temporal server start-dev` over a SQLite file (WAL, `synchronous=NORMAL` like svc's own
  * store), with workflow updates and eager activity dispatch enabled, and waits until its frontend
- * answers `GetSystemInfo`, retrying every 250 ms for up to `readyTimeoutMs` (60 s by default).
+ * answers `GetSystemInfo` and knows the namespace ({@link frontendServes}: node's HTTP/2 client, not the
+ * SDK's), retrying every 100 ms for up to `readyTimeoutMs` (60 s by default).
  *
  * @throws Error when the process exits early (with the end of its output, e.g. a port in use) or
  *   does not become ready in time (the process is killed)
@@ -84,19 +86,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   while (Date.now() < deadline) {
     if (exited !== undefined) throw new Error(`The Temporal dev server exited with code ${exited} before it was ready:\n${output.join("\n")}`);
     try {
-      const { Connection } = await import("@temporalio/client"); // loaded while the server starts
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
-      try {
-        await connection.workflowService.getSystemInfo({});
-        await connection.workflowService.describeNamespace({ namespace: opts.namespace });
-      } finally {
-        await connection.close();
-      }
+      await frontendServes(address, opts.namespace, 1000);
       opts.log?.(`Temporal dev server ready on ${address}${opts.ui ? ` (UI http://localhost:${uiPort})` : ""}`);
       return { address, uiUrl: opts.ui ? `http://localhost:${uiPort}` : undefined, process: child, stop };
     } catch (err) {
       lastError = (err as Error).message;
-      await new Promise((r) => setTimeout(r, 250));
+      await new Promise((r) => setTimeout(r, 100));
     }
   }
   await stop();

@@ -1,4 +1,5 @@
-import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowHandle } from "@temporalio/client";
+import type { WorkflowHandle } from "@temporalio/client";
+import { temporalClient } from "./sdk";
 import { ApiError } from "../errors";
 
 /** A Temporal execution as the run endpoints report it. */
@@ -21,7 +22,7 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
   try {
     d = await handle.describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new ApiError("not_found", `Run "${handle.workflowId}" is not known to Temporal (namespace ${namespace})`);
+    if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("not_found", `Run "${handle.workflowId}" is not known to Temporal (namespace ${namespace})`);
     throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
   }
   const out: ExecutionOutcome = { temporalRunId: d.runId, status: "open", ...(d.closeTime ? { closeTime: d.closeTime.toISOString() } : {}) };
@@ -40,7 +41,7 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
         await handle.result();
         return { ...out, status: "failed" };
       } catch (err) {
-        const cause = err instanceof WorkflowFailedError ? err.cause : err;
+        const cause = err instanceof temporalClient().WorkflowFailedError ? err.cause : err;
         return { ...out, status: "failed", error: { message: (cause as Error)?.message ?? String(cause), ...((cause as { type?: string })?.type ? { type: (cause as { type?: string }).type } : {}) } };
       }
   }

@@ -1,10 +1,11 @@
-import { Client } from "@temporalio/client";
+import type { Client } from "@temporalio/client";
 import type { InjectedSinks, NativeConnection } from "@temporalio/worker";
 import type { Config } from "../config";
 import type { Logger } from "../logger";
 import type { WorkflowBundle } from "./bundle";
 import type { DevServer } from "./dev-server";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
+import { temporalClient } from "./sdk";
 
 export { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
 
@@ -78,7 +79,7 @@ export class TemporalHost {
       const sdk = await import("@temporalio/worker");
       installRuntime(sdk, log);
       const connection = await sdk.NativeConnection.connect({ address });
-      const client = new Client({ connection, namespace: t.namespace });
+      const client = new (temporalClient().Client)({ connection, namespace: t.namespace });
       return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log);
     } catch (err) {
       await devServer?.stop();

@@ -1,5 +1,5 @@
-import { WorkflowExecutionAlreadyStartedError, isGrpcServiceError, type Client } from "@temporalio/client";
-import { WorkflowIdReusePolicy } from "@temporalio/common";
+import type { Client } from "@temporalio/client";
+import { temporalClient, temporalCommon } from "./sdk";
 
 /** gRPC status code INVALID_ARGUMENT (grpc-js `status.INVALID_ARGUMENT`; not a direct dependency). */
 const GRPC_INVALID_ARGUMENT = 3;
@@ -32,13 +32,13 @@ export async function startRun(client: Client, opts: StartRunOptions): Promise<{
       workflowId: opts.workflowId,
       taskQueue: opts.taskQueue,
       args: opts.args,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      workflowIdReusePolicy: temporalCommon().WorkflowIdReusePolicy.REJECT_DUPLICATE,
       requestEagerStart: true,
       ...(opts.memo ? { memo: opts.memo } : {}),
     });
     return { started: true };
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return { started: false };
+    if (err instanceof temporalClient().WorkflowExecutionAlreadyStartedError) return { started: false };
     throw err;
   }
 }
@@ -50,6 +50,7 @@ export async function startRun(client: Client, opts: StartRunOptions): Promise<{
  */
 export function isPermanentStartError(err: unknown): boolean {
   const cause = (err as { cause?: unknown })?.cause;
+  const { isGrpcServiceError } = temporalClient();
   const grpc = isGrpcServiceError(err) ? err : isGrpcServiceError(cause) ? cause : undefined;
   return grpc?.code === GRPC_INVALID_ARGUMENT;
 }
