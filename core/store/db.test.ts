@@ -5,6 +5,7 @@ import sqlite3 from "sqlite3";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { Database, jsonRowsStatement, type GroupStatement } from "./db";
+import { WalCheckpointer } from "./checkpointer";
 import { tempDir } from "../../test/helpers-fs";
 
 const opened: Database[] = [];
@@ -477,13 +478,13 @@ describe("Database group commit", () => {
     });
     expect(fs.statSync(db.file).size - before).toBeLessThan(1024 * 1024);
     expect(fs.statSync(`${db.file}-wal`).size).toBeGreaterThan(10 * 1024 * 1024);
-    const deadline = Date.now() + 10 * Database.CHECKPOINT_MS;
+    const deadline = Date.now() + 10 * WalCheckpointer.INTERVAL_MS;
     while (fs.statSync(db.file).size - before < 10 * 1024 * 1024 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(fs.statSync(db.file).size - before).toBeGreaterThan(10 * 1024 * 1024);
     expect(db.stats().checkpoints).toBeGreaterThanOrEqual(1);
     // no commits since: no more checkpoints
     const n = db.stats().checkpoints;
-    await new Promise((r) => setTimeout(r, 3 * Database.CHECKPOINT_MS));
+    await new Promise((r) => setTimeout(r, 3 * WalCheckpointer.INTERVAL_MS));
     expect(db.stats().checkpoints).toBe(n);
     expect(await db.get("SELECT COUNT(*) AS n FROM blobs")).toEqual({ n: 2_500 });
   });
@@ -497,13 +498,13 @@ describe("Database group commit", () => {
     const reads = (async () => {
       while (reading) await db.get("SELECT id FROM blobs WHERE id = ?", [id++ % 1000]);
     })();
-    const batches = Math.ceil((3 * Database.RESTART_FRAMES) / 100);
+    const batches = Math.ceil((3 * WalCheckpointer.RESTART_FRAMES) / 100);
     const pages = batches * 100;
     for (let i = 0; i < batches; i++) {
       await db.transaction(async (tx) => {
         for (let k = 0; k < 100; k++) await tx.run("INSERT INTO blobs (data) VALUES (?)", [Buffer.alloc(4000, k)]);
       });
-      await new Promise((r) => setTimeout(r, (4 * Database.CHECKPOINT_MS) / batches));
+      await new Promise((r) => setTimeout(r, (4 * WalCheckpointer.INTERVAL_MS) / batches));
     }
     reading = false;
     await reads;
@@ -534,12 +535,12 @@ describe("Database group commit", () => {
     await exec("BEGIN");
     await new Promise((resolve, reject) => pin.get("SELECT COUNT(*) AS n FROM blobs", (err, row) => (err ? reject(err) : resolve(row))));
     // a WAL long enough for a rewind, over enough checkpoint ticks for the fallback
-    await write(Database.RESTART_FRAMES, (Database.RESTART_FALLBACK_AFTER + 2) * Database.CHECKPOINT_MS);
+    await write(WalCheckpointer.RESTART_FRAMES, (WalCheckpointer.RESTART_FALLBACK_AFTER + 2) * WalCheckpointer.INTERVAL_MS);
     expect(db.stats().walRestartFallbacks).toBeGreaterThanOrEqual(1);
     expect(db.stats().walRewinds).toBe(0);
     await exec("COMMIT");
     await new Promise<void>((resolve) => pin.close(() => resolve()));
-    await write(Database.RESTART_FRAMES, 3 * Database.CHECKPOINT_MS);
+    await write(WalCheckpointer.RESTART_FRAMES, 3 * WalCheckpointer.INTERVAL_MS);
     expect(db.stats().walRewinds).toBeGreaterThanOrEqual(1);
   });
 });

@@ -2,6 +2,7 @@ import sqlite3 from "sqlite3";
 import fs from "node:fs";
 import path from "node:path";
 import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
+import { WalCheckpointer } from "./checkpointer";
 import { openConnection, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
 
 export { jsonRowsStatement, sqlText, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
@@ -21,7 +22,7 @@ export interface DatabaseStats {
   commits: number;
   /** WAL checkpoints started by the checkpointer connection. */
   checkpoints: number;
-  /** Passes the writer ran between groups to copy back the WAL's last frames (see `Database.wantRestart`). */
+  /** Passes the writer ran between groups to copy back the WAL's last frames (see `WalCheckpointer.restartWal`). */
   walRestarts: number;
   /** Time the writer spent on those passes, all together (ms): no group ran meanwhile. */
   walRestartMs: number;
@@ -83,12 +84,9 @@ interface Waiter {
  *   (`BEGIN IMMEDIATE` … `COMMIT`) however many callers it has. A group that wrote nothing costs none.
  * - The **reader** answers reads outside transactions. In WAL mode it sees only committed data and
  *   never waits for the writer.
- * - The **checkpointer** copies the WAL back into the database file (`PRAGMA wal_checkpoint(PASSIVE)`)
- *   every {@link Database.CHECKPOINT_MS} ms after commits, on its own connection. SQLite's automatic
- *   checkpoint (off on the writer) runs inside the COMMIT that crosses 1,000 WAL pages, so every few
- *   hundred requests one of them, and every caller queued behind it, waited for a checkpoint and its
- *   fsync (the half-load p99 of action runs went from ~30 ms to ~13 ms without it). A passive checkpoint
- *   never blocks the writer or the reader; durability is unchanged (commits are in the WAL either way).
+ * - The **checkpointer** ({@link WalCheckpointer}, on a connection of its own) copies the WAL back into
+ *   the database file, instead of SQLite's automatic checkpoint inside a COMMIT, and has the writer
+ *   rewind the WAL between two groups once it is long.
  *
  * Numbered migrations (`core/store/migrations/NNN_name.sql`) run at {@link Database.open}.
  */
@@ -103,129 +101,24 @@ export class Database implements SqlReader {
   private closed = false;
   private transactions = 0;
   private commits = 0;
-  /** How often the checkpointer looks for commits to copy back (ms). */
-  static readonly CHECKPOINT_MS = 500;
-  private readonly checkpointTimer: NodeJS.Timeout | undefined;
-  /** The checkpoint in progress, while there is one. */
-  private checkpointing: Promise<void> | undefined;
-  /** {@link Database.commits} when the last checkpoint started. */
-  private checkpointedAt = 0;
-  private checkpoints = 0;
   private deferredFallbacks = 0;
+  /** The WAL's checkpoints (none for a store opened without a checkpointer connection). */
+  private readonly wal: WalCheckpointer | undefined;
 
   constructor(
     readonly file: string,
     private readonly writer: Connection,
     private readonly reader: Connection,
-    private readonly checkpointer?: Connection,
-    private readonly busyTimeoutMs = 5000,
+    checkpointer?: Connection,
+    busyTimeoutMs = 5000,
     private readonly groupMs = Database.GROUP_MS,
   ) {
-    if (checkpointer) this.checkpointTimer = setInterval(() => void this.checkpoint(), Database.CHECKPOINT_MS).unref();
-  }
-
-  /**
-   * Copies committed WAL frames back into the database file when there were commits since the last
-   * time (`wal_checkpoint(PASSIVE)`: as far as no reader needs, never waiting on a lock). Once the WAL
-   * holds {@link Database.RESTART_FRAMES} frames, it runs up to {@link Database.CATCH_UP_PASSES} more
-   * passes over the frames committed while the previous one ran (each pass is shorter), then asks the
-   * writer to rewind the WAL. Never throws: a failed checkpoint is retried at the next tick (the WAL
-   * only grows meanwhile).
-   */
-  private checkpoint(): Promise<void> {
-    if (!this.checkpointer || this.checkpointing || this.closed || this.commits === this.checkpointedAt) return this.checkpointing ?? Promise.resolve();
-    this.checkpointedAt = this.commits;
-    this.checkpoints++;
-    const checkpointer = this.checkpointer;
-    const pass = () => checkpointer.get<{ busy: number; log: number; checkpointed: number }>("PRAGMA wal_checkpoint(PASSIVE)");
-    this.checkpointing = (async () => {
-      let r = this.noteLength(await pass());
-      for (let i = 0; r && r.log >= Database.RESTART_FRAMES && i < Database.CATCH_UP_PASSES && !this.closed; i++) {
-        const next = this.noteLength(await pass());
-        // the frames this pass copied back (a reader on an older snapshot may have held the one before back)
-        const copied = next && next.log >= r.log ? next.checkpointed - r.checkpointed : 0;
-        r = next;
-        if (copied <= Database.CATCH_UP_FRAMES) break;
-      }
-      if (r && r.log >= Database.RESTART_FRAMES) this.wantRestart();
-    })()
-      .catch(() => undefined)
-      .finally(() => (this.checkpointing = undefined));
-    return this.checkpointing;
-  }
-
-  /** WAL frames (pages of 4 KiB) past which the writer rewinds the WAL (16 MiB). */
-  static readonly RESTART_FRAMES = 4096;
-  /** Catch-up passes of the checkpointer before it asks the writer for a rewind. */
-  static readonly CATCH_UP_PASSES = 3;
-  /** A catch-up pass that copied at most this many frames is the last one. */
-  static readonly CATCH_UP_FRAMES = 256;
-  /** Writer passes in a row that could not copy everything back (a reader on an older snapshot). */
-  static readonly RESTART_FALLBACK_AFTER = 3;
-  /** The fallback `RESTART` waits at most this long (ms) for readers on older frames, then is tried later. */
-  static readonly RESTART_WAIT_MS = 20;
-  private restartWanted = false;
-  private restarts = 0;
-  private restartMs = 0;
-  private restartMaxMs = 0;
-  private incompleteRestarts = 0;
-  private fallbacks = 0;
-  /** The WAL's length (frames) at the last checkpoint pass, to see SQLite rewind it. */
-  private walFrames = 0;
-  private rewinds = 0;
-
-  /** Notes the WAL's length a checkpoint pass reported, counting a rewind when it shrank; answers the result. */
-  private noteLength<T extends { log: number } | undefined>(r: T): T {
-    if (r && r.log >= 0) {
-      if (r.log < this.walFrames) this.rewinds++;
-      this.walFrames = r.log;
+    if (checkpointer) {
+      const run = () => {
+        if (!this.closed) this.running ??= this.runGroups();
+      };
+      this.wal = new WalCheckpointer(checkpointer, () => this.commits, run, busyTimeoutMs);
     }
-    return r;
-  }
-
-  /**
-   * Under a steady load the WAL is never all copied back at the moment a transaction begins (commits
-   * land while the passive checkpoint runs), so SQLite never rewinds it and it grows without end (430 MB
-   * in 25 s of webhook deliveries, and every read searches its whole index). So once it is large, the
-   * writer itself, between two groups, copies back the few frames the checkpointer's passes have not
-   * (`wal_checkpoint(PASSIVE)`: no commit can land meanwhile, so it copies them all unless a reader is
-   * still on an older snapshot). Its next transaction then starts with the WAL all copied back, and
-   * SQLite rewinds the WAL at that transaction's first write (when no reader is on a WAL frame then;
-   * else at a later rewind). No group runs while the writer copies (2-6 ms at half load, measured with
-   * `BENCH_ONLY=writes`). A reader on an older snapshot can keep a pass from copying everything; after
-   * {@link Database.RESTART_FALLBACK_AFTER} such passes in a row the writer runs `wal_checkpoint(RESTART)`,
-   * which waits up to {@link Database.RESTART_WAIT_MS} ms for readers in SQLite's busy handler (sleeps of
-   * 1, 2, 5, 10 ms). That was the only way before: it paused the writer 7-20 ms (median 13.8 ms) per rewind.
-   */
-  private wantRestart(): void {
-    if (this.closed) return;
-    this.restartWanted = true;
-    this.running ??= this.runGroups();
-  }
-
-  private async restartWal(): Promise<void> {
-    this.restartWanted = false;
-    this.restarts++;
-    const started = performance.now();
-    try {
-      const r = await this.writer.get<{ busy: number; log: number; checkpointed: number }>("PRAGMA wal_checkpoint(PASSIVE)");
-      if (r && !r.busy && r.checkpointed === r.log) this.incompleteRestarts = 0;
-      else if (++this.incompleteRestarts >= Database.RESTART_FALLBACK_AFTER) {
-        this.incompleteRestarts = 0;
-        this.fallbacks++;
-        try {
-          await this.writer.exec(`PRAGMA busy_timeout = ${Database.RESTART_WAIT_MS}`);
-          await this.writer.get("PRAGMA wal_checkpoint(RESTART)");
-        } finally {
-          await this.writer.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
-        }
-      }
-    } catch {
-      // busy, or an I/O error: the checkpointer asks again after its next pass
-    }
-    const ms = performance.now() - started;
-    this.restartMs += ms;
-    this.restartMaxMs = Math.max(this.restartMaxMs, ms);
   }
 
   /**
@@ -294,8 +187,8 @@ export class Database implements SqlReader {
   private async runGroups(): Promise<void> {
     // start on a later tick, so that callers queued in the same tick join the first group
     await Promise.resolve();
-    while (this.waiting.length > 0 || this.restartWanted) {
-      if (this.restartWanted) await this.restartWal();
+    while (this.waiting.length > 0 || this.wal?.restartWanted) {
+      if (this.wal?.restartWanted) await this.wal.restartWal(this.writer);
       else await this.runGroup();
     }
     // cleared in the same synchronous step as the check above: a caller queued after it starts a new loop
@@ -448,7 +341,7 @@ export class Database implements SqlReader {
 
   /** What the store has done since it opened: statements per connection, callers and commits. */
   stats(): DatabaseStats {
-    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, checkpoints: this.checkpoints, walRestarts: this.restarts, walRestartMs: Number(this.restartMs.toFixed(1)), walRestartMaxMs: Number(this.restartMaxMs.toFixed(1)), walRewinds: this.rewinds, walRestartFallbacks: this.fallbacks, deferredFallbacks: this.deferredFallbacks };
+    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, ...(this.wal?.stats() ?? { checkpoints: 0, walRestarts: 0, walRestartMs: 0, walRestartMaxMs: 0, walRewinds: 0, walRestartFallbacks: 0 }), deferredFallbacks: this.deferredFallbacks };
   }
 
   /** Reads one row from committed data. */
@@ -465,10 +358,9 @@ export class Database implements SqlReader {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.checkpointTimer);
+    const walClosed = this.wal?.close();
     while (this.running) await this.running;
-    await this.checkpointing;
-    await this.checkpointer?.close();
+    await walClosed;
     await this.reader.close();
     if (this.writer !== this.reader) await this.writer.close();
   }
