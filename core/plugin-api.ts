@@ -89,6 +89,7 @@ export { FileStore } from "./files/file-store";
 export { FILE_UPLOAD_MAX_BYTES, MAX_DOWNLOAD_URL_TTL_MS } from "./files/limits";
 export { normalizeContentType } from "./files/content-type";
 export { s3UploadTargetOf, type S3UploadTarget } from "./files/config";
+export { lazily } from "./lazy";
 export { parseRangeHeader } from "./files/blob-store";
 export { FileReferenceSchema, DownloadUrlSchema } from "./sdk/records";
 export type { FileReference } from "./sdk/context";

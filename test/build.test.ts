@@ -48,12 +48,12 @@ describe("the compiled production start (npm run build, npm run start:prod)", ()
       expect(fs.readFileSync(path.join(outdir, "sandbox", file), "utf8").match(/[^\u0000-\u00ff]/g)?.slice(0, 3) ?? [], file).toEqual([]);
     }
     // no module the start imports (main.js, the modules it imports, and theirs) imports statically: the
-    // AWS SDK (with local storage only S3 storage imports its chunk) nor Temporal's SDK (loaded when the
-    // service connects: core/temporal/sdk.ts)
+    // AWS SDK (with local storage only S3 storage imports its chunk), Temporal's SDK (loaded when the
+    // service connects: core/temporal/sdk.ts) nor tus (loaded by the first upload request)
     const started = staticGraph(path.join(outdir, "sandbox/main.js"));
     expect(started.files.size).toBeGreaterThan(5);
     expect(started.packages.has("sqlite3")).toBe(true); // the walk sees the start's packages
-    expect([...started.packages].filter((p) => p.startsWith("@aws-sdk/") || p === "@tus/s3-store" || p.startsWith("@temporalio/"))).toEqual([]);
+    expect([...started.packages].filter((p) => p.startsWith("@aws-sdk/") || p.startsWith("@tus/") || p.startsWith("@temporalio/"))).toEqual([]);
     // the prebuilt workflow bundle maps stack traces without carrying the sources' text
     const bundled = fs.readFileSync(path.join(outdir, "sandbox/workflows.workflow-bundle.js"), "utf8");
     const map = JSON.parse(Buffer.from(bundled.slice(bundled.lastIndexOf("base64,") + 7), "base64").toString("utf8")) as { mappings: string; sources: string[]; sourcesContent?: unknown };

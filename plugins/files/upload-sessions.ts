@@ -1,10 +1,13 @@
 /**
  * What the two stores of upload sessions (`./local-sessions.ts`, `./s3-sessions.ts`) add to tus's
- * `DataStore`, and what they share with the routes (`./uploads.ts`, which opens the one that fits).
+ * `DataStore`, and what they share with the routes (`./uploads.ts`) and the tus server over them
+ * (`./upload-service.ts`, which opens the one that fits).
  */
 import type { Readable } from "node:stream";
 import type { Upload } from "@tus/server";
 
+/** The collection URL of upload sessions (spec 4.1). */
+export const UPLOADS_PATH = "/api/files/uploads";
 /** An upload's id in its URL: 32 lowercase hex digits (128 random bits). */
 export const UPLOAD_ID = /^[0-9a-f]{32}$/;
 /** Metadata key holding the file id once the upload became a file. */
