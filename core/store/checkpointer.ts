@@ -7,13 +7,19 @@ interface CheckpointResult {
   checkpointed: number;
 }
 
-/** The checkpointer's counters, part of `DatabaseStats` (see there for each). */
+/** The checkpointer's counters since the store opened (part of `DatabaseStats`). */
 export interface WalCheckpointStats {
+  /** WAL checkpoints started by the checkpointer connection. */
   checkpoints: number;
+  /** Passes the writer ran between groups to copy back the WAL's last frames (see {@link WalCheckpointer.restartWal}). */
   walRestarts: number;
+  /** Time the writer spent on those passes, all together (ms): no group ran meanwhile. */
   walRestartMs: number;
+  /** The longest of them (ms). */
   walRestartMaxMs: number;
+  /** Times a checkpoint pass found the WAL shorter than the pass before: SQLite rewound it. */
   walRewinds: number;
+  /** `wal_checkpoint(RESTART)`s the writer fell back to (readers kept its passes from copying everything). */
   walRestartFallbacks: number;
 }
 
@@ -48,6 +54,9 @@ export class WalCheckpointer {
   static readonly RESTART_FALLBACK_AFTER = 3;
   /** The fallback `RESTART` waits at most this long (ms) for readers on older frames, then is tried later. */
   static readonly RESTART_WAIT_MS = 20;
+
+  /** The counters of a store without a checkpointer connection. */
+  static readonly NONE: Readonly<WalCheckpointStats> = { checkpoints: 0, walRestarts: 0, walRestartMs: 0, walRestartMaxMs: 0, walRewinds: 0, walRestartFallbacks: 0 };
 
   /** Whether the writer should run {@link WalCheckpointer.restartWal} before its next group. */
   restartWanted = false;

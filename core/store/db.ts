@@ -2,13 +2,13 @@ import sqlite3 from "sqlite3";
 import fs from "node:fs";
 import path from "node:path";
 import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
-import { WalCheckpointer } from "./checkpointer";
+import { WalCheckpointer, type WalCheckpointStats } from "./checkpointer";
 import { openConnection, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
 
 export { jsonRowsStatement, sqlText, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
 
 /** Counters of the store's work since it opened (for benchmarks and `statements per request`). */
-export interface DatabaseStats {
+export interface DatabaseStats extends WalCheckpointStats {
   /**
    * Calls to SQLite on the writer connection (each `run`/`get`/`all`/`exec` is one round trip to
    * SQLite's thread; BEGIN/SAVEPOINT/RELEASE/COMMIT included, an `exec` of two statements counts one).
@@ -20,18 +20,6 @@ export interface DatabaseStats {
   transactions: number;
   /** `COMMIT`s attempted: each is one group of callers (see {@link Database.transaction}). */
   commits: number;
-  /** WAL checkpoints started by the checkpointer connection. */
-  checkpoints: number;
-  /** Passes the writer ran between groups to copy back the WAL's last frames (see `WalCheckpointer.restartWal`). */
-  walRestarts: number;
-  /** Time the writer spent on those passes, all together (ms): no group ran meanwhile. */
-  walRestartMs: number;
-  /** The longest of them (ms). */
-  walRestartMaxMs: number;
-  /** Times a checkpoint pass found the WAL shorter than the pass before: SQLite rewound it. */
-  walRewinds: number;
-  /** `wal_checkpoint(RESTART)`s the writer fell back to (readers kept its passes from copying everything). */
-  walRestartFallbacks: number;
   /** Groups whose deferred statements' one call failed and ran them one by one (see `Database.commitGroup`). */
   deferredFallbacks: number;
 }
@@ -341,7 +329,7 @@ export class Database implements SqlReader {
 
   /** What the store has done since it opened: statements per connection, callers and commits. */
   stats(): DatabaseStats {
-    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, ...(this.wal?.stats() ?? { checkpoints: 0, walRestarts: 0, walRestartMs: 0, walRestartMaxMs: 0, walRewinds: 0, walRestartFallbacks: 0 }), deferredFallbacks: this.deferredFallbacks };
+    return { writerStatements: this.writer.statements(), readerStatements: this.writer === this.reader ? 0 : this.reader.statements(), transactions: this.transactions, commits: this.commits, ...(this.wal?.stats() ?? WalCheckpointer.NONE), deferredFallbacks: this.deferredFallbacks };
   }
 
   /** Reads one row from committed data. */
