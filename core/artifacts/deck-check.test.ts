@@ -164,32 +164,6 @@ describe("DeckChecker", () => {
     expect(launches).toHaveLength(1);
   });
 
-  it("gives every check a context no other deck used (the next one is made while the checker waits)", async () => {
-    const leaves = `<!doctype html><html><body><section class="slide"><h2>Leaves traces</h2></section>
-      <script>localStorage.setItem("trace", "1"); sessionStorage.setItem("trace", "1"); document.cookie = "trace=1; path=/";</script></body></html>`;
-    const finds = `<!doctype html><html><body><section class="slide"><h2 id="t">Finds traces?</h2></section>
-      <script>if (localStorage.getItem("trace") || sessionStorage.getItem("trace") || document.cookie.includes("trace")) document.getElementById("t").style.fontSize = "12px";</script></body></html>`;
-    expect(all(checked(await checker.check({ files: new Map([["index.html", Buffer.from(leaves)]]) })))).toEqual([]);
-    for (let i = 0; i < 2; i++) {
-      await new Promise((r) => setTimeout(r, 200)); // the spare context is made meanwhile
-      expect(all(checked(await checker.check({ files: new Map([["index.html", Buffer.from(finds)]]) })))).toEqual([]);
-    }
-  });
-
-  it("drops the context made ahead when its browser goes away, and checks in a new one", async () => {
-    const own = new DeckChecker({ log });
-    try {
-      expect(await own.warm()).toEqual({ ok: true });
-      await new Promise((r) => setTimeout(r, 500)); // the first check's context and page are made meanwhile
-      // the browser goes away behind the checker's back (a crash)
-      await (await (own as unknown as { browser: Promise<{ close(): Promise<void> }> }).browser).close();
-      const slides = checked(await own.check({ files: failingDecks.small_text!() }));
-      expect(all(slides).map((w) => w.code)).toEqual(["small_text"]);
-    } finally {
-      await own.close();
-    }
-  });
-
   it("answers a deck without slides with no slides", async () => {
     expect(await checker.check({ files: new Map([["index.html", Buffer.from("<!doctype html><p>No slides</p>")]]) })).toEqual({ checked: true, slides: [] });
   });

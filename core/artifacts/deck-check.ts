@@ -8,8 +8,7 @@
  * publishes, unchecked.
  *
  * How: Debian's Chromium (`/usr/bin/chromium`) driven by playwright-core, launched once and reused (the
- * pool: one browser, a fresh context per check, made ahead of time (./deck-page.ts), at most `maxPages`
- * at a time), closed by `close()`. The
+ * pool: one browser, a fresh context per check, at most `maxPages` at a time), closed by `close()`. The
  * deck's files are served to the page from memory through `route` on a made-up origin; every other
  * request is blocked (the public CDNs a deck may use are unreachable here, so a blocked CDN load is not a
  * finding). The kit lays the slides out one after another at 1280x720 (`SVC_KIT.layout = "stack"`), so
@@ -22,9 +21,8 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Browser, Page, Route } from "playwright-core";
+import type { Browser, BrowserContext, Page, Route } from "playwright-core";
 import { ALLOWED_CDN_HOSTS, contentTypeOf, readTheme, type Theme } from "./content";
-import { SpareDeckPage, type DeckPage } from "./deck-page";
 import { kitAssets, kitDocument } from "./kit";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -147,8 +145,6 @@ export class DeckChecker {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
   private closed = false;
-  /** The context and page the next check takes. */
-  private readonly spare = new SpareDeckPage();
 
   /** Nothing starts here: the browser is launched by the first check (or `warm()`). */
   constructor(options: DeckCheckerOptions = {}) {
@@ -167,9 +163,7 @@ export class DeckChecker {
    */
   async warm(): Promise<{ ok: true } | { ok: false; reason: string }> {
     const got = await this.acquireBrowser();
-    if ("reason" in got) return { ok: false, reason: got.reason };
-    this.spare.refill(got.browser); // the first check's context and page, made in the background
-    return { ok: true };
+    return "reason" in got ? { ok: false, reason: got.reason } : { ok: true };
   }
 
   /**
@@ -185,15 +179,22 @@ export class DeckChecker {
     const got = await this.acquireBrowser();
     if ("reason" in got) return { checked: false, reason: got.reason };
     await this.slot();
-    let deckPage: DeckPage | undefined;
+    let context: BrowserContext | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
-      deckPage = await this.spare.take(got.browser);
-      const taken = deckPage;
+      context = await got.browser.newContext({
+        viewport: { width: 1280, height: 720 },
+        deviceScaleFactor: 1,
+        bypassCSP: true,
+        serviceWorkers: "block",
+        reducedMotion: "reduce",
+        acceptDownloads: false,
+      });
+      const ctx = context;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new CheckTimeout(this.timeoutMs)), this.timeoutMs);
       });
-      const running = this.run(taken, deck, html);
+      const running = this.run(ctx, deck, html);
       running.catch(() => undefined); // after a timeout the closed context makes it fail: nobody waits for it then
       return await Promise.race([running, timedOut]);
     } catch (err) {
@@ -202,30 +203,29 @@ export class DeckChecker {
       return { checked: false, reason };
     } finally {
       clearTimeout(timer);
-      await deckPage?.context.close().catch(() => undefined);
+      await context?.close().catch(() => undefined);
       this.release();
-      this.spare.refill(got.browser); // the next check's, in the background
     }
   }
 
   /** Closes the browser; later checks answer unchecked. Safe to call twice. */
   async close(): Promise<void> {
     this.closed = true;
-    await this.spare.close();
     const pending = this.browser;
     this.browser = undefined;
     if (pending) await pending.then((b) => b.close()).catch(() => undefined);
   }
 
-  private async run(deckPage: DeckPage, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
-    const { page } = deckPage;
+  private async run(context: BrowserContext, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
     const kit = assets();
     const theme = deck.theme ?? themeOf(deck.files);
     const primary = theme?.mode ?? "light";
     const modes: Array<"light" | "dark"> = theme?.mode ? [theme.mode] : ["light", "dark"];
     const failedUrls: string[] = [];
+    const page = await context.newPage();
     await page.emulateMedia({ colorScheme: primary, reducedMotion: "reduce" });
-    deckPage.serve = (route) => this.serve(route, deck.files, html, kit, theme, failedUrls);
+    await context.route("**/*", (route) => this.serve(route, deck.files, html, kit, theme, failedUrls));
+    await context.routeWebSocket(() => true, (ws) => ws.close({ code: 1008, reason: "A deck check loads nothing from the network" }));
     const t0 = Date.now();
     await page.goto(`${DECK_ORIGIN}/index.html`, { waitUntil: "load", timeout: this.timeoutMs });
 
