@@ -164,6 +164,15 @@ describe("DeckChecker", () => {
     expect(launches).toHaveLength(1);
   });
 
+  it("gives every check a context no other deck used", async () => {
+    const leaves = `<!doctype html><html><body><section class="slide"><h2>Leaves traces</h2></section>
+      <script>localStorage.setItem("trace", "1"); sessionStorage.setItem("trace", "1"); document.cookie = "trace=1; path=/";</script></body></html>`;
+    const finds = `<!doctype html><html><body><section class="slide"><h2 id="t">Finds traces?</h2></section>
+      <script>if (localStorage.getItem("trace") || sessionStorage.getItem("trace") || document.cookie.includes("trace")) document.getElementById("t").style.fontSize = "12px";</script></body></html>`;
+    expect(all(checked(await checker.check({ files: new Map([["index.html", Buffer.from(leaves)]]) })))).toEqual([]);
+    expect(all(checked(await checker.check({ files: new Map([["index.html", Buffer.from(finds)]]) })))).toEqual([]);
+  });
+
   it("answers a deck without slides with no slides", async () => {
     expect(await checker.check({ files: new Map([["index.html", Buffer.from("<!doctype html><p>No slides</p>")]]) })).toEqual({ checked: true, slides: [] });
   });
