@@ -54,7 +54,7 @@ const HEADER_NOTES = {
  * @param files the file store finished uploads go into
  * @throws Error when `<dataDir>/uploads` cannot be created (local storage)
  */
-export async function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks" | "log" | "config">, files: FileStore): Promise<void> {
+export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks" | "log" | "config">, files: FileStore): void {
   const { routes, hooks, log, config } = ctx;
   const ttlMs = config.uploadSessionTtlMs;
   // a directory that cannot be made fails the start, not the first upload
