@@ -27,6 +27,34 @@ describeMatrix("events (spec 6.4, 5)", (transport) => {
     expect((await dev.get("/api/events?topic=gossip")).status).toBe(400);
   });
 
+  it("names the page after a full one in a Link rel=next header, with the same filters, and none after a short page", async () => {
+    const all = (await allEvents(dev)).filter((e) => e.type === "object.created");
+    expect(all.length).toBeGreaterThanOrEqual(9);
+    const first = await dev.get("/api/events?type=object.created&limit=2");
+    expect(first.body.count).toBe(2);
+    const paged: string[] = first.body.events.map((e: any) => e.id);
+    let link = first.headers.get("link");
+    let last = first;
+    while (link) {
+      const m = /^<([^>]+)>; rel="next"$/.exec(link);
+      expect(m, link).not.toBeNull();
+      const next = new URL(m![1]!, "http://svc.example");
+      expect(next.pathname).toBe("/api/events");
+      expect(next.searchParams.get("type")).toBe("object.created");
+      expect(next.searchParams.get("limit")).toBe("2");
+      expect(next.searchParams.get("afterCursor")).toBe(last.body.events.at(-1).cursor);
+      last = await dev.get(`${next.pathname}${next.search}`);
+      expect(last.status).toBe(200);
+      paged.push(...last.body.events.map((e: any) => e.id));
+      link = last.headers.get("link");
+      if (last.body.count < 2) expect(link).toBeNull();
+    }
+    expect(paged).toEqual(all.map((e) => e.id));
+    const short = await dev.get("/api/events?type=object.created&limit=1000");
+    expect(short.body.count).toBe(all.length);
+    expect(short.headers.get("link")).toBeNull();
+  });
+
   it("scopes events to what the caller may view, and refuses a caller with no view permission", async () => {
     const seen = await allEvents(client(suite.app, suite.tokens.auditor, transport));
     expect(seen.length).toBeGreaterThan(0);

@@ -43,6 +43,8 @@ describeMatrix("status, project, docs", (transport) => {
     }
     expect(doc.paths["/api/objects/query"].post.requestBody.content["application/json"].schema.properties.objectTypeId.type).toBe("string");
     expect(doc.paths["/docs"].get["x-svc-bearer-auth"]).toBe(false);
+    // a documented response header (ResponseDoc.headers)
+    expect(doc.paths["/api/events"].get.responses["200"].headers.Link).toMatchObject({ schema: { type: "string" }, description: expect.stringContaining('rel="next"') });
   });
 
   it("answers unknown routes with a structured 404", async () => {

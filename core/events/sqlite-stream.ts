@@ -12,7 +12,7 @@ import { EventInsert, type TailEntry } from "./event-insert";
 type ReadPage = EventJsonPage & { lastSeq?: number };
 
 /** The page of no event. */
-const EMPTY_PAGE: ReadPage = { count: 0, json: Buffer.alloc(0) };
+const EMPTY_PAGE: ReadPage = { count: 0, json: Buffer.alloc(0), lastCursor: undefined };
 
 /** A query's identity as text (its fields in a fixed order), for the read-ahead cache. */
 function queryKey(q: StreamQuery): string {
@@ -197,11 +197,11 @@ export class SqliteEventStream implements EventStream {
    */
   async readJson(q: StreamQuery): Promise<EventJsonPage> {
     const fromTail = this.readTail(q);
-    if (fromTail) return eventJsonPage(fromTail.map((t) => this.storedJson(t.json, t.seq)));
+    if (fromTail) return eventJsonPage(fromTail.map((t) => this.storedJson(t.json, t.seq)), this.cursorAt(fromTail.at(-1)?.seq));
     let page = await this.takeReadAhead(q);
     if (page?.count !== q.limit) page = await this.readPage(q);
     if (page.count === q.limit && page.lastSeq !== undefined) this.startReadAhead(q, page.lastSeq);
-    return { count: page.count, json: page.json };
+    return { count: page.count, json: page.json, lastCursor: page.lastCursor };
   }
 
   /** Reads the page after `lastSeq` for the reader of `q`, unless the in-memory tail answers it. */
@@ -254,9 +254,10 @@ export class SqliteEventStream implements EventStream {
     let ordered = true;
     for (let i = 1; ordered && i < seqs.length; i++) ordered = seqs[i]! > seqs[i - 1]!;
     const json = ordered ? this.spliceCursors(page.envelopes, seqs) : undefined;
-    if (json) return { count: seqs.length, json, lastSeq: seqs.at(-1) };
+    if (json) return { count: seqs.length, json, lastSeq: seqs.at(-1), lastCursor: this.cursorAt(seqs.at(-1)) };
     const rows = await this.select(q);
-    return { ...eventJsonPage(rows.map((r) => this.storedJson(r.envelope, r.seq))), lastSeq: rows.at(-1)?.seq };
+    const lastSeq = rows.at(-1)?.seq;
+    return { ...eventJsonPage(rows.map((r) => this.storedJson(r.envelope, r.seq)), this.cursorAt(lastSeq)), lastSeq };
   }
 
   /**
@@ -283,6 +284,11 @@ export class SqliteEventStream implements EventStream {
       from = stop + 1;
     }
     return out;
+  }
+
+  /** The cursor of position `seq` in this stream (undefined for undefined). */
+  private cursorAt(seq: number | undefined): string | undefined {
+    return seq === undefined ? undefined : encodeCursor(this.epoch, seq);
   }
 
   /** A stored event's JSON text: its envelope's text with its cursor spliced in. */

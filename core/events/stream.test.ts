@@ -14,10 +14,11 @@ afterEach(async () => {
   for (const db of opened.splice(0)) await db.close();
 });
 
-/** The events of a JSON page, parsed (and checked against its count). */
+/** The events of a JSON page, parsed (and checked against its count and its last cursor). */
 const eventsOf = (page: EventJsonPage): unknown[] => {
-  const events = JSON.parse(`[${page.json.toString("utf8")}]`) as unknown[];
+  const events = JSON.parse(`[${page.json.toString("utf8")}]`) as { cursor: string }[];
   expect(events).toHaveLength(page.count);
+  expect(page.lastCursor).toBe(events.at(-1)?.cursor);
   return events;
 };
 

@@ -28,11 +28,16 @@ export interface StreamQuery {
 export interface EventJsonPage {
   count: number;
   json: Buffer;
+  /** The `cursor` of the page's last event (undefined for no event): where the next page starts. */
+  lastCursor: string | undefined;
 }
 
-/** Stored events' JSON texts as an {@link EventJsonPage}: their UTF-8 bytes joined by commas, encoded once. */
-export function eventJsonPage(texts: readonly string[]): EventJsonPage {
-  return { count: texts.length, json: Buffer.from(texts.join(",")) };
+/**
+ * Stored events' JSON texts as an {@link EventJsonPage}: their UTF-8 bytes joined by commas, encoded
+ * once; `lastCursor` is the last text's cursor.
+ */
+export function eventJsonPage(texts: readonly string[], lastCursor: string | undefined): EventJsonPage {
+  return { count: texts.length, json: Buffer.from(texts.join(",")), lastCursor };
 }
 
 /** DI token of the process's {@link EventStream} (built-in SQLite or NATS JetStream). */
@@ -125,5 +130,6 @@ export function compileEventFilter(q: Omit<StreamQuery, "limit" | "afterCursor">
  */
 export async function readEventsJson(stream: EventStream, q: StreamQuery): Promise<EventJsonPage> {
   if (stream.readJson) return stream.readJson(q);
-  return eventJsonPage((await stream.read(q)).map((e) => JSON.stringify(e)));
+  const events = await stream.read(q);
+  return eventJsonPage(events.map((e) => JSON.stringify(e)), events.at(-1)?.cursor);
 }

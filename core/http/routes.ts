@@ -26,12 +26,15 @@ export type AuthMode = "bearer" | "session" | "none";
 
 /**
  * A documented response: what it means, and its body: `schema` for a JSON body (an error status
- * without one gets the structured error body), or `contentType` for a body of another type.
+ * without one gets the structured error body), or `contentType` for a body of another type;
+ * `headers` documents response headers the route may set (name → description; OpenAPI's
+ * `responses.<status>.headers`, each a string, none required).
  */
 export interface ResponseDoc {
   description: string;
   schema?: Schema;
   contentType?: string;
+  headers?: Record<string, string>;
 }
 
 /**
@@ -253,7 +256,8 @@ export class RouteRegistry {
             : Number(status) >= 400 || status === "default"
               ? { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }
               : undefined;
-        responses[status] = { description: r.description, ...(content ? { content } : {}) };
+        const headers = r.headers && Object.fromEntries(Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: "string" } }]));
+        responses[status] = { description: r.description, ...(headers ? { headers } : {}), ...(content ? { content } : {}) };
       }
       const operation: Record<string, unknown> = {
         operationId: `${def.method.toLowerCase()}${def.path.replace(/[/:{}-](\w)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}${fixed?.value !== undefined ? `_${fixed.value.replace(/[^A-Za-z0-9]+/g, "_")}` : ""}`,

@@ -15,6 +15,23 @@ const EventSchema = v.looseObject({
   cursor: v.string(),
 });
 
+const NEXT_LINK_DOC =
+  "`<…>; rel=\"next\"` (RFC 8288) on a full page: the page after this one, same filters. A client can ask for it before reading this page's body. A shorter page has none: the reader is caught up, and continues later with the last event's `cursor`.";
+
+/**
+ * The `Link` header value naming the page after a full one (RFC 8288 `rel="next"`): a reference
+ * relative to the server's origin, with the same `topic`, `type` and `limit` and `afterCursor` = the
+ * page's last cursor.
+ */
+function nextLink(q: { topic?: string; type?: string; limit: number; afterCursor: string }): string {
+  const params = new URLSearchParams();
+  if (q.topic) params.set("topic", q.topic);
+  if (q.type) params.set("type", q.type);
+  params.set("limit", String(q.limit));
+  params.set("afterCursor", q.afterCursor);
+  return `</api/events?${params}>; rel="next"`;
+}
+
 /**
  * `GET /api/events` (spec 4.1, 6.4): `{ count, events }` oldest first, filtered by `topic`, `type`,
  * `afterCursor`, `limit`, and scoped to what the caller may view (spec 5): events about subjects the
@@ -47,7 +64,11 @@ export default definePlugin({
         limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })),
       }),
       responses: {
-        200: { description: "Events", schema: v.object({ count: v.number(), events: v.array(EventSchema) }) },
+        200: {
+          description: "Events",
+          schema: v.object({ count: v.number(), events: v.array(EventSchema) }),
+          headers: { Link: NEXT_LINK_DOC },
+        },
         400: { description: "`invalid_request`: the query does not match this operation's schema, or `afterCursor` is not a cursor of this stream" },
         410: { description: "`cursor_expired`: `afterCursor` points before the retained events; refetch current state" },
         503: { description: "`unavailable`: the event broker did not answer" },
@@ -65,7 +86,10 @@ export default definePlugin({
           limit: query.limit ?? 100,
           permissions,
         });
-        return jsonText(Buffer.concat([Buffer.from(`{"count":${page.count},"events":[`), page.json, Buffer.from("]}")]));
+        const body = Buffer.concat([Buffer.from(`{"count":${page.count},"events":[`), page.json, Buffer.from("]}")]);
+        const limit = query.limit ?? 100;
+        if (page.count < limit || page.lastCursor === undefined) return jsonText(body);
+        return jsonText(body, 200, { link: nextLink({ topic: query.topic, type: query.type, limit, afterCursor: page.lastCursor }) });
       },
     });
     addAppendRoute(routes, events);
