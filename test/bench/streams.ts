@@ -4,7 +4,10 @@
  *    `actions` topic; BENCH_WS_RUNS (default 100) action runs, each committing two events; latency is
  *    from the event's `occurredAt` (stamped just before its commit) to its receipt by each client.
  * 2. Replay: BENCH_REPLAY_EVENTS (default 20000) events written, then read back with
- *    `GET /api/events?limit=500` page after page; pages and events per second.
+ *    `GET /api/events?limit=500` page after page, one request ahead (the next page is asked for when
+ *    a page's `Link: rel="next"` header arrives, before its body is parsed): one warm-up, then three
+ *    replays with the client parsing each page as it arrives and three parsing after the clock,
+ *    alternated; pages and events per second (see `replay` below).
  * The server runs in its own process; clients run here (both share the machine's cores).
  */
 import os from "node:os";
@@ -76,20 +79,62 @@ await Promise.all(Array.from({ length: writers }, async () => {
     await api("POST", "/api/actions/diagnostics.noop", { params: {} });
   }
 }));
-const replayStarted = Date.now();
-const replayCpuStarted = serverCpuMs(server.child.pid);
-let cursor: string | undefined;
-let pages = 0;
-let events = 0;
-for (;;) {
-  const page = await api("GET", `/api/events?limit=500${cursor ? `&afterCursor=${encodeURIComponent(cursor)}` : ""}`);
-  if (page.count === 0) break;
-  pages++;
-  events += page.count;
-  cursor = page.events.at(-1).cursor;
+/**
+ * Pages through every event from the start with `GET /api/events?limit=500`, one request ahead: the next
+ * page is asked for as soon as a page's headers name it (`Link: <…>; rel="next"`, on full pages), and
+ * the page's body is read while the server answers the next one. After a short page (no link) it
+ * continues from the page's last cursor, until a page is empty. With `parseInLoop` each body is parsed
+ * as it arrives, as a consumer would; without it, bodies are kept and parsed after the clock stops, so
+ * that the client's JSON.parse (~2 ms per page) does not take the server's core on this 2-core machine.
+ * Either way every page is parsed and checked, off the clock: each count matches its events, no id twice.
+ */
+async function replay(parseInLoop: boolean): Promise<{ seconds: number; cpuMs: number; pages: number; events: number }> {
+  const started = Date.now();
+  const cpuStarted = serverCpuMs(server.child.pid);
+  const getPage = (p: string) => request(`${base}${p}`, { headers: { authorization: `Bearer ${SANDBOX_DEV_TOKEN}` } });
+  type Page = { count: number; events: { id: string; cursor: string }[] };
+  const read: (Page | Buffer)[] = []; // in the order read
+  let res = await getPage("/api/events?limit=500");
+  for (;;) {
+    if (res.statusCode !== 200) throw new Error(`GET /api/events answered ${res.statusCode}: ${await res.body.text()}`);
+    const next = /^<([^>]+)>; rel="next"$/.exec(String(res.headers.link ?? ""))?.[1];
+    const ahead = next === undefined ? undefined : getPage(next);
+    if (parseInLoop || next === undefined) {
+      const page = (await res.body.json()) as Page;
+      read.push(page);
+      if (page.count === 0) break;
+      res = await (ahead ?? getPage(`/api/events?limit=500&afterCursor=${encodeURIComponent(page.events.at(-1)!.cursor)}`));
+    } else {
+      read.push(Buffer.from(await res.body.arrayBuffer()));
+      res = await ahead!;
+    }
+  }
+  const seconds = (Date.now() - started) / 1000;
+  const cpuMs = serverCpuMs(server.child.pid) - cpuStarted;
+  // the check, off the clock
+  const pagesRead = read.map((p) => (Buffer.isBuffer(p) ? (JSON.parse(p.toString("utf8")) as Page) : p)).filter((p) => p.count > 0);
+  const ids = new Set<string>();
+  for (const p of pagesRead) {
+    if (p.count !== p.events.length) throw new Error(`a page's count ${p.count} is not its ${p.events.length} events`);
+    for (const e of p.events) {
+      if (ids.has(e.id)) throw new Error(`event ${e.id} read twice`);
+      ids.add(e.id);
+    }
+  }
+  return { seconds, cpuMs, pages: pagesRead.length, events: ids.size };
 }
-const replaySeconds = (Date.now() - replayStarted) / 1000;
-const replayCpuMs = serverCpuMs(server.child.pid) - replayCpuStarted;
+// one replay to warm up (the server's JIT, and the writes' aftermath: the first replay right after
+// them cost the server twice the CPU per page of the next ones), then three of each kind, alternated
+const warmUp = await replay(true);
+const replays = { parsedInLoop: [] as Awaited<ReturnType<typeof replay>>[], parsedAfter: [] as Awaited<ReturnType<typeof replay>>[] };
+for (let round = 0; round < 3; round++) {
+  replays.parsedInLoop.push(await replay(true));
+  replays.parsedAfter.push(await replay(false));
+}
+const eventsPerSecond = (runs: Awaited<ReturnType<typeof replay>>[]) => runs.reduce((n, r) => n + r.events, 0) / runs.reduce((n, r) => n + r.seconds, 0);
+const replayRow = (label: string, runs: Awaited<ReturnType<typeof replay>>[]) =>
+  `| replay GET /api/events pages of 500, ${label} | ${runs.map((r) => `${(r.events / r.seconds).toFixed(0)} events/s (${(r.pages / r.seconds).toFixed(1)} pages/s, server CPU ${(r.cpuMs / Math.max(1, r.pages)).toFixed(2)} ms per page)`).join("; ")}; ${eventsPerSecond(runs).toFixed(0)} events/s over all ${runs.length} (${runs[0]!.events} events each) |`;
+const replayRate = eventsPerSecond(replays.parsedInLoop);
 
 const socketCount = CLIENTS.toLocaleString("en-US");
 console.log(`\nstreams: node ${process.version}, ${os.cpus().length} cores, server ${BENCH_APP} (BENCH_APP); ${CLIENTS} WebSocket clients (connected and subscribed in ${connectMs} ms), ${RUNS} action runs (2 events each)\n`);
@@ -98,8 +143,9 @@ console.log(`| fan-out deliveries received | ${received} of ${expected} |`);
 console.log(`| fan-out deliveries per second | ${(received / fanSeconds).toFixed(0)} |`);
 console.log(`| /ws/events fan-out, ${socketCount} sockets, commit → receipt p50 / p99 | ${percentile(latencies, 50)} ms / ${percentile(latencies, 99)} ms |`);
 console.log(`| fan-out server CPU per event committed (all sockets; the action runs included) | ${(fanCpuMs / (RUNS * 2)).toFixed(1)} ms |`);
-console.log(`| replay GET /api/events pages of 500 | ${(pages / replaySeconds).toFixed(1)} pages/s, ${(events / replaySeconds).toFixed(0)} events/s (${events} events) |`);
-console.log(`| replay server CPU per page of 500 | ${(replayCpuMs / Math.max(1, pages)).toFixed(2)} ms |\n`);
+console.log(replayRow("warm-up (not counted)", [warmUp]));
+console.log(replayRow("client parses each page as it arrives (the summary's row)", replays.parsedInLoop));
+console.log(`${replayRow("client parses after the clock (the server's rate without the client's JSON.parse on a shared core)", replays.parsedAfter)}\n`);
 
 await server.stop();
 
@@ -108,5 +154,5 @@ const { reportRows, fmt, meets } = await import("./report");
 const fanP99 = percentile(latencies, 99);
 reportRows("streams", [
   { case: "/ws/events fan-out, 1,000 sockets, commit -> receipt", now: `p50 ${percentile(latencies, 50)} ms, p99 ${fanP99} ms (${CLIENTS} sockets, ${received} of ${expected} received)`, goal: "p99 < 50 ms", met: received < expected ? false : meets(fanP99, 50) },
-  { case: "GET /api/events replay", now: `${fmt(events / replaySeconds)} events/s`, goal: ">= 100,000 events/s", met: meets(events / replaySeconds, 100_000, true) },
+  { case: "GET /api/events replay", now: `${fmt(replayRate)} events/s (client parsing each page as it arrives, after one warm-up replay at ${fmt(warmUp.events / warmUp.seconds)}; parsing after the clock: ${fmt(eventsPerSecond(replays.parsedAfter))})`, goal: ">= 100,000 events/s", met: meets(replayRate, 100_000, true) },
 ]);
