@@ -57,6 +57,9 @@ if (kind === "bare") {
     server.close(() => process.exit(0));
   });
 } else {
+  // the production start's GC setting (sandbox/main.ts), from the same variable
+  const [{ applyHeapGrowingPercent }, { loadConfig }] = await Promise.all([import("../../core/heap"), import("../../core/config")]);
+  applyHeapGrowingPercent(loadConfig(process.env, {}).heapGrowingPercent);
   const [{ default: pino }, { createApp }, { WORKFLOW_ENGINE }, { builtinPlugins }, { sandboxProject, SANDBOX_DEV_TOKEN }] = await Promise.all([
     import("pino"),
     import("../../core/app"),
