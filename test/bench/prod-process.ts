@@ -26,7 +26,8 @@ export interface StartedSandbox {
 }
 
 /**
- * Starts the sandbox and polls `GET /api/status` every 20 ms until it answers 200.
+ * Starts the sandbox and polls `GET /api/status` every 20 ms until it answers 200. BENCH_NODE_FLAGS
+ * adds node flags (as for `startBenchServer`).
  * @param opts.dataDir the data dir (default: a fresh one)
  * @param opts.env more environment (e.g. `SVC_CACHE_DIR`)
  * @param opts.timeoutMs how long to wait for ready (default 120 s)
@@ -38,7 +39,8 @@ export async function startSandbox(kind: StartKind, opts: { dataDir?: string; en
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", LOG_LEVEL: "debug", ...opts.env };
   delete env.SVC_WORKFLOW_BUNDLE;
   delete env.TEMPORAL_ADDRESS;
-  const args = kind === "tsx" ? ["--import", "tsx", "sandbox/main.ts"] : [path.join(kind.compiled, "sandbox/main.js")];
+  const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  const args = [...flags, ...(kind === "tsx" ? ["--import", "tsx", "sandbox/main.ts"] : [path.join(kind.compiled, "sandbox/main.js")])];
   const spawned = performance.now();
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
