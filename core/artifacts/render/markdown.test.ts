@@ -7,7 +7,8 @@ import remarkRehype from "remark-rehype";
 import { unified } from "unified";
 import { describe, expect, it } from "vitest";
 import { readDocument } from "../content";
-import { isFigureText, renderDocument, renderSection, type DocumentRenderOptions } from "./markdown";
+import { renderDocument, renderSection, type DocumentRenderOptions } from "./markdown";
+import { isFigureText } from "./figures";
 
 /** Options that record every call; `embed` answers from `embeds` (address → HTML) when given. */
 function options(extra: Partial<DocumentRenderOptions> = {}) {

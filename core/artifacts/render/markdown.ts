@@ -26,6 +26,7 @@ import { visit } from "unist-util-visit";
 import { lazily } from "../../lazy";
 import { formatAddress, isArtifactAddress, parseAddress } from "../address";
 import { resolveRelative } from "../content";
+import { isFigureColumn } from "./figures";
 
 /** What the caller supplies to turn a document's references into URLs and embeds (spec 2.9). */
 export interface DocumentRenderOptions {
@@ -200,27 +201,9 @@ export async function renderSection(markdown: string, slug: string, opts: Docume
   return render(pipeline, { type: "root", children: [...children.slice(start, end), ...notes].map(copy) }, definitions, opts, false);
 }
 
-/**
- * True when a table cell's text is a figure: a number with optional sign (`-`, `+`, `−`, or accounting
- * parentheses), thousands separators, decimals, a magnitude (`k`, `M`, `B`, `bn`), `%`/`‰`, and a currency
- * symbol or three-letter code before or after (`214,800`, `37.7%`, `$1.2M`, `-3`, `USD 5,000`, `(1,200)`).
- */
-export function isFigureText(text: string): boolean {
-  const t = text.trim();
-  return /\d/.test(t) && FIGURE_RE.test(t);
-}
-
 // ---------------------------------------------------------------------------------------------------
 // mdast pass
 
-const CURRENCY = "[$€£¥₹₩₽₪₫₺₴₦฿₱¢]";
-const FIGURE_RE = new RegExp(
-  `^[+\\-−]?\\(?(?:(?:[A-Z]{3}|${CURRENCY})\\s?)?[+\\-−]?(?:\\d{1,3}(?:[,\\u00a0\\u202f ]\\d{3})+|\\d+)?(?:\\.\\d+)?` +
-    `(?:\\s?(?:[kKMBT]|bn|mn))?\\s?[%‰]?(?:\\s?(?:[A-Z]{3}|${CURRENCY}))?\\)?$`,
-  "u",
-);
-/** Cells that say "no value" and neither make nor break a column of figures. */
-const BLANK_CELL = /^(?:|[-–—]|n\/?a)$/i;
 const SCHEME_RE = /^[a-z][a-z0-9+.-]*:/i;
 
 /** An embed to fill after sanitizing: the canonical address and the image's alt text. */
@@ -323,8 +306,7 @@ function alignFigures(table: Table): void {
   const columns = Math.max(table.align?.length ?? 0, ...table.children.map((r) => r.children.length));
   const align = (table.align ??= []);
   for (let c = 0; c < columns; c++) {
-    const texts = body.map((row) => (row.children[c] ? toString(row.children[c]!).trim() : ""));
-    if (!texts.some(isFigureText) || !texts.every((t) => isFigureText(t) || BLANK_CELL.test(t))) continue;
+    if (!isFigureColumn(body.map((row) => (row.children[c] ? toString(row.children[c]!) : "")))) continue;
     while (align.length < columns) align.push(null);
     align[c] ??= "right";
     if (align[c] !== "right") continue; // the author aligned it otherwise: theirs wins, and no `num`
