@@ -7,18 +7,27 @@ import type { DomainEventEnvelope } from "./catalog";
 import type { EventFacts } from "./stream";
 
 /**
- * One event of `SqliteEventStream`'s in-memory tail; also an event queued on a group commit's
- * INSERT, whose `seq` is 0 until it is stored (and stays 0 when its id was stored before).
+ * One event of `SqliteEventStream`'s in-memory tail: its seq, its filter facts and its stored JSON
+ * text. The envelope object itself is not kept (a read from the tail parses the text, as a read from
+ * SQLite parses the row's): the tail holds each event for seconds under load, long enough for V8 to
+ * promote it, and the text is one object where the envelope is a dozen (issue 15, RSS under load).
  */
 export interface TailEntry {
   seq: number;
-  event: DomainEventEnvelope;
   facts: EventFacts;
   json: string;
 }
 
+/**
+ * An event queued on a group commit's INSERT, with its envelope; `seq` is 0 until it is stored (and
+ * stays 0 when its id was stored before).
+ */
+export interface QueuedEvent extends TailEntry {
+  event: DomainEventEnvelope;
+}
+
 /** The rows of the events table's columns after `seq`, `id` to `envelope`, as one JSON array (for `json_each`). */
-function eventRowsJson(rows: readonly TailEntry[]): string {
+function eventRowsJson(rows: readonly QueuedEvent[]): string {
   const now = Date.now();
   return JSON.stringify(
     rows.map(({ event: e, facts: f, json }) => [
@@ -41,7 +50,7 @@ function eventRowsJson(rows: readonly TailEntry[]): string {
  * - `run` inserts with `RETURNING id, seq`: a row whose id was stored before, or earlier in the same
  *   group, keeps seq 0 and is not appended; then reads `sqlite_sequence` for `nextSeq`.
  */
-export class EventInsert implements GroupStatement<TailEntry> {
+export class EventInsert implements GroupStatement<QueuedEvent> {
   /**
    * The seq the next event stored through {@link EventInsert.sql} gets
    * (undefined until a first INSERT through `run` has read `sqlite_sequence`).
@@ -49,7 +58,7 @@ export class EventInsert implements GroupStatement<TailEntry> {
   private nextSeq: number | undefined;
 
   /** {@link GroupStatement.run}: the INSERT with `RETURNING id, seq`, then `nextSeq` from `sqlite_sequence`. */
-  async run(w: SqlStatements, rows: readonly TailEntry[]): Promise<void> {
+  async run(w: SqlStatements, rows: readonly QueuedEvent[]): Promise<void> {
     for (const row of rows) row.seq = 0;
     const stored = await w.all<{ id: string; seq: number }>(
       `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
@@ -69,7 +78,7 @@ export class EventInsert implements GroupStatement<TailEntry> {
   }
 
   /** {@link GroupStatement.sql}: the INSERT with the rows' seqs from `nextSeq` (undefined until `run` has set it). */
-  sql(rows: readonly TailEntry[]): string | undefined {
+  sql(rows: readonly QueuedEvent[]): string | undefined {
     if (this.nextSeq === undefined) return undefined;
     const first = this.nextSeq;
     this.nextSeq += rows.length;

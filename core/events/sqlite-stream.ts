@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor } from "./cursor";
 import { ApiError } from "../errors";
 import { pruneBefore } from "../store/retention";
 import { compileEventFilter, eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery } from "./stream";
-import { EventInsert, type TailEntry } from "./event-insert";
+import { EventInsert, type QueuedEvent, type TailEntry } from "./event-insert";
 
 /** A page read from SQLite as JSON bytes, with the seq of its last event (absent when empty). */
 type ReadPage = EventJsonPage & { lastSeq?: number };
@@ -121,7 +121,7 @@ export class SqliteEventStream implements EventStream {
    */
   async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     if (envelopes.length === 0) return;
-    const rows: TailEntry[] = envelopes.map((event) => ({ event, facts: eventFacts(event), json: JSON.stringify(event), seq: 0 }));
+    const rows: QueuedEvent[] = envelopes.map((event) => ({ event, facts: eventFacts(event), json: JSON.stringify(event), seq: 0 }));
     tx.defer(this.insertEvents, rows);
     tx.afterCommit(() => {
       const appended = rows.filter((r) => r.seq > 0);
@@ -136,16 +136,16 @@ export class SqliteEventStream implements EventStream {
   private noticeTopics: Set<Topic> | undefined;
 
   /** Extends the tail with committed events (in seq order: hooks run in commit order) and queues the notice. */
-  private committed(appended: TailEntry[]): void {
+  private committed(appended: QueuedEvent[]): void {
     const last = this.tail[this.tail.length - 1];
     // keep the tail contiguous: it only ever extends what this process appended right after it
     // (a re-appended id still uses up a seq under AUTOINCREMENT, so redelivery leaves a gap)
     if (last && appended[0]!.seq !== last.seq + 1) this.resetTail();
-    for (const entry of appended) {
-      this.tail.push(entry);
-      const seqs = this.tailByTopic.get(entry.event.topic);
-      if (seqs) seqs.push(entry.seq);
-      else this.tailByTopic.set(entry.event.topic, [entry.seq]);
+    for (const { seq, facts, json } of appended) {
+      this.tail.push({ seq, facts, json }); // without the envelope (see TailEntry)
+      const seqs = this.tailByTopic.get(facts.topic);
+      if (seqs) seqs.push(seq);
+      else this.tailByTopic.set(facts.topic, [seq]);
     }
     // trimmed a tenth at a time: a splice on every commit moved the whole tail (3.6 % of the service's
     // CPU under a load of action runs)
@@ -155,10 +155,10 @@ export class SqliteEventStream implements EventStream {
     }
     if (this.tail[this.tail.length - 1]!.seq - this.tail[0]!.seq !== this.tail.length - 1) this.resetTail(); // a gap: fall back to SQLite
     if (this.noticeTopics) {
-      for (const entry of appended) this.noticeTopics.add(entry.event.topic);
+      for (const entry of appended) this.noticeTopics.add(entry.facts.topic as Topic);
       return;
     }
-    const topics = (this.noticeTopics = new Set(appended.map((entry) => entry.event.topic)));
+    const topics = (this.noticeTopics = new Set(appended.map((entry) => entry.facts.topic as Topic)));
     queueMicrotask(() => {
       this.noticeTopics = undefined;
       this.notifier.emit("appended", topics);
@@ -183,7 +183,8 @@ export class SqliteEventStream implements EventStream {
 
   async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
     const fromTail = this.readTail(q);
-    if (fromTail) return fromTail.map((t) => ({ ...t.event, cursor: encodeCursor(this.epoch, t.seq) }));
+    // the stored text with its cursor spliced in, parsed: what a read from SQLite answers
+    if (fromTail) return fromTail.map((t) => JSON.parse(this.storedJson(t.json, t.seq)) as StoredDomainEvent);
     const rows = await this.select(q);
     return rows.map((r) => ({ ...(JSON.parse(r.envelope) as DomainEventEnvelope), cursor: encodeCursor(this.epoch, r.seq) }));
   }
