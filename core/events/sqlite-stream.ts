@@ -155,10 +155,10 @@ export class SqliteEventStream implements EventStream {
     }
     if (this.tail[this.tail.length - 1]!.seq - this.tail[0]!.seq !== this.tail.length - 1) this.resetTail(); // a gap: fall back to SQLite
     if (this.noticeTopics) {
-      for (const entry of appended) this.noticeTopics.add(entry.facts.topic as Topic);
+      for (const entry of appended) this.noticeTopics.add(entry.facts.topic);
       return;
     }
-    const topics = (this.noticeTopics = new Set(appended.map((entry) => entry.facts.topic as Topic)));
+    const topics = (this.noticeTopics = new Set(appended.map((entry) => entry.facts.topic)));
     queueMicrotask(() => {
       this.noticeTopics = undefined;
       this.notifier.emit("appended", topics);
@@ -183,10 +183,8 @@ export class SqliteEventStream implements EventStream {
 
   async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
     const fromTail = this.readTail(q);
-    // the stored text with its cursor spliced in, parsed: what a read from SQLite answers
-    if (fromTail) return fromTail.map((t) => JSON.parse(this.storedJson(t.json, t.seq)) as StoredDomainEvent);
-    const rows = await this.select(q);
-    return rows.map((r) => ({ ...(JSON.parse(r.envelope) as DomainEventEnvelope), cursor: encodeCursor(this.epoch, r.seq) }));
+    if (fromTail) return fromTail.map((t) => this.storedEvent(t.json, t.seq));
+    return (await this.select(q)).map((r) => this.storedEvent(r.envelope, r.seq));
   }
 
   /**
@@ -290,6 +288,11 @@ export class SqliteEventStream implements EventStream {
   /** The cursor of position `seq` in this stream (undefined for undefined). */
   private cursorAt(seq: number | undefined): string | undefined {
     return seq === undefined ? undefined : encodeCursor(this.epoch, seq);
+  }
+
+  /** A stored event from its envelope's text (the tail's or a row's): {@link SqliteEventStream.storedJson}, parsed. */
+  private storedEvent(envelopeJson: string, seq: number): StoredDomainEvent {
+    return JSON.parse(this.storedJson(envelopeJson, seq)) as StoredDomainEvent;
   }
 
   /** A stored event's JSON text: its envelope's text with its cursor spliced in. */

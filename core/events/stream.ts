@@ -86,7 +86,7 @@ export interface EventStream {
  * computed once per event by {@link eventFacts} so that many subscriptions can test it cheaply.
  */
 export interface EventFacts {
-  topic: string;
+  topic: Topic;
   type: string;
   subjectType: string | undefined;
   subjectId: string | undefined;

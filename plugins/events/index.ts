@@ -78,16 +78,16 @@ export default definePlugin({
         if (!permissions.some((p) => p.startsWith("view:") || p.startsWith("run:"))) {
           throw new ApiError("forbidden", "This identity may not view any events");
         }
+        const limit = query.limit ?? 100;
         // the stored events' JSON texts, spliced into the answer as they are (never parsed and re-serialized)
         const page = await events.readJson({
           topics: query.topic ? [query.topic] : undefined,
           types: query.type ? [query.type] : undefined,
           afterCursor: query.afterCursor,
-          limit: query.limit ?? 100,
+          limit,
           permissions,
         });
         const body = Buffer.concat([Buffer.from(`{"count":${page.count},"events":[`), page.json, Buffer.from("]}")]);
-        const limit = query.limit ?? 100;
         if (page.count < limit || page.lastCursor === undefined) return jsonText(body);
         return jsonText(body, 200, { link: nextLink({ topic: query.topic, type: query.type, limit, afterCursor: page.lastCursor }) });
       },

@@ -88,7 +88,15 @@ await Promise.all(Array.from({ length: writers }, async () => {
  * that the client's JSON.parse (~2 ms per page) does not take the server's core on this 2-core machine.
  * Either way every page is parsed and checked, off the clock: each count matches its events, no id twice.
  */
-async function replay(parseInLoop: boolean): Promise<{ seconds: number; cpuMs: number; pages: number; events: number }> {
+/** One replay's figures: wall seconds, the server's CPU ms, pages and distinct events read. */
+interface ReplayRun {
+  seconds: number;
+  cpuMs: number;
+  pages: number;
+  events: number;
+}
+
+async function replay(parseInLoop: boolean): Promise<ReplayRun> {
   const started = Date.now();
   const cpuStarted = serverCpuMs(server.child.pid);
   const getPage = (p: string) => request(`${base}${p}`, { headers: { authorization: `Bearer ${SANDBOX_DEV_TOKEN}` } });
@@ -126,13 +134,13 @@ async function replay(parseInLoop: boolean): Promise<{ seconds: number; cpuMs: n
 // one replay to warm up (the server's JIT, and the writes' aftermath: the first replay right after
 // them cost the server twice the CPU per page of the next ones), then three of each kind, alternated
 const warmUp = await replay(true);
-const replays = { parsedInLoop: [] as Awaited<ReturnType<typeof replay>>[], parsedAfter: [] as Awaited<ReturnType<typeof replay>>[] };
+const replays = { parsedInLoop: [] as ReplayRun[], parsedAfter: [] as ReplayRun[] };
 for (let round = 0; round < 3; round++) {
   replays.parsedInLoop.push(await replay(true));
   replays.parsedAfter.push(await replay(false));
 }
-const eventsPerSecond = (runs: Awaited<ReturnType<typeof replay>>[]) => runs.reduce((n, r) => n + r.events, 0) / runs.reduce((n, r) => n + r.seconds, 0);
-const replayRow = (label: string, runs: Awaited<ReturnType<typeof replay>>[]) =>
+const eventsPerSecond = (runs: ReplayRun[]) => runs.reduce((n, r) => n + r.events, 0) / runs.reduce((n, r) => n + r.seconds, 0);
+const replayRow = (label: string, runs: ReplayRun[]) =>
   `| replay GET /api/events pages of 500, ${label} | ${runs.map((r) => `${(r.events / r.seconds).toFixed(0)} events/s (${(r.pages / r.seconds).toFixed(1)} pages/s, server CPU ${(r.cpuMs / Math.max(1, r.pages)).toFixed(2)} ms per page)`).join("; ")}; ${eventsPerSecond(runs).toFixed(0)} events/s over all ${runs.length} (${runs[0]!.events} events each) |`;
 const replayRate = eventsPerSecond(replays.parsedInLoop);
 
