@@ -5,7 +5,7 @@
  * subscription receives exactly that, in order, once.
  */
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import fc from "fast-check";
 import { Database } from "../store/db";
 import { SqliteEventStream } from "./sqlite-stream";
@@ -76,13 +76,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 describe("event feed", () => {
   it("delivers to every subscription exactly the stream's filtered read after its cursor, in order and once (property)", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 30 }), async (ops) => {
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 4 }), async (ops, deliveryChunk) => {
         const stream = await openStream();
         await stream.append([envelope(0), envelope(1)]);
-        // a window of 6 events, read 3 at a time: slow handlers fall out of it and read the stream again
+        // a window of 6 events, read 3 at a time: slow handlers fall out of it and read the stream again;
+        // a few live subscriptions served per macrotask, so appends land while deliveries are under way
         const feed = new EventFeed(stream, (err) => {
           throw err;
-        }, { size: 6, readLimit: 3 });
+        }, { size: 6, readLimit: 3, deliveryChunk });
         const subs: Array<{ query: FeedQuery; start: string | undefined; got: string[]; stop: () => void; stopped: boolean; afterStop: number }> = [];
         const appends: Promise<void>[] = [];
         for (const o of ops) {
@@ -158,6 +159,45 @@ describe("event feed", () => {
     expect(reads).toBeLessThanOrEqual(10); // one read per append (fewer when appends come together), not one per subscription
     for (const [i, g] of got.entries()) expect(g).toEqual(await readAll(stream, { ...FILTERS[i % FILTERS.length]!, limit: 100 }, start));
     for (const stop of stops) stop();
+  });
+
+  it("serves its live subscriptions a chunk per macrotask: an append landing meanwhile reaches the ones not yet served with the earlier events, in one handler call", async () => {
+    const stream = await openStream();
+    let resolveSecond: () => void = () => {};
+    const secondRead = new Promise<void>((r) => (resolveSecond = r));
+    const second = envelope(1);
+    const watching: EventStream = {
+      append: (e) => stream.append(e),
+      read: async (q: StreamQuery) => {
+        const page = await stream.read(q);
+        if (page.some((e) => e.id === second.id)) setTimeout(resolveSecond, 0); // after the feed's push
+        return page;
+      },
+      latestCursor: () => stream.latestCursor(),
+      prune: (ms) => stream.prune(ms),
+      notifier: stream.notifier,
+    };
+    const feed = new EventFeed(watching, undefined, { deliveryChunk: 2 });
+    const start = await stream.latestCursor();
+    const calls = Array.from({ length: 6 }, () => [] as string[][]);
+    const stops = calls.map((c) => feed.subscribe({ query: { limit: 10 }, afterCursor: start, handler: (b) => void c.push(b.map((e) => e.id)), onHandlerError: () => {}, onReadError: () => {} }));
+    await waitFor(() => feed.liveCount === 6);
+    vi.useFakeTimers({ toFake: ["setImmediate"] }); // the drain's next chunk waits for runAllTimers
+    try {
+      const first = envelope(1);
+      await stream.append([first]);
+      await waitFor(() => calls[1]!.length === 1);
+      expect(calls.map((c) => c.length)).toEqual([1, 1, 0, 0, 0, 0]); // a chunk of 2, the rest scheduled
+      await stream.append([second]);
+      await secondRead;
+      expect(calls.map((c) => c.length)).toEqual([1, 1, 0, 0, 0, 0]); // a drain is under way: nothing out of turn
+      vi.runAllTimers();
+      for (const c of calls.slice(0, 2)) expect(c).toEqual([[first.id], [second.id]]);
+      for (const c of calls.slice(2)) expect(c).toEqual([[first.id, second.id]]);
+    } finally {
+      vi.useRealTimers();
+      for (const stop of stops) stop();
+    }
   });
 
   it("hands its subscriptions back to their own reads when its read fails, losing nothing", async () => {

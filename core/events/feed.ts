@@ -44,18 +44,22 @@ interface Sub extends FeedSubscriber {
  * also validates the cursor: an expired or foreign one fails as a stream read does). Once a read
  * answers less than a full batch it has seen everything committed before it started — so at least
  * every event the feed held then — and it joins the feed right after the later of those events and the
- * last one it read: no gap and no duplicate. From then on each append is delivered to it synchronously
- * from memory, in the order of the stream. A subscription that falls behind the feed's window (its
- * handler's promise held it back while the window moved on) or a feed whose read fails goes
- * back to reading the stream from its last cursor, the same way.
+ * last one it read: no gap and no duplicate. From then on each append is delivered to it from memory,
+ * in the order of the stream: to the first `deliveryChunk` (64) live subscriptions synchronously, to
+ * the rest in later macrotasks, a chunk at a time (see {@link EventFeed.drain}). A subscription that
+ * falls behind the feed's window (its handler's promise held it back while the window moved on) or a
+ * feed whose read fails goes back to reading the stream from its last cursor, the same way.
  */
 export class EventFeed {
   /** How many of the newest events the feed keeps by default (it holds up to twice as many between trims). */
   static readonly SIZE = 2048;
   /** Batch size of the feed's own reads by default. */
   static readonly READ_LIMIT = 1000;
+  /** How many live subscriptions are handed their events per macrotask by default (see {@link EventFeed.drain}). */
+  static readonly DELIVERY_CHUNK = 64;
   private readonly size: number;
   private readonly readLimit: number;
+  private readonly deliveryChunk: number;
 
   private entries: Entry[] = [];
   /** Absolute index of entries[0]. */
@@ -70,21 +74,27 @@ export class EventFeed {
   private following: Promise<void> | undefined;
   private again = false;
   private readonly live = new Set<Sub>();
+  /** Live subscriptions with events not yet handed to them, in the order they are to get them. */
+  private readonly pending = new Set<Sub>();
+  /** A drain is scheduled (setImmediate): pushes only add to `pending`. */
+  private draining = false;
   private subscriptions = 0;
   private readonly onAppended = () => void this.follow();
 
   /**
    * @param onFeedError told when the feed's own read fails (its subscriptions then read the stream themselves)
    * @param opts `size` (events kept) and `readLimit` (batch of the feed's reads); `readLimit` ≤ `size`,
-   *   so one batch never pushes a subscription that was at the head out of the window
+   *   so one batch never pushes a subscription that was at the head out of the window; `deliveryChunk`
+   *   (live subscriptions handed their events per macrotask, ≥ 1)
    */
   constructor(
     private readonly stream: EventStream,
     private readonly onFeedError: (err: unknown) => void = () => undefined,
-    opts: { size?: number; readLimit?: number } = {},
+    opts: { size?: number; readLimit?: number; deliveryChunk?: number } = {},
   ) {
     this.size = opts.size ?? EventFeed.SIZE;
     this.readLimit = Math.min(opts.readLimit ?? EventFeed.READ_LIMIT, this.size);
+    this.deliveryChunk = Math.max(1, opts.deliveryChunk ?? EventFeed.DELIVERY_CHUNK);
   }
 
   /**
@@ -107,6 +117,7 @@ export class EventFeed {
     if (sub.state === "stopped") return;
     sub.state = "stopped";
     this.live.delete(sub);
+    this.pending.delete(sub);
     if (--this.subscriptions === 0) this.reset(); // nobody left: stop following the stream
   }
 
@@ -115,6 +126,7 @@ export class EventFeed {
     this.generation++;
     this.entries = [];
     this.index.clear();
+    this.pending.clear();
     this.base = 0;
     this.head = undefined;
     this.starting = undefined;
@@ -189,7 +201,34 @@ export class EventFeed {
       for (const e of dropped) this.index.delete(e.event.cursor);
       this.base += dropped.length;
     }
-    for (const sub of this.live) this.deliver(sub);
+    for (const sub of this.live) this.pending.add(sub);
+    this.drain();
+  }
+
+  /**
+   * Hands the pending subscriptions their events, `deliveryChunk` of them now and the rest in later
+   * macrotasks (setImmediate), so that commits and requests are served between chunks rather than
+   * after the whole fan-out. An event committed while a drain is under way reaches the subscriptions
+   * not yet served together with the earlier ones, in one handler call (one socket write for
+   * `/ws/events`), and the ones already served after them: each subscription still gets its events in
+   * the order of the stream, once.
+   */
+  private drain(): void {
+    if (this.draining) return;
+    let served = 0;
+    for (const sub of this.pending) {
+      if (served === this.deliveryChunk) {
+        this.draining = true;
+        setImmediate(() => {
+          this.draining = false;
+          this.drain();
+        });
+        return;
+      }
+      this.pending.delete(sub);
+      this.deliver(sub);
+      served++;
+    }
   }
 
   /** Hands the feed's events after `sub.next` to a live subscription, synchronously while its handler is. */

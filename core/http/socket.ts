@@ -8,6 +8,29 @@ export function sendFrame(peer: Peer, frame: unknown): void {
   peer.send(JSON.stringify(frame));
 }
 
+/** The TCP socket under a peer of crossws's Node adapter (`peer._internal.ws` is ws's WebSocket, `_socket` its socket); undefined elsewhere. */
+function tcpSocketOf(peer: Peer): { cork(): void; uncork(): void } | undefined {
+  const socket = (peer as unknown as { _internal?: { ws?: { _socket?: { cork?: unknown; uncork?: unknown } } } })._internal?.ws?._socket;
+  return typeof socket?.cork === "function" && typeof socket.uncork === "function" ? (socket as { cork(): void; uncork(): void }) : undefined;
+}
+
+/**
+ * Sends text frames (already serialized, in order) in one write where the runtime allows it: under
+ * crossws's Node adapter the peer's TCP socket is corked around the sends, so N frames leave in one
+ * writev — one system call, and one wake-up of the reader — instead of N (on loopback a write costs
+ * ~20 µs, most of the fan-out's time). Elsewhere, or should crossws or ws move their internals, the
+ * frames are sent one by one, unchanged. Errors are `peer.send`'s (ws ignores sends on a closed socket).
+ */
+export function sendFrames(peer: Peer, frames: readonly string[]): void {
+  const socket = frames.length > 1 ? tcpSocketOf(peer) : undefined;
+  socket?.cork();
+  try {
+    for (const frame of frames) peer.send(frame);
+  } finally {
+    socket?.uncork();
+  }
+}
+
 /**
  * Handles one client message of a type other than `subscribe`/`unsubscribe` (`replay` on
  * `/ws/agents`): it gets the parsed JSON as sent, validates it and answers on the peer itself; it

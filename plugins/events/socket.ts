@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import type { Hooks } from "crossws";
-import { EVENT_TYPES, TOPICS, eventSubject, sendFrame, subscriptionSocket, type EventLog, type Principal, type StoredDomainEvent, type Topic } from "../../core/plugin-api";
+import { EVENT_TYPES, TOPICS, eventSubject, sendFrame, sendFrames, subscriptionSocket, type EventLog, type Principal, type StoredDomainEvent, type Topic } from "../../core/plugin-api";
 
 /** Close code for consumers that cannot keep up: the client reconnects with its last cursor. */
 export const SLOW_CONSUMER_CLOSE = 4008;
@@ -50,7 +50,8 @@ function eventFrame(e: StoredDomainEvent): string {
  * `cursor_expired`. Events are scoped to the session identity's view permissions. A socket whose
  * unsent data passes `maxBufferedBytes` is closed with 4008 (writers and other sockets never wait for
  * it: live events reach every socket from the process's shared event feed, synchronously, and sends
- * are never awaited). Each event's frame is serialized once per process, not once per socket.
+ * are never awaited). Each event's frame is serialized once per process, not once per socket, and a
+ * batch's frames leave in one socket write ({@link sendFrames}).
  */
 export function eventsSocket(events: EventLog, authenticate: (req: Request) => Promise<Principal>, maxBufferedBytes: number): Partial<Hooks> {
   return subscriptionSocket({
@@ -75,7 +76,7 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
           permissions: [...principal.permissions],
         },
         (batch) => {
-          for (const e of batch) peer.send(eventFrame(e)); // not awaited: a slow socket only grows its own buffer
+          sendFrames(peer, batch.map(eventFrame)); // one write; not awaited: a slow socket only grows its own buffer
           if (peer.bufferedAmount > maxBufferedBytes) {
             stop();
             peer.close(SLOW_CONSUMER_CLOSE, "slow consumer: reconnect with your last cursor");
