@@ -2,7 +2,8 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { applyHeapGrowingPercent } from "./heap";
+import fs from "node:fs";
+import { applyHeapGrowingPercent, MALLOC_ARENA_MAX, mallocArenaAdvice } from "./heap";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -41,5 +42,20 @@ describe("applyHeapGrowingPercent (issue 15: RSS flat under steady load)", () =>
     expect(applyHeapGrowingPercent(0, [])).toBeUndefined();
     expect(applyHeapGrowingPercent(20, ["--heap-growing-percent=50"])).toBeUndefined();
     expect(applyHeapGrowingPercent(20, ["--heap_growing_percent", "50"])).toBeUndefined();
+  });
+});
+
+describe("MALLOC_ARENA_MAX (issue 15: RSS flat under steady load)", () => {
+  it("is set by the package's start scripts unless the environment sets it", () => {
+    const scripts = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts as Record<string, string>;
+    for (const name of ["start", "start:prod"]) expect(scripts[name]).toMatch(new RegExp(`^MALLOC_ARENA_MAX=\\$\\{MALLOC_ARENA_MAX:-${MALLOC_ARENA_MAX}\\} `));
+  });
+
+  it("advises setting it on Linux only when neither it nor glibc's tunable is set", () => {
+    expect(mallocArenaAdvice({}, "linux")).toMatch(/MALLOC_ARENA_MAX=2/);
+    expect(mallocArenaAdvice({ MALLOC_ARENA_MAX: "4" }, "linux")).toBeUndefined();
+    expect(mallocArenaAdvice({ GLIBC_TUNABLES: "glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=2" }, "linux")).toBeUndefined();
+    expect(mallocArenaAdvice({ GLIBC_TUNABLES: "glibc.malloc.trim_threshold=1" }, "linux")).toMatch(/not set/);
+    expect(mallocArenaAdvice({}, "darwin")).toBeUndefined();
   });
 });

@@ -12,7 +12,7 @@ import os from "node:os";
 import { deckCheckProcessFor, type DeckCheckProcess } from "../core/artifacts/deck-check-process";
 import { ConfigError, databaseFile, loadConfig } from "../core/config";
 import { createLogger } from "../core/logger";
-import { applyHeapGrowingPercent } from "../core/heap";
+import { applyHeapGrowingPercent, mallocArenaAdvice } from "../core/heap";
 import { TemporalCliError } from "../core/temporal/cli";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "../core/temporal/embedded";
 import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
@@ -44,6 +44,8 @@ try {
   const config = loadConfig(env, defaults);
   const log = createLogger(config.logLevel);
   applyHeapGrowingPercent(config.heapGrowingPercent);
+  const arenaAdvice = mallocArenaAdvice();
+  if (arenaAdvice) log.warn(arenaAdvice);
   if (!config.temporal.address) {
     temporal = startEmbeddedTemporal(config, (line) => log.info(line));
     temporal.catch(() => undefined); // observed by createApp, which reports it

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { MALLOC_ARENA_MAX } from "../../core/heap";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { childPids, tempDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
@@ -27,7 +28,8 @@ export interface StartedSandbox {
 
 /**
  * Starts the sandbox and polls `GET /api/status` every 20 ms until it answers 200. BENCH_NODE_FLAGS
- * adds node flags (as for `startBenchServer`).
+ * adds node flags (as for `startBenchServer`). `MALLOC_ARENA_MAX` is 2 unless this environment sets
+ * it, as the package's start scripts do.
  * @param opts.dataDir the data dir (default: a fresh one)
  * @param opts.env more environment (e.g. `SVC_CACHE_DIR`)
  * @param opts.timeoutMs how long to wait for ready (default 120 s)
@@ -36,7 +38,8 @@ export interface StartedSandbox {
 export async function startSandbox(kind: StartKind, opts: { dataDir?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<StartedSandbox> {
   const port = await freePort();
   const dataDir = opts.dataDir ?? tempDir("svc-bench-start-");
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", LOG_LEVEL: "debug", ...opts.env };
+  // glibc's arenas as `npm start` and `npm run start:prod` set them (unless this environment does)
+  const env: NodeJS.ProcessEnv = { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX), ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", LOG_LEVEL: "debug", ...opts.env };
   delete env.SVC_WORKFLOW_BUNDLE;
   delete env.TEMPORAL_ADDRESS;
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { MALLOC_ARENA_MAX } from "../../core/heap";
 import { buildSandbox } from "../../sandbox/build";
 import { tempDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
@@ -38,11 +39,13 @@ export type BenchServerKind = "bare" | "bare-files" | "app";
  * Starts a benchmark target (test/bench/server.ts, compiled or under tsx: {@link BENCH_APP}) in its own
  * process on free ports with a fresh data dir (and, for `app`, its own embedded Temporal dev server).
  * BENCH_NODE_FLAGS adds node flags (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). `child.pid` is the
- * target's Node process itself.
+ * target's Node process itself. The app runs with `MALLOC_ARENA_MAX` 2 unless this environment sets
+ * it, as the package's start scripts do.
  */
 export async function startBenchServer(kind: BenchServerKind, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void>; stats(): Promise<Record<string, number>> }> {
   const port = await freePort();
-  const fullEnv = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
+  // the app gets glibc's arenas as the package's start scripts set them (unless this environment does); the bare yardstick keeps glibc's default
+  const fullEnv = { ...(kind === "app" ? { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX) } : {}), ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
   const entry = BENCH_APP === "compiled" ? [await compiledServerEntry()] : ["--import", "tsx", "test/bench/server.ts"];
   const child = spawn(process.execPath, [...flags, ...entry, kind], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
