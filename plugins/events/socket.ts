@@ -49,8 +49,8 @@ function eventFrame(e: StoredDomainEvent): string {
  * `EventFeed`). An expired cursor answers `reset` with
  * `cursor_expired`. Events are scoped to the session identity's view permissions. A socket whose
  * unsent data passes `maxBufferedBytes` is closed with 4008 (writers and other sockets never wait for
- * it: live events reach every socket from the process's shared event feed, synchronously, and sends
- * are never awaited). Each event's frame is serialized once per process, not once per socket, and a
+ * it: live events reach every socket from the process's shared event feed, a chunk of sockets per
+ * macrotask, and sends are never awaited). Each event's frame is serialized once per process, not once per socket, and a
  * batch's frames leave in one socket write ({@link sendFrames}).
  */
 export function eventsSocket(events: EventLog, authenticate: (req: Request) => Promise<Principal>, maxBufferedBytes: number): Partial<Hooks> {
