@@ -5,11 +5,12 @@
  * nor repeats an event. Real app, real SQLite, real HTTP. The probe schedules are in
  * test/fixtures/event-schedule-project.ts: each records what it handled in a `tally` object.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { allEvents, client, eventually, startApp, startFixtureProcess, tempDir, tokenFor } from "./helpers";
 import { freePort } from "./setup/global";
 import { eventScheduleProject, probeControl, withLate } from "./fixtures/event-schedule-project";
 import { OntologyStore } from "../core/ontology/store";
+import { EVENT_STREAM, type StreamScan } from "../core/events/stream";
 import type { App } from "../core/app";
 import { defineConnector, defineSchedule } from "../core/sdk";
 
@@ -95,6 +96,23 @@ describe("event schedules", () => {
     const action = (await allEvents(c, "&type=action.completed")).find((e) => e.payload.subject?.primaryId === "inv_1001");
     const invoiceTriggered = (await allEvents(c, "&type=schedule.triggered")).filter((e) => e.payload.scheduleId === "invoice-actions");
     expect(invoiceTriggered.map((e) => [e.payload.eventId, e.correlationId])).toEqual([[action.id, action.correlationId]]);
+  });
+
+  it("skips the events its selector excludes without reading them, while its stored cursor keeps up with the stream", async () => {
+    const stream = app.container.resolve(EVENT_STREAM);
+    const scans = vi.spyOn(stream, "scan");
+    try {
+      // 300 events no schedule of the project matches (a rule on customers)
+      for (let k = 0; k < 3; k++) await append(c, Array.from({ length: 100 }, (_, i) => ({ type: "rule.triggered", payload: { ruleId: "probe-rule", subject: { kind: "object", objectTypeId: "customer", primaryId: `cus_${k}_${i}` } } })));
+      const latest = await stream.latestCursor();
+      // the cursor move is flushed within a second (nothing to commit with it)
+      for (const id of ["ordered", "invoice-actions", "dead"]) await eventually(async () => (await schedule(c, id)).consumer.cursor === latest, 5000, 100);
+      expect(scans).toHaveBeenCalled();
+      const answered = (await Promise.all(scans.mock.results.map((r) => r.value as Promise<StreamScan>))).reduce((n, scan) => n + scan.events.length, 0);
+      expect(answered).toBe(0);
+    } finally {
+      scans.mockRestore();
+    }
   });
 
   it("keeps stream order within a partition and runs partitions concurrently", async () => {

@@ -3,6 +3,9 @@ import { describe, expect, it } from "vitest";
 import { client, eventually, startApp, tempDir } from "./helpers";
 import { freePort } from "./setup/global";
 import { ensureNatsServer, startNats } from "./setup/nats";
+import { allCursors, expectScanContract, scanToEnd } from "./helpers-streams";
+import { NatsEventStream } from "../core/events/nats-stream";
+import type { DomainEventEnvelope } from "../core/events/catalog";
 
 describe("NATS JetStream broker stream", () => {
   it("serves events with the built-in stream's cursor semantics, and survives a broker outage without losing or duplicating anything", async () => {
@@ -65,6 +68,34 @@ describe("NATS JetStream broker stream", () => {
       await nats.stop();
     }
   }, 120_000);
+
+  it("scans with checkpoints as the built-in stream does: a filtered read says how far it examined the stream", async () => {
+    const bin = ensureNatsServer();
+    const port = await freePort();
+    const nats = await startNats(bin, port, path.join(tempDir("svc-nats-"), "jetstream"));
+    const stream = await NatsEventStream.open({ servers: `nats://127.0.0.1:${port}`, stream: "SVC_scan", subjectPrefix: "svc.scan", retentionMs: 3_600_000 });
+    try {
+      const types = ["action.requested", "action.completed", "rule.triggered"] as const;
+      await stream.append(
+        Array.from({ length: 40 }, (_, i) => ({
+          id: `evt_n${i}`, schemaVersion: 1, projectId: "p", occurredAt: "2026-01-01T00:00:00.000Z", type: types[(i * i) % 3]!, topic: i * i % 3 === 2 ? "rules" : "actions", partitionKey: "k",
+          payload: i * i % 3 === 2 ? { ruleId: "r", subject: { kind: "object", objectTypeId: "invoice", primaryId: `o${i % 2}` } } : { actionId: "diagnostics.noop", runId: `r${i}` },
+        })) as DomainEventEnvelope[],
+      );
+      const cursors = await allCursors(stream);
+      expect(cursors).toHaveLength(40);
+      for (const after of [undefined, cursors[0], cursors[17], cursors[38], cursors[39]]) {
+        for (const q of [{ types: ["rule.triggered"] }, { types: ["rule.triggered"], primaryId: "o1" }, { topics: ["actions"] as const }, {}]) {
+          for (const limit of [1, 3, 500]) await expectScanContract(stream, { ...q, afterCursor: after, limit }, cursors);
+          const expected = (await stream.read({ ...q, afterCursor: after, limit: 1000 })).map((e) => e.id);
+          expect(await scanToEnd(stream, { ...q, afterCursor: after, limit: 2 })).toMatchObject({ ids: expected, through: cursors[39] });
+        }
+      }
+    } finally {
+      await stream.close();
+      await nats.stop();
+    }
+  }, 60_000);
 
   it("answers cursor_expired for a cursor older than the stream's retention (max_age)", async () => {
     const bin = ensureNatsServer();

@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { DomainEventEnvelope, StoredDomainEvent } from "./catalog";
-import { compileEventFilter, eventFacts, type EventStream, type StreamQuery } from "./stream";
+import { compileEventFilter, eventFacts, type EventStream, type StreamQuery, type StreamScan } from "./stream";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
 import { ApiError } from "../errors";
@@ -68,6 +68,15 @@ export class NatsEventStream implements EventStream {
   }
 
   async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
+    return (await this.scan(q)).events;
+  }
+
+  /**
+   * {@link EventStream.scan}: the ordered consumer's messages are examined one by one; the checkpoint is
+   * the last one examined (the page's last event when it filled up, else the stream's last message as
+   * it stood when the read began, unless a fetch came back empty before it).
+   */
+  async scan(q: StreamQuery): Promise<StreamScan> {
     const state = (await this.info()).state;
     let start = state.first_seq;
     if (q.afterCursor !== undefined) {
@@ -75,11 +84,12 @@ export class NatsEventStream implements EventStream {
       if (seq + 1 < state.first_seq && state.messages > 0) throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
       start = Math.max(seq + 1, state.first_seq);
     }
-    if (state.messages === 0 || start > state.last_seq) return [];
+    if (state.messages === 0 || start > state.last_seq) return { events: [], checkpoint: undefined, end: true };
     const consumer = await this.js.consumers.get(this.opts.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
     const out: StoredDomainEvent[] = [];
     const matches = compileEventFilter(q);
     let next = start;
+    let examined: number | undefined;
     while (out.length < q.limit && next <= state.last_seq) {
       const batch = Math.min(500, state.last_seq - next + 1);
       const messages = await consumer.fetch({ max_messages: batch, expires: 2000 });
@@ -87,14 +97,17 @@ export class NatsEventStream implements EventStream {
       for await (const m of messages) {
         got++;
         next = m.seq + 1;
-        const e = m.json<DomainEventEnvelope>();
-        if (out.length < q.limit && matches(eventFacts(e))) out.push({ ...e, cursor: encodeCursor(this.epoch, m.seq) });
+        if (out.length < q.limit) {
+          examined = m.seq;
+          const e = m.json<DomainEventEnvelope>();
+          if (matches(eventFacts(e))) out.push({ ...e, cursor: encodeCursor(this.epoch, m.seq) });
+        }
         if (got >= batch) break;
       }
       if (got === 0) break;
     }
     await consumer.delete().catch(() => undefined);
-    return out;
+    return { events: out, checkpoint: examined === undefined ? undefined : encodeCursor(this.epoch, examined), end: out.length < q.limit && examined === state.last_seq };
   }
 
   async latestCursor(): Promise<string | undefined> {

@@ -5,7 +5,7 @@ import { EVENT_TOPICS, type DomainEventEnvelope, type StoredDomainEvent, type To
 import { decodeCursor, encodeCursor } from "./cursor";
 import { ApiError } from "../errors";
 import { pruneBefore } from "../store/retention";
-import { compileEventFilter, eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery } from "./stream";
+import { compileEventFilter, eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery, type StreamScan } from "./stream";
 import { EventInsert, type QueuedEvent, type TailEntry } from "./event-insert";
 
 /** A page read from SQLite as JSON bytes, with the seq of its last event (absent when empty). */
@@ -188,6 +188,27 @@ export class SqliteEventStream implements EventStream {
   }
 
   /**
+   * {@link EventStream.scan}: from the in-memory tail, the events that do not match are tested on their
+   * precomputed facts and never parsed (with topics or types, only the events of those topics are
+   * visited at all); from SQLite, the newest seq is read first and the filtered read stops there, so
+   * the checkpoint is that seq unless the page filled up.
+   */
+  async scan(q: StreamQuery): Promise<StreamScan> {
+    const tail = this.scanTail(q);
+    if (tail) {
+      const { entries, throughSeq } = tail;
+      return { events: entries.map((t) => this.storedEvent(t.json, t.seq)), checkpoint: this.cursorAt(throughSeq), end: entries.length < q.limit };
+    }
+    const after = this.afterSeq(q);
+    const newest = (await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? undefined;
+    if (newest === undefined || (after !== undefined && newest <= after)) return { events: [], checkpoint: undefined, end: true };
+    const rows = await this.select(q, newest);
+    const events = rows.map((r) => this.storedEvent(r.envelope, r.seq));
+    const end = rows.length < q.limit;
+    return { events, checkpoint: this.cursorAt(end ? newest : rows.at(-1)!.seq), end };
+  }
+
+  /**
    * {@link EventStream.readJson}: the stored envelope texts with the cursor spliced in, never parsed.
    * A full page read from SQLite starts reading the page after it (read-ahead): a reader catching up
    * asks for it next, and gets it without waiting on SQLite. A page read ahead is answered only when it
@@ -305,17 +326,29 @@ export class SqliteEventStream implements EventStream {
    * @throws {ApiError} cursor_expired, invalid_request (see {@link SqliteEventStream.afterSeq})
    */
   private readTail(q: StreamQuery): TailEntry[] | undefined {
+    return this.scanTail(q)?.entries;
+  }
+
+  /**
+   * The tail entries answering `q` and the seq the scan examined through (the last entry's when the
+   * page filled up, else the tail's last: nothing after the cursor is left unexamined; undefined when
+   * nothing came after the cursor), or undefined when `q`'s cursor is not inside the tail.
+   * @throws {ApiError} as {@link SqliteEventStream.afterSeq}
+   */
+  private scanTail(q: StreamQuery): { entries: TailEntry[]; throughSeq: number | undefined } | undefined {
     const seq = this.afterSeq(q);
     const first = this.tail[0];
     if (seq === undefined || !first || seq < first.seq - 1) return undefined;
     const matches = compileEventFilter(q);
     const out: TailEntry[] = [];
+    const last = this.tail[this.tail.length - 1]!.seq;
+    const through = () => (out.length === q.limit ? out[out.length - 1]!.seq : last > seq ? last : undefined);
     const topics = readTopics(q);
     if (!topics) {
       for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
         if (matches(this.tail[i]!.facts)) out.push(this.tail[i]!);
       }
-      return out;
+      return { entries: out, throughSeq: through() };
     }
     // only the events of the topics asked for, merged in seq order (a handful of topics at most)
     const lists = topics.map((t) => this.tailByTopic.get(t)).filter((l): l is number[] => l !== undefined);
@@ -329,7 +362,7 @@ export class SqliteEventStream implements EventStream {
       const entry = this.tail[lists[pick]![next[pick]!++]! - first.seq]!;
       if (matches(entry.facts)) out.push(entry);
     }
-    return out;
+    return { entries: out, throughSeq: through() };
   }
 
   /**
@@ -346,19 +379,26 @@ export class SqliteEventStream implements EventStream {
   }
 
   /** Reads `q` from SQLite (one statement per filter shape, prepared once by the database's cache). */
-  private select(q: StreamQuery): Promise<EventRow[]> {
-    const { sql, params } = this.selectSql(q);
+  private select(q: StreamQuery, throughSeq?: number): Promise<EventRow[]> {
+    const { sql, params } = this.selectSql(q, throughSeq);
     return this.db.all<EventRow>(sql, params);
   }
 
-  /** The query of the events answering `q` (seq, envelope), oldest first. @throws {ApiError} as {@link SqliteEventStream.afterSeq} */
-  private selectSql(q: StreamQuery): { sql: string; params: SqlParams } {
+  /**
+   * The query of the events answering `q` (seq, envelope), oldest first, up to `throughSeq` when given.
+   * @throws {ApiError} as {@link SqliteEventStream.afterSeq}
+   */
+  private selectSql(q: StreamQuery, throughSeq?: number): { sql: string; params: SqlParams } {
     const where: string[] = [];
     const params: SqlParams = [];
     const seq = this.afterSeq(q);
     if (seq !== undefined) {
       where.push("seq > ?");
       params.push(seq);
+    }
+    if (throughSeq !== undefined) {
+      where.push("seq <= ?");
+      params.push(throughSeq);
     }
     const inList = (column: string, values: readonly string[]) => {
       where.push(`${column} IN (${values.map(() => "?").join(",")})`);

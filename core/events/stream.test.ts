@@ -8,6 +8,7 @@ import { SqliteEventStream } from "./sqlite-stream";
 import { readEventsJson, type EventJsonPage, type StreamQuery } from "./stream";
 import type { DomainEventEnvelope } from "./catalog";
 import { tempDir } from "../../test/helpers-fs";
+import { allCursors, expectScanContract, readOnly, scanToEnd } from "../../test/helpers-streams";
 
 const opened: Database[] = [];
 afterEach(async () => {
@@ -202,9 +203,42 @@ describe("SqliteEventStream tail", () => {
         async ({ at, topics, types: typeFilter, primaryId, limit }) => {
           const q: StreamQuery = { afterCursor: cursors[at], topics: topics as StreamQuery["topics"], types: typeFilter, primaryId, limit };
           expect((await writer.read(q)).map((e) => e.id)).toEqual((await fresh.read(q)).map((e) => e.id));
+          // scans, with their checkpoints: from the tail (or SQLite before it) and from SQLite
+          const [hot, cold] = [await expectScanContract(writer, q, cursors), await expectScanContract(fresh, q, cursors)];
+          expect({ ...hot, events: hot.events.map((e) => e.id) }).toEqual({ ...cold, events: cold.events.map((e) => e.id) });
         },
       ),
       { numRuns: 150 },
+    );
+  });
+
+  it("a follower scanning page by page collects exactly the filtered read and ends at the stream's last cursor, with scan and without (property)", async () => {
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    opened.push(db);
+    const writer = await SqliteEventStream.open(db);
+    const kinds = Array.from({ length: 900 }, (_, i) => TYPES[(i * i + 3 * i) % TYPES.length]!);
+    for (let i = 0; i < kinds.length; i += 300) await writer.append(kinds.slice(i, i + 300).map((t, k) => event(i + k, t)));
+    const fresh = await SqliteEventStream.open(db);
+    const cursors = await allCursors(fresh);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          at: fc.integer({ min: -1, max: kinds.length - 1 }),
+          types: fc.option(fc.subarray(TYPES, { minLength: 1 }), { nil: undefined }),
+          primaryId: fc.option(fc.constantFrom("o1", "o2"), { nil: undefined }),
+          limit: fc.integer({ min: 1, max: 400 }),
+        }),
+        async ({ at, types: typeFilter, primaryId, limit }) => {
+          const q: StreamQuery = { afterCursor: at < 0 ? undefined : cursors[at], types: typeFilter, primaryId, limit };
+          const expected = (await fresh.read({ ...q, limit: 1000 })).map((e) => e.id);
+          for (const stream of [writer, fresh, readOnly(fresh)]) {
+            const { ids, through } = await scanToEnd(stream, q);
+            expect(ids).toEqual(expected);
+            expect(through).toBe(cursors.at(-1));
+          }
+        },
+      ),
+      { numRuns: 40 },
     );
   });
 });

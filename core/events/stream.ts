@@ -40,6 +40,19 @@ export function eventJsonPage(texts: readonly string[], lastCursor: string | und
   return { count: texts.length, json: Buffer.from(texts.join(",")), lastCursor };
 }
 
+/**
+ * What a filtered read examined (EventStoreDB's "checkpoint" of a filtered subscription): `events` are
+ * what `read` answers for the query; `checkpoint` is the cursor of the last event the read examined,
+ * matching or not (undefined when it examined none: the position stays `afterCursor`), and every event
+ * up to it that answers the query is in `events`, so reading on after `checkpoint` misses nothing.
+ * `end` is true when the read reached the stream's last event as it stood during the read.
+ */
+export interface StreamScan {
+  events: StoredDomainEvent[];
+  checkpoint: string | undefined;
+  end: boolean;
+}
+
 /** DI token of the process's {@link EventStream} (built-in SQLite or NATS JetStream). */
 export const EVENT_STREAM = Symbol("svc.EventStream") as InjectionToken<EventStream>;
 
@@ -59,6 +72,13 @@ export interface EventStream {
    * what `read` answers ({@link readEventsJson}).
    */
   readJson?(query: StreamQuery): Promise<EventJsonPage>;
+  /**
+   * A filtered read that also answers how far it looked ({@link StreamScan}), so that a follower of a
+   * few events (an event schedule) moves its stored position over the events that do not match
+   * without reading them. Optional: without it {@link scanEvents} reads unfiltered and filters here.
+   * @throws {ApiError} as `read` (cursor_expired, invalid_request)
+   */
+  scan?(query: StreamQuery): Promise<StreamScan>;
   /**
    * Appends inside the caller's own transaction, for a stream kept in the same SQLite database as the
    * rows the events describe: the events are in the stream exactly when those rows commit (no outbox,
@@ -132,4 +152,17 @@ export async function readEventsJson(stream: EventStream, q: StreamQuery): Promi
   if (stream.readJson) return stream.readJson(q);
   const events = await stream.read(q);
   return eventJsonPage(events.map((e) => JSON.stringify(e)), events.at(-1)?.cursor);
+}
+
+/**
+ * A filtered read with its checkpoint ({@link StreamScan}): the stream's own `scan` when it has one
+ * (which skips non-matching events without parsing them), else one unfiltered `read` of `q.limit`
+ * events filtered here (the checkpoint is the last event read; `end` when fewer came).
+ * @throws {ApiError} as {@link EventStream.read}
+ */
+export async function scanEvents(stream: EventStream, q: StreamQuery): Promise<StreamScan> {
+  if (stream.scan) return stream.scan(q);
+  const batch = await stream.read({ afterCursor: q.afterCursor, limit: q.limit });
+  const matches = compileEventFilter(q);
+  return { events: batch.filter((e) => matches(eventFacts(e))), checkpoint: batch.at(-1)?.cursor, end: batch.length < q.limit };
 }

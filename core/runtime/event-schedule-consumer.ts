@@ -1,4 +1,4 @@
-import { compileEventFilter, eventFacts, type EventFacts } from "../events/stream";
+import { compileEventFilter, eventFacts, scanEvents, type EventFacts, type StreamQuery, type StreamScan } from "../events/stream";
 import type { StoredDomainEvent } from "../events/catalog";
 import { ApiError, isApiError } from "../errors";
 import { nowIso } from "../ids";
@@ -53,6 +53,8 @@ export class ScheduleConsumer {
   private cursorExpiredAt: string | undefined;
   /** The selector's stream filters, compiled once (every event read is tested). */
   private readonly selects: (facts: EventFacts) => boolean;
+  /** The selector's stream filters as a read's query (the stream skips what they exclude). */
+  private readonly query: Omit<StreamQuery, "limit" | "afterCursor">;
   private readonly maxAttempts: number;
   private readonly concurrency: number;
   /** How long one attempt may run (ms) before it fails as timed out. */
@@ -72,7 +74,8 @@ export class ScheduleConsumer {
     readonly schedule: RegisteredEventSchedule,
   ) {
     const on = schedule.definition.on;
-    this.selects = compileEventFilter({ topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId });
+    this.query = { topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId };
+    this.selects = compileEventFilter(this.query);
     ({ maxAttempts: this.maxAttempts, concurrency: this.concurrency, timeoutMs: this.timeoutMs } = eventScheduleLimits(schedule.definition));
     this.store = new EventScheduleStore(deps.db, schedule.scheduleId);
   }
@@ -174,29 +177,27 @@ export class ScheduleConsumer {
         this.capped = true;
         break;
       }
-      let batch: StoredDomainEvent[];
+      let scan: StreamScan;
       try {
-        // unfiltered: the read position moves over every event, so the stored cursor keeps up with
-        // the stream even when nothing matches (and never outruns what was actually read)
-        batch = await this.deps.stream.read({ afterCursor: this.readCursor, limit: READ_BATCH });
+        // filtered by the selector, with the stream's checkpoint: the read position moves over the
+        // events that do not match without reading them, so the stored cursor keeps up with the stream
+        // even when nothing matches (and never outruns what the stream examined)
+        scan = await scanEvents(this.deps.stream, { ...this.query, afterCursor: this.readCursor, limit: READ_BATCH });
       } catch (err) {
         if (!isApiError(err) || err.code !== "cursor_expired") throw err;
         await this.expired();
         continue;
       }
-      if (batch.length === 0) {
-        this.atEnd = true;
-        break;
+      const moved = scan.checkpoint !== undefined && scan.checkpoint !== this.readCursor;
+      if (moved) {
+        this.readCursor = scan.checkpoint;
+        this.cursorDirty = true;
       }
-      this.atEnd = false;
-      this.readCursor = batch[batch.length - 1]!.cursor;
-      this.cursorDirty = true;
-      for (const e of batch) this.admit(e);
-      this.dispatch();
-      if (batch.length < READ_BATCH) {
-        this.atEnd = true;
-        break;
-      }
+      for (const e of scan.events) this.admit(e);
+      if (scan.events.length) this.dispatch();
+      // a read that examined nothing new (a broker's fetch that came back empty) ends the pass: the next append or recovery pass reads on
+      this.atEnd = scan.end;
+      if (scan.end || !moved) break;
     }
   }
 
