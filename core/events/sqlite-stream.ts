@@ -1,11 +1,11 @@
 /** The built-in event stream: the `events` table of the service's SQLite file (spec 6.2, 6.3). */
 import { EventEmitter } from "node:events";
 import type { Database, SqlParams, SqlWriter } from "../store/db";
-import { EVENT_TOPICS, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
+import { type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { ApiError } from "../errors";
 import { pruneBefore } from "../store/retention";
-import { compileEventFilter, eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery, type StreamScan } from "./stream";
+import { compileEventFilter, eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery, type StreamScan, topicsOf } from "./stream";
 import { EventInsert, type QueuedEvent, type TailEntry } from "./event-insert";
 
 /** A page read from SQLite as JSON bytes, with the seq of its last event (absent when empty). */
@@ -35,24 +35,6 @@ function firstAbove(seqs: readonly number[], after: number): number {
     else lo = mid + 1;
   }
   return lo;
-}
-
-/**
- * The topics a read can match, from its `topics` and `types` filters (a type belongs to one topic);
- * undefined when it is not narrowed to topics (or names a type outside the catalog: read everything).
- */
-function readTopics(q: StreamQuery): readonly string[] | undefined {
-  let topics: Set<string> | undefined = q.topics?.length ? new Set(q.topics) : undefined;
-  if (q.types?.length) {
-    const ofTypes = new Set<string>();
-    for (const type of q.types) {
-      const topic = (EVENT_TOPICS as Record<string, string>)[type];
-      if (topic === undefined) return topics ? [...topics] : undefined;
-      ofTypes.add(topic);
-    }
-    topics = topics ? new Set([...topics].filter((t) => ofTypes.has(t))) : ofTypes;
-  }
-  return topics ? [...topics] : undefined;
 }
 
 interface EventRow {
@@ -343,7 +325,7 @@ export class SqliteEventStream implements EventStream {
     const out: TailEntry[] = [];
     const last = this.tail[this.tail.length - 1]!.seq;
     const through = () => (out.length === q.limit ? out[out.length - 1]!.seq : last > seq ? last : undefined);
-    const topics = readTopics(q);
+    const topics = topicsOf(q);
     if (!topics) {
       for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
         if (matches(this.tail[i]!.facts)) out.push(this.tail[i]!);

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { SqlWriter } from "../store/db";
 import type { InjectionToken } from "../di";
-import { eventSubject, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
+import { EVENT_TOPICS, eventSubject, type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
 import { eventPermissions } from "../auth/permissions";
 
 /** A read of the stream, oldest first (spec 6.3 `events.read`). */
@@ -122,6 +122,24 @@ export function eventFacts(e: Pick<DomainEventEnvelope, "topic" | "type" | "payl
   const subject = eventSubject(p);
   const [perm1, perm2] = eventPermissions(e);
   return { topic: e.topic, type: e.type, subjectType: subject?.objectTypeId, subjectId: subject?.primaryId, actionId: p.actionId, runId: p.runId, perm1, perm2 };
+}
+
+/**
+ * The topics a read can match, from its `topics` and `types` filters (a type belongs to one topic);
+ * undefined when it is not narrowed to topics (or names a type outside the catalog: read everything).
+ */
+export function topicsOf(q: Pick<StreamQuery, "topics" | "types">): readonly Topic[] | undefined {
+  let topics: Set<Topic> | undefined = q.topics?.length ? new Set(q.topics) : undefined;
+  if (q.types?.length) {
+    const ofTypes = new Set<Topic>();
+    for (const type of q.types) {
+      const topic = (EVENT_TOPICS as Record<string, Topic>)[type];
+      if (topic === undefined) return topics ? [...topics] : undefined;
+      ofTypes.add(topic);
+    }
+    topics = topics ? new Set([...topics].filter((t) => ofTypes.has(t))) : ofTypes;
+  }
+  return topics ? [...topics] : undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { compileEventFilter, eventFacts, scanEvents, type EventFacts, type StreamQuery, type StreamScan } from "../events/stream";
-import type { StoredDomainEvent } from "../events/catalog";
+import { compileEventFilter, eventFacts, scanEvents, topicsOf, type EventFacts, type StreamQuery, type StreamScan } from "../events/stream";
+import type { StoredDomainEvent, Topic } from "../events/catalog";
 import { ApiError, isApiError } from "../errors";
 import { nowIso } from "../ids";
 import { SHUTTING_DOWN } from "../lifecycle";
@@ -61,7 +61,16 @@ export class ScheduleConsumer {
   private readonly timeoutMs: number;
   /** The attempts running now, each with what abandons it (stop() giving up on it: no outcome, its signal aborted). */
   private readonly inFlight = new Map<AbortController, () => void>();
-  private readonly onAppended = () => this.poke();
+  /**
+   * The topics the selector can match (undefined: any). An append notice without one of them wakes no
+   * read (nor does it need to: nothing in it can match); the cursor then moves over those events at the
+   * next read, at the latest on the recovery pass (`SVC_OUTBOX_RECOVERY_MS`). A failed read is retried
+   * on any notice.
+   */
+  private readonly topics: ReadonlySet<Topic> | undefined;
+  private readonly onAppended = (topics?: ReadonlySet<Topic>) => {
+    if (!topics || !this.topics || this.reads.failed || [...this.topics].some((t) => topics.has(t))) this.poke();
+  };
   /** The reader: one read pass at a time, one more when poked meanwhile; it pauses while capped. */
   private readonly reads = new SerialPass(() => this.readPass(), {
     stopped: () => this.stopping || this.capped,
@@ -76,6 +85,8 @@ export class ScheduleConsumer {
     const on = schedule.definition.on;
     this.query = { topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId };
     this.selects = compileEventFilter(this.query);
+    const topics = topicsOf(this.query);
+    this.topics = topics && new Set(topics);
     ({ maxAttempts: this.maxAttempts, concurrency: this.concurrency, timeoutMs: this.timeoutMs } = eventScheduleLimits(schedule.definition));
     this.store = new EventScheduleStore(deps.db, schedule.scheduleId);
   }
@@ -199,6 +210,8 @@ export class ScheduleConsumer {
       this.atEnd = scan.end;
       if (scan.end || !moved) break;
     }
+    // arms the cursor's flush (no later notice may come to do it: only those of the selector's topics wake this consumer)
+    if (this.cursorDirty && !this.stopping) this.kick();
   }
 
   /** Whether the schedule fires on `e`: the selector, and never on what this schedule itself produced. */
