@@ -173,6 +173,27 @@ describe("DeckChecker", () => {
     expect(all(checked(await checker.check({ files: new Map([["index.html", Buffer.from(finds)]]) })))).toEqual([]);
   });
 
+  it("warm() opens the next check's context and page beforehand, a fresh one each time", async () => {
+    const lines: string[] = [];
+    const own = new DeckChecker({ log: (line) => lines.push(line) });
+    try {
+      const leaves = `<!doctype html><html><body><section class="slide"><h2>Leaves traces</h2></section>
+        <script>localStorage.setItem("trace", "1"); document.cookie = "trace=1; path=/";</script></body></html>`;
+      const finds = `<!doctype html><html><body><section class="slide"><h2 id="t">Finds traces?</h2></section>
+        <script>if (localStorage.getItem("trace") || document.cookie.includes("trace")) document.getElementById("t").style.fontSize = "12px";</script></body></html>`;
+      expect(await own.warm()).toEqual({ ok: true });
+      expect(all(checked(await own.check({ files: new Map([["index.html", Buffer.from(leaves)]]) })))).toEqual([]);
+      expect(await own.warm()).toEqual({ ok: true });
+      expect(all(checked(await own.check({ files: new Map([["index.html", Buffer.from(finds)]]) })))).toEqual([]);
+      // a check with no warm() before it opens its own
+      expect(all(checked(await own.check({ files: failingDecks.small_text!() }))).map((w) => w.code)).toEqual(["small_text"]);
+      const stages = lines.filter((l) => l.includes(" slides: ")).map((l) => /context and page (opened by warm\(\)|opened in \d+ ms)/.exec(l)?.[1]?.replace(/\d+/, "N"));
+      expect(stages).toEqual(["opened by warm()", "opened by warm()", "opened in N ms"]);
+    } finally {
+      await own.close();
+    }
+  });
+
   it("answers a deck without slides with no slides", async () => {
     expect(await checker.check({ files: new Map([["index.html", Buffer.from("<!doctype html><p>No slides</p>")]]) })).toEqual({ checked: true, slides: [] });
   });

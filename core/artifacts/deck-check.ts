@@ -111,6 +111,8 @@ export class DeckChecker {
   private readonly retryLaunchAfterMs: number;
   private readonly log: (line: string) => void;
   private browser: Promise<Browser> | undefined;
+  /** A stage `warm()` opened for the next check (taken by it; cleared when the browser goes away). */
+  private spare: Promise<Stage> | undefined;
   private launchFailure: { at: number; reason: string } | undefined;
   private running = 0;
   private readonly waiting: Array<() => void> = [];
@@ -128,12 +130,17 @@ export class DeckChecker {
   }
 
   /**
-   * Starts the browser now rather than on the first check (e.g. at `ready`), so the first publish does
-   * not pay for the launch. @returns whether a browser is available, and why not
+   * Starts the browser now rather than on the first check (e.g. at `ready`), and opens the next check's
+   * context and page, so the first publish pays for neither. @returns whether a browser is available, and why not
    */
   async warm(): Promise<{ ok: true } | { ok: false; reason: string }> {
     const got = await this.acquireBrowser();
-    return "reason" in got ? { ok: false, reason: got.reason } : { ok: true };
+    if ("reason" in got) return { ok: false, reason: got.reason };
+    if (!this.spare) {
+      this.spare = this.openStage(got.browser).then((stage) => ({ ...stage, note: "opened by warm()" }));
+      this.spare.catch(() => undefined); // the check that takes it opens another
+    }
+    return { ok: true };
   }
 
   /**
@@ -149,22 +156,19 @@ export class DeckChecker {
     const got = await this.acquireBrowser();
     if ("reason" in got) return { checked: false, reason: got.reason };
     await this.slot();
-    let context: BrowserContext | undefined;
+    let stage: Stage | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
-      context = await got.browser.newContext({
-        viewport: { width: 1280, height: 720 },
-        deviceScaleFactor: 1,
-        bypassCSP: true,
-        serviceWorkers: "block",
-        reducedMotion: "reduce",
-        acceptDownloads: false,
-      });
-      const ctx = context;
+      const spare = this.spare;
+      this.spare = undefined;
+      const opening = Date.now();
+      stage = (await spare?.catch(() => undefined)) ?? (await this.openStage(got.browser));
+      const ready = stage;
+      ready.note = ready.note ?? `opened in ${Date.now() - opening} ms`;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new CheckTimeout(this.timeoutMs)), this.timeoutMs);
       });
-      const running = this.run(ctx, deck, html);
+      const running = this.run(ready, deck, html);
       running.catch(() => undefined); // after a timeout the closed context makes it fail: nobody waits for it then
       return await Promise.race([running, timedOut]);
     } catch (err) {
@@ -173,8 +177,34 @@ export class DeckChecker {
       return { checked: false, reason };
     } finally {
       clearTimeout(timer);
-      await context?.close().catch(() => undefined);
+      await stage?.context.close().catch(() => undefined);
       this.release();
+    }
+  }
+
+  /**
+   * A fresh context (1280x720, no service workers, reduced motion) with its one page, every request
+   * routed to whatever deck `stage.target.serve` is later set to (blocked until then), WebSockets closed.
+   * Opening one takes a few round trips to the browser and a renderer process: 0.1 s on an idle
+   * machine, up to half a second under a start's load, which is why `warm()` opens the first one.
+   */
+  private async openStage(browser: Browser): Promise<Stage> {
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 720 },
+      deviceScaleFactor: 1,
+      bypassCSP: true,
+      serviceWorkers: "block",
+      reducedMotion: "reduce",
+      acceptDownloads: false,
+    });
+    try {
+      const target: Stage["target"] = {};
+      await context.route("**/*", (route) => (target.serve ? target.serve(route) : route.abort("blockedbyclient")));
+      await context.routeWebSocket(() => true, (ws) => ws.close({ code: 1008, reason: "A deck check loads nothing from the network" }));
+      return { context, page: await context.newPage(), target };
+    } catch (err) {
+      await context.close().catch(() => undefined);
+      throw err;
     }
   }
 
@@ -186,16 +216,15 @@ export class DeckChecker {
     if (pending) await pending.then((b) => b.close()).catch(() => undefined);
   }
 
-  private async run(context: BrowserContext, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
+  private async run(stage: Stage, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
     const kit = assets();
     const theme = deck.theme ?? themeOf(deck.files);
     const primary = theme?.mode ?? "light";
     const modes: Array<"light" | "dark"> = theme?.mode ? [theme.mode] : ["light", "dark"];
     const failedUrls: string[] = [];
-    const page = await context.newPage();
+    const { page } = stage;
+    stage.target.serve = (route) => this.serve(route, deck.files, html, kit, theme, failedUrls);
     await page.emulateMedia({ colorScheme: primary, reducedMotion: "reduce" });
-    await context.route("**/*", (route) => this.serve(route, deck.files, html, kit, theme, failedUrls));
-    await context.routeWebSocket(() => true, (ws) => ws.close({ code: 1008, reason: "A deck check loads nothing from the network" }));
     const t0 = Date.now();
     await page.goto(`${DECK_ORIGIN}/index.html`, { waitUntil: "load", timeout: this.timeoutMs });
 
@@ -212,7 +241,7 @@ export class DeckChecker {
       if (mode !== primary) await page.emulateMedia({ colorScheme: mode });
       contrast.push({ mode, ...(await runAxe(page)) });
     }
-    this.log(`[deck-check] ${count} slides: load ${tLoad - t0} ms, layout ${t1 - tLoad} ms, screenshots ${t2 - t1} ms, contrast (${contrast.map((c) => c.mode).join(", ")}) ${Date.now() - t2} ms`);
+    this.log(`[deck-check] ${count} slides: context and page ${stage.note}, load ${tLoad - t0} ms, layout ${t1 - tLoad} ms, screenshots ${t2 - t1} ms, contrast (${contrast.map((c) => c.mode).join(", ")}) ${Date.now() - t2} ms`);
 
     return {
       checked: true,
@@ -308,6 +337,7 @@ export class DeckChecker {
           b.on("disconnected", () => {
             if (this.browser && !this.closed) this.log("[deck-check] Chromium went away; the next check starts it again");
             this.browser = undefined;
+            this.spare = undefined;
           });
         },
         () => undefined,
@@ -339,6 +369,15 @@ export class DeckChecker {
     if (next) next();
     else this.running--;
   }
+}
+
+/** A context and its page, ready for a check: its requests go to `target.serve` once a check sets it. */
+interface Stage {
+  context: BrowserContext;
+  page: Page;
+  target: { serve?: (route: Route) => Promise<void> };
+  /** How the stage came to be, for the check's log line ("opened by warm()", "opened in 120 ms"). */
+  note?: string;
 }
 
 class CheckTimeout extends Error {
