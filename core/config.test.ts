@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { CHROMIUM_PATH, defaultChromiumPath, HEADLESS_SHELL_PATH } from "./artifacts/chromium";
 import { ConfigError, loadConfig } from "./config";
 
 describe("config (valibot, from the environment)", () => {
@@ -11,6 +12,13 @@ describe("config (valibot, from the environment)", () => {
     expect(c.temporal.namespace).toBe("default");
     expect(c.outboxRecoveryMs).toBe(60_000);
     expect(c.eventRetentionMs).toBe(2 * 86_400_000);
+  });
+
+  it("launches Debian's headless shell for deck checks when installed, else the browser, unless SVC_CHROMIUM_PATH says", () => {
+    expect(defaultChromiumPath((f) => f === HEADLESS_SHELL_PATH)).toBe(HEADLESS_SHELL_PATH);
+    expect(defaultChromiumPath(() => false)).toBe(CHROMIUM_PATH);
+    expect(loadConfig({}, { dataDir: "/tmp/x" }).chromiumPath).toBe(defaultChromiumPath());
+    expect(loadConfig({ SVC_CHROMIUM_PATH: "/opt/chrome/chrome" }, { dataDir: "/tmp/x" }).chromiumPath).toBe("/opt/chrome/chrome");
   });
 
   it.each([

@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import path from "node:path";
 import type { InjectionToken } from "./di";
+import { defaultChromiumPath } from "./artifacts/chromium";
 
 /**
  * Runtime configuration, read from the environment once at startup and validated with valibot.
@@ -36,7 +37,7 @@ import type { InjectionToken } from "./di";
  * | `SVC_FILE_RETENTION_MS` | 86400000 (24 h) | a file never referenced is removed this long after its upload |
  * | `SVC_FILE_STORAGE`, `SVC_S3_*` | local | where file bytes go: see `core/files/config.ts` |
  * | `SVC_DECK_CHECKS` | true | lay out published decks in headless Chromium and warn per slide (spec 4.3); false: publish decks unchecked |
- * | `SVC_CHROMIUM_PATH` | /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium` package) |
+ * | `SVC_CHROMIUM_PATH` | /usr/lib/chromium/chromium-headless-shell when installed, else /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium-headless-shell` or `chromium` package) |
  * | `SVC_DECK_CHECK_IDLE_MS` | 600000 (10 min) | the deck-check process and its Chromium exit after this long without a check (the next check starts them again, about a second); 0: they stay up |
  * | `SVC_AGENT_MODEL` | scripted | the agents' model: `scripted` (deterministic, no network), `openai-compatible:<model>` (with `SVC_AGENT_BASE_URL`, `SVC_AGENT_API_KEY`) or `anthropic:<model>` (with `ANTHROPIC_API_KEY`) |
  * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
@@ -146,7 +147,7 @@ const EnvSchema = v.object({
   SVC_UPLOAD_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(86_400_000)),
   SVC_FILE_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(86_400_000)),
   SVC_DECK_CHECKS: v.optional(bool, "true"),
-  SVC_CHROMIUM_PATH: v.optional(nonEmpty, "/usr/bin/chromium"),
+  SVC_CHROMIUM_PATH: v.optional(nonEmpty, () => defaultChromiumPath()),
   // setTimeout's largest delay (2^31 - 1 ms, ~24.8 days): a longer one would fire at once
   SVC_DECK_CHECK_IDLE_MS: v.optional(intIn(0, 2_147_483_647), "600000"),
   SVC_HEAP_GROWING_PERCENT: v.optional(intIn(0, 1000), "20"),

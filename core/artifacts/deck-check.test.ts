@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureChromium } from "../../test/setup/chromium";
 import { cleanDeck, failingDecks, landscape } from "../../test/fixtures/decks";
+import { CHROMIUM_PATH, defaultChromiumPath, HEADLESS_SHELL_PATH } from "./chromium";
 import { DeckChecker, type DeckCheckResult } from "./deck-check";
 import { kitDocument } from "./kit";
 
@@ -191,6 +192,20 @@ describe("DeckChecker", () => {
       expect(stages).toEqual(["opened by warm()", "opened by warm()", "opened in N ms"]);
     } finally {
       await own.close();
+    }
+  });
+
+  it("lays decks out the same in either of Debian's builds: the headless shell (the default) and the browser", async () => {
+    expect(defaultChromiumPath()).toBe(HEADLESS_SHELL_PATH); // the test setup installs both
+    const browser = new DeckChecker({ executablePath: CHROMIUM_PATH });
+    try {
+      for (const files of [() => cleanDeck(), failingDecks.contrast_dark!, failingDecks.overflow!, failingDecks.broken_image!]) {
+        const [shell, full] = [checked(await checker.check({ files: files() })), checked(await browser.check({ files: files() }))];
+        expect(all(shell)).toEqual(all(full));
+        expect(shell.map((s) => s.screenshot.equals(full[s.number - 1]!.screenshot))).toEqual(shell.map(() => true));
+      }
+    } finally {
+      await browser.close();
     }
   });
 

@@ -7,7 +7,7 @@
  * screenshot. Without a browser the answer is `{ checked: false, reason }`, quickly: the deck still
  * publishes, unchecked.
  *
- * How: Debian's Chromium (`/usr/bin/chromium`) driven by playwright-core, launched once and reused (the
+ * How: Debian's Chromium (its headless shell when installed, see ./chromium.ts) driven by playwright-core, launched once and reused (the
  * pool: one browser, a fresh context per check, at most `maxPages` at a time), closed by `close()`. The
  * deck's files are served to the page from memory through `route` on a made-up origin; every other
  * request is blocked (the public CDNs a deck may use are unreachable here, so a blocked CDN load is not a
@@ -22,6 +22,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page, Route } from "playwright-core";
+import { defaultChromiumPath } from "./chromium";
 import { ALLOWED_CDN_HOSTS, contentTypeOf, readTheme, type Theme } from "./content";
 import { contrastWarning, layoutWarning, runAxe, type AxeNode, type DeckWarning, type Finding } from "./deck-warnings";
 import { kitAssets, kitDocument } from "./kit";
@@ -31,8 +32,6 @@ export { MIN_TEXT_PX, type DeckWarning } from "./deck-warnings";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const readText = (file: string) => fs.readFileSync(file, "utf8");
 
-/** Where Debian's `chromium` package puts the browser. */
-export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium";
 
 /**
  * Chromium flags. First those this closed network needs (see the machine notes): without the
@@ -68,7 +67,7 @@ export interface DeckInput {
 
 /** Options of a `DeckChecker`; every one has a default. */
 export interface DeckCheckerOptions {
-  /** The Chromium to launch (default `/usr/bin/chromium`). */
+  /** The Chromium to launch (default {@link defaultChromiumPath}: Debian's headless shell when installed, else `/usr/bin/chromium`). */
   executablePath?: string;
   /** Launch flags (default `CHROMIUM_ARGS`). */
   args?: readonly string[];
@@ -120,7 +119,7 @@ export class DeckChecker {
 
   /** Nothing starts here: the browser is launched by the first check (or `warm()`). */
   constructor(options: DeckCheckerOptions = {}) {
-    this.executablePath = options.executablePath ?? DEFAULT_CHROMIUM_PATH;
+    this.executablePath = options.executablePath ?? defaultChromiumPath();
     this.args = options.args ?? CHROMIUM_ARGS;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.launchTimeoutMs = options.launchTimeoutMs ?? 15_000;
@@ -313,7 +312,7 @@ export class DeckChecker {
   /** The shared browser, launched on first use; a failed launch is remembered for `retryLaunchAfterMs`. */
   private async acquireBrowser(): Promise<{ browser: Browser } | { reason: string }> {
     if (this.closed) return { reason: "The deck checker is shut down" };
-    if (!fs.existsSync(this.executablePath)) return { reason: `No browser to lay the deck out: ${this.executablePath} is missing (install Debian's chromium package)` };
+    if (!fs.existsSync(this.executablePath)) return { reason: `No browser to lay the deck out: ${this.executablePath} is missing (install Debian's chromium-headless-shell or chromium package)` };
     if (this.launchFailure && Date.now() - this.launchFailure.at < this.retryLaunchAfterMs) return { reason: this.launchFailure.reason };
     if (!this.browser) {
       const started = Date.now();
