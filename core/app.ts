@@ -122,6 +122,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
 
   /** Whether the Temporal connection (and so a pre-started dev server) is in the close hooks yet. */
   let adopted = false;
+  /** Settles when the seed is done, or start-up failed: Temporal's SDK loads then at the latest (see below). */
+  let seedDone!: () => void;
+  const seedWaiting = new Promise<void>((resolve) => (seedDone = resolve));
   /** The worker's start, under way while the seed and the stream followers start (see below). */
   let startingWorker: Promise<TemporalHost> | undefined;
   try {
@@ -165,7 +168,12 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // the seed, projections, rules and event schedules start, none of which uses it; awaited before the
     // first service that does. The close hook keeps its place in the order (and waits for a pending connect).
     adopted = true;
-    const connecting = TemporalHost.connect({ config, log, devServer: opts.temporalDevServer });
+    // On a fresh data dir whose seed publishes a deck, start-up waits for that deck's check in Chromium
+    // (in another process), and this thread has nothing to do meanwhile. Loading Temporal's SDK (about
+    // a second of this thread's time) waits for that moment, or for the seed's end, so that the seed
+    // reaches its check that much sooner and the check hides the load (issue 15: ready in < 3 s).
+    const sdkMayLoad = seeding && config.deckChecks ? Promise.race([decks.whenChecking(), seedWaiting]) : undefined;
+    const connecting = TemporalHost.connect({ config, log, devServer: opts.temporalDevServer, loadAfter: sdkMayLoad });
     connecting.catch(() => undefined); // observed where it is awaited; no unhandled rejection meanwhile
     lifecycle.hook("close", async () => (await connecting.catch(() => undefined))?.shutdown());
     // the workflow bundle (prebuilt by `npm run build`, else webpack, seconds) is made meanwhile too
@@ -218,7 +226,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
 
     // Anything committed but not drained before the last stop (crash between commit and drain).
     await outbox.drain();
-    if (seeding) await runSeed(db, opts.project, handlers, log);
+    if (seeding) await runSeed(db, opts.project, handlers, log).finally(seedDone);
     await container.resolve(EventLog).drain();
     const tokens = container.resolve(TokenService);
     const sessions = container.resolve(SessionService);
@@ -301,6 +309,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       })());
     return { url, config, container, temporal, log, fetch: (request) => Promise.resolve(h3.fetch(request)), close };
   } catch (err) {
+    seedDone(); // a connect still waiting for the seed goes on (the close hooks then shut it down)
     await startingWorker?.catch(() => undefined); // the close hooks then stop a worker it started
     await lifecycle.stopTimers();
     await lifecycle.run("close", () => undefined);

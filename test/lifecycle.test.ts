@@ -4,6 +4,8 @@ import { describe, expect, it, vi } from "vitest";
 import { client, eventually, startApp, tempDir } from "./helpers";
 import { Database } from "../core/store/db";
 import { EventLog } from "../core/events/log";
+import { sandboxProject } from "../sandbox/project";
+import { ensureChromium } from "./setup/chromium";
 
 describe("graceful shutdown", () => {
   it("lets in-flight runs finish, answers new action runs 503 and starts nothing, then stops", async () => {
@@ -118,4 +120,28 @@ describe("restart over the same files", () => {
       await second.close();
     }
   });
+});
+
+describe("start-up that fails", () => {
+  it("a seed that throws (deck checks on, so Temporal's SDK waits for the seed) fails start-up with its error, and nothing is left waiting", async () => {
+    const project = { ...sandboxProject, seed: async () => Promise.reject(new Error("the seed broke")) };
+    const started = Date.now();
+    await expect(startApp({ project, env: { SVC_DECK_CHECKS: "true" } })).rejects.toThrow("the seed broke");
+    expect(Date.now() - started).toBeLessThan(15_000);
+  }, 30_000);
+
+  it("a seed that publishes its deck starts, with the deck checked (Temporal's SDK loads while the check runs)", async () => {
+    ensureChromium();
+    const app = await startApp({ env: { SVC_DECK_CHECKS: "true" } });
+    try {
+      const decks = (await client(app).get("/api/artifacts?kind=slides")).body.data;
+      expect(decks).toHaveLength(1);
+      const version = (await client(app).get(`/api/artifacts/${decks[0].id}/versions/1`)).body;
+      expect(version.outline.checks).toMatchObject({ checked: true, slides: [{ number: 1 }, { number: 2 }, { number: 3 }, { number: 4 }] });
+      // the worker runs: an action goes through Temporal
+      expect((await client(app).post("/api/actions/diagnostics.noop", { params: {} })).body.status).toBe("succeeded");
+    } finally {
+      await app.close();
+    }
+  }, 60_000);
 });

@@ -51,6 +51,23 @@ describe("DeckCheckProcess", () => {
     expect(await decks.check({ files: cleanDeck() })).toEqual({ checked: false, reason: expect.stringContaining("shut down") });
   });
 
+  it("whenChecking() resolves once a check is handed to the process (a warm() is none), at once while one runs", async () => {
+    const decks = open({ idleMs: 0 });
+    const seen: string[] = [];
+    const waiting = decks.whenChecking().then(() => seen.push("first"));
+    expect(await decks.warm()).toEqual({ ok: true });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen).toEqual([]);
+    const checking = decks.check({ files: cleanDeck() });
+    await waiting;
+    await decks.whenChecking().then(() => seen.push("during"));
+    expect(seen).toEqual(["first", "during"]);
+    expect((await checking).checked).toBe(true);
+    void decks.whenChecking().then(() => seen.push("after"));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen).toEqual(["first", "during"]);
+  });
+
   it("stops the process after idleMs without a check, and starts a new one for the next check", async () => {
     const lines: string[] = [];
     const decks = open({ idleMs: 300, log: (line) => lines.push(line) });

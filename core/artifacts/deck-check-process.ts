@@ -76,6 +76,9 @@ export class DeckCheckProcess {
   /** A stop under way (an idle stop, or close()), until the child has exited. */
   private stopping: Promise<void> | undefined;
   private closed = false;
+  /** Checks asked for and not answered yet. */
+  private checking = 0;
+  private readonly checkWaiters: Array<() => void> = [];
 
   /** Nothing starts here: the process is forked by the first check (or `warm()`). */
   constructor(options: DeckCheckProcessOptions = {}) {
@@ -97,11 +100,28 @@ export class DeckCheckProcess {
 
   /** {@link DeckChecker.check}, in the child process. */
   async check(deck: DeckInput): Promise<DeckCheckResult> {
-    const answer = await this.request({ op: "check", deck });
+    this.checking++;
+    for (const resolve of this.checkWaiters.splice(0)) resolve();
+    let answer: Answer;
+    try {
+      answer = await this.request({ op: "check", deck });
+    } finally {
+      this.checking--;
+    }
     if ("error" in answer) return { checked: false, reason: answer.error };
     const result = answer.result as DeckCheckResult;
     if (result.checked) for (const s of result.slides) s.screenshot = asBuffer(s.screenshot);
     return result;
+  }
+
+  /**
+   * Resolves when a check is handed to the process (at once while one is under way): start-up work on
+   * the service's own thread can wait for the moment that thread has nothing to do but wait for the
+   * browser (createApp loads Temporal's SDK then, on a fresh data dir whose seed publishes a deck).
+   */
+  whenChecking(): Promise<void> {
+    if (this.checking > 0) return Promise.resolve();
+    return new Promise((resolve) => this.checkWaiters.push(resolve));
   }
 
   /** Stops the process (its browser with it); later checks answer unchecked. Safe to call twice. */

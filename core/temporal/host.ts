@@ -59,10 +59,13 @@ export class TemporalHost {
    * Connects, starting the dev server first when no address is configured (`TEMPORAL_ADDRESS` unset),
    * unless `opts.devServer` is that server already starting ({@link startEmbeddedTemporal}, called by an
    * entry point before it loads the rest of the service, so that both take their time at once).
+   * `opts.loadAfter`, when given, is awaited before the SDK is loaded (about a second of this thread's
+   * time; it must settle, and never reject: createApp settles it when the seed's deck check has been
+   * handed to the checker, or the seed is done, or start-up failed).
    * @throws {TemporalCliError} when the CLI cannot be found or built; Error when the server cannot
    *   start or does not answer (the dev server is stopped again then)
    */
-  static async connect(opts: { config: Config; log: Logger; devServer?: Promise<EmbeddedTemporal> }): Promise<TemporalHost> {
+  static async connect(opts: { config: Config; log: Logger; devServer?: Promise<EmbeddedTemporal>; loadAfter?: Promise<unknown> }): Promise<TemporalHost> {
     const { config, log } = opts;
     const t = config.temporal;
     let devServer: DevServer | undefined;
@@ -76,6 +79,7 @@ export class TemporalHost {
       uiUrl = devServer.uiUrl;
     }
     try {
+      await opts.loadAfter;
       const sdk = await import("@temporalio/worker");
       installRuntime(sdk, log);
       const connection = await sdk.NativeConnection.connect({ address });
