@@ -224,15 +224,22 @@ export async function createApp(opts: AppOptions): Promise<App> {
     })();
     startingWorker.catch(() => undefined); // observed where it is awaited
 
-    // Anything committed but not drained before the last stop (crash between commit and drain).
-    await outbox.drain();
-    if (seeding) await runSeed(db, opts.project, handlers, log).finally(seedDone);
-    await container.resolve(EventLog).drain();
+    // The development token and passwords are stored beside the recovery drain and the seed (each
+    // password's scrypt hash, ~0.1 s, runs in libuv's thread pool while a fresh seed waits on its deck
+    // check); start-up goes on once both are done, and fails with the first error.
     const tokens = container.resolve(TokenService);
     const sessions = container.resolve(SessionService);
-    if (config.devToken && opts.project.devIdentity) await tokens.ensure(config.devToken, opts.project.devIdentity, "development");
-    // together: each hash (scrypt) runs in libuv's thread pool
-    await Promise.all(Object.entries(opts.project.identities).map(([id, identity]) => identity.devPassword && sessions.ensurePassword(id, identity.devPassword)));
+    const credentials = Promise.all([
+      config.devToken && opts.project.devIdentity ? tokens.ensure(config.devToken, opts.project.devIdentity, "development") : undefined,
+      ...Object.entries(opts.project.identities).map(([id, identity]) => identity.devPassword && sessions.ensurePassword(id, identity.devPassword)),
+    ]);
+    const seed = (async () => {
+      // Anything committed but not drained before the last stop (crash between commit and drain).
+      await outbox.drain();
+      if (seeding) await runSeed(db, opts.project, handlers, log).finally(seedDone);
+      await container.resolve(EventLog).drain();
+    })();
+    for (const settled of await Promise.allSettled([seed, credentials])) if (settled.status === "rejected") throw settled.reason;
 
     phase("recovery drain, seed, tokens");
     // dataset projections catch up with every committed version (the seed's included; waited for up to 5 s), then follow the stream

@@ -23,9 +23,17 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page, Route } from "playwright-core";
 import { defaultChromiumPath } from "./chromium";
-import { ALLOWED_CDN_HOSTS, contentTypeOf, readTheme, type Theme } from "./content";
+import type { Theme } from "./content";
 import { contrastWarning, layoutWarning, runAxe, type AxeNode, type DeckWarning, type Finding } from "./deck-warnings";
 import { kitAssets, kitDocument } from "./kit";
+import { lazily } from "../lazy";
+
+/**
+ * ./content (css-tree, htmlparser2, valibot: about 0.1 s to load, more beside a start's other work),
+ * loaded by the first check rather than by this module: the process that runs the checker starts the
+ * browser's launch first.
+ */
+const content = lazily(() => import("./content"));
 
 export { MIN_TEXT_PX, type DeckWarning } from "./deck-warnings";
 
@@ -217,12 +225,13 @@ export class DeckChecker {
 
   private async run(stage: Stage, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
     const kit = assets();
-    const theme = deck.theme ?? themeOf(deck.files);
+    const { ALLOWED_CDN_HOSTS, contentTypeOf, readTheme } = await content();
+    const theme = deck.theme ?? themeOf(deck.files, readTheme);
     const primary = theme?.mode ?? "light";
     const modes: Array<"light" | "dark"> = theme?.mode ? [theme.mode] : ["light", "dark"];
     const failedUrls: string[] = [];
     const { page } = stage;
-    stage.target.serve = (route) => this.serve(route, deck.files, html, kit, theme, failedUrls);
+    stage.target.serve = (route) => this.serve(route, deck.files, html, kit, theme, failedUrls, contentTypeOf);
     await page.emulateMedia({ colorScheme: primary, reducedMotion: "reduce" });
     const t0 = Date.now();
     await page.goto(`${DECK_ORIGIN}/index.html`, { waitUntil: "load", timeout: this.timeoutMs });
@@ -259,7 +268,7 @@ export class DeckChecker {
   }
 
   /** Answers the page's requests: the deck's own files from memory (index.html with the kit), nothing else. */
-  private async serve(route: Route, files: Map<string, Buffer>, html: Buffer, kit: { css: string; js: string }, theme: Theme | undefined, failed: string[]): Promise<void> {
+  private async serve(route: Route, files: Map<string, Buffer>, html: Buffer, kit: { css: string; js: string }, theme: Theme | undefined, failed: string[], contentTypeOf: (file: string) => string): Promise<void> {
     const url = new URL(route.request().url());
     if (url.origin !== DECK_ORIGIN) return route.abort("blockedbyclient");
     let file: string;
@@ -386,7 +395,7 @@ class CheckTimeout extends Error {
 }
 
 /** The deck's `theme.json`, when it has a valid one. */
-function themeOf(files: Map<string, Buffer>): Theme | undefined {
+function themeOf(files: Map<string, Buffer>, readTheme: (typeof import("./content"))["readTheme"]): Theme | undefined {
   const text = files.get("theme.json");
   if (!text) return undefined;
   const read = readTheme(text.toString("utf8"));
