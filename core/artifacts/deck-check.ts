@@ -7,8 +7,9 @@
  * screenshot. Without a browser the answer is `{ checked: false, reason }`, quickly: the deck still
  * publishes, unchecked.
  *
- * How: Debian's Chromium (its headless shell when installed, see ./chromium.ts) driven by playwright-core, launched once and reused (the
- * pool: one browser, a fresh context per check, at most `maxPages` at a time), closed by `close()`. The
+ * How: Debian's Chromium (its headless shell when installed, see ./chromium.ts) driven by
+ * playwright-core, launched once and reused (the pool: one browser, a fresh context per check, opened
+ * ahead by `warm()`, at most `maxPages` at a time), closed by `close()`. The
  * deck's files are served to the page from memory through `route` on a made-up origin; every other
  * request is blocked (the public CDNs a deck may use are unreachable here, so a blocked CDN load is not a
  * finding). The kit lays the slides out one after another at 1280x720 (`SVC_KIT.layout = "stack"`), so
@@ -39,7 +40,6 @@ export { MIN_TEXT_PX, type DeckWarning } from "./deck-warnings";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const readText = (file: string) => fs.readFileSync(file, "utf8");
-
 
 /**
  * Chromium flags. First those this closed network needs (see the machine notes): without the
@@ -248,7 +248,6 @@ export class DeckChecker {
     const t2 = Date.now();
 
     const contrast: Array<{ mode: "light" | "dark"; violations: AxeNode[]; incomplete: AxeNode[] }> = [];
-
     for (const mode of count > 0 ? [primary, ...modes.filter((m) => m !== primary)] : []) {
       if (mode !== primary) await page.emulateMedia({ colorScheme: mode });
       contrast.push({ mode, ...(await runAxe(page)) });

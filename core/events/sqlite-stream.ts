@@ -1,7 +1,7 @@
 /** The built-in event stream: the `events` table of the service's SQLite file (spec 6.2, 6.3). */
 import { EventEmitter } from "node:events";
 import type { Database, SqlParams, SqlWriter } from "../store/db";
-import { type DomainEventEnvelope, type StoredDomainEvent, type Topic } from "./catalog";
+import type { DomainEventEnvelope, StoredDomainEvent, Topic } from "./catalog";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { ApiError } from "../errors";
 import { pruneBefore } from "../store/retention";
