@@ -144,7 +144,7 @@ export class DeckChecker {
     const got = await this.acquireBrowser();
     if ("reason" in got) return { ok: false, reason: got.reason };
     if (!this.spare) {
-      this.spare = this.openStage(got.browser).then((stage) => ({ ...stage, note: "opened by warm()" }));
+      this.spare = this.openStage(got.browser);
       this.spare.catch(() => undefined); // the check that takes it opens another
     }
     return { ok: true };
@@ -169,13 +169,13 @@ export class DeckChecker {
       const spare = this.spare;
       this.spare = undefined;
       const opening = Date.now();
-      stage = (await spare?.catch(() => undefined)) ?? (await this.openStage(got.browser));
-      const ready = stage;
-      ready.note = ready.note ?? `opened in ${Date.now() - opening} ms`;
+      const warmed = await spare?.catch(() => undefined);
+      const ready = (stage = warmed ?? (await this.openStage(got.browser)));
+      const opened = warmed ? "opened by warm()" : `opened in ${Date.now() - opening} ms`;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new CheckTimeout(this.timeoutMs)), this.timeoutMs);
       });
-      const running = this.run(ready, deck, html);
+      const running = this.run(ready, opened, deck, html);
       running.catch(() => undefined); // after a timeout the closed context makes it fail: nobody waits for it then
       return await Promise.race([running, timedOut]);
     } catch (err) {
@@ -227,7 +227,8 @@ export class DeckChecker {
     if (pending) await pending.then((b) => b.close()).catch(() => undefined);
   }
 
-  private async run(stage: Stage, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
+  /** One check on `stage`; `opened` says how the stage came to be, for the log line. */
+  private async run(stage: Stage, opened: string, deck: DeckInput, html: Buffer): Promise<DeckCheckResult> {
     const kit = assets();
     const { ALLOWED_CDN_HOSTS, contentTypeOf, readTheme } = await content();
     const theme = deck.theme ?? themeOf(deck.files, readTheme);
@@ -252,7 +253,7 @@ export class DeckChecker {
       if (mode !== primary) await page.emulateMedia({ colorScheme: mode });
       contrast.push({ mode, ...(await runAxe(page)) });
     }
-    this.log(`[deck-check] ${count} slides: context and page ${stage.note}, load ${tLoad - t0} ms, layout ${t1 - tLoad} ms, screenshots ${t2 - t1} ms, contrast (${contrast.map((c) => c.mode).join(", ")}) ${Date.now() - t2} ms`);
+    this.log(`[deck-check] ${count} slides: context and page ${opened}, load ${tLoad - t0} ms, layout ${t1 - tLoad} ms, screenshots ${t2 - t1} ms, contrast (${contrast.map((c) => c.mode).join(", ")}) ${Date.now() - t2} ms`);
 
     return {
       checked: true,
@@ -387,8 +388,6 @@ interface Stage {
   context: BrowserContext;
   page: Page;
   target: { serve?: (route: Route) => Promise<void> };
-  /** How the stage came to be, for the check's log line ("opened by warm()", "opened in 120 ms"). */
-  note?: string;
 }
 
 class CheckTimeout extends Error {

@@ -67,9 +67,9 @@ export class ScheduleConsumer {
    * next read, at the latest on the recovery pass (`SVC_OUTBOX_RECOVERY_MS`). A failed read is retried
    * on any notice.
    */
-  private readonly topics: ReadonlySet<Topic> | undefined;
+  private readonly topics: readonly Topic[] | undefined;
   private readonly onAppended = (topics?: ReadonlySet<Topic>) => {
-    if (!topics || !this.topics || this.reads.failed || [...this.topics].some((t) => topics.has(t))) this.poke();
+    if (!topics || !this.topics || this.reads.failed || this.topics.some((t) => topics.has(t))) this.poke();
   };
   /** The reader: one read pass at a time, one more when poked meanwhile; it pauses while capped. */
   private readonly reads = new SerialPass(() => this.readPass(), {
@@ -85,8 +85,7 @@ export class ScheduleConsumer {
     const on = schedule.definition.on;
     this.query = { topics: on.topics, types: on.types, objectTypeId: on.objectTypeId, primaryId: on.primaryId };
     this.selects = compileEventFilter(this.query);
-    const topics = topicsOf(this.query);
-    this.topics = topics && new Set(topics);
+    this.topics = topicsOf(this.query);
     ({ maxAttempts: this.maxAttempts, concurrency: this.concurrency, timeoutMs: this.timeoutMs } = eventScheduleLimits(schedule.definition));
     this.store = new EventScheduleStore(deps.db, schedule.scheduleId);
   }

@@ -1,13 +1,14 @@
 import fs from "node:fs";
 import { spawnSync } from "node:child_process";
-import { CHROMIUM_PATH as BROWSER_PATH, HEADLESS_SHELL_PATH } from "../../core/artifacts/chromium";
+import { CHROMIUM_PATH, HEADLESS_SHELL_PATH } from "../../core/artifacts/chromium";
+import { aptGetInstall } from "./apt";
 
 /** Where Debian's `chromium` package puts the browser: the tests' own browser (pages, the sheet grid). */
-export const CHROMIUM_PATH = BROWSER_PATH;
+export { CHROMIUM_PATH };
 
 /** Debian's packages the tests need: the browser, and the headless shell the deck checks launch by default (core/artifacts/chromium.ts). */
 const PACKAGES: Array<{ name: string; path: string }> = [
-  { name: "chromium", path: BROWSER_PATH },
+  { name: "chromium", path: CHROMIUM_PATH },
   { name: "chromium-headless-shell", path: HEADLESS_SHELL_PATH },
 ];
 
@@ -25,13 +26,9 @@ export function ensureChromium(log: (line: string) => void = (l) => process.stde
   const names = wanted.map((p) => p.name).join(" ");
   log(`[test setup] ${names} missing: installing Debian's ${wanted.length > 1 ? "packages" : "package"} (apt-get${wanted.some((p) => p.name === "chromium") ? ", ~350 MB" : ""})…`);
   const started = Date.now();
-  const install = spawnSync("sh", ["-c", `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${names}`], {
-    encoding: "utf8",
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const why = aptGetInstall(wanted.map((p) => p.name));
   const still = missing();
   if (still.length) {
-    const why = (install.stderr || install.stdout || String(install.error ?? "")).trim().split("\n").pop();
     throw new Error(`Chromium is needed for the deck checks and pages and could not be installed (${why}). Install Debian's packages: apt-get update && apt-get install ${still.map((p) => p.name).join(" ")} (they provide ${still.map((p) => p.path).join(", ")})`);
   }
   const version = spawnSync(CHROMIUM_PATH, ["--version"], { encoding: "utf8" }).stdout.trim();

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import net from "node:net";
+import { aptGetInstall } from "./apt";
 
 /**
  * Answers the path of nats-server, installing Debian's package when it is missing (this machine kind
@@ -11,9 +12,9 @@ export function ensureNatsServer(log: (line: string) => void = (l) => process.st
   let found = find();
   if (found) return found;
   log("[test setup] nats-server is missing: installing Debian's nats-server package (apt-get)…");
-  const install = spawnSync("sh", ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server"], { encoding: "utf8" });
+  const why = aptGetInstall(["nats-server"]);
   found = find();
-  if (!found) throw new Error(`nats-server is needed for the broker stream tests and could not be installed (${install.stderr.trim().split("\n").pop()}). Install it: apt-get install nats-server`);
+  if (!found) throw new Error(`nats-server is needed for the broker stream tests and could not be installed (${why}). Install it: apt-get install nats-server`);
   return found;
 }
 
