@@ -1,5 +1,5 @@
 import { inject, injectable } from "../di";
-import { Database, type SqlWriter } from "../store/db";
+import { Database, jsonRowsStatement, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { Outbox } from "./outbox";
 import { EVENT_STREAM, readEventsJson, type EventJsonPage, type EventStream, type StreamQuery } from "./stream";
@@ -25,6 +25,13 @@ export interface AppendInput {
 }
 
 /** Payload fields each catalog type must carry (spec 2.4), checked on append. */
+/** `[idempotencyKey, eventId, createdAt]`: a key recorded without being looked up (`keysChecked: false`). */
+type EventKeyRow = [string, string, string];
+/** Records keys of events written with `keysChecked: false`; a key already there is left as it is. */
+const EVENT_KEY_ROWS = jsonRowsStatement<EventKeyRow>(
+  "INSERT INTO event_keys (idempotency_key, event_id, created_at) SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING",
+);
+
 const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
   "action.requested": ["actionId", "runId"],
   "action.completed": ["actionId", "runId", "finishedAt"],
@@ -106,9 +113,18 @@ export class EventLog {
    * (a broker stream, spec 6.2). An envelope whose `idempotencyKey` was already appended is skipped.
    * Call {@link EventLog.drain} after the transaction commits (it answers at once without an outbox).
    *
+   * @param options.keysChecked `false` when the caller's transaction already makes these events happen
+   *   once (an event schedule's group commit): their keys are recorded (one deferred statement for the
+   *   whole group commit) but not looked up, and every envelope is written
    * @returns the envelopes actually written
    */
-  async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<DomainEventEnvelope[]> {
+  async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[], options?: { keysChecked?: boolean }): Promise<DomainEventEnvelope[]> {
+    if (options?.keysChecked === false) {
+      const keys = envelopes.flatMap((e) => (e.idempotencyKey === undefined ? [] : [[e.idempotencyKey, e.id, e.occurredAt] as EventKeyRow]));
+      if (keys.length) tx.defer(EVENT_KEY_ROWS, keys);
+      await this.writeUnkeyed(tx, envelopes);
+      return [...envelopes];
+    }
     const written: DomainEventEnvelope[] = [];
     for (const e of envelopes) {
       if (e.idempotencyKey !== undefined) {
@@ -117,9 +133,14 @@ export class EventLog {
       }
       written.push(e);
     }
-    if (this.stream.writeInTx) await this.stream.writeInTx(tx, written);
-    else await this.outbox.enqueue(tx, written);
+    await this.writeUnkeyed(tx, written);
     return written;
+  }
+
+  /** Writes `envelopes` into the stream (in the transaction) or the outbox, without looking at their keys. */
+  private async writeUnkeyed(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    if (this.stream.writeInTx) await this.stream.writeInTx(tx, envelopes);
+    else await this.outbox.enqueue(tx, envelopes);
   }
 
   /**

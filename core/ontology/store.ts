@@ -1,5 +1,5 @@
 import { inject, injectable } from "../di";
-import { Database, type SqlReader, type SqlWriter } from "../store/db";
+import { Database, jsonRowsStatement, type SqlReader, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { EventLog } from "../events/log";
 import type { Actor, DomainEventEnvelope, Origin, PropertyChange } from "../events/catalog";
@@ -11,6 +11,14 @@ import { checkProperties, fileProperties, validateChanges } from "./validate";
 import { FileStore } from "../files/file-store";
 import { compileObjectQuery, encodePageToken } from "./query";
 
+/**
+ * A commit's row when its key is not looked up first: unkeyed, or `keysChecked: false` (then a key
+ * already there is left as it is). Rows `[commitId, idempotencyKey | null, correlationId, createdAt]`.
+ */
+const COMMIT_ROWS = jsonRowsStatement<[string, string | null, string, string]>(
+  "INSERT INTO commits (commit_id, idempotency_key, correlation_id, created_at) SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING",
+);
+
 /** Who and what a write is for: copied into every envelope of the commit (spec 2.3). */
 export interface WriteContext {
   origin: Origin;
@@ -21,6 +29,14 @@ export interface WriteContext {
   causationId?: string;
   /** Makes the write exactly-once: a second commit with the same key changes nothing (a commit of no changes records no key). */
   idempotencyKey?: string;
+  /**
+   * `false` when the caller's own transaction already makes this write happen once (an event
+   * schedule's done marks and cursor commit with it): the idempotency key, and those of the events the
+   * caller writes with it, are recorded for later writers but not looked up first, so they cost the
+   * transaction no statement of their own (they join the group commit's deferred statements). Default
+   * `true`.
+   */
+  keysChecked?: boolean;
 }
 
 /** The result of a commit: its id and the envelopes it wrote (empty when it was a duplicate). */
@@ -175,11 +191,12 @@ export class OntologyStore {
     const now = nowIso();
     // a commit with no changes records no key: it has nothing to repeat (a webhook or schedule handler
     // that writes nothing then costs its transaction no statement)
-    if (ctx.idempotencyKey !== undefined && changes.length) {
+    if (ctx.idempotencyKey !== undefined && ctx.keysChecked !== false && changes.length) {
       const { changes: inserted } = await tx.run("INSERT INTO commits (commit_id, idempotency_key, correlation_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING", [commitId, ctx.idempotencyKey, ctx.correlationId, now]);
       if (inserted === 0) return { commitId, duplicate: true, events: [] };
     } else if (changes.length) {
-      await tx.run("INSERT INTO commits (commit_id, correlation_id, created_at) VALUES (?, ?, ?)", [commitId, ctx.correlationId, now]);
+      // nothing reads this row back in the transaction: it joins the group's deferred statements
+      tx.defer(COMMIT_ROWS, [[commitId, ctx.idempotencyKey ?? null, ctx.correlationId, now]]);
     }
     const envelopes: DomainEventEnvelope[] = [];
     const emit = (type: DomainEventEnvelope["type"], payload: Record<string, unknown>) =>
@@ -245,7 +262,7 @@ export class OntologyStore {
         }
       }
     }
-    await this.events.writeInTx(tx, envelopes);
+    await this.events.writeInTx(tx, envelopes, { keysChecked: ctx.keysChecked });
     return { commitId, duplicate: false, events: envelopes };
   }
 }

@@ -42,11 +42,16 @@ export interface CommitView {
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
- * Writes one group commit in ONE transaction: per successful handler, inside its own SAVEPOINT, its
- * buffered writes (`HandlerRunner.commitInTx`, origin `{ kind: "runtime", connectorId, scheduleId,
- * eventId }`, causationId = the event, idempotencyKey `schedule:<scheduleId>:<eventId>`) and its
- * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`); a handler whose writes are refused is
- * rolled back to its savepoint alone and counts as a failed attempt (`commit refused: …`). Failed
+ * Writes one group commit in ONE transaction: per successful handler, its buffered writes
+ * (`HandlerRunner.commitInTx`, origin `{ kind: "runtime", connectorId, scheduleId, eventId }`,
+ * causationId = the event, idempotencyKey `schedule:<scheduleId>:<eventId>`) and its
+ * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`). The idempotency keys are recorded but
+ * not looked up (`keysChecked: false`): the done marks and the cursor committed in the same transaction
+ * are what make a handler's writes once-only; an operator retry's keys are looked up (its event may be
+ * read again after a restart). The handlers are written first without savepoints; when one's writes
+ * are refused, that attempt is rolled back whole and the group is written again with a SAVEPOINT per
+ * handler: the refused handler is rolled back to its savepoint alone and counts as a failed attempt
+ * (`commit refused: …`). Failed
  * attempts become `retrying` (next attempt after `retryDelayMs`) or, at `maxAttempts`, `dead`. Then the
  * new cursor: after the longest finished (done or dead) prefix of the window, or the read position when
  * the whole window is finished; done marks are written for events finished beyond that prefix, rows of
@@ -58,6 +63,23 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * @throws whatever the transaction throws (then nothing of the batch was written)
  */
 export async function writeGroupCommit(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">, store: EventScheduleStore, schedule: RegisteredEventSchedule, maxAttempts: number, batch: Outcome[], view: CommitView, now: string): Promise<GroupCommit> {
+  // first without a SAVEPOINT per handler (two calls to SQLite each): a refused handler is rare, and
+  // then the whole attempt is rolled back and the group written again with them
+  if (batch.some((o) => o.ok)) {
+    try {
+      return await writeGroup(deps, store, schedule, maxAttempts, batch, view, now, false);
+    } catch (err) {
+      if (!(err instanceof HandlerRefused)) throw err;
+    }
+  }
+  return writeGroup(deps, store, schedule, maxAttempts, batch, view, now, true);
+}
+
+/** Thrown out of a transaction written without savepoints when a handler's writes were refused. */
+class HandlerRefused extends Error {}
+
+/** {@link writeGroupCommit}'s transaction; without `savepoints`, a refused handler throws {@link HandlerRefused} (nothing written). */
+async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">, store: EventScheduleStore, schedule: RegisteredEventSchedule, maxAttempts: number, batch: Outcome[], view: CommitView, now: string, savepoints: boolean): Promise<GroupCommit> {
   const { db, events, handlers } = deps;
   const { scheduleId, connectorId } = schedule;
   let results: CommitResult[] = [];
@@ -71,18 +93,21 @@ export async function writeGroupCommit(deps: Pick<ConsumerDeps, "db" | "events" 
       let error = o.ok ? undefined : o.error;
       if (o.ok) {
         const origin = { kind: "runtime" as const, connectorId, scheduleId, eventId: e.id };
-        await tx.run("SAVEPOINT schedule_handler");
-        try {
-          await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key });
+        // this transaction's done marks and cursor make the writes once-only; an operator retry's
+        // event may still be re-read after a restart (its row is gone), so its keys are looked up
+        const keysChecked = o.entry.revived;
+        const write = async () => {
+          await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key, keysChecked });
           const occurrenceKey = `${scheduleId}@${e.id}`;
           const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: `schedule.triggered:${occurrenceKey}` });
-          await events.writeInTx(tx, [triggered]);
-          await tx.run("RELEASE schedule_handler");
+          await events.writeInTx(tx, [triggered], { keysChecked });
+        };
+        try {
+          await (savepoints ? tx.savepoint(write) : write());
           results.push({ o, status: "done" });
           continue;
         } catch (err) {
-          await tx.run("ROLLBACK TO schedule_handler");
-          await tx.run("RELEASE schedule_handler");
+          if (!savepoints) throw new HandlerRefused(messageOf(err), { cause: err });
           error = `commit refused: ${messageOf(err)}`;
         }
       }

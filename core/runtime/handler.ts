@@ -41,6 +41,12 @@ export interface HandlerCommit {
   causationId?: string;
   /** Makes the ontology write exactly-once across retries (a second commit with it writes nothing). */
   idempotencyKey?: string;
+  /**
+   * `false` when the caller's transaction already makes the commit happen once (an event schedule's
+   * group commit): the ontology key and the appended events' keys are recorded but not looked up (see
+   * `WriteContext.keysChecked`). Default `true`.
+   */
+  keysChecked?: boolean;
 }
 
 /** What a handler produced, validated but not written yet. */
@@ -156,7 +162,7 @@ export class HandlerRunner {
    */
   async commitInTx(tx: SqlWriter, buffered: BufferedHandler<unknown>, spec: HandlerRun, commit: HandlerCommit): Promise<CommitResult> {
     const result = await this.ontology.applyInTx(tx, buffered.changes, { ...commit, correlationId: spec.correlationId });
-    await this.events.writeInTx(tx, buffered.events);
+    await this.events.writeInTx(tx, buffered.events, { keysChecked: commit.keysChecked });
     for (const [i, write] of buffered.datasets.entries()) {
       await this.datasetStore.commitInTx(tx, write.datasetId, {
         transaction: write.transaction,

@@ -3,7 +3,7 @@ import path from "node:path";
 import sqlite3 from "sqlite3";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { Database, jsonRowsStatement, type GroupStatement } from "./db";
+import { Database, jsonRowsStatement, type GroupStatement, type SqlWriter } from "./db";
 import { tempDir } from "../../test/helpers-fs";
 
 const opened: Database[] = [];
@@ -182,19 +182,29 @@ describe("Database group commit", () => {
     expect(await db.all("SELECT v FROM t")).toEqual([{ v: "c" }]);
   });
 
-  it("keeps a caller's own savepoints working inside a group", async () => {
-    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"]);
-    await Promise.all([
+  it("undoes a caller's tx.savepoint that throws alone (its statements, deferred writes and commit hooks); the caller's other work commits", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"], { oneGroup: true });
+    const deferred = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?)");
+    const hooked: string[] = [];
+    const part = (tx: SqlWriter, v: string, fail: boolean) =>
+      tx.savepoint(async () => {
+        await tx.run("INSERT INTO t (v) VALUES (?)", [`${v}-run`]);
+        tx.defer(deferred, [[`${v}-deferred`]]);
+        tx.afterCommit(() => void hooked.push(v));
+        if (fail) throw new Error(`${v} refused`);
+        return v;
+      });
+    const [, kept] = await Promise.all([
       db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('first')")),
       db.transaction(async (tx) => {
-        await tx.run("SAVEPOINT schedule_handler");
-        await tx.run("INSERT INTO t (v) VALUES ('undone')");
-        await tx.run("ROLLBACK TO schedule_handler");
-        await tx.run("RELEASE schedule_handler");
-        await tx.run("INSERT INTO t (v) VALUES ('kept')");
+        const before = await part(tx, "before", false);
+        await expect(part(tx, "undone", true)).rejects.toThrow("undone refused");
+        return [before, await part(tx, "after", false)];
       }),
     ]);
-    expect(await db.all("SELECT v FROM t ORDER BY rowid")).toEqual([{ v: "first" }, { v: "kept" }]);
+    expect(kept).toEqual(["before", "after"]);
+    expect((await db.all<{ v: string }>("SELECT v FROM t")).map((r) => r.v).sort()).toEqual(["after-deferred", "after-run", "before-deferred", "before-run", "first"]);
+    expect(hooked).toEqual(["before", "after"]);
   });
 
   it("answers a caller's result, and lastID/changes of its statements, as a lone transaction would", async () => {

@@ -236,12 +236,28 @@ export class Database implements SqlReader {
       // the caller's own view of the transaction: the writer's statements plus its commit hooks
       let hooks: Array<() => void> | undefined;
       let queued: Done["queued"];
+      let nested = 0;
       const tx: SqlWriter = {
         run: (sql, params) => inSavepoint(() => w.run(sql, params)),
         get: (sql, params) => inSavepoint(() => w.get(sql, params)),
         all: (sql, params) => inSavepoint(() => w.all(sql, params)),
         afterCommit: (fn) => void (hooks ??= []).push(fn),
         defer: (statement, items) => void (queued ??= []).push([statement as GroupStatement<unknown>, items]),
+        savepoint: async (fn) => {
+          const inner = `${name}_${++nested}`;
+          const marks = [queued?.length ?? 0, hooks?.length ?? 0] as const;
+          await tx.run(`SAVEPOINT ${inner}`);
+          try {
+            const value = await fn();
+            await tx.run(`RELEASE ${inner}`);
+            return value;
+          } catch (err) {
+            await w.exec(`ROLLBACK TO ${inner}; RELEASE ${inner}`);
+            queued?.splice(marks[0]);
+            hooks?.splice(marks[1]);
+            throw err;
+          }
+        },
       };
       try {
         const value = await waiter.fn(tx);

@@ -40,6 +40,15 @@ export interface SqlWriter extends SqlStatements {
    * hooks. Dropped with the caller's other writes when its callback throws.
    */
   defer<I>(statement: GroupStatement<I>, items: readonly I[]): void;
+  /**
+   * Runs `fn` inside a SAVEPOINT of this caller's transaction, so that a part of the caller's work can
+   * fail alone: when `fn` throws, its statements are rolled back (`ROLLBACK TO` + `RELEASE`, one call to
+   * SQLite), the writes it deferred ({@link defer}) and the hooks it registered ({@link afterCommit}) are
+   * dropped, and its error is rethrown; what the caller did before and does after stands. Costs two
+   * calls to SQLite (`SAVEPOINT`, `RELEASE`) on success.
+   * @throws what `fn` throws; SQLite's error when the savepoint cannot be rolled back
+   */
+  savepoint<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 /**

@@ -20,6 +20,7 @@ import os from "node:os";
 import pino from "pino";
 import { createApp, type App } from "../../core/app";
 import { EventLog } from "../../core/events/log";
+import { Database } from "../../core/store/db";
 import { EventScheduleConsumers } from "../../core/runtime/event-schedules";
 import { defineConnector, defineProject, defineSchedule, type ProjectDefinition } from "../../core/sdk";
 import { builtinPlugins } from "../../plugins";
@@ -120,10 +121,13 @@ const sampler = setInterval(() => {
 }, 5);
 const sub2 = subscriber(app);
 await sleep(500);
+const db = app.container.resolve(Database);
+const before = db.stats();
 const offered2 = await offer(app);
 const deadline2 = Date.now() + 60_000;
 while ((lags.length < TOTAL || sub2.latencies.length < TOTAL) && Date.now() < deadline2) await sleep(20);
 clearInterval(sampler);
+const after = db.stats();
 sub2.stop();
 const state = consumers.describe("bench-consumer");
 await app.close();
@@ -137,6 +141,7 @@ console.log(`| consumer lag: occurredAt → handler's commit finished, p50 / p99
 console.log(`| same subscriber with the consumer running, p50 / p99 | ${ms(percentile(withSub, 50))} / ${ms(percentile(withSub, 99))} |`);
 console.log(`| backlog high-water mark | ${backlogMax} events |`);
 console.log(`| events per group commit (mean) | ${(lags.length / Math.max(1, commits)).toFixed(1)} (${commits} commits) |`);
+console.log(`| writer statements per event (appends and the consumer's commits) | ${((after.writerStatements - before.writerStatements) / TOTAL).toFixed(1)} (${after.commits - before.commits} commits of the writer) |`);
 console.log(`| consumer at the end | backlog ${state.consumer.backlog}, dead-lettered ${state.consumer.deadLettered}, caught up ${state.consumer.caughtUp} |\n`);
 // the one summary (test/bench/all.ts)
 const { reportRows } = await import("./report");
