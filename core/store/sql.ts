@@ -138,8 +138,6 @@ function wrap(db: sqlite3.Database): Connection {
   const cache = new Map<string, sqlite3.Statement>();
   /** Statements run on this connection (each `run`/`get`/`all`/`exec` call counts one). */
   let statements = 0;
-  /** How many gets each statement has queued (see `get`). */
-  const gets = new WeakMap<sqlite3.Statement, number>();
   const statement = (sql: string): sqlite3.Statement => {
     statements++;
     let stmt = cache.get(sql);
@@ -167,20 +165,14 @@ function wrap(db: sqlite3.Database): Connection {
     get: <T>(sql: string, params: SqlParams = []) =>
       new Promise<T | undefined>((resolve, reject) => {
         const stmt = statement(sql);
-        // node-sqlite3 resets a statement before a get only when binding parameters: a second get of a
-        // parameterless statement queued behind a first one would step on past its row and answer none
-        // (1,000 sockets subscribing at once read `MAX(seq)` as empty). The statement's queue is FIFO,
-        // so a reset queued first makes this get start over.
-        const queued = gets.get(stmt) ?? 0;
-        if (queued > 0) stmt.reset();
-        gets.set(stmt, queued + 1);
-        stmt.get(params, (err, row) => {
-          stmt.reset(() => {
-            gets.set(stmt, gets.get(stmt)! - 1);
-            if (err) reject(err);
-            else resolve(row as T | undefined);
-          });
-        });
+        stmt.get(params, (err, row) => (err ? reject(err) : resolve(row as T | undefined)));
+        // a get steps its statement once and leaves it on its row: not reset, it would hold its read
+        // snapshot open (the reader would not see later commits), and node-sqlite3 resets before a get
+        // only when it binds parameters (a second get of a parameterless statement would step on past
+        // the row and answer none). The reset is queued behind the get on the statement's own FIFO
+        // queue, so it runs before any later call of the statement; the get answers without waiting for
+        // it (one round trip to SQLite's thread per get, not two)
+        stmt.reset(() => undefined);
       }),
     all: <T>(sql: string, params: SqlParams = []) =>
       new Promise<T[]>((resolve, reject) => statement(sql).all(params, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
