@@ -5,6 +5,7 @@
  * cursor in the same transaction make them once-only), except an operator retry's. Real app, real
  * SQLite; the outcomes come from `HandlerRunner.execute` as the consumer's do.
  */
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "./helpers";
 import type { App } from "../core/app";
@@ -15,7 +16,8 @@ import { HandlerRunner, type HandlerRun } from "../core/runtime/handler";
 import { EventScheduleStore } from "../core/runtime/event-schedule-store";
 import { writeGroupCommit, type Outcome } from "../core/runtime/event-schedule-commit";
 import type { Entry, RegisteredEventSchedule } from "../core/runtime/event-schedule-model";
-import type { SystemContext } from "../core/sdk/context";
+import type { OntologyChange, SystemContext } from "../core/sdk/context";
+import { OntologyStore } from "../core/ontology/store";
 
 const SCHEDULE_ID = "commit-probe";
 const schedule = { scheduleId: SCHEDULE_ID, connectorId: "probe", definition: { on: { types: ["sync.run.finished"] }, run: () => undefined } } as unknown as RegisteredEventSchedule;
@@ -53,7 +55,7 @@ describe("an event schedule's group commit", () => {
   const triggeredFor = async (eventId: string) => (await db.all<{ n: number }>("SELECT seq AS n FROM events WHERE type = 'schedule.triggered' AND json_extract(envelope, '$.causationId') = ?", [eventId])).length;
   const customer = (id: string) => db.get<{ properties: string; version: number }>("SELECT properties, version FROM objects WHERE object_type_id = 'customer' AND primary_id = ?", [id]);
 
-  it("writes a batch at two calls to SQLite per handler (the upsert's read and write): the keys are recorded, not looked up, and still de-duplicate later appends", async () => {
+  it("writes a batch in five calls to SQLite whatever its size (its objects read in one, written in one); the keys are recorded, not looked up, and still de-duplicate later appends", async () => {
     const window = await read(10);
     const batch = await Promise.all(window.map((e, i) => ran(e, (ctx) => ctx.objects.upsert("customer", `cus_commit_${i}`, { name: `Commit ${i}` }))));
     const before = db.stats();
@@ -62,8 +64,8 @@ describe("an event schedule's group commit", () => {
     expect(results.map((r) => r.status)).toEqual(Array(10).fill("done"));
     expect(popped).toEqual(window);
     expect(newCursor).toBe(window.at(-1)!.cursor);
-    // BEGIN with the group's savepoint, then per handler SELECT + INSERT of its object, the cursor's UPDATE, then COMMIT with the deferred rows (events, keys, commits)
-    expect(after.writerStatements - before.writerStatements).toBe(1 + 10 * 2 + 1 + 1);
+    // BEGIN with the group's savepoint, the objects' SELECT, their INSERT, the cursor's UPDATE, then COMMIT with the deferred rows (events, keys, commits)
+    expect(after.writerStatements - before.writerStatements).toBe(5);
     for (const [i, e] of window.entries()) {
       expect(JSON.parse((await customer(`cus_commit_${i}`))!.properties)).toEqual({ name: `Commit ${i}` });
       expect(await triggeredFor(e.id)).toBe(1);
@@ -105,6 +107,62 @@ describe("an event schedule's group commit", () => {
         { event_id: b.id, status: "done", last_error: null },
         { event_id: failed.id, status: "dead", last_error: "boom" },
       ].sort((x, y) => x.event_id.localeCompare(y.event_id)),
+    );
+  });
+
+  it("writes what one commit per handler writes (objects, versions, ontology events), for any batch of upserts, updates and deletes, a refused one included (property)", async () => {
+    const ontology = app.container.resolve(OntologyStore);
+    /** One change of a handler on object k of a run's three (some exist before the batch). */
+    const change = fc.oneof(
+      fc.record({ op: fc.constant("upsert" as const), k: fc.nat(2), name: fc.constantFrom("A", "B"), balance: fc.nat(3) }),
+      fc.record({ op: fc.constant("update" as const), k: fc.nat(2), balance: fc.nat(3) }),
+      fc.record({ op: fc.constant("delete" as const), k: fc.nat(2) }),
+    );
+    type Change = typeof change extends fc.Arbitrary<infer C> ? C : never;
+    const toChanges = (prefix: string, list: Change[]): OntologyChange[] =>
+      list.map((c) => {
+        const primaryId = `${prefix}_${c.k}`;
+        if (c.op === "delete") return { op: "object.delete", objectTypeId: "customer", primaryId };
+        if (c.op === "update") return { op: "object.update", objectTypeId: "customer", primaryId, properties: { balance: c.balance } };
+        return { op: "object.upsert", objectTypeId: "customer", primaryId, properties: { name: c.name, balance: c.balance } };
+      });
+    /** The run's objects and the ontology events its writes emitted, with the prefix taken out. */
+    const state = async (prefix: string, since: string) => {
+      const objects = await db.all<{ primary_id: string; properties: string; version: number; created_at: string }>("SELECT primary_id, properties, version, created_at FROM objects WHERE object_type_id = 'customer' AND primary_id GLOB ? ORDER BY primary_id", [`${prefix}_*`]);
+      const emitted = await db.all<{ type: string; payload: string }>("SELECT type, json_extract(envelope, '$.payload') AS payload FROM events WHERE topic = 'objects' AND json_extract(envelope, '$.payload.primaryId') GLOB ? ORDER BY seq", [`${prefix}_*`]);
+      const strip = (text: string) => text.replaceAll(prefix, "run");
+      return { objects: objects.map((o) => ({ id: strip(o.primary_id), properties: JSON.parse(o.properties), version: o.version, createdBefore: o.created_at < since })), events: emitted.map((e) => ({ type: e.type, payload: JSON.parse(strip(e.payload)) })) };
+    };
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.nat(2), { maxLength: 3 }), fc.array(fc.array(change, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 5 }), async (existing, handlersChanges) => {
+        run++;
+        const [batched, alone] = [`cus_b${run}`, `cus_a${run}`];
+        for (const prefix of [batched, alone]) {
+          for (const k of new Set(existing)) await ontology.commit([{ op: "object.upsert", objectTypeId: "customer", primaryId: `${prefix}_${k}`, properties: { name: "Before", balance: 9 } }], { origin: { kind: "runtime" }, correlationId: "before" });
+        }
+        await new Promise((r) => setTimeout(r, 2));
+        const since = new Date().toISOString();
+        // the batch, as the consumer commits it
+        const window = await read(handlersChanges.length);
+        const outcomes = await Promise.all(window.map((e, i) => ran(e, (ctx) => {
+          for (const c of toChanges(batched, handlersChanges[i]!)) {
+            if (c.op === "object.delete") ctx.objects.delete(c.objectTypeId, c.primaryId);
+            else if (c.op === "object.update") ctx.objects.update(c.objectTypeId, c.primaryId, c.properties);
+            else if (c.op === "object.upsert") ctx.objects.upsert(c.objectTypeId, c.primaryId, c.properties);
+          }
+        })));
+        const { results } = await commit(outcomes, window);
+        // the reference: each handler's changes in a commit of its own, a refused one writing nothing
+        const expected: string[] = [];
+        for (const list of handlersChanges) {
+          const ok = await ontology.commit(toChanges(alone, list), { origin: { kind: "runtime" }, correlationId: "alone" }).then(() => true, () => false);
+          expected.push(ok ? "done" : "retrying");
+        }
+        expect(results.map((r) => r.status)).toEqual(expected);
+        expect(await state(batched, since)).toEqual(await state(alone, since));
+      }),
+      { numRuns: 40 },
     );
   });
 

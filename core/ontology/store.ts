@@ -10,6 +10,7 @@ import { newId, nowIso } from "../ids";
 import { checkProperties, fileProperties, validateChanges } from "./validate";
 import { FileStore } from "../files/file-store";
 import { compileObjectQuery, encodePageToken } from "./query";
+import { toRecord, type ObjectBatch, type ObjectRow } from "./object-batch";
 
 /**
  * A commit's row when its key is not looked up first: unkeyed, or `keysChecked: false` (then a key
@@ -44,19 +45,6 @@ export interface CommitResult {
   commitId: string;
   duplicate: boolean;
   events: DomainEventEnvelope[];
-}
-
-interface ObjectRow {
-  object_type_id: string;
-  primary_id: string;
-  properties: string;
-  version: number;
-  created_at: string;
-  updated_at: string;
-}
-
-function toRecord(r: ObjectRow): ObjectRecord {
-  return { objectTypeId: r.object_type_id, primaryId: r.primary_id, properties: JSON.parse(r.properties), version: r.version, createdAt: r.created_at, updatedAt: r.updated_at };
 }
 
 function diff(before: Record<string, unknown>, after: Record<string, unknown>): PropertyChange[] {
@@ -182,10 +170,13 @@ export class OntologyStore {
   /**
    * Applies already-validated changes inside the caller's transaction (used when a write must commit
    * together with other rows, such as an action run's completion). The caller drains after commit.
+   * @param batch when given, objects are read from it and written into it (the caller flushes it in
+   *   the same transaction: see {@link ObjectBatch}); links, telemetry and file references are written
+   *   as always
    * @throws {ApiError} conflict when a change writes objects a dataset projection owns and the origin is
    *   not that projection (nothing written); not_found / invalid_request as the changes go
    */
-  async applyInTx(tx: SqlWriter, changes: readonly OntologyChange[], ctx: WriteContext): Promise<CommitResult> {
+  async applyInTx(tx: SqlWriter, changes: readonly OntologyChange[], ctx: WriteContext, batch?: ObjectBatch): Promise<CommitResult> {
     this.checkOwnership(changes, ctx.origin);
     const commitId = newId("commit");
     const now = nowIso();
@@ -206,7 +197,7 @@ export class OntologyStore {
       switch (c.op) {
         case "object.upsert":
         case "object.update": {
-          const existing = await this.getObject(c.objectTypeId, c.primaryId, tx);
+          const existing = batch ? await batch.get(tx, c.objectTypeId, c.primaryId) : await this.getObject(c.objectTypeId, c.primaryId, tx);
           if (!existing && c.op === "object.update") throw new ApiError("not_found", `No ${c.objectTypeId} "${c.primaryId}" to update`);
           const before = existing?.properties ?? {};
           const after = merge(before, await this.resolveFiles(tx, c.objectTypeId, c.primaryId, c.properties));
@@ -214,19 +205,22 @@ export class OntologyStore {
           if (!existing) {
             const problems = checkProperties(this.project.objectTypes[c.objectTypeId]!.properties, after, "properties", true);
             if (problems.length) throw new ApiError("invalid_request", `Invalid ${c.objectTypeId} "${c.primaryId}": ${problems[0]}`, { problems });
-            await tx.run("INSERT INTO objects (object_type_id, primary_id, properties, version, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)", [c.objectTypeId, c.primaryId, JSON.stringify(after), now, now]);
+            if (batch) batch.put(c.objectTypeId, c.primaryId, after, now);
+            else await tx.run("INSERT INTO objects (object_type_id, primary_id, properties, version, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)", [c.objectTypeId, c.primaryId, JSON.stringify(after), now, now]);
             emit("object.created", { objectTypeId: c.objectTypeId, primaryId: c.primaryId, properties: after, propertyChanges: changed });
           } else if (changed.length) {
-            await tx.run("UPDATE objects SET properties = ?, version = version + 1, updated_at = ? WHERE object_type_id = ? AND primary_id = ?", [JSON.stringify(after), now, c.objectTypeId, c.primaryId]);
+            if (batch) batch.put(c.objectTypeId, c.primaryId, after, now);
+            else await tx.run("UPDATE objects SET properties = ?, version = version + 1, updated_at = ? WHERE object_type_id = ? AND primary_id = ?", [JSON.stringify(after), now, c.objectTypeId, c.primaryId]);
             emit("object.updated", { objectTypeId: c.objectTypeId, primaryId: c.primaryId, properties: after, propertyChanges: changed });
           }
           break;
         }
         case "object.delete": {
-          const existing = await this.getObject(c.objectTypeId, c.primaryId, tx);
+          const existing = batch ? await batch.get(tx, c.objectTypeId, c.primaryId) : await this.getObject(c.objectTypeId, c.primaryId, tx);
           if (!existing) break;
           if (this.fileProps.has(c.objectTypeId)) await this.files.removeReferences(tx, { kind: "object", id: `${c.objectTypeId}/${c.primaryId}` });
-          await tx.run("DELETE FROM objects WHERE object_type_id = ? AND primary_id = ?", [c.objectTypeId, c.primaryId]);
+          if (batch) batch.delete(c.objectTypeId, c.primaryId);
+          else await tx.run("DELETE FROM objects WHERE object_type_id = ? AND primary_id = ?", [c.objectTypeId, c.primaryId]);
           emit("object.deleted", { objectTypeId: c.objectTypeId, primaryId: c.primaryId, propertyChanges: diff(existing.properties, {}) });
           break;
         }

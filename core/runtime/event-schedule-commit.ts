@@ -1,4 +1,5 @@
 import type { BufferedHandler, HandlerRun } from "./handler";
+import { ObjectBatch } from "../ontology/object-batch";
 import type { EventScheduleStore, EventRowWrite } from "./event-schedule-store";
 import { retryDelayMs, type ConsumerDeps, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
 
@@ -48,9 +49,10 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`). The idempotency keys are recorded but
  * not looked up (`keysChecked: false`): the done marks and the cursor committed in the same transaction
  * are what make a handler's writes once-only; an operator retry's keys are looked up (its event may be
- * read again after a restart). The handlers are written first without savepoints; when one's writes
- * are refused, that attempt is rolled back whole and the group is written again with a SAVEPOINT per
- * handler: the refused handler is rolled back to its savepoint alone and counts as a failed attempt
+ * read again after a restart). The handlers are written first without savepoints, their objects
+ * through one `ObjectBatch` (read in one statement, written in one); when one's writes are refused,
+ * that attempt is rolled back whole and the group is written again with a SAVEPOINT per handler and
+ * no batch: the refused handler is rolled back to its savepoint alone and counts as a failed attempt
  * (`commit refused: …`). Failed
  * attempts become `retrying` (next attempt after `retryDelayMs`) or, at `maxAttempts`, `dead`. Then the
  * new cursor: after the longest finished (done or dead) prefix of the window, or the read position when
@@ -88,6 +90,9 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
   let readAtSnapshot = view.readCursor();
   await db.transaction(async (tx) => {
     results = [];
+    // without savepoints, the handlers' objects are read in one statement and written in one
+    const objects = savepoints ? undefined : new ObjectBatch();
+    await objects?.load(tx, batch.flatMap((o) => (o.ok ? o.buffered.changes : [])));
     for (const o of batch) {
       const e = o.entry.event!;
       let error = o.ok ? undefined : o.error;
@@ -97,7 +102,7 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
         // event may still be re-read after a restart (its row is gone), so its keys are looked up
         const keysChecked = o.entry.revived;
         const write = async () => {
-          await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key, keysChecked });
+          await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key, keysChecked, objects });
           const occurrenceKey = `${scheduleId}@${e.id}`;
           const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: `schedule.triggered:${occurrenceKey}` });
           await events.writeInTx(tx, [triggered], { keysChecked });
@@ -113,6 +118,7 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
       }
       results.push({ o, status: o.attempt >= maxAttempts ? "dead" : "retrying", error });
     }
+    await objects?.flush(tx);
     // the new cursor: after the longest finished prefix of what was read (a synchronous snapshot)
     const finished = new Map(results.map((r) => [r.o.entry, r.status]));
     const window = view.window;

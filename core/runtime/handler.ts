@@ -2,6 +2,7 @@ import { inject, injectable } from "../di";
 import { Database, type SqlWriter } from "../store/db";
 import { EventLog, type AppendInput } from "../events/log";
 import { OntologyStore, WriteBuffer, type CommitResult } from "../ontology/store";
+import type { ObjectBatch } from "../ontology/object-batch";
 import { validateChanges } from "../ontology/validate";
 import { ProjectRegistry } from "../project/registry";
 import { LogCapture, type RunRef } from "../logs/capture";
@@ -47,6 +48,12 @@ export interface HandlerCommit {
    * `WriteContext.keysChecked`). Default `true`.
    */
   keysChecked?: boolean;
+  /**
+   * The objects of the caller's transaction, when it applies many handlers' changes in it (an event
+   * schedule's group commit): the changes read and write objects through it, and the caller flushes it
+   * in the same transaction (see `ObjectBatch`).
+   */
+  objects?: ObjectBatch;
 }
 
 /** What a handler produced, validated but not written yet. */
@@ -161,7 +168,8 @@ export class HandlerRunner {
    *   a projected type), or conflict when a dataset has an open HTTP transaction
    */
   async commitInTx(tx: SqlWriter, buffered: BufferedHandler<unknown>, spec: HandlerRun, commit: HandlerCommit): Promise<CommitResult> {
-    const result = await this.ontology.applyInTx(tx, buffered.changes, { ...commit, correlationId: spec.correlationId });
+    const { objects, ...write } = commit;
+    const result = await this.ontology.applyInTx(tx, buffered.changes, { ...write, correlationId: spec.correlationId }, objects);
     await this.events.writeInTx(tx, buffered.events, { keysChecked: commit.keysChecked });
     for (const [i, write] of buffered.datasets.entries()) {
       await this.datasetStore.commitInTx(tx, write.datasetId, {
