@@ -5,8 +5,9 @@ import type { DomainEventEnvelope, StoredDomainEvent, Topic } from "./catalog";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { ApiError } from "../errors";
 import { pruneBefore } from "../store/retention";
-import { compileEventFilter, eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery, type StreamScan, topicsOf } from "./stream";
+import { eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type StreamQuery, type StreamScan } from "./stream";
 import { EventInsert, type QueuedEvent, type TailEntry } from "./event-insert";
+import { EventTail } from "./event-tail";
 
 /** A page read from SQLite as JSON bytes, with the seq of its last event (absent when empty). */
 type ReadPage = EventJsonPage & { lastSeq?: number };
@@ -25,18 +26,6 @@ function withCursor(envelopeJson: string, cursor: string): string {
   return `${envelopeJson.slice(0, -1)},"cursor":"${cursor}"}`;
 }
 
-/** Index of the first element of ascending `seqs` greater than `after` (`seqs.length` when none). */
-function firstAbove(seqs: readonly number[], after: number): number {
-  let lo = 0;
-  let hi = seqs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (seqs[mid]! > after) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
-
 interface EventRow {
   seq: number;
   envelope: string;
@@ -49,23 +38,8 @@ interface EventRow {
  */
 export class SqliteEventStream implements EventStream {
   readonly notifier = new EventEmitter();
-  /**
-   * The last {@link SqliteEventStream.TAIL_SIZE} events this process appended (up to a tenth more
-   * between trims), contiguous and in seq
-   * order, each with its stored JSON text. This process is the only writer of its data dir, so a read
-   * whose cursor falls inside the tail is answered from memory with the same filters. Older cursors
-   * read SQLite.
-   */
-  private tail: TailEntry[] = [];
-  static readonly TAIL_SIZE = 10_000;
-  /**
-   * Per topic, the seqs of the tail's events of that topic, ascending, so that a read filtered by topic
-   * or type visits only that topic's events: a follower waiting for rare events (the rule engine reads
-   * `objects` after its checkpoint, which only moves when one comes) scanned the whole tail on every
-   * append otherwise (a fifth of the service's CPU under a load of action runs). Seqs that fell out of
-   * the tail's front are dropped lazily ({@link SqliteEventStream.trimTopicIndex}).
-   */
-  private tailByTopic = new Map<string, number[]>();
+  /** The events this process appended last (see {@link EventTail}): reads after a recent cursor are answered from it. */
+  private readonly tail = new EventTail();
 
   /** Read-ahead pages by query (see {@link SqliteEventStream.readJson}), oldest first; at most {@link SqliteEventStream.READ_AHEAD_PAGES}. */
   private readonly readAhead = new Map<string, { at: number; page: Promise<ReadPage> }>();
@@ -119,23 +93,7 @@ export class SqliteEventStream implements EventStream {
 
   /** Extends the tail with committed events (in seq order: hooks run in commit order) and queues the notice. */
   private committed(appended: QueuedEvent[]): void {
-    const last = this.tail[this.tail.length - 1];
-    // keep the tail contiguous: it only ever extends what this process appended right after it
-    // (a re-appended id still uses up a seq under AUTOINCREMENT, so redelivery leaves a gap)
-    if (last && appended[0]!.seq !== last.seq + 1) this.resetTail();
-    for (const { seq, facts, json } of appended) {
-      this.tail.push({ seq, facts, json }); // without the envelope (see TailEntry)
-      const seqs = this.tailByTopic.get(facts.topic);
-      if (seqs) seqs.push(seq);
-      else this.tailByTopic.set(facts.topic, [seq]);
-    }
-    // trimmed a tenth at a time: a splice on every commit moved the whole tail (3.6 % of the service's
-    // CPU under a load of action runs)
-    if (this.tail.length > SqliteEventStream.TAIL_SIZE * 1.1) {
-      this.tail.splice(0, this.tail.length - SqliteEventStream.TAIL_SIZE);
-      this.trimTopicIndex();
-    }
-    if (this.tail[this.tail.length - 1]!.seq - this.tail[0]!.seq !== this.tail.length - 1) this.resetTail(); // a gap: fall back to SQLite
+    this.tail.extend(appended);
     if (this.noticeTopics) {
       for (const entry of appended) this.noticeTopics.add(entry.facts.topic);
       return;
@@ -145,22 +103,6 @@ export class SqliteEventStream implements EventStream {
       this.noticeTopics = undefined;
       this.notifier.emit("appended", topics);
     });
-  }
-
-  private resetTail(): void {
-    this.tail = [];
-    this.tailByTopic.clear();
-  }
-
-  /** Drops the topic index's seqs before the tail's first one, once they are more than a tenth of the tail (amortized). */
-  private trimTopicIndex(): void {
-    const first = this.tail[0]?.seq ?? Infinity;
-    for (const [topic, seqs] of this.tailByTopic) {
-      if (seqs[0]! >= first) continue;
-      const stale = firstAbove(seqs, first - 1);
-      if (stale === seqs.length) this.tailByTopic.delete(topic);
-      else if (stale > SqliteEventStream.TAIL_SIZE / 10) seqs.splice(0, stale);
-    }
   }
 
   async read(q: StreamQuery): Promise<StoredDomainEvent[]> {
@@ -208,8 +150,8 @@ export class SqliteEventStream implements EventStream {
 
   /** Reads the page after `lastSeq` for the reader of `q`, unless the in-memory tail answers it. */
   private startReadAhead(q: StreamQuery, lastSeq: number): void {
-    const first = this.tail[0];
-    if (first && lastSeq >= first.seq - 1) return;
+    const first = this.tail.firstSeq;
+    if (first !== undefined && lastSeq >= first - 1) return;
     const next = { ...q, afterCursor: encodeCursor(this.epoch, lastSeq) };
     // oldest first: drop what is stale, then what is over the bound
     for (const [key, entry] of this.readAhead) {
@@ -312,39 +254,11 @@ export class SqliteEventStream implements EventStream {
   }
 
   /**
-   * The tail entries answering `q` and the seq the scan examined through (the last entry's when the
-   * page filled up, else the tail's last: nothing after the cursor is left unexamined; undefined when
-   * nothing came after the cursor), or undefined when `q`'s cursor is not inside the tail.
+   * {@link EventTail.scan} after `q`'s cursor, or undefined when that cursor is not inside the tail.
    * @throws {ApiError} as {@link SqliteEventStream.afterSeq}
    */
   private scanTail(q: StreamQuery): { entries: TailEntry[]; throughSeq: number | undefined } | undefined {
-    const seq = this.afterSeq(q);
-    const first = this.tail[0];
-    if (seq === undefined || !first || seq < first.seq - 1) return undefined;
-    const matches = compileEventFilter(q);
-    const out: TailEntry[] = [];
-    const last = this.tail[this.tail.length - 1]!.seq;
-    const through = () => (out.length === q.limit ? out[out.length - 1]!.seq : last > seq ? last : undefined);
-    const topics = topicsOf(q);
-    if (!topics) {
-      for (let i = seq - first.seq + 1; i < this.tail.length && out.length < q.limit; i++) {
-        if (matches(this.tail[i]!.facts)) out.push(this.tail[i]!);
-      }
-      return { entries: out, throughSeq: through() };
-    }
-    // only the events of the topics asked for, merged in seq order (a handful of topics at most)
-    const lists = topics.map((t) => this.tailByTopic.get(t)).filter((l): l is number[] => l !== undefined);
-    const next = lists.map((l) => firstAbove(l, Math.max(seq, first.seq - 1)));
-    while (out.length < q.limit) {
-      let pick = -1;
-      for (let k = 0; k < lists.length; k++) {
-        if (next[k]! < lists[k]!.length && (pick < 0 || lists[k]![next[k]!]! < lists[pick]![next[pick]!]!)) pick = k;
-      }
-      if (pick < 0) break;
-      const entry = this.tail[lists[pick]![next[pick]!++]! - first.seq]!;
-      if (matches(entry.facts)) out.push(entry);
-    }
-    return { entries: out, throughSeq: through() };
+    return this.tail.scan(q, this.afterSeq(q));
   }
 
   /**
@@ -417,8 +331,7 @@ export class SqliteEventStream implements EventStream {
     if (!pruned) return 0;
     // only once committed: readers never see a cursor expire that is still retained
     this.prunedThrough = pruned.through;
-    this.tail = this.tail.filter((t) => t.seq > pruned.through);
-    this.trimTopicIndex();
+    this.tail.dropThrough(pruned.through);
     return pruned.changes;
   }
 }

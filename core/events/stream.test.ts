@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { Database } from "../store/db";
 import { SqliteEventStream } from "./sqlite-stream";
+import { EventTail } from "./event-tail";
 import { readEventsJson, type EventJsonPage, type StreamQuery } from "./stream";
 import type { DomainEventEnvelope } from "./catalog";
 import { tempDir } from "../../test/helpers-fs";
@@ -176,7 +177,7 @@ describe("SqliteEventStream tail", () => {
     const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
     opened.push(db);
     const writer = await SqliteEventStream.open(db);
-    const size = SqliteEventStream.TAIL_SIZE;
+    const size = EventTail.SIZE;
     // more events than the tail holds, in runs of one topic (the rule engine's case: few of its topic)
     const types: Array<keyof typeof TOPIC_OF> = [];
     for (let i = 0; types.length < size + 2_500; i++) types.push(...Array.from({ length: 1 + (i * 7919) % 400 }, () => TYPES[(i * 31) % TYPES.length]!));
