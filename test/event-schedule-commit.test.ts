@@ -55,7 +55,7 @@ describe("an event schedule's group commit", () => {
   const triggeredFor = async (eventId: string) => (await db.all<{ n: number }>("SELECT seq AS n FROM events WHERE type = 'schedule.triggered' AND json_extract(envelope, '$.causationId') = ?", [eventId])).length;
   const customer = (id: string) => db.get<{ properties: string; version: number }>("SELECT properties, version FROM objects WHERE object_type_id = 'customer' AND primary_id = ?", [id]);
 
-  it("writes a batch in five calls to SQLite whatever its size (its objects read in one, written in one); the keys are recorded, not looked up, and still de-duplicate later appends", async () => {
+  it("writes a batch in six calls to SQLite whatever its size (its objects read in one and written in one, its keys looked up in one); the keys it records de-duplicate later appends", async () => {
     const window = await read(10);
     const batch = await Promise.all(window.map((e, i) => ran(e, (ctx) => ctx.objects.upsert("customer", `cus_commit_${i}`, { name: `Commit ${i}` }))));
     const before = db.stats();
@@ -64,8 +64,8 @@ describe("an event schedule's group commit", () => {
     expect(results.map((r) => r.status)).toEqual(Array(10).fill("done"));
     expect(popped).toEqual(window);
     expect(newCursor).toBe(window.at(-1)!.cursor);
-    // BEGIN with the group's savepoint, the objects' SELECT, their INSERT, the cursor's UPDATE, then COMMIT with the deferred rows (events, keys, commits)
-    expect(after.writerStatements - before.writerStatements).toBe(5);
+    // BEGIN with the group's savepoint, the objects' SELECT, the derived keys' SELECT, the objects' INSERT, the cursor's UPDATE, then COMMIT with the deferred rows (events, keys, commits)
+    expect(after.writerStatements - before.writerStatements).toBe(6);
     for (const [i, e] of window.entries()) {
       expect(JSON.parse((await customer(`cus_commit_${i}`))!.properties)).toEqual({ name: `Commit ${i}` });
       expect(await triggeredFor(e.id)).toBe(1);
@@ -166,15 +166,30 @@ describe("an event schedule's group commit", () => {
     );
   });
 
-  it("an operator retry's keys are looked up: a revived event whose writes were committed before writes nothing twice", async () => {
-    const [first] = await read(1);
-    await commit([await ran(first!, (ctx) => ctx.objects.upsert("customer", "cus_revived", { name: "Once", balance: 1 }))], [first!]);
-    // the same event again as an operator retry whose handler would write something else
-    const again = { ...first!, revived: true, hasRow: true, state: "running" as const };
-    const { results } = await commit([await ran(again, (ctx) => ctx.objects.upsert("customer", "cus_revived", { name: "Twice", balance: 2 }))], []);
-    expect(results.map((r) => r.status)).toEqual(["done"]);
-    const row = await customer("cus_revived");
-    expect([JSON.parse(row!.properties), row!.version]).toEqual([{ name: "Once", balance: 1 }, 1]);
-    expect(await triggeredFor(first!.id)).toBe(1);
+  it("an event handled again writes nothing twice: an operator retry's event read again after a restart (its row gone)", async () => {
+    const [dead] = await read(1);
+    const handler = (name: string) => (ctx: SystemContext) => {
+      ctx.objects.upsert("customer", "cus_again", { name });
+      void ctx.events.append([{ type: "sync.run.started", payload: { syncId: "again", runId: name } }]);
+    };
+    // the operator retry commits first (its row is deleted as it finishes) ...
+    const revived = { ...dead!, revived: true, hasRow: true };
+    expect((await commit([await ran(revived, handler("Retried"))], [])).results.map((r) => r.status)).toEqual(["done"]);
+    // ... then, after a restart, the event is read again from the stored cursor, with no row to say it is done
+    expect((await commit([await ran(dead!, handler("Again"))], [dead!])).results.map((r) => r.status)).toEqual(["done"]);
+    const row = await customer("cus_again");
+    expect([JSON.parse(row!.properties), row!.version]).toEqual([{ name: "Retried" }, 1]);
+    expect(await triggeredFor(dead!.id)).toBe(1);
+    expect(await db.all("SELECT json_extract(envelope, '$.payload.runId') AS runId FROM events WHERE type = 'sync.run.started' AND json_extract(envelope, '$.payload.syncId') = 'again'")).toEqual([{ runId: "Retried" }]);
+  });
+
+  it("an idempotency key a handler chose itself is looked up as always: used before, or by an earlier handler of the same batch", async () => {
+    const started = (runId: string, idempotencyKey: string) => ({ type: "sync.run.started" as const, payload: { syncId: "chosen", runId }, idempotencyKey });
+    expect(await events.append([started("api", "chosen-key-1")])).toHaveLength(1);
+    const window = await read(3);
+    const outcomes = await Promise.all(window.map((e, i) => ran(e, (ctx) => void ctx.events.append([started(`h${i}-1`, "chosen-key-1"), started(`h${i}-2`, "chosen-key-2")]))));
+    expect((await commit(outcomes, window)).results.map((r) => r.status)).toEqual(["done", "done", "done"]);
+    const stored = await db.all<{ runId: string }>("SELECT json_extract(envelope, '$.payload.runId') AS runId FROM events WHERE type = 'sync.run.started' AND json_extract(envelope, '$.payload.syncId') = 'chosen' ORDER BY seq");
+    expect(stored.map((r) => r.runId)).toEqual(["api", "h0-2"]);
   });
 });

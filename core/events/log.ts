@@ -24,14 +24,14 @@ export interface AppendInput {
   commitOrdinal?: number;
 }
 
-/** Payload fields each catalog type must carry (spec 2.4), checked on append. */
-/** `[idempotencyKey, eventId, createdAt]`: a key recorded without being looked up (`keysChecked: false`). */
+/** `[idempotencyKey, eventId, createdAt]`: a key recorded without being looked up (`newKeys`). */
 type EventKeyRow = [string, string, string];
-/** Records keys of events written with `keysChecked: false`; a key already there is left as it is. */
+/** Records keys of events its caller looked up itself (`newKeys`); a key already there is left as it is. */
 const EVENT_KEY_ROWS = jsonRowsStatement<EventKeyRow>(
   "INSERT INTO event_keys (idempotency_key, event_id, created_at) SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING",
 );
 
+/** Payload fields each catalog type must carry (spec 2.4), checked on append. */
 const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
   "action.requested": ["actionId", "runId"],
   "action.completed": ["actionId", "runId", "finishedAt"],
@@ -113,26 +113,25 @@ export class EventLog {
    * (a broker stream, spec 6.2). An envelope whose `idempotencyKey` was already appended is skipped.
    * Call {@link EventLog.drain} after the transaction commits (it answers at once without an outbox).
    *
-   * @param options.keysChecked `false` when the caller's transaction already makes these events happen
-   *   once (an event schedule's group commit): their keys are recorded (one deferred statement for the
-   *   whole group commit) but not looked up, and every envelope is written
+   * @param options.newKeys keys the caller looked up itself in this transaction and found unused, and
+   *   that no other caller can write meanwhile (an event schedule's group commit looks up all its
+   *   derived keys in one statement): an envelope with one of them is written without a lookup of its
+   *   own, its key recorded by one deferred statement for the whole group commit
    * @returns the envelopes actually written
    */
-  async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[], options?: { keysChecked?: boolean }): Promise<DomainEventEnvelope[]> {
-    if (options?.keysChecked === false) {
-      const keys = envelopes.flatMap((e) => (e.idempotencyKey === undefined ? [] : [[e.idempotencyKey, e.id, e.occurredAt] as EventKeyRow]));
-      if (keys.length) tx.defer(EVENT_KEY_ROWS, keys);
-      await this.writeUnkeyed(tx, envelopes);
-      return [...envelopes];
-    }
+  async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[], options?: { newKeys?: ReadonlySet<string> }): Promise<DomainEventEnvelope[]> {
+    const newKeys = options?.newKeys;
+    const recorded: EventKeyRow[] = [];
     const written: DomainEventEnvelope[] = [];
     for (const e of envelopes) {
-      if (e.idempotencyKey !== undefined) {
+      if (e.idempotencyKey !== undefined && newKeys?.has(e.idempotencyKey)) recorded.push([e.idempotencyKey, e.id, e.occurredAt]);
+      else if (e.idempotencyKey !== undefined) {
         const { changes } = await tx.run("INSERT INTO event_keys (idempotency_key, event_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [e.idempotencyKey, e.id, e.occurredAt]);
         if (changes === 0) continue;
       }
       written.push(e);
     }
+    if (recorded.length) tx.defer(EVENT_KEY_ROWS, recorded);
     await this.writeUnkeyed(tx, written);
     return written;
   }

@@ -21,7 +21,8 @@ const keyOf = (objectTypeId: string, primaryId: string) => `${objectTypeId}\u000
 
 /**
  * The objects that many ontology commits in ONE caller's transaction read and write (spec 2.1), read
- * in one statement and written in one, instead of a read and a write per change: for a caller that
+ * in one statement and written in one or two (deletes, then an upsert), instead of a read and a write
+ * per change: for a caller that
  * applies a batch of handlers' changes together (an event schedule's group commit,
  * core/runtime/event-schedule-commit.ts). `OntologyStore.applyInTx` given a batch reads objects from it
  * and writes them into it; {@link ObjectBatch.flush} then writes every object the batch changed, in

@@ -13,8 +13,8 @@ import { compileObjectQuery, encodePageToken } from "./query";
 import { toRecord, type ObjectBatch, type ObjectRow } from "./object-batch";
 
 /**
- * A commit's row when its key is not looked up first: unkeyed, or `keysChecked: false` (then a key
- * already there is left as it is). Rows `[commitId, idempotencyKey | null, correlationId, createdAt]`.
+ * A commit's row when its key is not looked up first: unkeyed, or one of the caller's `newKeys` (then
+ * a key already there is left as it is). Rows `[commitId, idempotencyKey | null, correlationId, createdAt]`.
  */
 const COMMIT_ROWS = jsonRowsStatement<[string, string | null, string, string]>(
   "INSERT INTO commits (commit_id, idempotency_key, correlation_id, created_at) SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING",
@@ -31,13 +31,12 @@ export interface WriteContext {
   /** Makes the write exactly-once: a second commit with the same key changes nothing (a commit of no changes records no key). */
   idempotencyKey?: string;
   /**
-   * `false` when the caller's own transaction already makes this write happen once (an event
-   * schedule's done marks and cursor commit with it): the idempotency key, and those of the events the
-   * caller writes with it, are recorded for later writers but not looked up first, so they cost the
-   * transaction no statement of their own (they join the group commit's deferred statements). Default
-   * `true`.
+   * Idempotency keys the caller looked up itself in this transaction and found unused, and that no other
+   * caller can write meanwhile (an event schedule's group commit): when the commit's key, or an
+   * envelope's, is one of them it is recorded without a lookup of its own (a deferred statement of the
+   * group commit).
    */
-  keysChecked?: boolean;
+  newKeys?: ReadonlySet<string>;
 }
 
 /** The result of a commit: its id and the envelopes it wrote (empty when it was a duplicate). */
@@ -182,7 +181,7 @@ export class OntologyStore {
     const now = nowIso();
     // a commit with no changes records no key: it has nothing to repeat (a webhook or schedule handler
     // that writes nothing then costs its transaction no statement)
-    if (ctx.idempotencyKey !== undefined && ctx.keysChecked !== false && changes.length) {
+    if (ctx.idempotencyKey !== undefined && !ctx.newKeys?.has(ctx.idempotencyKey) && changes.length) {
       const { changes: inserted } = await tx.run("INSERT INTO commits (commit_id, idempotency_key, correlation_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING", [commitId, ctx.idempotencyKey, ctx.correlationId, now]);
       if (inserted === 0) return { commitId, duplicate: true, events: [] };
     } else if (changes.length) {
@@ -256,7 +255,7 @@ export class OntologyStore {
         }
       }
     }
-    await this.events.writeInTx(tx, envelopes, { keysChecked: ctx.keysChecked });
+    await this.events.writeInTx(tx, envelopes, { newKeys: ctx.newKeys });
     return { commitId, duplicate: false, events: envelopes };
   }
 }

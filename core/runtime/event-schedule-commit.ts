@@ -1,5 +1,6 @@
 import type { BufferedHandler, HandlerRun } from "./handler";
 import { ObjectBatch } from "../ontology/object-batch";
+import { TransactionLost, type SqlWriter } from "../store/db";
 import type { EventScheduleStore, EventRowWrite } from "./event-schedule-store";
 import { retryDelayMs, type ConsumerDeps, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
 
@@ -46,10 +47,10 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * Writes one group commit in ONE transaction: per successful handler, its buffered writes
  * (`HandlerRunner.commitInTx`, origin `{ kind: "runtime", connectorId, scheduleId, eventId }`,
  * causationId = the event, idempotencyKey `schedule:<scheduleId>:<eventId>`) and its
- * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`). The idempotency keys are recorded but
- * not looked up (`keysChecked: false`): the done marks and the cursor committed in the same transaction
- * are what make a handler's writes once-only; an operator retry's keys are looked up (its event may be
- * read again after a restart). The handlers are written first without savepoints, their objects
+ * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`). The keys derived from the events are
+ * looked up for the whole group in one statement ({@link unusedKeys}) and the unused ones recorded by
+ * deferred statements; a used one makes its write a duplicate, as a lookup of its own would. The
+ * handlers are written first without savepoints, their objects
  * through one `ObjectBatch` (read in one statement, written in one); when one's writes are refused,
  * that attempt is rolled back whole and the group is written again with a SAVEPOINT per handler and
  * no batch: the refused handler is rolled back to its savepoint alone and counts as a failed attempt
@@ -70,8 +71,9 @@ export async function writeGroupCommit(deps: Pick<ConsumerDeps, "db" | "events" 
   if (batch.some((o) => o.ok)) {
     try {
       return await writeGroup(deps, store, schedule, maxAttempts, batch, view, now, false);
-    } catch (err) {
-      if (!(err instanceof HandlerRefused)) throw err;
+    } catch {
+      // a refused handler (HandlerRefused), or anything else that failed this attempt (nothing of it was
+      // written): the attempt with savepoints tells which handler, or fails the commit with its error
     }
   }
   return writeGroup(deps, store, schedule, maxAttempts, batch, view, now, true);
@@ -79,6 +81,39 @@ export async function writeGroupCommit(deps: Pick<ConsumerDeps, "db" | "events" 
 
 /** Thrown out of a transaction written without savepoints when a handler's writes were refused. */
 class HandlerRefused extends Error {}
+
+const triggeredKey = (scheduleId: string, eventId: string) => `schedule.triggered:${scheduleId}@${eventId}`;
+
+/**
+ * The idempotency keys a handler's commit derives from its event (no other writer uses them): its
+ * `schedule.triggered`'s, its ontology commit's (`spec.key`, when it changes anything) and its appended
+ * events' `<spec.key>:event:<i>` (keys a handler chose itself are not among them: another caller of
+ * the same group commit may write those, so they are looked up one by one as always).
+ */
+function derivedKeys(scheduleId: string, o: Outcome & { ok: true }): string[] {
+  const keys = [triggeredKey(scheduleId, o.entry.id)];
+  if (o.buffered.changes.length) keys.push(o.spec.key);
+  o.buffered.events.forEach((e, i) => {
+    if (e.idempotencyKey === `${o.spec.key}:event:${i}`) keys.push(e.idempotencyKey);
+  });
+  return keys;
+}
+
+/**
+ * Which of `keys` no commit and no event has used yet, in one statement: what makes a handler's writes
+ * once-only without a lookup per key (an event can be handled again: an operator retry of a dead letter
+ * that sat beyond the stored cursor is read again after a restart, its row gone).
+ */
+async function unusedKeys(tx: SqlWriter, keys: readonly string[]): Promise<Set<string>> {
+  const list = JSON.stringify(keys);
+  const used = await tx.all<{ key: string }>(
+    "SELECT idempotency_key AS key FROM commits WHERE idempotency_key IN (SELECT value FROM json_each(?1)) UNION ALL SELECT idempotency_key FROM event_keys WHERE idempotency_key IN (SELECT value FROM json_each(?1))",
+    [list],
+  );
+  const unused = new Set(keys);
+  for (const { key } of used) unused.delete(key);
+  return unused;
+}
 
 /** {@link writeGroupCommit}'s transaction; without `savepoints`, a refused handler throws {@link HandlerRefused} (nothing written). */
 async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">, store: EventScheduleStore, schedule: RegisteredEventSchedule, maxAttempts: number, batch: Outcome[], view: CommitView, now: string, savepoints: boolean): Promise<GroupCommit> {
@@ -93,25 +128,24 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
     // without savepoints, the handlers' objects are read in one statement and written in one
     const objects = savepoints ? undefined : new ObjectBatch();
     await objects?.load(tx, batch.flatMap((o) => (o.ok ? o.buffered.changes : [])));
+    const newKeys = await unusedKeys(tx, batch.flatMap((o) => (o.ok ? derivedKeys(scheduleId, o) : [])));
     for (const o of batch) {
       const e = o.entry.event!;
       let error = o.ok ? undefined : o.error;
       if (o.ok) {
         const origin = { kind: "runtime" as const, connectorId, scheduleId, eventId: e.id };
-        // this transaction's done marks and cursor make the writes once-only; an operator retry's
-        // event may still be re-read after a restart (its row is gone), so its keys are looked up
-        const keysChecked = o.entry.revived;
         const write = async () => {
-          await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key, keysChecked, objects });
+          await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key, newKeys, objects });
           const occurrenceKey = `${scheduleId}@${e.id}`;
-          const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: `schedule.triggered:${occurrenceKey}` });
-          await events.writeInTx(tx, [triggered], { keysChecked });
+          const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: triggeredKey(scheduleId, e.id) });
+          await events.writeInTx(tx, [triggered], { newKeys });
         };
         try {
           await (savepoints ? tx.savepoint(write) : write());
           results.push({ o, status: "done" });
           continue;
         } catch (err) {
+          if (err instanceof TransactionLost) throw err;
           if (!savepoints) throw new HandlerRefused(messageOf(err), { cause: err });
           error = `commit refused: ${messageOf(err)}`;
         }

@@ -42,12 +42,8 @@ export interface HandlerCommit {
   causationId?: string;
   /** Makes the ontology write exactly-once across retries (a second commit with it writes nothing). */
   idempotencyKey?: string;
-  /**
-   * `false` when the caller's transaction already makes the commit happen once (an event schedule's
-   * group commit): the ontology key and the appended events' keys are recorded but not looked up (see
-   * `WriteContext.keysChecked`). Default `true`.
-   */
-  keysChecked?: boolean;
+  /** Keys the caller looked up itself and found unused (see `WriteContext.newKeys`): the commit's and the appended events'. */
+  newKeys?: ReadonlySet<string>;
   /**
    * The objects of the caller's transaction, when it applies many handlers' changes in it (an event
    * schedule's group commit): the changes read and write objects through it, and the caller flushes it
@@ -168,9 +164,9 @@ export class HandlerRunner {
    *   a projected type), or conflict when a dataset has an open HTTP transaction
    */
   async commitInTx(tx: SqlWriter, buffered: BufferedHandler<unknown>, spec: HandlerRun, commit: HandlerCommit): Promise<CommitResult> {
-    const { objects, ...write } = commit;
-    const result = await this.ontology.applyInTx(tx, buffered.changes, { ...write, correlationId: spec.correlationId }, objects);
-    await this.events.writeInTx(tx, buffered.events, { keysChecked: commit.keysChecked });
+    const { objects, ...context } = commit;
+    const result = await this.ontology.applyInTx(tx, buffered.changes, { ...context, correlationId: spec.correlationId }, objects);
+    await this.events.writeInTx(tx, buffered.events, { newKeys: commit.newKeys });
     for (const [i, write] of buffered.datasets.entries()) {
       await this.datasetStore.commitInTx(tx, write.datasetId, {
         transaction: write.transaction,

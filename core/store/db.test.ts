@@ -207,6 +207,24 @@ describe("Database group commit", () => {
     expect(hooked).toEqual(["before", "after"]);
   });
 
+  it("rejects a caller whose tx.savepoint finds its transaction rolled back by SQLite: its later statements are refused and nothing of the group is written", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.v = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'rolled back whole'); END"], { oneGroup: true });
+    const seen: string[] = [];
+    const [first, second] = await Promise.allSettled([
+      db.transaction((tx) => tx.run("INSERT INTO t (v) VALUES ('first')")),
+      db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t (v) VALUES ('before')");
+        // as a caller that goes on after a part failed: the part's error says the transaction is lost
+        await tx.savepoint(() => tx.run("INSERT INTO t (v) VALUES ('boom')")).catch((err: unknown) => void seen.push((err as Error).constructor.name));
+        await tx.run("INSERT INTO t (v) VALUES ('after')").catch((err: unknown) => void seen.push((err as Error).constructor.name));
+      }),
+    ]);
+    expect(seen).toEqual(["TransactionLost", "TransactionLost"]);
+    expect([first.status, second.status]).toEqual(["rejected", "rejected"]);
+    expect(String((second as PromiseRejectedResult).reason)).toContain("rolled back whole");
+    expect(await db.all("SELECT v FROM t")).toEqual([]);
+  });
+
   it("answers a caller's result, and lastID/changes of its statements, as a lone transaction would", async () => {
     const db = await openWithTable(["CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)"]);
     const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => db.transaction(async (tx) => (await tx.run("INSERT INTO t (v) VALUES (?)", [`v${i}`])).lastID)));

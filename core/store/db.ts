@@ -3,9 +3,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
 import { WalCheckpointer, type WalCheckpointStats } from "./checkpointer";
-import { openConnection, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
+import { openConnection, TransactionLost, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
 
-export { jsonRowsStatement, sqlText, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
+export { jsonRowsStatement, sqlText, TransactionLost, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
 
 /** Counters of the store's work since it opened (for benchmarks and `statements per request`). */
 export interface DatabaseStats extends WalCheckpointStats {
@@ -232,7 +232,7 @@ export class Database implements SqlReader {
           },
         ));
       };
-      const inSavepoint = <T>(statement: () => Promise<T>): Promise<T> => (open === name ? statement() : begin().then(statement));
+      const inSavepoint = <T>(statement: () => Promise<T>): Promise<T> => (lost ? Promise.reject(lost.cause) : open === name ? statement() : begin().then(statement));
       // the caller's own view of the transaction: the writer's statements plus its commit hooks
       let hooks: Array<() => void> | undefined;
       let queued: Done["queued"];
@@ -252,7 +252,15 @@ export class Database implements SqlReader {
             await tx.run(`RELEASE ${inner}`);
             return value;
           } catch (err) {
-            await w.exec(`ROLLBACK TO ${inner}; RELEASE ${inner}`);
+            if (lost) throw lost.cause;
+            try {
+              await w.exec(`ROLLBACK TO ${inner}; RELEASE ${inner}`);
+            } catch {
+              // SQLite rolled the whole transaction back (what `fn` ran made it): nothing more may run in
+              // it (it would autocommit)
+              lost = { cause: new TransactionLost(err), beginning: false };
+              throw lost.cause;
+            }
             queued?.splice(marks[0]);
             hooks?.splice(marks[1]);
             throw err;

@@ -46,9 +46,22 @@ export interface SqlWriter extends SqlStatements {
    * SQLite), the writes it deferred ({@link defer}) and the hooks it registered ({@link afterCommit}) are
    * dropped, and its error is rethrown; what the caller did before and does after stands. Costs two
    * calls to SQLite (`SAVEPOINT`, `RELEASE`) on success.
-   * @throws what `fn` throws; SQLite's error when the savepoint cannot be rolled back
+   * @throws what `fn` throws; {@link TransactionLost} when the savepoint cannot be rolled back (SQLite
+   *   rolled the whole transaction back itself: SQLITE_FULL, `RAISE(ROLLBACK)`, …); from then on every
+   *   statement of the caller rejects with it, and the caller's group is rejected whole
    */
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * What a caller's statements reject with once SQLite rolled its whole transaction back while a part of
+ * it ran in {@link SqlWriter.savepoint}: nothing of the group is written, and the caller must not go on
+ * as if only that part failed. `cause` is SQLite's error.
+ */
+export class TransactionLost extends Error {
+  constructor(cause: unknown) {
+    super(`the transaction was rolled back by SQLite (${cause instanceof Error ? cause.message : String(cause)}); nothing was written`, { cause });
+  }
 }
 
 /**
@@ -171,7 +184,9 @@ function wrap(db: sqlite3.Database): Connection {
         // only when it binds parameters (a second get of a parameterless statement would step on past
         // the row and answer none). The reset is queued behind the get on the statement's own FIFO
         // queue, so it runs before any later call of the statement; the get answers without waiting for
-        // it (one round trip to SQLite's thread per get, not two)
+        // it (one round trip to SQLite's thread per get, not two). Until the reset runs, the statement
+        // still holds its snapshot: a read of another statement in that instant may see it, as reads
+        // queued concurrently always could
         stmt.reset(() => undefined);
       }),
     all: <T>(sql: string, params: SqlParams = []) =>
