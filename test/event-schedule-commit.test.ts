@@ -183,6 +183,22 @@ describe("an event schedule's group commit", () => {
     expect(await db.all("SELECT json_extract(envelope, '$.payload.runId') AS runId FROM events WHERE type = 'sync.run.started' AND json_extract(envelope, '$.payload.syncId') = 'again'")).toEqual([{ runId: "Retried" }]);
   });
 
+  it("an operator retry that finishes while its dead letter sits beyond the stored cursor leaves a done mark (a restart does not run it again); the mark goes once the cursor passes it", async () => {
+    const [held, dead] = (await read(2)) as [Entry, Entry];
+    const rowOf = async (id: string) => (await db.get<{ status: string }>("SELECT status FROM event_schedule_events WHERE schedule_id = ? AND event_id = ?", [SCHEDULE_ID, id]))?.status;
+    // `held` still runs, so the stored cursor is before both; `dead` was dead-lettered, then retried (what store.revive leaves)
+    await db.transaction((tx) => store.writeFailure(tx, "retrying", { eventId: dead.id, partitionKey: dead.partition, occurredAt: dead.occurredAt, attempts: 0, revived: true, event: dead.event }, new Date().toISOString()));
+    const window: Entry[] = [held, { ...dead, state: "dead", hasRow: true, event: undefined }];
+    const retried = { ...dead, revived: true, hasRow: true };
+    expect((await commit([await ran(retried, (ctx) => ctx.objects.upsert("customer", "cus_retried", { name: "Retried" }))], window)).popped).toEqual([]);
+    expect(await rowOf(dead.id)).toBe("done");
+    // `held` finishes: the cursor moves past both events, and the mark goes with it
+    window[1]!.state = "done";
+    const { popped } = await commit([await ran(held, (ctx) => ctx.objects.upsert("customer", "cus_held", { name: "Held" }))], window);
+    expect(popped.map((e) => e.id)).toEqual([held.id, dead.id]);
+    expect(await rowOf(dead.id)).toBeUndefined();
+  });
+
   it("an idempotency key a handler chose itself is looked up as always: used before, or by an earlier handler of the same batch", async () => {
     const started = (runId: string, idempotencyKey: string) => ({ type: "sync.run.started" as const, payload: { syncId: "chosen", runId }, idempotencyKey });
     expect(await events.append([started("api", "chosen-key-1")])).toHaveLength(1);

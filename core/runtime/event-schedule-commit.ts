@@ -57,7 +57,8 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * (`commit refused: …`). Failed
  * attempts become `retrying` (next attempt after `retryDelayMs`) or, at `maxAttempts`, `dead`. Then the
  * new cursor: after the longest finished (done or dead) prefix of the window, or the read position when
- * the whole window is finished; done marks are written for events finished beyond that prefix, rows of
+ * the whole window is finished; done marks are written for events finished beyond that prefix (an
+ * operator retry's too, while its dead letter is in the window: {@link readBeyondCursor}), rows of
  * popped events are deleted, and the cursor is saved when it moved.
  *
  * Then, when a handler's writes were committed, starts draining the outbox (not awaited). Writes
@@ -77,6 +78,16 @@ export async function writeGroupCommit(deps: Pick<ConsumerDeps, "db" | "events" 
     }
   }
   return writeGroup(deps, store, schedule, maxAttempts, batch, view, now, true);
+}
+
+/**
+ * Whether an operator retry's event is still in the read window after this commit (its dead letter sat
+ * beyond the stored cursor): it then finishes with a done mark, as a read event does, so that a restart,
+ * which reads on from the stored cursor, does not run it again; the mark goes when the cursor passes it.
+ */
+function readBeyondCursor(window: readonly Entry[], popped: ReadonlySet<Entry>, revived: Entry): boolean {
+  const read = window.find((e) => e.id === revived.id);
+  return read !== undefined && !popped.has(read);
 }
 
 /** Thrown out of a transaction written without savepoints when a handler's writes were refused. */
@@ -171,7 +182,7 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
       const entry = o.entry;
       const w: EventRowWrite = { eventId: entry.id, partitionKey: entry.partition, occurredAt: entry.occurredAt, attempts: o.attempt, error, revived: entry.revived, event: entry.event };
       if (status !== "done") await store.writeFailure(tx, status, { ...w, nextAttemptAt: status === "retrying" ? Date.now() + retryDelayMs(o.attempt) : undefined }, now);
-      else if (!entry.revived && !poppedSet.has(entry)) await store.writeDone(tx, w, now);
+      else if (!entry.revived ? !poppedSet.has(entry) : readBeyondCursor(window, poppedSet, entry)) await store.writeDone(tx, w, now);
       else if (entry.hasRow) await store.deleteRow(tx, entry.id, false);
     }
     for (const entry of popped) if (entry.hasRow && !finished.has(entry)) await store.deleteRow(tx, entry.id, true);

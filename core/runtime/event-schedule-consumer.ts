@@ -349,7 +349,12 @@ export class ScheduleConsumer {
       this.partitions.remove(entry);
       entry.event = undefined;
       entry.hasRow = status === "dead" || (!poppedSet.has(entry) && !entry.revived);
-      if (entry.revived) this.revived.delete(entry.id);
+      if (entry.revived) {
+        this.revived.delete(entry.id);
+        // its dead letter still in the read window now carries the done mark (see writeGroupCommit)
+        const read = this.known.get(entry.id);
+        if (status === "done" && read && !poppedSet.has(read)) read.state = "done";
+      }
       entry.state = status;
       if (status === "dead") {
         this.deadCount++;
