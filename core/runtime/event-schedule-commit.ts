@@ -50,11 +50,10 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`). The keys derived from the events are
  * looked up for the whole group in one statement ({@link unusedKeys}) and the unused ones recorded by
  * deferred statements; a used one makes its write a duplicate, as a lookup of its own would. The
- * handlers are written first without savepoints, their objects
- * through one `ObjectBatch` (read in one statement, written in one); when one's writes are refused,
- * that attempt is rolled back whole and the group is written again with a SAVEPOINT per handler and
- * no batch: the refused handler is rolled back to its savepoint alone and counts as a failed attempt
- * (`commit refused: …`). Failed
+ * handlers are written first without savepoints, their objects through one `ObjectBatch` (read in one
+ * statement, written in one or two); when one's writes are refused, that attempt is rolled back whole
+ * and the group is written again with a SAVEPOINT per handler and no batch: the refused handler is
+ * rolled back to its savepoint alone and counts as a failed attempt (`commit refused: …`). Failed
  * attempts become `retrying` (next attempt after `retryDelayMs`) or, at `maxAttempts`, `dead`. Then the
  * new cursor: after the longest finished (done or dead) prefix of the window, or the read position when
  * the whole window is finished; done marks are written for events finished beyond that prefix (an
