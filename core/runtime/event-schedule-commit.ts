@@ -115,6 +115,7 @@ function derivedKeys(scheduleId: string, o: Outcome & { ok: true }): string[] {
  * that sat beyond the stored cursor is read again after a restart, its row gone).
  */
 async function unusedKeys(tx: SqlWriter, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
   const list = JSON.stringify(keys);
   const used = await tx.all<{ key: string }>(
     "SELECT idempotency_key AS key FROM commits WHERE idempotency_key IN (SELECT value FROM json_each(?1)) UNION ALL SELECT idempotency_key FROM event_keys WHERE idempotency_key IN (SELECT value FROM json_each(?1))",
