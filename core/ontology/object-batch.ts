@@ -1,4 +1,4 @@
-import type { SqlWriter } from "../store/db";
+import type { SqlReader, SqlWriter } from "../store/db";
 import type { ObjectRecord, OntologyChange } from "../sdk/context";
 
 /** A row of the `objects` table (migration 001). */
@@ -17,14 +17,18 @@ export function toRecord(r: ObjectRow): ObjectRecord {
   return { objectTypeId: r.object_type_id, primaryId: r.primary_id, properties: JSON.parse(r.properties), version: r.version, createdAt: r.created_at, updatedAt: r.updated_at };
 }
 
+/** Reads one object's row (undefined when there is none): through `reader`, a transaction's or the read connection. */
+export function readObjectRow(reader: SqlReader, objectTypeId: string, primaryId: string): Promise<ObjectRow | undefined> {
+  return reader.get<ObjectRow>("SELECT * FROM objects WHERE object_type_id = ? AND primary_id = ?", [objectTypeId, primaryId]);
+}
+
 const keyOf = (objectTypeId: string, primaryId: string) => `${objectTypeId}\u0000${primaryId}`;
 
 /**
  * The objects that many ontology commits in ONE caller's transaction read and write (spec 2.1), read
  * in one statement and written in one or two (deletes, then an upsert), instead of a read and a write
- * per change: for a caller that
- * applies a batch of handlers' changes together (an event schedule's group commit,
- * core/runtime/event-schedule-commit.ts). `OntologyStore.applyInTx` given a batch reads objects from it
+ * per change: for a caller that applies a batch of handlers' changes together (an event schedule's
+ * group commit, core/runtime/event-schedule-commit.ts). `OntologyStore.applyInTx` given a batch reads objects from it
  * and writes them into it; {@link ObjectBatch.flush} then writes every object the batch changed, in
  * the same transaction, before anything else in it may read them.
  *
@@ -62,7 +66,7 @@ export class ObjectBatch {
     const key = keyOf(objectTypeId, primaryId);
     let row = this.rows.get(key);
     if (row === undefined) {
-      row = (await tx.get<ObjectRow>("SELECT * FROM objects WHERE object_type_id = ? AND primary_id = ?", [objectTypeId, primaryId])) ?? null;
+      row = (await readObjectRow(tx, objectTypeId, primaryId)) ?? null;
       this.rows.set(key, row);
     }
     return row ? toRecord(row) : undefined;
@@ -70,24 +74,27 @@ export class ObjectBatch {
 
   /** Writes an object (created: version 1; updated: the version after the one read); `at` is an ISO timestamp. */
   put(objectTypeId: string, primaryId: string, properties: Record<string, unknown>, at: string): void {
-    const key = keyOf(objectTypeId, primaryId);
-    const before = this.rows.get(key);
-    if (before === undefined) throw new Error(`ObjectBatch.put before a read of ${objectTypeId} "${primaryId}"`);
-    this.mark(key, before);
+    const [key, before] = this.change("put", objectTypeId, primaryId);
     this.rows.set(key, { object_type_id: objectTypeId, primary_id: primaryId, properties: JSON.stringify(properties), version: before ? before.version + 1 : 1, created_at: before ? before.created_at : at, updated_at: at });
   }
 
   /** Deletes an object. */
   delete(objectTypeId: string, primaryId: string): void {
-    const key = keyOf(objectTypeId, primaryId);
-    const before = this.rows.get(key);
-    if (before === undefined) throw new Error(`ObjectBatch.delete before a read of ${objectTypeId} "${primaryId}"`);
-    this.mark(key, before);
+    const [key] = this.change("delete", objectTypeId, primaryId);
     this.rows.set(key, null);
   }
 
-  private mark(key: string, before: ObjectRow | null): void {
+  /**
+   * Marks an object changed (remembering whether it existed when first read) and answers its key and
+   * its row before this change.
+   * @throws {Error} when the batch has not read the object (a caller's bug: changes read before they write)
+   */
+  private change(op: string, objectTypeId: string, primaryId: string): [string, ObjectRow | null] {
+    const key = keyOf(objectTypeId, primaryId);
+    const before = this.rows.get(key);
+    if (before === undefined) throw new Error(`ObjectBatch.${op} before a read of ${objectTypeId} "${primaryId}"`);
     if (!this.changed.has(key)) this.changed.set(key, before !== null);
+    return [key, before];
   }
 
   /**

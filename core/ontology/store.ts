@@ -10,7 +10,7 @@ import { newId, nowIso } from "../ids";
 import { checkProperties, fileProperties, validateChanges } from "./validate";
 import { FileStore } from "../files/file-store";
 import { compileObjectQuery, encodePageToken } from "./query";
-import { toRecord, type ObjectBatch, type ObjectRow } from "./object-batch";
+import { readObjectRow, toRecord, type ObjectBatch, type ObjectRow } from "./object-batch";
 
 /**
  * A commit's row when its key is not looked up first: unkeyed, or one of the caller's `newKeys` (then
@@ -137,7 +137,7 @@ export class OntologyStore {
 
   /** Reads one object (committed data). */
   async getObject(objectTypeId: string, primaryId: string, reader: SqlReader = this.db): Promise<ObjectRecord | undefined> {
-    const row = await reader.get<ObjectRow>("SELECT * FROM objects WHERE object_type_id = ? AND primary_id = ?", [objectTypeId, primaryId]);
+    const row = await readObjectRow(reader, objectTypeId, primaryId);
     return row ? toRecord(row) : undefined;
   }
 
@@ -188,6 +188,8 @@ export class OntologyStore {
       // nothing reads this row back in the transaction: it joins the group's deferred statements
       tx.defer(COMMIT_ROWS, [[commitId, ctx.idempotencyKey ?? null, ctx.correlationId, now]]);
     }
+    /** The object as this transaction sees it: through the caller's batch when it gave one. */
+    const existingObject = (objectTypeId: string, primaryId: string) => (batch ? batch.get(tx, objectTypeId, primaryId) : this.getObject(objectTypeId, primaryId, tx));
     const envelopes: DomainEventEnvelope[] = [];
     const emit = (type: DomainEventEnvelope["type"], payload: Record<string, unknown>) =>
       envelopes.push(this.events.envelope({ type, payload, ...ctx, idempotencyKey: undefined, commitId, commitOrdinal: envelopes.length }));
@@ -196,7 +198,7 @@ export class OntologyStore {
       switch (c.op) {
         case "object.upsert":
         case "object.update": {
-          const existing = batch ? await batch.get(tx, c.objectTypeId, c.primaryId) : await this.getObject(c.objectTypeId, c.primaryId, tx);
+          const existing = await existingObject(c.objectTypeId, c.primaryId);
           if (!existing && c.op === "object.update") throw new ApiError("not_found", `No ${c.objectTypeId} "${c.primaryId}" to update`);
           const before = existing?.properties ?? {};
           const after = merge(before, await this.resolveFiles(tx, c.objectTypeId, c.primaryId, c.properties));
@@ -215,7 +217,7 @@ export class OntologyStore {
           break;
         }
         case "object.delete": {
-          const existing = batch ? await batch.get(tx, c.objectTypeId, c.primaryId) : await this.getObject(c.objectTypeId, c.primaryId, tx);
+          const existing = await existingObject(c.objectTypeId, c.primaryId);
           if (!existing) break;
           if (this.fileProps.has(c.objectTypeId)) await this.files.removeReferences(tx, { kind: "object", id: `${c.objectTypeId}/${c.primaryId}` });
           if (batch) batch.delete(c.objectTypeId, c.primaryId);

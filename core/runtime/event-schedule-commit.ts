@@ -92,7 +92,9 @@ function readBeyondCursor(window: readonly Entry[], popped: ReadonlySet<Entry>, 
 /** Thrown out of a transaction written without savepoints when a handler's writes were refused. */
 class HandlerRefused extends Error {}
 
-const triggeredKey = (scheduleId: string, eventId: string) => `schedule.triggered:${scheduleId}@${eventId}`;
+/** A `schedule.triggered`'s `occurrenceKey` for an event (spec 2.4), and its idempotency key. */
+const occurrenceKeyOf = (scheduleId: string, eventId: string) => `${scheduleId}@${eventId}`;
+const triggeredKey = (scheduleId: string, eventId: string) => `schedule.triggered:${occurrenceKeyOf(scheduleId, eventId)}`;
 
 /**
  * The idempotency keys a handler's commit derives from its event (no other writer uses them): its
@@ -147,7 +149,7 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
         const origin = { kind: "runtime" as const, connectorId, scheduleId, eventId: e.id };
         const write = async () => {
           await handlers.commitInTx(tx, o.buffered, o.spec, { origin, causationId: e.id, idempotencyKey: o.spec.key, newKeys, objects });
-          const occurrenceKey = `${scheduleId}@${e.id}`;
+          const occurrenceKey = occurrenceKeyOf(scheduleId, e.id);
           const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: triggeredKey(scheduleId, e.id) });
           await events.writeInTx(tx, [triggered], { newKeys });
         };
