@@ -98,6 +98,31 @@ describe("event log (SQLite files, outbox, stream)", () => {
     expect(await events.read({ limit: 10 })).toHaveLength(1);
   });
 
+  it.each([{ broker: false }, { broker: true }])("looks up a batch's keys in one statement: used keys, repeats in the batch and unkeyed events (broker %o)", async (opts) => {
+    const { db, events } = await open(tempDir(), opts);
+    await events.append([{ ...scheduleEvent(0), idempotencyKey: "used" }]);
+    const batch = [
+      { ...scheduleEvent(1), idempotencyKey: "a" },
+      { ...scheduleEvent(2), idempotencyKey: "used" },
+      scheduleEvent(3),
+      { ...scheduleEvent(4), idempotencyKey: "a" },
+      { ...scheduleEvent(5), idempotencyKey: "b" },
+    ].map((input) => events.envelope(input));
+    const before = db.stats().writerStatements;
+    const written = await db.transaction((tx) => events.writeInTx(tx, batch));
+    expect(written.map((e) => e.payload.occurrenceKey)).toEqual(["k1", "k3", "k5"]);
+    // BEGIN, the keys' one INSERT … RETURNING (one per key before), COMMIT carrying the events
+    if (!opts.broker) expect(db.stats().writerStatements - before).toBe(3);
+    await events.drain(2000);
+    const read = await events.read({ limit: 10 });
+    expect(read.map((e) => e.payload.occurrenceKey)).toEqual(["k0", "k1", "k3", "k5"]);
+    expect(await db.all("SELECT idempotency_key AS key, event_id AS id FROM event_keys ORDER BY key")).toEqual([
+      { key: "a", id: batch[0]!.id },
+      { key: "b", id: batch[4]!.id },
+      { key: "used", id: read[0]!.id },
+    ]);
+  });
+
   it("puts a transaction's events in the SQLite stream exactly when it commits: none of a caller rolled back, nothing in the outbox", async () => {
     const { db, stream, events } = await open();
     let notices = 0;

@@ -24,12 +24,29 @@ export interface AppendInput {
   commitOrdinal?: number;
 }
 
-/** `[idempotencyKey, eventId, createdAt]`: a key recorded without being looked up (`newKeys`). */
+/** `[idempotencyKey, eventId, createdAt]`: one event's key, as `event_keys` stores it. */
 type EventKeyRow = [string, string, string];
-/** Records keys of events its caller looked up itself (`newKeys`); a key already there is left as it is. */
-const EVENT_KEY_ROWS = jsonRowsStatement<EventKeyRow>(
-  "INSERT INTO event_keys (idempotency_key, event_id, created_at) SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING",
-);
+/** Records the keys of a JSON array of {@link EventKeyRow}s; a key already there (or earlier in the array) is left as it is. */
+const INSERT_EVENT_KEYS = "INSERT INTO event_keys (idempotency_key, event_id, created_at) SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING";
+/** Records keys of events its caller looked up itself (`newKeys`), deferred to the group's COMMIT. */
+const EVENT_KEY_ROWS = jsonRowsStatement<EventKeyRow>(INSERT_EVENT_KEYS);
+
+/**
+ * Records `rows`' idempotency keys in the caller's transaction, in one statement whatever their number
+ * (one awaited call to SQLite: a workflow's batch of records carries a key per record).
+ * @returns the ids of the events whose key was unused, so recorded now (the first row of two with one
+ *   key in `rows`); undefined when `rows` is empty (no statement)
+ */
+async function recordKeys(tx: SqlWriter, rows: readonly EventKeyRow[]): Promise<Set<string> | undefined> {
+  if (rows.length === 0) return undefined;
+  if (rows.length === 1) {
+    const [key, id, at] = rows[0]!;
+    const { changes } = await tx.run("INSERT INTO event_keys (idempotency_key, event_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [key, id, at]);
+    return new Set(changes ? [id] : []);
+  }
+  const stored = await tx.all<{ event_id: string }>(`${INSERT_EVENT_KEYS} RETURNING event_id`, [JSON.stringify(rows)]);
+  return new Set(stored.map((r) => r.event_id));
+}
 
 /** Payload fields each catalog type must carry (spec 2.4), checked on append. */
 const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
@@ -122,15 +139,13 @@ export class EventLog {
   async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[], options?: { newKeys?: ReadonlySet<string> }): Promise<DomainEventEnvelope[]> {
     const newKeys = options?.newKeys;
     const recorded: EventKeyRow[] = [];
-    const written: DomainEventEnvelope[] = [];
+    const lookedUp: EventKeyRow[] = [];
     for (const e of envelopes) {
-      if (e.idempotencyKey !== undefined && newKeys?.has(e.idempotencyKey)) recorded.push([e.idempotencyKey, e.id, e.occurredAt]);
-      else if (e.idempotencyKey !== undefined) {
-        const { changes } = await tx.run("INSERT INTO event_keys (idempotency_key, event_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [e.idempotencyKey, e.id, e.occurredAt]);
-        if (changes === 0) continue;
-      }
-      written.push(e);
+      if (e.idempotencyKey === undefined) continue;
+      (newKeys?.has(e.idempotencyKey) ? recorded : lookedUp).push([e.idempotencyKey, e.id, e.occurredAt]);
     }
+    const stored = await recordKeys(tx, lookedUp);
+    const written = stored ? envelopes.filter((e) => e.idempotencyKey === undefined || newKeys?.has(e.idempotencyKey) || stored.has(e.id)) : [...envelopes];
     if (recorded.length) tx.defer(EVENT_KEY_ROWS, recorded);
     await this.writeUnkeyed(tx, written);
     return written;
