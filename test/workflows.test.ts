@@ -1,5 +1,6 @@
 /** Workflow runs on the real Temporal dev server (spec 4.1, 4.3). */
 import { describe, expect, it } from "vitest";
+import { Database } from "../core/store/db";
 import { client, eventually, invoiceSubject, sandboxSuite, allEvents } from "./helpers";
 
 const suite = sandboxSuite();
@@ -37,6 +38,24 @@ describe("workflow runs on Temporal", () => {
       return res.body.status === "failed" ? res.body : undefined;
     });
     expect(failed.error.message).toMatch(/No invoice "inv_missing"/);
+  });
+
+  it("answers a runId sent again with the same run, queued once, and refuses a runId of another workflow's run", async () => {
+    const body = { input: { invoiceId: "inv_1001", waitMs: 0 }, runId: "sent-twice" };
+    const [a, b] = await Promise.all([dev.post("/api/workflows/invoice-review/runs", body), dev.post("/api/workflows/invoice-review/runs", body)]);
+    expect([a.status, a.body, b.status, b.body]).toEqual([200, { runId: "sent-twice" }, 200, { runId: "sent-twice" }]);
+    await eventually(async () => ((await dev.get("/api/workflow-runs/sent-twice")).body.status === "completed" ? true : undefined));
+    expect((await dev.post("/api/workflows/invoice-review/runs", body)).body).toEqual({ runId: "sent-twice" });
+    const events = (await allEvents(dev)).filter((e) => e.correlationId === "sent-twice");
+    expect(events.filter((e) => e.type === "workflow.run.queued")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "workflow.run.started")).toHaveLength(1);
+    // a run recorded for a workflow the project no longer declares (an older version's) keeps its id
+    const db = suite.app.container.resolve(Database);
+    await db.transaction((tx) => tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, requested_at, start_status) VALUES ('older-run', 'retired-workflow', '{}', ?, 'failed')", [new Date().toISOString()]));
+    const taken = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1002" }, runId: "older-run" });
+    expect([taken.status, taken.body.error?.code, taken.body.error?.message]).toEqual([409, "conflict", "runId older-run belongs to a run of retired-workflow"]);
+    expect(await db.all("SELECT workflow_id, start_status FROM workflow_runs WHERE run_id = 'older-run'")).toEqual([{ workflow_id: "retired-workflow", start_status: "failed" }]);
+    expect((await allEvents(dev)).filter((e) => e.correlationId === "older-run")).toEqual([]);
   });
 
   it("validates input and permissions before queuing", async () => {

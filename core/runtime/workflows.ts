@@ -172,11 +172,16 @@ export class WorkflowRuns {
     const parsed = parseOrThrow(definition.input, input ?? {}, "input");
     const queued = this.events.prepare([{ type: "workflow.run.queued", payload: { workflowId, runId }, idempotencyKey: `${runId}:queued`, correlationId: runId, actor }]);
     const inserted = await this.db.transaction(async (tx) => {
-      const row = await tx.get<{ workflow_id: string }>("SELECT workflow_id FROM workflow_runs WHERE run_id = ?", [runId]);
-      if (row && row.workflow_id !== workflowId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${row.workflow_id}`);
-      if (row) return false;
-      await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, actor, requested_at, start_status) VALUES (?, ?, ?, ?, ?, 'pending')", [runId, workflowId, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
-      await this.events.writeInTx(tx, queued);
+      const { changes } = await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, actor, requested_at, start_status) VALUES (?, ?, ?, ?, ?, 'pending') ON CONFLICT (run_id) DO NOTHING", [runId, workflowId, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
+      if (changes === 0) {
+        const row = (await tx.get<{ workflow_id: string }>("SELECT workflow_id FROM workflow_runs WHERE run_id = ?", [runId]))!;
+        if (row.workflow_id !== workflowId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${row.workflow_id}`);
+        return false;
+      }
+      // the run's row is new, and rows are never deleted: no transaction committed its queued key, and
+      // none can write it before this one commits (only a started run records it again), so the key is
+      // recorded with the group's COMMIT without a lookup (one call to SQLite for the whole start)
+      await this.events.writeInTx(tx, queued, { newKeys: new Set([`${runId}:queued`]) });
       return true;
     });
     if (inserted) {

@@ -205,6 +205,7 @@ const temporalPid = app.child.pid === undefined ? undefined : childPids(app.chil
 let finishedCursor = (await eventsOf("workflow.run.finished")).cursor;
 let lastRun: string | undefined;
 const cpuBefore = { app: cpuSeconds(app.child.pid), temporal: cpuSeconds(temporalPid) };
+const statsBefore = await app.stats();
 const startT0 = Date.now();
 const starts = await closedLoop("workflow run start (POST → queued)", { url: `${app.url}/api/workflows/invoice-review/runs`, method: "POST", headers: auth, body: JSON.stringify({ input: { invoiceId: "inv_1001", waitMs: 0 } }) });
 const started = Math.round(starts.rps * seconds);
@@ -220,6 +221,9 @@ while (Date.now() < drainDeadline) {
 }
 const completionSeconds = (Date.now() - startT0) / 1000;
 const cpuPerRun = { app: ((cpuSeconds(app.child.pid) - cpuBefore.app) * 1000) / finished, temporal: ((cpuSeconds(temporalPid) - cpuBefore.temporal) * 1000) / finished };
+// the store's counters per run over the same span (the completion poll's event reads included, on the reader)
+const statsAfter = await app.stats();
+const perRun = (k: string) => ((statsAfter[k]! - statsBefore[k]!) / finished).toFixed(1);
 // one run's history: how many events and workflow tasks (server round trips) a run costs
 const lastHistory = ((await api("GET", `/api/workflow-runs/${lastRun}/history`)).events ?? []) as Array<{ eventType: string }>;
 const historyOf = (type: string) => lastHistory.filter((e) => e.eventType === type).length;
@@ -263,6 +267,7 @@ console.log(`webhook deliveries / bare handler: ${(webhook.rps / baseline.rps).t
 console.log(`webhook p99 at half load:          ${webhookHalf.p99} ms (target < 20 ms)`);
 console.log(`workflow runs completed per second: ${completed.rps.toFixed(1)} (Temporal TS SDK stress floor: 35/s on a 4-core runner)`);
 console.log(`CPU per workflow run (start + completion): service ${cpuPerRun.app.toFixed(0)} ms, Temporal dev server ${cpuPerRun.temporal.toFixed(0)} ms`);
+console.log(`statements per workflow run (start + completion):    ${perRun("writerStatements")} writer + ${perRun("readerStatements")} reader statements, ${perRun("transactions")} transactions, ${perRun("commits")} commits`);
 if (statementLines.length) console.log(statementLines.join("\n"));
 console.log(`one run's history (invoice-review, no approval): ${lastHistory.length} events, ${historyOf("WORKFLOW_TASK_COMPLETED")} workflow tasks, ${historyOf("ACTIVITY_TASK_SCHEDULED")} activities, ${historyOf("MARKER_RECORDED")} markers\n`);
 
