@@ -49,6 +49,12 @@ describe("workflow runs on Temporal", () => {
     const events = (await allEvents(dev)).filter((e) => e.correlationId === "sent-twice");
     expect(events.filter((e) => e.type === "workflow.run.queued")).toHaveLength(1);
     expect(events.filter((e) => e.type === "workflow.run.started")).toHaveLength(1);
+    // keys are one namespace: a queued event appended earlier with the key a start would use keeps it
+    const appended = await dev.post("/api/events", { events: [{ type: "workflow.run.queued", payload: { workflowId: "invoice-review", runId: "pre-keyed" }, idempotencyKey: "pre-keyed:queued" }] });
+    expect(appended.status).toBe(200);
+    expect((await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001", waitMs: 0 }, runId: "pre-keyed" })).status).toBe(200);
+    await eventually(async () => ((await dev.get("/api/workflow-runs/pre-keyed")).body.status === "completed" ? true : undefined));
+    expect((await allEvents(dev)).filter((e) => e.idempotencyKey === "pre-keyed:queued")).toHaveLength(1);
     // a run recorded for a workflow the project no longer declares (an older version's) keeps its id
     const db = suite.app.container.resolve(Database);
     await db.transaction((tx) => tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, requested_at, start_status) VALUES ('older-run', 'retired-workflow', '{}', ?, 'failed')", [new Date().toISOString()]));

@@ -130,11 +130,11 @@ export class EventLog {
    * (a broker stream, spec 6.2). An envelope whose `idempotencyKey` was already appended is skipped.
    * Call {@link EventLog.drain} after the transaction commits (it answers at once without an outbox).
    *
-   * @param options.newKeys keys the caller knows to be unused in this transaction, and that no other
-   *   caller can write meanwhile (an event schedule's group commit looks up all its derived keys in one
-   *   statement; a workflow run's start keys its queued event by the run's row it has just inserted): an
-   *   envelope with one of them is written without a lookup of its own, its key recorded by one deferred
-   *   statement for the whole group commit. The other keys are looked up in one statement.
+   * @param options.newKeys keys the caller looked up itself in this transaction and found unused, and
+   *   that no other caller can write meanwhile (an event schedule's group commit looks up all its
+   *   derived keys in one statement): an envelope with one of them is written without a lookup of its
+   *   own, its key recorded by one deferred statement for the whole group commit. The other keys are
+   *   looked up together, in one statement.
    * @returns the envelopes actually written
    */
   async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[], options?: { newKeys?: ReadonlySet<string> }): Promise<DomainEventEnvelope[]> {

@@ -178,10 +178,9 @@ export class WorkflowRuns {
         if (row.workflow_id !== workflowId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${row.workflow_id}`);
         return false;
       }
-      // the run's row is new, and rows are never deleted: no transaction committed its queued key, and
-      // none can write it before this one commits (only a started run records it again), so the key is
-      // recorded with the group's COMMIT without a lookup (one call to SQLite for the whole start)
-      await this.events.writeInTx(tx, queued, { newKeys: new Set([`${runId}:queued`]) });
+      // the queued event's key is looked up like any other: a new run row does not make it unused (a
+      // client may append an event with that key through POST /api/events)
+      await this.events.writeInTx(tx, queued);
       return true;
     });
     if (inserted) {
