@@ -91,6 +91,7 @@ export { normalizeContentType } from "./files/content-type";
 export { s3UploadTargetOf, type S3UploadTarget } from "./files/config";
 export { lazily } from "./lazy";
 export { parseRangeHeader } from "./files/blob-store";
+export { writeInBatches } from "./files/batched-write";
 export { FileReferenceSchema, DownloadUrlSchema } from "./sdk/records";
 export type { FileReference } from "./sdk/context";
 export { isFileValue, fileProperties } from "./ontology/validate";

@@ -15,6 +15,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { ApiError } from "../errors";
+import { writeInBatches } from "./batched-write";
 import { assertBlobAddress, assertRange, meter, newMeterState, STALE_TEMP_MS, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StagedBlob } from "./blob-store";
 
 const TMP_DIR = ".tmp";
@@ -109,10 +110,7 @@ export class LocalBlobStore implements BlobStore {
     let fh: fsp.FileHandle | undefined;
     try {
       fh = await fsp.open(tmp, "wx");
-      for await (const chunk of meter(body, options.maxBytes, state, options.signal)) {
-        let offset = 0;
-        while (offset < chunk.length) offset += (await fh.write(chunk, offset, chunk.length - offset)).bytesWritten;
-      }
+      await writeInBatches(fh, meter(body, options.maxBytes, state, options.signal));
       await fh.sync();
       await fh.close();
       fh = undefined;

@@ -8,9 +8,9 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { Upload, type KvStore } from "@tus/server";
+import { ERRORS, Upload, type KvStore } from "@tus/server";
 import { FileStore as TusFileStore } from "@tus/file-store";
-import { nowIso } from "../../core/plugin-api";
+import { nowIso, writeInBatches } from "../../core/plugin-api";
 import { FILE_ID_KEY, UPLOAD_ID, isExpired, type SessionStore } from "./upload-sessions";
 
 /** Upload records as `<dir>/<id>.json`, each written to a temporary file and renamed (a crash never tears one). */
@@ -81,9 +81,23 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
     if (rec) await this.records.set(key, new Upload({ ...rec, creation_date: nowIso() }));
   }
 
+  /**
+   * Writes a PATCH's bytes at `offset` (tus's `DataStore.write`), a MiB at a time ({@link writeInBatches};
+   * `@tus/file-store`'s own write streams each chunk through a `Transform` into a `WriteStream`).
+   * @returns the upload's new offset
+   * @throws tus's `FILE_WRITE_ERROR` when the body breaks off or the disk fails; the bytes that came
+   *   before are written (the client's HEAD finds them), as `@tus/file-store` does
+   */
   override async write(readable: Readable, key: string, offset: number): Promise<number> {
     try {
-      return await super.write(readable, key, offset);
+      const file = await fsp.open(this.dataPath(key), "r+");
+      try {
+        return offset + (await writeInBatches(file, readable, offset));
+      } catch {
+        throw ERRORS.FILE_WRITE_ERROR;
+      } finally {
+        await file.close();
+      }
     } finally {
       // bytes that arrived before a dropped connection are kept too: that is activity
       await this.touch(key).catch(() => undefined);
