@@ -6,20 +6,22 @@
  */
 import type { FileHandle } from "node:fs/promises";
 
-/** Bytes collected before each write. */
+/** Bytes collected before each write, at most. */
 export const WRITE_BATCH_BYTES = 1024 * 1024;
+/** The first batch's size: each full batch doubles the next, up to {@link WRITE_BATCH_BYTES} (a small body costs no MiB). */
+const FIRST_BATCH_BYTES = 64 * 1024;
 
 /**
  * Writes every chunk of `chunks` to `file`, in order, from `position` (bytes; null: the file's current
- * position, as `write` without a position), copying them into one buffer of {@link WRITE_BATCH_BYTES}
- * that is written whenever it is full: the source may reuse a chunk's memory once it is asked for the
- * next one. When the source throws, what it yielded before is written first, then its error rethrown.
+ * position, as `write` without a position), copying them into one buffer that is written whenever it
+ * is full (64 KiB, doubling after each full one up to {@link WRITE_BATCH_BYTES}): the source may reuse a
+ * chunk's memory once it is asked for the next one. When the source throws, what it yielded before is written first, then its error rethrown.
  *
  * @returns the number of bytes written
  * @throws the source's error, or the filesystem's (then some of the bytes may not have been written)
  */
 export async function writeInBatches(file: FileHandle, chunks: AsyncIterable<Uint8Array>, position: number | null = null): Promise<number> {
-  const batch = Buffer.allocUnsafe(WRITE_BATCH_BYTES);
+  let batch = Buffer.allocUnsafe(FIRST_BATCH_BYTES);
   let used = 0;
   let written = 0;
   const flush = async () => {
@@ -28,6 +30,7 @@ export async function writeInBatches(file: FileHandle, chunks: AsyncIterable<Uin
       offset += bytesWritten;
       written += bytesWritten;
     }
+    if (used === batch.length && batch.length < WRITE_BATCH_BYTES) batch = Buffer.allocUnsafe(Math.min(2 * batch.length, WRITE_BATCH_BYTES));
     used = 0;
   };
   try {

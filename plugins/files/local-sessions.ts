@@ -89,16 +89,14 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
    *   before are written (the client's HEAD finds them), as `@tus/file-store` does
    */
   override async write(readable: Readable, key: string, offset: number): Promise<number> {
+    let file: fsp.FileHandle | undefined;
     try {
-      const file = await fsp.open(this.dataPath(key), "r+");
-      try {
-        return offset + (await writeInBatches(file, readable, offset));
-      } catch {
-        throw ERRORS.FILE_WRITE_ERROR;
-      } finally {
-        await file.close();
-      }
+      file = await fsp.open(this.dataPath(key), "r+");
+      return offset + (await writeInBatches(file, readable, offset));
+    } catch {
+      throw ERRORS.FILE_WRITE_ERROR;
     } finally {
+      await file?.close().catch(() => undefined);
       // bytes that arrived before a dropped connection are kept too: that is activity
       await this.touch(key).catch(() => undefined);
     }
