@@ -97,10 +97,12 @@ const occurrenceKeyOf = (scheduleId: string, eventId: string) => `${scheduleId}@
 const triggeredKey = (scheduleId: string, eventId: string) => `schedule.triggered:${occurrenceKeyOf(scheduleId, eventId)}`;
 
 /**
- * The idempotency keys a handler's commit derives from its event (no other writer uses them): its
+ * The idempotency keys a handler's commit derives from its event (nothing else in the runtime uses them): its
  * `schedule.triggered`'s, its ontology commit's (`spec.key`, when it changes anything) and its appended
  * events' `<spec.key>:event:<i>` (keys a handler chose itself are not among them: another caller of
- * the same group commit may write those, so they are looked up one by one as always).
+ * the same group commit may write those, so `EventLog.writeInTx` looks them up as always). Known limit:
+ * a client appending an event with one of these keys as its own, in the same database group commit
+ * after this one's callback, would not see the deferred record and would write the key a second time.
  */
 function derivedKeys(scheduleId: string, o: Outcome & { ok: true }): string[] {
   const keys = [triggeredKey(scheduleId, o.entry.id)];
