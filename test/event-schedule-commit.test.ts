@@ -55,7 +55,7 @@ describe("an event schedule's group commit", () => {
   const triggeredFor = async (eventId: string) => (await db.all<{ n: number }>("SELECT seq AS n FROM events WHERE type = 'schedule.triggered' AND json_extract(envelope, '$.causationId') = ?", [eventId])).length;
   const customer = (id: string) => db.get<{ properties: string; version: number }>("SELECT properties, version FROM objects WHERE object_type_id = 'customer' AND primary_id = ?", [id]);
 
-  it("writes a batch in six calls to SQLite whatever its size (its objects read in one and written in one, its keys looked up in one); the keys it records de-duplicate later appends", async () => {
+  it("writes a batch in seven calls to SQLite whatever its size (its objects read in one and written in one, its keys looked up in one and recorded in one); the keys it records de-duplicate later appends", async () => {
     const window = await read(10);
     const batch = await Promise.all(window.map((e, i) => ran(e, (ctx) => ctx.objects.upsert("customer", `cus_commit_${i}`, { name: `Commit ${i}` }))));
     const before = db.stats();
@@ -64,8 +64,8 @@ describe("an event schedule's group commit", () => {
     expect(results.map((r) => r.status)).toEqual(Array(10).fill("done"));
     expect(popped).toEqual(window);
     expect(newCursor).toBe(window.at(-1)!.cursor);
-    // BEGIN with the group's savepoint, the objects' SELECT, the derived keys' SELECT, the objects' INSERT, the cursor's UPDATE, then COMMIT with the deferred rows (events, keys, commits)
-    expect(after.writerStatements - before.writerStatements).toBe(6);
+    // BEGIN with the group's savepoint, the objects' SELECT, the derived keys' SELECT, the objects' INSERT, the event keys' INSERT, the cursor's UPDATE, then COMMIT with the deferred rows (events, keys, commits)
+    expect(after.writerStatements - before.writerStatements).toBe(7);
     for (const [i, e] of window.entries()) {
       expect(JSON.parse((await customer(`cus_commit_${i}`))!.properties)).toEqual({ name: `Commit ${i}` });
       expect(await triggeredFor(e.id)).toBe(1);
@@ -75,6 +75,28 @@ describe("an event schedule's group commit", () => {
     const key = `schedule.triggered:${SCHEDULE_ID}@${window[0]!.id}`;
     expect(await db.get("SELECT 1 AS one FROM event_keys WHERE idempotency_key = ?", [key])).toEqual({ one: 1 });
     expect(await events.append([{ type: "schedule.triggered", idempotencyKey: key, payload: { scheduleId: SCHEDULE_ID, occurrenceAt: window[0]!.occurredAt, triggeredAt: window[0]!.occurredAt, occurrenceKey: `${SCHEDULE_ID}@${window[0]!.id}` } }])).toEqual([]);
+  });
+
+  it("records its event keys before the database group's later callers run: a client's append with one of them in the same group commit is a duplicate", async () => {
+    const window = await read(2);
+    const batch = await Promise.all(window.map((e) => ran(e, (ctx) => ctx.events.append([{ type: "sync.run.started", payload: { syncId: "probe", runId: `keyed-${e.id}` } }]))));
+    const triggeredKey = `schedule.triggered:${SCHEDULE_ID}@${window[0]!.id}`;
+    const appendedKey = `schedule:${SCHEDULE_ID}:${window[1]!.id}:event:0`;
+    const commitsBefore = db.stats().commits;
+    // started in the same tick: the append's transaction joins the group the commit's opened, after it
+    const committing = commit(batch, window);
+    const appending = events.append([
+      { type: "schedule.triggered", idempotencyKey: triggeredKey, payload: { scheduleId: SCHEDULE_ID, occurrenceAt: "t", triggeredAt: "t", occurrenceKey: "client" } },
+      { type: "sync.run.started", idempotencyKey: appendedKey, payload: { syncId: "probe", runId: "client" } },
+    ]);
+    const [{ results }, appended] = await Promise.all([committing, appending]);
+    expect(db.stats().commits - commitsBefore).toBe(1); // one database group commit for both
+    expect(results.map((r) => r.status)).toEqual(["done", "done"]);
+    expect(appended).toEqual([]);
+    for (const key of [triggeredKey, appendedKey]) {
+      const rows = await db.all<{ n: number }>("SELECT seq AS n FROM events WHERE json_extract(envelope, '$.idempotencyKey') = ?", [key]);
+      expect(rows).toHaveLength(1);
+    }
   });
 
   it("a handler whose writes are refused is rolled back alone: the others commit, its attempt fails ('commit refused: …'), nothing of it is written", async () => {

@@ -152,6 +152,18 @@ export class EventLog {
     return written;
   }
 
+  /**
+   * Records the idempotency keys of `envelopes` now, in one statement (a key already there is left as
+   * it is), for envelopes written with {@link EventLog.writeInTx}'s `newKeys`: their deferred records
+   * are seen by the group's later callers only at its COMMIT, so a later caller's event with one of
+   * those keys (a client's `POST /api/events`) would be written too; after this call it is a duplicate.
+   * Their deferred records then change nothing. Envelopes without a key are ignored.
+   */
+  async recordKeysNow(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    const rows: EventKeyRow[] = envelopes.flatMap((e) => (e.idempotencyKey === undefined ? [] : [[e.idempotencyKey, e.id, e.occurredAt] as EventKeyRow]));
+    if (rows.length) await tx.run(INSERT_EVENT_KEYS, [JSON.stringify(rows)]);
+  }
+
   /** Writes `envelopes` into the stream (in the transaction) or the outbox, without looking at their keys. */
   private async writeUnkeyed(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     if (this.stream.writeInTx) await this.stream.writeInTx(tx, envelopes);

@@ -1,4 +1,5 @@
 import type { BufferedHandler, HandlerRun } from "./handler";
+import type { DomainEventEnvelope } from "../events/catalog";
 import { ObjectBatch } from "../ontology/object-batch";
 import { TransactionLost, type SqlWriter } from "../store/db";
 import type { EventScheduleStore, EventRowWrite } from "./event-schedule-store";
@@ -49,7 +50,9 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * causationId = the event, idempotencyKey `schedule:<scheduleId>:<eventId>`) and its
  * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`). The keys derived from the events are
  * looked up for the whole group in one statement ({@link unusedKeys}) and the unused ones recorded by
- * deferred statements; a used one makes its write a duplicate, as a lookup of its own would. The
+ * deferred statements, the event keys among them also by one statement at the end of the callback (for
+ * the database group's later callers); a used one makes its write a duplicate, as a lookup of its own
+ * would. The
  * handlers are written first without savepoints, their objects through one `ObjectBatch` (read in one
  * statement, written in one or two); when one's writes are refused, that attempt is rolled back whole
  * and the group is written again with a SAVEPOINT per handler and no batch: the refused handler is
@@ -100,9 +103,9 @@ const triggeredKey = (scheduleId: string, eventId: string) => `schedule.triggere
  * The idempotency keys a handler's commit derives from its event (nothing else in the runtime uses them): its
  * `schedule.triggered`'s, its ontology commit's (`spec.key`, when it changes anything) and its appended
  * events' `<spec.key>:event:<i>` (keys a handler chose itself are not among them: another caller of
- * the same group commit may write those, so `EventLog.writeInTx` looks them up as always). Known limit:
- * a client appending an event with one of these keys as its own, in the same database group commit
- * after this one's callback, would not see the deferred record and would write the key a second time.
+ * the same group commit may write those, so `EventLog.writeInTx` looks them up as always). The event
+ * keys among them are recorded again at the end of the commit's callback (`EventLog.recordKeysNow`),
+ * so that a later caller of the same database group (a client's append with one of them) sees them.
  */
 function derivedKeys(scheduleId: string, o: Outcome & { ok: true }): string[] {
   const keys = [triggeredKey(scheduleId, o.entry.id)];
@@ -140,6 +143,8 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
   let readAtSnapshot = view.readCursor();
   await db.transaction(async (tx) => {
     results = [];
+    /** The written events whose keys were recorded by deferred statements (`newKeys`): recorded again at the end, visibly. */
+    const keyed: DomainEventEnvelope[] = [];
     // without savepoints, the handlers' objects are read in one statement and written in one
     const objects = savepoints ? undefined : new ObjectBatch();
     await objects?.load(tx, batch.flatMap((o) => (o.ok ? o.buffered.changes : [])));
@@ -154,9 +159,10 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
           const occurrenceKey = occurrenceKeyOf(scheduleId, e.id);
           const triggered = events.envelope({ type: "schedule.triggered", payload: { scheduleId, occurrenceAt: e.occurredAt, triggeredAt: o.startedAt, occurrenceKey, eventId: e.id }, origin, correlationId: o.spec.correlationId, causationId: e.id, idempotencyKey: triggeredKey(scheduleId, e.id) });
           await events.writeInTx(tx, [triggered], { newKeys });
+          return [...o.buffered.events, triggered].filter((w) => w.idempotencyKey !== undefined && newKeys.has(w.idempotencyKey));
         };
         try {
-          await (savepoints ? tx.savepoint(write) : write());
+          keyed.push(...(await (savepoints ? tx.savepoint(write) : write())));
           results.push({ o, status: "done" });
           continue;
         } catch (err) {
@@ -168,6 +174,9 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
       results.push({ o, status: o.attempt >= maxAttempts ? "dead" : "retrying", error });
     }
     await objects?.flush(tx);
+    // the deferred key records are seen by the database group's later callers only at its COMMIT: a
+    // client appending an event with one of these keys there would write it a second time
+    await events.recordKeysNow(tx, keyed);
     // the new cursor: after the longest finished prefix of what was read (a synchronous snapshot)
     const finished = new Map(results.map((r) => [r.o.entry, r.status]));
     const window = view.window;
