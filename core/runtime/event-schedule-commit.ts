@@ -52,8 +52,7 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * looked up for the whole group in one statement ({@link unusedKeys}) and the unused ones recorded by
  * deferred statements, the event keys among them also by one statement at the end of the callback (for
  * the database group's later callers); a used one makes its write a duplicate, as a lookup of its own
- * would. The
- * handlers are written first without savepoints, their objects through one `ObjectBatch` (read in one
+ * would. The handlers are written first without savepoints, their objects through one `ObjectBatch` (read in one
  * statement, written in one or two); when one's writes are refused, that attempt is rolled back whole
  * and the group is written again with a SAVEPOINT per handler and no batch: the refused handler is
  * rolled back to its savepoint alone and counts as a failed attempt (`commit refused: …`). Failed
@@ -100,8 +99,8 @@ const occurrenceKeyOf = (scheduleId: string, eventId: string) => `${scheduleId}@
 const triggeredKey = (scheduleId: string, eventId: string) => `schedule.triggered:${occurrenceKeyOf(scheduleId, eventId)}`;
 
 /**
- * The idempotency keys a handler's commit derives from its event (nothing else in the runtime uses them): its
- * `schedule.triggered`'s, its ontology commit's (`spec.key`, when it changes anything) and its appended
+ * The idempotency keys a handler's commit derives from its event (nothing else in the runtime uses
+ * them): its `schedule.triggered`'s, its ontology commit's (`spec.key`, when it changes anything) and its appended
  * events' `<spec.key>:event:<i>` (keys a handler chose itself are not among them: another caller of
  * the same group commit may write those, so `EventLog.writeInTx` looks them up as always). The event
  * keys among them are recorded again at the end of the commit's callback (`EventLog.recordKeysNow`),
