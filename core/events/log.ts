@@ -1,5 +1,5 @@
 import { inject, injectable } from "../di";
-import { Database, jsonRowsStatement, type SqlWriter } from "../store/db";
+import { Database, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { Outbox } from "./outbox";
 import { EVENT_STREAM, readEventsJson, type EventJsonPage, type EventStream, type StreamQuery } from "./stream";
@@ -28,8 +28,6 @@ export interface AppendInput {
 type EventKeyRow = [string, string, string];
 /** Records the keys of a JSON array of {@link EventKeyRow}s; a key already there (or earlier in the array) is left as it is. */
 const INSERT_EVENT_KEYS = "INSERT INTO event_keys (idempotency_key, event_id, created_at) SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING";
-/** Records keys of events its caller looked up itself (`newKeys`), deferred to the group's COMMIT. */
-const EVENT_KEY_ROWS = jsonRowsStatement<EventKeyRow>(INSERT_EVENT_KEYS);
 
 /**
  * Records `rows`' idempotency keys in the caller's transaction, in one statement whatever their number
@@ -130,34 +128,30 @@ export class EventLog {
    * (a broker stream, spec 6.2). An envelope whose `idempotencyKey` was already appended is skipped.
    * Call {@link EventLog.drain} after the transaction commits (it answers at once without an outbox).
    *
-   * @param options.newKeys keys the caller looked up itself in this transaction and found unused, and
-   *   that no other caller can write meanwhile (an event schedule's group commit looks up all its
-   *   derived keys in one statement): an envelope with one of them is written without a lookup of its
-   *   own, its key recorded by one deferred statement for the whole group commit. The other keys are
-   *   looked up together, in one statement.
+   * @param options.newKeys keys the caller looked up itself in this transaction and found unused (an
+   *   event schedule's group commit looks up all its derived keys in one statement): an envelope with
+   *   one of them is written without a lookup, and the caller records its key itself, once for all its
+   *   writes, with {@link EventLog.recordKeysNow}. The other keys are looked up together, in one
+   *   statement.
    * @returns the envelopes actually written
    */
   async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[], options?: { newKeys?: ReadonlySet<string> }): Promise<DomainEventEnvelope[]> {
     const newKeys = options?.newKeys;
-    const recorded: EventKeyRow[] = [];
     const lookedUp: EventKeyRow[] = [];
     for (const e of envelopes) {
-      if (e.idempotencyKey === undefined) continue;
-      (newKeys?.has(e.idempotencyKey) ? recorded : lookedUp).push([e.idempotencyKey, e.id, e.occurredAt]);
+      if (e.idempotencyKey !== undefined && !newKeys?.has(e.idempotencyKey)) lookedUp.push([e.idempotencyKey, e.id, e.occurredAt]);
     }
     const stored = await recordKeys(tx, lookedUp);
     const written = stored ? envelopes.filter((e) => e.idempotencyKey === undefined || newKeys?.has(e.idempotencyKey) || stored.has(e.id)) : [...envelopes];
-    if (recorded.length) tx.defer(EVENT_KEY_ROWS, recorded);
     await this.writeUnkeyed(tx, written);
     return written;
   }
 
   /**
-   * Records the idempotency keys of `envelopes` now, in one statement (a key already there is left as
-   * it is), for envelopes written with {@link EventLog.writeInTx}'s `newKeys`: their deferred records
-   * are seen by the group's later callers only at its COMMIT, so a later caller's event with one of
-   * those keys (a client's `POST /api/events`) would be written too; after this call it is a duplicate.
-   * Their deferred records then change nothing. Envelopes without a key are ignored.
+   * Records the idempotency keys of `envelopes`, written with {@link EventLog.writeInTx}'s `newKeys`,
+   * in one statement (a key already there is left as it is). Run in the caller's own callback, not
+   * deferred to the group's COMMIT: a later caller of the same database group (a client's
+   * `POST /api/events` with one of these keys) then finds them used. Envelopes without a key are ignored.
    */
   async recordKeysNow(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     const rows: EventKeyRow[] = envelopes.flatMap((e) => (e.idempotencyKey === undefined ? [] : [[e.idempotencyKey, e.id, e.occurredAt] as EventKeyRow]));

@@ -32,9 +32,9 @@ export interface WriteContext {
   idempotencyKey?: string;
   /**
    * Idempotency keys the caller looked up itself in this transaction and found unused, and that no other
-   * caller can write meanwhile (an event schedule's group commit): when the commit's key, or an
-   * envelope's, is one of them it is recorded without a lookup of its own (a deferred statement of the
-   * group commit).
+   * caller can write meanwhile (an event schedule's group commit): when the commit's key is one of them
+   * it is recorded without a lookup of its own (a deferred statement of the group commit). The commit's
+   * events carry no key of their own.
    */
   newKeys?: ReadonlySet<string>;
 }

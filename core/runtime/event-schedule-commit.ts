@@ -49,10 +49,10 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * (`HandlerRunner.commitInTx`, origin `{ kind: "runtime", connectorId, scheduleId, eventId }`,
  * causationId = the event, idempotencyKey `schedule:<scheduleId>:<eventId>`) and its
  * `schedule.triggered` (`occurrenceKey` `<scheduleId>@<eventId>`). The keys derived from the events are
- * looked up for the whole group in one statement ({@link unusedKeys}) and the unused ones recorded by
- * deferred statements, the event keys among them also by one statement at the end of the callback (for
- * the database group's later callers); a used one makes its write a duplicate, as a lookup of its own
- * would. The handlers are written first without savepoints, their objects through one `ObjectBatch` (read in one
+ * looked up for the whole group in one statement ({@link unusedKeys}); the unused commit keys are
+ * recorded by a deferred statement, the unused event keys by one statement at the end of the callback
+ * (visible to the database group's later callers); a used one makes its write a duplicate, as a lookup
+ * of its own would. The handlers are written first without savepoints, their objects through one `ObjectBatch` (read in one
  * statement, written in one or two); when one's writes are refused, that attempt is rolled back whole
  * and the group is written again with a SAVEPOINT per handler and no batch: the refused handler is
  * rolled back to its savepoint alone and counts as a failed attempt (`commit refused: …`). Failed
@@ -103,8 +103,8 @@ const triggeredKey = (scheduleId: string, eventId: string) => `schedule.triggere
  * them): its `schedule.triggered`'s, its ontology commit's (`spec.key`, when it changes anything) and its appended
  * events' `<spec.key>:event:<i>` (keys a handler chose itself are not among them: another caller of
  * the same group commit may write those, so `EventLog.writeInTx` looks them up as always). The event
- * keys among them are recorded again at the end of the commit's callback (`EventLog.recordKeysNow`),
- * so that a later caller of the same database group (a client's append with one of them) sees them.
+ * keys among them are recorded at the end of the commit's callback (`EventLog.recordKeysNow`), so that
+ * a later caller of the same database group (a client's append with one of them) finds them used.
  */
 function derivedKeys(scheduleId: string, o: Outcome & { ok: true }): string[] {
   const keys = [triggeredKey(scheduleId, o.entry.id)];
@@ -142,7 +142,7 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
   let readAtSnapshot = view.readCursor();
   await db.transaction(async (tx) => {
     results = [];
-    /** The written events whose keys were recorded by deferred statements (`newKeys`): recorded again at the end, visibly. */
+    /** The written events whose keys are among `newKeys`: writeInTx did not record them, recordKeysNow does at the end. */
     const keyed: DomainEventEnvelope[] = [];
     // without savepoints, the handlers' objects are read in one statement and written in one
     const objects = savepoints ? undefined : new ObjectBatch();
@@ -173,8 +173,8 @@ async function writeGroup(deps: Pick<ConsumerDeps, "db" | "events" | "handlers">
       results.push({ o, status: o.attempt >= maxAttempts ? "dead" : "retrying", error });
     }
     await objects?.flush(tx);
-    // the deferred key records are seen by the database group's later callers only at its COMMIT: a
-    // client appending an event with one of these keys there would write it a second time
+    // in this callback, not deferred to the COMMIT: the database group's later callers (a client's
+    // append with one of these keys) must find them used
     await events.recordKeysNow(tx, keyed);
     // the new cursor: after the longest finished prefix of what was read (a synchronous snapshot)
     const finished = new Map(results.map((r) => [r.o.entry, r.status]));

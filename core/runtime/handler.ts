@@ -42,7 +42,10 @@ export interface HandlerCommit {
   causationId?: string;
   /** Makes the ontology write exactly-once across retries (a second commit with it writes nothing). */
   idempotencyKey?: string;
-  /** Keys the caller looked up itself and found unused (see `WriteContext.newKeys`): the commit's and the appended events'. */
+  /**
+   * Keys the caller looked up itself and found unused: the commit's (see `WriteContext.newKeys`) and the
+   * appended events' (see `EventLog.writeInTx`: the caller records those with `EventLog.recordKeysNow`).
+   */
   newKeys?: ReadonlySet<string>;
   /**
    * The objects of the caller's transaction, when it applies many handlers' changes in it (an event
