@@ -38,6 +38,18 @@ export interface BlobWriteOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link BlobStore.stageFile}. */
+export interface StageFileOptions {
+  /** The most bytes the file may have (inclusive). */
+  maxBytes: number;
+  /**
+   * The file's SHA-256 (64 lowercase hex digits) when the caller computed it over the very bytes it
+   * wrote (a tus upload hashes its chunks as they are written); the store then does not read the file.
+   * Without it the store reads the file once to hash it.
+   */
+  sha256?: string;
+}
+
 /**
  * A body that has been streamed and hashed into temporary storage but is not visible under its
  * content address yet. Exactly one of {@link commit} or {@link discard} must be called.
@@ -82,6 +94,18 @@ export interface BlobStore {
    * @throws the same errors as {@link write}, with nothing left behind
    */
   stage(body: Readable | AsyncIterable<Uint8Array>, options: BlobWriteOptions): Promise<StagedBlob>;
+
+  /**
+   * Stages a finished file on this machine's disk without copying its bytes where the backend can (the
+   * local one hard-links it into place on `commit()`; it copies only across filesystems). Backends
+   * without it are given the file's bytes through {@link stage}. The file must not change afterwards:
+   * the blob may share its storage. `discard()` leaves the file where it is; it stays the caller's.
+   *
+   * @param file the file's path
+   * @throws {ApiError} `payload_too_large` when the file has more than `maxBytes` bytes
+   * @throws the filesystem's error (e.g. `ENOENT`) when the file cannot be read or flushed
+   */
+  stageFile?(file: string, options: StageFileOptions): Promise<StagedBlob>;
 
   /**
    * Opens the blob (or the inclusive `range` of it) for reading.

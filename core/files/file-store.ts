@@ -18,11 +18,13 @@
  */
 import { text as readText } from "node:stream/consumers";
 import { randomBytes } from "node:crypto";
+import { createReadStream } from "node:fs";
+import fsp from "node:fs/promises";
 import { addAbortSignal, Readable } from "node:stream";
 import { ApiError, isApiError } from "../errors";
 import { newId } from "../ids";
 import type { Database, SqlValue, SqlWriter } from "../store/db";
-import { assertRange, type BlobStore, type ByteRange } from "./blob-store";
+import { assertRange, type BlobStore, type ByteRange, type StagedBlob } from "./blob-store";
 import { decideContentType, normalizeContentType } from "./content-type";
 import { hashSecret, publicOriginOf, SECRET_FORMAT } from "./download-urls";
 import { sanitizeFileName } from "./file-names";
@@ -32,6 +34,18 @@ import type { CreateDownloadUrlOptions, DownloadUrl, FileOwner, FileReference, F
 
 /** How many leading bytes are kept to detect the content type. */
 const SNIFF_BYTES = 64 * 1024;
+
+/** The first `bytes` bytes of `file` (fewer when it is shorter). */
+async function readHead(file: string, bytes: number): Promise<Buffer> {
+  const fh = await fsp.open(file, "r");
+  try {
+    const buffer = Buffer.alloc(bytes);
+    const { bytesRead } = await fh.read(buffer, 0, bytes, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
 
 interface FileRow {
   id: string;
@@ -108,13 +122,48 @@ export class FileStore {
         yield chunk;
       }
     }
+    const staged = await this.blobs.stage(sniff(body as AsyncIterable<Uint8Array | string>) as AsyncIterable<Uint8Array>, { maxBytes: options.maxBytes, signal: options.signal });
+    return this.record(staged, head.length === 1 ? head[0]! : Buffer.concat(head, headBytes), declared, name, options);
+  }
+
+  /**
+   * Records the finished file `file` on this machine's disk as a stored file, like {@link upload} with
+   * its bytes as the body, but without copying them where the blob store can take the file itself
+   * ({@link BlobStore.stageFile}: the local store hard-links it; others are given its bytes). A finished
+   * tus upload on local storage becomes a file this way (spec 4.1). The caller must not write to `file`
+   * afterwards; it may delete it.
+   *
+   * @param options.sha256 the file's SHA-256 when the caller computed it over the bytes it wrote (the file is then not read to hash it)
+   * @returns the stored file reference
+   * @throws {ApiError} `invalid_request` when `declaredContentType` is not a media type (nothing read)
+   * @throws {ApiError} `payload_too_large` over `maxBytes`; nothing stored
+   * @throws the filesystem's error when `file` cannot be read; nothing stored
+   */
+  async uploadFile(file: string, options: UploadOptions & { sha256?: string }): Promise<FileReference> {
+    if (!this.blobs.stageFile) return this.upload(createReadStream(file, { highWaterMark: 1024 * 1024 }), options);
+    const declared = normalizeContentType(options.declaredContentType);
+    const name = sanitizeFileName(options.name);
+    const staged = await this.blobs.stageFile(file, { maxBytes: options.maxBytes, sha256: options.sha256 });
+    let head: Buffer;
+    try {
+      head = await readHead(file, Math.min(SNIFF_BYTES, staged.size));
+    } catch (err) {
+      await staged.discard();
+      throw err;
+    }
+    return this.record(staged, head, declared, name, options);
+  }
+
+  /**
+   * The part of {@link upload} and {@link uploadFile} after the bytes are staged: recognizes the content
+   * type from `head` (the first bytes), commits the blob and inserts the file row under the blob's lock.
+   */
+  private async record(staged: StagedBlob, head: Buffer, declared: string | undefined, name: string, options: UploadOptions): Promise<FileReference> {
     // file-type (~50 modules) is imported by the first upload, not at start-up (issue 15)
     const { fileTypeFromBuffer } = await import("file-type");
-    const staged = await this.blobs.stage(sniff(body as AsyncIterable<Uint8Array | string>) as AsyncIterable<Uint8Array>, { maxBytes: options.maxBytes, signal: options.signal });
-
     let detected: string | undefined;
     try {
-      detected = headBytes > 0 ? (await fileTypeFromBuffer(Buffer.concat(head, headBytes)))?.mime : undefined;
+      detected = head.length > 0 ? (await fileTypeFromBuffer(head))?.mime : undefined;
     } catch {
       detected = undefined; // a truncated or odd header is simply not recognized
     }

@@ -10,13 +10,13 @@
  * A body is streamed into a temporary file of the same tree, fsynced, then renamed to its address (and
  * the directory fsynced), so a crash at any point leaves either nothing or the whole blob visible.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { ApiError } from "../errors";
 import { writeInBatches } from "./batched-write";
-import { assertBlobAddress, assertRange, meter, newMeterState, STALE_TEMP_MS, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StagedBlob } from "./blob-store";
+import { assertBlobAddress, assertRange, meter, newMeterState, STALE_TEMP_MS, tooLarge, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StageFileOptions, type StagedBlob } from "./blob-store";
 
 const TMP_DIR = ".tmp";
 
@@ -35,6 +35,19 @@ async function fsyncDir(dir: string): Promise<void> {
   } finally {
     await fh?.close().catch(() => undefined);
   }
+}
+
+/** The lowercase hex SHA-256 of an open file's bytes, read a MiB at a time into one buffer. */
+async function hashFile(fh: fsp.FileHandle): Promise<string> {
+  const hash = createHash("sha256");
+  const buffer = Buffer.allocUnsafe(1024 * 1024);
+  for (let position = 0; ; ) {
+    const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
+    if (bytesRead === 0) break;
+    hash.update(buffer.subarray(0, bytesRead));
+    position += bytesRead;
+  }
+  return hash.digest("hex");
 }
 
 /** Options of {@link LocalBlobStore.open}. */
@@ -148,6 +161,78 @@ export class LocalBlobStore implements BlobStore {
       },
       discard,
     };
+  }
+
+  /**
+   * Stages the finished file `file` (see {@link BlobStore.stageFile}): flushes it to disk (fsync), hashes
+   * it unless `options.sha256` is given, and on `commit()` hard-links it to its address, so its bytes
+   * are neither read nor written again. Where a link is refused (another filesystem: `EXDEV`; no hard
+   * links: `EPERM`, `ENOTSUP`, `EMLINK`) the file is copied into a temporary file, flushed and renamed
+   * instead. The link shares the file's storage: the caller must not write to `file` again, and may
+   * delete it (the blob keeps its bytes). `discard()` leaves `file` alone.
+   *
+   * @throws {ApiError} `payload_too_large` over `options.maxBytes`; nothing staged
+   * @throws the filesystem's error when `file` cannot be opened, read or flushed
+   */
+  async stageFile(file: string, options: StageFileOptions): Promise<StagedBlob> {
+    if (options.sha256 !== undefined) assertBlobAddress(options.sha256);
+    let sha256 = options.sha256;
+    let size: number;
+    const fh = await fsp.open(file, "r");
+    try {
+      size = (await fh.stat()).size;
+      if (size > options.maxBytes) throw tooLarge(options.maxBytes);
+      // flushing needs no write access: the bytes must be on disk before a file row points at them
+      const flushed = fh.sync();
+      if (sha256 === undefined) sha256 = await hashFile(fh).finally(() => flushed.catch(() => undefined));
+      await flushed;
+    } finally {
+      await fh.close().catch(() => undefined);
+    }
+    const address = sha256;
+    let settled = false;
+    return {
+      sha256: address,
+      size,
+      commit: async () => {
+        if (settled) throw new Error("This staged blob was already committed or discarded");
+        settled = true;
+        if (await this.exists(address)) return;
+        const target = this.pathOf(address);
+        await fsp.mkdir(path.dirname(target), { recursive: true });
+        try {
+          await fsp.link(file, target);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          // a concurrent commit of the same bytes got there first
+          if (code === "EEXIST") return;
+          if (code !== "EXDEV" && code !== "EPERM" && code !== "ENOTSUP" && code !== "EMLINK") throw err;
+          await this.copyInto(file, target);
+        }
+        await fsyncDir(path.dirname(target));
+      },
+      discard: async () => {
+        settled = true;
+      },
+    };
+  }
+
+  /** Copies `file` to `target` through a flushed temporary file and a rename (the fallback of {@link stageFile}). */
+  private async copyInto(file: string, target: string): Promise<void> {
+    const tmp = path.join(this.root, TMP_DIR, `${randomUUID()}.part`);
+    try {
+      await fsp.copyFile(file, tmp, fsp.constants.COPYFILE_EXCL);
+      const fh = await fsp.open(tmp, "r+");
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await fsp.rename(tmp, target);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true }).catch(() => undefined);
+      throw err;
+    }
   }
 
   async read(sha256: string, range?: ByteRange): Promise<Readable> {

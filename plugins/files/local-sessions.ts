@@ -3,7 +3,7 @@
  * under `<dataDir>/uploads`, one data file `<id>` and one record `<id>.json` (written to a temporary
  * file and renamed, so a crash never leaves a torn record).
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes, type Hash } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
@@ -56,11 +56,23 @@ class RecordFiles implements KvStore<Upload> {
   }
 }
 
+/** The SHA-256 of an upload's first `offset` bytes, updated as PATCHes write them. */
+interface RunningHash {
+  offset: number;
+  hash: Hash;
+}
+
 /** Upload sessions as files under one directory (see the module comment). */
 export class LocalSessionStore extends TusFileStore implements SessionStore {
   readonly kind = "local" as const;
   readonly keyPrefix = "";
   private readonly records: RecordFiles;
+  /**
+   * Per upload, the hash of the bytes written so far by this process, so a finished upload is not read
+   * again to hash it ({@link finishedFile}). Missing after a restart, or after a write whose bytes on
+   * disk could not be matched to what was hashed: the file is then read once at the finish.
+   */
+  private readonly hashes = new Map<string, RunningHash>();
 
   constructor(directory: string, private readonly ttlMs: number) {
     // @tus/file-store creates the directory asynchronously and throws outside any promise on failure
@@ -89,17 +101,48 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
    *   before are written (the client's HEAD finds them), as `@tus/file-store` does
    */
   override async write(readable: Readable, key: string, offset: number): Promise<number> {
+    const known = this.hashes.get(key);
+    this.hashes.delete(key);
+    // hash on from where the last write of this process ended, or from the start
+    const running: RunningHash | undefined = known?.offset === offset ? known : offset === 0 ? { offset: 0, hash: createHash("sha256") } : undefined;
+    let hashed = offset;
+    async function* hashing(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+      for await (const chunk of source) {
+        running!.hash.update(chunk);
+        hashed += chunk.length;
+        yield chunk;
+      }
+    }
     let file: fsp.FileHandle | undefined;
     try {
       file = await fsp.open(this.dataPath(key), "r+");
-      return offset + (await writeInBatches(file, readable, offset));
+      const end = offset + (await writeInBatches(file, running ? hashing(readable) : readable, offset));
+      if (running) this.hashes.set(key, { offset: end, hash: running.hash });
+      return end;
     } catch {
+      // writeInBatches writes what came before a broken body: the hash still holds when the file ends where it does
+      if (running && file) {
+        const size = await file.stat().then((st) => st.size, () => -1);
+        if (size === hashed) this.hashes.set(key, { offset: size, hash: running.hash });
+      }
       throw ERRORS.FILE_WRITE_ERROR;
     } finally {
       await file?.close().catch(() => undefined);
       // bytes that arrived before a dropped connection are kept too: that is activity
       await this.touch(key).catch(() => undefined);
     }
+  }
+
+  /**
+   * The data file of the finished upload `key` of `size` bytes, to become a file without a copy
+   * (`FileStore.uploadFile`), with its SHA-256 when this process hashed all its bytes as they were
+   * written (a restart in between, or a write it could not account for, leaves it out). Consumes the
+   * running hash.
+   */
+  finishedFile(key: string, size: number): { path: string; sha256?: string } {
+    const running = this.hashes.get(key);
+    this.hashes.delete(key);
+    return { path: this.dataPath(key), ...(running?.offset === size ? { sha256: running.hash.digest("hex") } : {}) };
   }
 
   override async getUpload(key: string): Promise<Upload> {
@@ -121,10 +164,12 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
     const rec = await this.records.get(key);
     if (!rec) throw new Error(`Upload ${key} has no record`);
     await this.records.set(key, new Upload({ ...rec, offset: rec.size ?? 0, creation_date: nowIso(), metadata: { ...rec.metadata, [FILE_ID_KEY]: fileId } }));
+    this.hashes.delete(key);
     await fsp.rm(this.dataPath(key), { force: true });
   }
 
   async purge(key: string): Promise<void> {
+    this.hashes.delete(key);
     await fsp.rm(this.dataPath(key), { force: true });
     await this.records.delete(key);
   }

@@ -17,9 +17,12 @@
  * {@link openSessionStore} opens the one that fits the blob store (importing only that one);
  * `./upload-sessions.ts` holds what they share.
  *
- * When the last byte has arrived the upload is streamed into {@link FileStore.upload} (content-type
- * detection, SHA-256, content addressing: the same file reference as `POST /api/files`), the session's
- * own bytes are deleted and its record keeps the file id. The finishing response carries
+ * When the last byte has arrived the upload becomes a file (content-type detection, SHA-256, content
+ * addressing: the same file reference as `POST /api/files`): a local session's data file is flushed and
+ * hard-linked into the blob store with the SHA-256 its PATCHes computed as they wrote
+ * ({@link FileStore.uploadFile}; read once to hash it after a restart), an S3 session's bytes are
+ * streamed into {@link FileStore.upload}. The session's own bytes are then deleted and its record keeps
+ * the file id. The finishing response carries
  * `Upload-File-Id` and the reference as JSON; `GET /api/files/uploads/:id` answers it too. Until then no
  * file reference exists: a half upload is never a file.
  *
@@ -120,13 +123,16 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
           return existing;
         }
         const size = upload.size ?? upload.offset;
-        const reference = await files.upload(await store.open(key, size), {
+        const options = {
           name: metaValue(meta, "filename", "name"),
           declaredContentType: metaValue(meta, "filetype", "type"),
           maxBytes,
           // the uploading identity (metadata holds "<type>:<id>"), so its author may put it into artifacts
           createdBy: meta?.[OWNER_KEY]?.slice(meta[OWNER_KEY]!.indexOf(":") + 1),
-        });
+        };
+        // a local session's data file becomes the blob itself (hard-linked, hashed as it was written)
+        const local = store.finishedFile?.(key, size);
+        const reference = local ? await files.uploadFile(local.path, { ...options, sha256: local.sha256 }) : await files.upload(await store.open(key, size), options);
         // under tus's lock, so a chunk being recorded cannot overwrite the record at the same time
         const lock = locker.newLock(key);
         await lock.lock(new AbortController().signal, () => undefined);

@@ -22,6 +22,11 @@ export interface SessionStore {
   record(key: string): Promise<Upload | undefined>;
   /** The finished bytes of an upload of `size` bytes. */
   open(key: string, size: number): Promise<Readable>;
+  /**
+   * The finished upload's data file on this machine's disk, and its SHA-256 when it was hashed as it
+   * was written: the local store's, which becomes a file without a copy. Absent on S3 (use {@link open}).
+   */
+  finishedFile?(key: string, size: number): { path: string; sha256?: string };
   /** Records that the upload became file `fileId`, restarts its expiry, and deletes its bytes (the record stays). */
   markConverted(key: string, fileId: string): Promise<void>;
   /** Deletes everything an upload left (bytes, record, multipart upload); missing pieces are fine. */

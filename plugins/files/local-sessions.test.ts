@@ -1,0 +1,89 @@
+/**
+ * Local upload sessions hash the bytes their PATCHes write (`LocalSessionStore.write`), so a finished
+ * upload becomes a file without being read again (`finishedFile`); where the running hash cannot be
+ * trusted it is left out and the file is read once. Real files; the tus server's own use is in
+ * test/uploads.test.ts.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { Upload } from "@tus/server";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { rejection, tempDir } from "../../test/helpers-fs";
+import { LocalSessionStore } from "./local-sessions";
+
+const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+const data = randomBytes(3 * 1024 * 1024 + 17);
+const KEY = "0123456789abcdef0123456789abcdef";
+
+let dir: string;
+let store: LocalSessionStore;
+
+beforeEach(async () => {
+  dir = tempDir("svc-sessions-");
+  store = new LocalSessionStore(dir, 60_000);
+  await store.create(new Upload({ id: KEY, size: data.length, offset: 0, metadata: {} }));
+});
+
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** `bytes` as a body of 64 KiB chunks that fails with `failWith` after `failAfter` bytes. */
+function body(bytes: Buffer, failAfter = Infinity, failWith = new Error("connection reset")): Readable {
+  return Readable.from(
+    (async function* () {
+      for (let at = 0; at < bytes.length; at += 64 * 1024) {
+        if (at >= failAfter) throw failWith;
+        yield bytes.subarray(at, Math.min(at + 64 * 1024, bytes.length));
+      }
+    })(),
+  );
+}
+
+describe("LocalSessionStore's running hash", () => {
+  it("hashes chunk after chunk, so the finished upload's SHA-256 needs no read", async () => {
+    let offset = 0;
+    for (const end of [1024 * 1024, 2 * 1024 * 1024, data.length]) {
+      offset = await store.write(body(data.subarray(offset, end)), KEY, offset);
+      expect(offset).toBe(end);
+    }
+    expect(fs.readFileSync(path.join(dir, KEY)).equals(data)).toBe(true);
+    expect(store.finishedFile(KEY, data.length)).toEqual({ path: path.join(dir, KEY), sha256: sha(data) });
+    // consumed: asked again, it has no hash to give
+    expect(store.finishedFile(KEY, data.length).sha256).toBeUndefined();
+  });
+
+  it("keeps the hash across a body that breaks off, resuming from the offset on disk", async () => {
+    const err = await rejection(store.write(body(data, 1024 * 1024 + 5), KEY, 0));
+    expect(err).toMatchObject({ status_code: 500 }); // tus's FILE_WRITE_ERROR
+    const offset = fs.statSync(path.join(dir, KEY)).size;
+    expect(offset).toBeGreaterThan(0);
+    expect(await store.write(body(data.subarray(offset)), KEY, offset)).toBe(data.length);
+    expect(store.finishedFile(KEY, data.length).sha256).toBe(sha(data));
+  });
+
+  it("leaves the hash out after a restart (another store over the directory) and for writes it did not see", async () => {
+    const half = data.length >> 1;
+    await store.write(body(data.subarray(0, half)), KEY, 0);
+    const restarted = new LocalSessionStore(dir, 60_000);
+    await restarted.write(body(data.subarray(half)), KEY, half);
+    expect(restarted.finishedFile(KEY, data.length)).toEqual({ path: path.join(dir, KEY) });
+    // the first store's hash stopped at `half`: it does not claim the rest
+    expect(store.finishedFile(KEY, data.length).sha256).toBeUndefined();
+  });
+
+  it("drops the hash when the bytes could not be written", async () => {
+    await store.write(body(data.subarray(0, 1024)), KEY, 0);
+    fs.rmSync(path.join(dir, KEY));
+    await expect(store.write(body(data.subarray(1024)), KEY, 1024)).rejects.toMatchObject({ status_code: 500 });
+    expect(store.finishedFile(KEY, data.length).sha256).toBeUndefined();
+  });
+
+  it("forgets an upload's hash when it is purged", async () => {
+    await store.write(body(data), KEY, 0);
+    await store.purge(KEY);
+    expect(store.finishedFile(KEY, data.length).sha256).toBeUndefined();
+  });
+});
