@@ -12,7 +12,7 @@ import { defaultChromiumPath } from "./artifacts/chromium";
  * | `PORT` | 3002 | HTTP port (0 picks a free one) |
  * | `HOST` | 127.0.0.1 | interface to bind |
  * | `LOG_LEVEL` | info | pino level |
- * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB |
+ * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB, local blobs and upload sessions; one service process per directory (its locks are in-process) |
  * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission |
  * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links |
  * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |

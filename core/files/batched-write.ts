@@ -15,7 +15,9 @@ const FIRST_BATCH_BYTES = 64 * 1024;
  * Writes every chunk of `chunks` to `file`, in order, from `position` (bytes; null: the file's current
  * position, as `write` without a position), copying them into one buffer that is written whenever it
  * is full (64 KiB, doubling after each full one up to {@link WRITE_BATCH_BYTES}): the source may reuse a
- * chunk's memory once it is asked for the next one. When the source throws, what it yielded before is written first, then its error rethrown.
+ * chunk's memory once it is asked for the next one. When the source throws, what it yielded before is
+ * written first, then its error rethrown; when a write fails, nothing more is written (the bytes on
+ * disk are always a prefix of what the source yielded).
  *
  * @returns the number of bytes written
  * @throws the source's error, or the filesystem's (then some of the bytes may not have been written)
@@ -23,16 +25,20 @@ const FIRST_BATCH_BYTES = 64 * 1024;
 export async function writeInBatches(file: FileHandle, chunks: AsyncIterable<Uint8Array>, position: number | null = null): Promise<number> {
   let batch = Buffer.allocUnsafe(FIRST_BATCH_BYTES);
   let used = 0;
+  // bytes of the batch already on disk (a write may write part of what it was given)
+  let flushed = 0;
   let written = 0;
   const flush = async () => {
-    for (let offset = 0; offset < used; ) {
-      const { bytesWritten } = await file.write(batch, offset, used - offset, position === null ? null : position + written);
-      offset += bytesWritten;
+    while (flushed < used) {
+      const { bytesWritten } = await file.write(batch, flushed, used - flushed, position === null ? null : position + written);
+      flushed += bytesWritten;
       written += bytesWritten;
     }
     if (used === batch.length && batch.length < WRITE_BATCH_BYTES) batch = Buffer.allocUnsafe(Math.min(2 * batch.length, WRITE_BATCH_BYTES));
     used = 0;
+    flushed = 0;
   };
+  let diskFailed = false;
   try {
     for await (const chunk of chunks) {
       for (let at = 0; at < chunk.length; ) {
@@ -40,11 +46,19 @@ export async function writeInBatches(file: FileHandle, chunks: AsyncIterable<Uin
         batch.set(chunk.subarray(at, at + n), used);
         used += n;
         at += n;
-        if (used === batch.length) await flush();
+        if (used === batch.length) {
+          try {
+            await flush();
+          } catch (err) {
+            diskFailed = true;
+            throw err;
+          }
+        }
       }
     }
   } catch (err) {
-    await flush().catch(() => undefined); // the source's error is the one to report
+    // the source's error is the one to report; after the disk's own, nothing more is written
+    if (!diskFailed) await flush().catch(() => undefined);
     throw err;
   }
   await flush();

@@ -50,6 +50,20 @@ async function hashFile(fh: fsp.FileHandle): Promise<string> {
   return hash.digest("hex");
 }
 
+/**
+ * Creates the directory `dir` (a blob's `ab/cd`) with its missing parents, and flushes the entry of each
+ * directory it created to disk (the entry lives in its parent), so a blob renamed or linked into `dir`
+ * is still reachable after a crash. The caller flushes `dir` itself after adding the blob's entry.
+ */
+async function makeDirDurable(dir: string): Promise<void> {
+  const first = await fsp.mkdir(dir, { recursive: true });
+  if (first === undefined) return;
+  for (let created = dir; ; created = path.dirname(created)) {
+    await fsyncDir(path.dirname(created));
+    if (created === first) break;
+  }
+}
+
 /** Options of {@link LocalBlobStore.open}. */
 export interface LocalBlobStoreOptions {
   /** Temporary files older than this (ms, by modification time) are deleted on open. Default 1 hour. */
@@ -150,7 +164,7 @@ export class LocalBlobStore implements BlobStore {
             await fsp.rm(tmp, { force: true });
             return;
           }
-          await fsp.mkdir(path.dirname(target), { recursive: true });
+          await makeDirDurable(path.dirname(target));
           // atomic: a concurrent commit of the same bytes replaces an identical file
           await fsp.rename(tmp, target);
           await fsyncDir(path.dirname(target));
@@ -164,9 +178,9 @@ export class LocalBlobStore implements BlobStore {
   }
 
   /**
-   * Stages the finished file `file` (see {@link BlobStore.stageFile}): flushes it to disk (fsync), hashes
-   * it unless `options.sha256` is given, and on `commit()` hard-links it to its address, so its bytes
-   * are neither read nor written again. Where a link is refused (another filesystem: `EXDEV`; no hard
+   * Stages the finished file `file` (see {@link BlobStore.stageFile}): makes it read-only (mode 0444),
+   * flushes it to disk (fsync), hashes it unless `options.sha256` is given, and on `commit()` hard-links
+   * it to its address, so its bytes are neither read nor written again. Where a link is refused (another filesystem: `EXDEV`; no hard
    * links: `EPERM`, `ENOTSUP`, `EMLINK`) the file is copied into a temporary file, flushed and renamed
    * instead. The link shares the file's storage: the caller must not write to `file` again, and may
    * delete it (the blob keeps its bytes). `discard()` leaves `file` alone.
@@ -182,6 +196,8 @@ export class LocalBlobStore implements BlobStore {
     try {
       size = (await fh.stat()).size;
       if (size > options.maxBytes) throw tooLarge(options.maxBytes);
+      // a blob is never written: a stray writer of the session's file gets EACCES (unless it runs as root)
+      await fh.chmod(0o444).catch(() => undefined);
       // flushing needs no write access: the bytes must be on disk before a file row points at them
       const flushed = fh.sync();
       if (sha256 === undefined) sha256 = await hashFile(fh).finally(() => flushed.catch(() => undefined));
@@ -199,15 +215,16 @@ export class LocalBlobStore implements BlobStore {
         settled = true;
         if (await this.exists(address)) return;
         const target = this.pathOf(address);
-        await fsp.mkdir(path.dirname(target), { recursive: true });
+        await makeDirDurable(path.dirname(target));
         try {
           await fsp.link(file, target);
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code;
-          // a concurrent commit of the same bytes got there first
-          if (code === "EEXIST") return;
-          if (code !== "EXDEV" && code !== "EPERM" && code !== "ENOTSUP" && code !== "EMLINK") throw err;
-          await this.copyInto(file, target);
+          // EEXIST: a concurrent commit of the same bytes got there first (its entry is flushed below too)
+          if (code !== "EEXIST") {
+            if (code !== "EXDEV" && code !== "EPERM" && code !== "ENOTSUP" && code !== "EMLINK") throw err;
+            await this.copyInto(file, target);
+          }
         }
         await fsyncDir(path.dirname(target));
       },
@@ -222,7 +239,8 @@ export class LocalBlobStore implements BlobStore {
     const tmp = path.join(this.root, TMP_DIR, `${randomUUID()}.part`);
     try {
       await fsp.copyFile(file, tmp, fsp.constants.COPYFILE_EXCL);
-      const fh = await fsp.open(tmp, "r+");
+      // read-only like its source: flushing needs no write access
+      const fh = await fsp.open(tmp, "r");
       try {
         await fh.sync();
       } finally {

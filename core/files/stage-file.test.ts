@@ -50,13 +50,14 @@ describe("LocalBlobStore.stageFile", () => {
     const blob = blobs.pathOf(sha(PDF));
     expect(fs.statSync(blob).ino).toBe(fs.statSync(file).ino);
     expect(fs.statSync(blob).nlink).toBe(2);
+    expect(fs.statSync(blob).mode & 0o777).toBe(0o444); // read-only: a stray writer of the session's file is refused
     // the caller deletes its file; the blob keeps the bytes
     fs.rmSync(file);
     expect((await readAll(await blobs.read(sha(PDF)))).equals(PDF)).toBe(true);
     await expect(staged.commit()).rejects.toThrow(/already committed/);
   });
 
-  it("takes a given SHA-256 without reading the file", async () => {
+  it("takes a given SHA-256 as the caller's word (its contract), reading nothing to check it", async () => {
     const file = fileWith(PDF);
     // an address the bytes do not have: the store believes the caller, which is what skipping the read means
     const claimed = sha(Buffer.from("another body"));

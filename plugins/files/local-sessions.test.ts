@@ -6,10 +6,11 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
+import fsp from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { Upload } from "@tus/server";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { rejection, tempDir } from "../../test/helpers-fs";
 import { LocalSessionStore } from "./local-sessions";
 
@@ -70,15 +71,55 @@ describe("LocalSessionStore's running hash", () => {
     const restarted = new LocalSessionStore(dir, 60_000);
     await restarted.write(body(data.subarray(half)), KEY, half);
     expect(restarted.finishedFile(KEY, data.length)).toEqual({ path: path.join(dir, KEY) });
-    // the first store's hash stopped at `half`: it does not claim the rest
+    // the first store's hash stopped at `half`, and a later write there was not its own: it claims nothing
+    expect(store.finishedFile(KEY, data.length).sha256).toBeUndefined();
+    await expect(store.write(body(Buffer.alloc(0)), KEY, data.length)).resolves.toBe(data.length);
     expect(store.finishedFile(KEY, data.length).sha256).toBeUndefined();
   });
 
-  it("drops the hash when the bytes could not be written", async () => {
+  it("drops the hash when the data file cannot be opened", async () => {
     await store.write(body(data.subarray(0, 1024)), KEY, 0);
     fs.rmSync(path.join(dir, KEY));
     await expect(store.write(body(data.subarray(1024)), KEY, 1024)).rejects.toMatchObject({ status_code: 500 });
+    expect(store.finishedFile(KEY, 1024).sha256).toBeUndefined();
+  });
+
+  it("drops the hash when the disk fails in the middle of a body, and the resumed upload is read to hash it", async () => {
+    // the disk writes part of the second batch, then fails once
+    const probe = await fsp.open(path.join(dir, KEY), "r");
+    const proto = Object.getPrototypeOf(probe) as fsp.FileHandle;
+    await probe.close();
+    type Write = (this: fsp.FileHandle, buffer: Buffer, offset: number, length: number, position: number) => Promise<{ bytesWritten: number; buffer: Buffer }>;
+    const real = proto.write as unknown as Write;
+    let calls = 0;
+    const spy = vi.spyOn(proto, "write").mockImplementation(function (this: fsp.FileHandle, buffer: Buffer, offset: number, length: number, position: number) {
+      calls++;
+      if (calls === 2) return real.call(this, buffer, offset, 40_000, position);
+      if (calls === 3) return Promise.reject(Object.assign(new Error("I/O error"), { code: "EIO" }));
+      return real.call(this, buffer, offset, length, position);
+    } as unknown as typeof proto.write);
+    try {
+      await expect(store.write(body(data), KEY, 0)).rejects.toMatchObject({ status_code: 500 });
+    } finally {
+      spy.mockRestore();
+    }
+    const size = fs.statSync(path.join(dir, KEY)).size;
+    expect(size).toBe(64 * 1024 + 40_000);
+    expect(fs.readFileSync(path.join(dir, KEY)).equals(data.subarray(0, size))).toBe(true);
+    await store.write(body(data.subarray(size)), KEY, size);
+    expect(fs.readFileSync(path.join(dir, KEY)).equals(data)).toBe(true);
     expect(store.finishedFile(KEY, data.length).sha256).toBeUndefined();
+  });
+
+  it("only ever gives a hash that is the hash of the file on disk", async () => {
+    let offset = 0;
+    for (const failAfter of [300 * 1024, 1024 * 1024 + 5, Infinity]) {
+      await store.write(body(data.subarray(offset), failAfter), KEY, offset).catch(() => undefined);
+      offset = fs.statSync(path.join(dir, KEY)).size;
+    }
+    expect(offset).toBe(data.length);
+    const { sha256 } = store.finishedFile(KEY, data.length);
+    expect(sha256).toBe(sha(fs.readFileSync(path.join(dir, KEY))));
   });
 
   it("forgets an upload's hash when it is purged", async () => {

@@ -106,11 +106,17 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
     // hash on from where the last write of this process ended, or from the start
     const running: RunningHash | undefined = known?.offset === offset ? known : offset === 0 ? { offset: 0, hash: createHash("sha256") } : undefined;
     let hashed = offset;
+    let bodyFailed = false;
     async function* hashing(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-      for await (const chunk of source) {
-        running!.hash.update(chunk);
-        hashed += chunk.length;
-        yield chunk;
+      try {
+        for await (const chunk of source) {
+          running!.hash.update(chunk);
+          hashed += chunk.length;
+          yield chunk;
+        }
+      } catch (err) {
+        bodyFailed = true;
+        throw err;
       }
     }
     let file: fsp.FileHandle | undefined;
@@ -120,8 +126,9 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
       if (running) this.hashes.set(key, { offset: end, hash: running.hash });
       return end;
     } catch {
-      // writeInBatches writes what came before a broken body: the hash still holds when the file ends where it does
-      if (running && file) {
+      // writeInBatches writes what came before a broken body: the hash still holds when the file ends
+      // where it does; after a failed write the bytes on disk are not trusted to be what was hashed
+      if (running && file && bodyFailed) {
         const size = await file.stat().then((st) => st.size, () => -1);
         if (size === hashed) this.hashes.set(key, { offset: size, hash: running.hash });
       }
