@@ -43,7 +43,7 @@ import { defaultChromiumPath } from "./artifacts/chromium";
  * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
  * | `SVC_EVENT_SCHEDULE_MAX_LAG_MS` | 60000 | `/api/status` reports the event schedules unhealthy when an unpaused one's oldest unfinished event is older than this |
  * | `SVC_RUN_START_MAX_AGE_MS` | 60000 | `/api/status` reports run starts unhealthy when a queued workflow, sync or pipeline run has waited longer than this to be started on Temporal |
- * | `SVC_HEAP_GROWING_PERCENT` | 20 | the service process's old-generation heap may grow to (1 + p/100) × what survived the last full GC before the next one (V8's `--heap-growing-percent`, set by the process's start: `sandbox/main.ts`); 0 leaves V8's own factor (up to 4×), which lets RSS climb under steady load; 20 costs more full GCs in allocation bursts (see `core/heap.ts`) |
+ * | `SVC_HEAP_GROWING_PERCENT` | 100 | the service process's old-generation heap may grow to (1 + p/100) × what survived the last full GC before the next one (V8's `--heap-growing-percent`, set by the process's start: `sandbox/main.ts`); 0 leaves V8's own factor (up to 4×), which lets RSS climb under steady load; a smaller p keeps RSS lower and costs full GCs in allocation bursts (see `core/heap.ts`) |
  * | `SVC_PROJECTION_CHUNK_ROWS` | 500 | the most dataset rows one projection commit applies (one SQLite transaction each) |
  * | `SVC_DATASET_TRANSACTION_IDLE_MS` | 3600000 (1 h) | an open dataset transaction that received no rows for this long is aborted (when the dataset is next opened, and by a sweep every quarter of it, at most 15 min) |
  * | `SVC_AGENT_OUTPUT_RETENTION_MS` | 604800000 (7 days) | how long agent reply output is kept for `/ws/agents` (spec 6.5 rule 3: older cursors resume from the earliest kept record); at least 1000 |
@@ -150,7 +150,7 @@ const EnvSchema = v.object({
   SVC_CHROMIUM_PATH: v.optional(nonEmpty, () => defaultChromiumPath()),
   // setTimeout's largest delay (2^31 - 1 ms, ~24.8 days): a longer one would fire at once
   SVC_DECK_CHECK_IDLE_MS: v.optional(intIn(0, 2_147_483_647), "600000"),
-  SVC_HEAP_GROWING_PERCENT: v.optional(intIn(0, 1000), "20"),
+  SVC_HEAP_GROWING_PERCENT: v.optional(intIn(0, 1000), "100"),
   SVC_AGENT_MODEL: v.optional(v.pipe(v.string(), v.regex(/^(scripted|openai-compatible:\S+|anthropic:\S+)$/, "must be scripted, openai-compatible:<model> or anthropic:<model>")), "scripted"),
   SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
   SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),

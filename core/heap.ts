@@ -6,11 +6,13 @@ import v8 from "node:v8";
  * it before the next full GC starts. V8's own factor is dynamic, up to 4× when its GC keeps pace; under
  * a steady stream of requests the events held in memory for a few seconds (the stream's tail) are
  * promoted and die in the old generation, so with V8's factor the old generation and RSS climbed for
- * minutes (226 → 303 MB over the bench's 10-minute soak; 212 → 253 MB with 20 %, flat after the
- * first minute). 20 % means more frequent full GCs, mostly concurrent. Under steady requests that cost
- * nothing measurable (about a fifth more GC pauses, CPU per request within the noise); in bursts that
- * allocate much at once it shows: a replay of 20,000 events through `GET /api/events` cost the
- * server 4–8 ms of CPU per page of 500 against 2–3 ms with V8's own factor.
+ * minutes (226 → 303 MB over the bench's 10-minute soak). The default, 100 % (2×), holds it flat
+ * (259 MB after the load, 254 MB after the soak; RSS idle 141 MB). 20 % held it lower (218 → 219 MB)
+ * but made full GCs frequent: with a live heap of ~36 MB V8's limit sat at ~60 MB and, under
+ * `--trace-incremental-marking`, it started marking by its task with 24 MB still free, again and again
+ * in any allocation burst, so a 25 MiB tus upload cost ~3 full GCs (its PATCHes
+ * ran at half the speed: 108 against 217 ms per upload) and the action runs' p99 at max load was
+ * 17–18 ms against 11–13 ms (test/bench/run.ts, `BENCH_ONLY=writes`, 3 alternated runs each).
  *
  * The process's start calls it (`sandbox/main.ts`, and the bench's server, which stands in for it);
  * `createApp` does not, since a host embedding the service owns its own process's GC. The flag is read
