@@ -28,17 +28,22 @@ export async function writeInBatches(file: FileHandle, chunks: AsyncIterable<Uin
   // bytes of the batch already on disk (a write may write part of what it was given)
   let flushed = 0;
   let written = 0;
+  let diskFailed = false;
   const flush = async () => {
-    while (flushed < used) {
-      const { bytesWritten } = await file.write(batch, flushed, used - flushed, position === null ? null : position + written);
-      flushed += bytesWritten;
-      written += bytesWritten;
+    try {
+      while (flushed < used) {
+        const { bytesWritten } = await file.write(batch, flushed, used - flushed, position === null ? null : position + written);
+        flushed += bytesWritten;
+        written += bytesWritten;
+      }
+    } catch (err) {
+      diskFailed = true;
+      throw err;
     }
     if (used === batch.length && batch.length < WRITE_BATCH_BYTES) batch = Buffer.allocUnsafe(Math.min(2 * batch.length, WRITE_BATCH_BYTES));
     used = 0;
     flushed = 0;
   };
-  let diskFailed = false;
   try {
     for await (const chunk of chunks) {
       for (let at = 0; at < chunk.length; ) {
@@ -46,14 +51,7 @@ export async function writeInBatches(file: FileHandle, chunks: AsyncIterable<Uin
         batch.set(chunk.subarray(at, at + n), used);
         used += n;
         at += n;
-        if (used === batch.length) {
-          try {
-            await flush();
-          } catch (err) {
-            diskFailed = true;
-            throw err;
-          }
-        }
+        if (used === batch.length) await flush();
       }
     }
   } catch (err) {

@@ -190,7 +190,7 @@ export class LocalBlobStore implements BlobStore {
    */
   async stageFile(file: string, options: StageFileOptions): Promise<StagedBlob> {
     if (options.sha256 !== undefined) assertBlobAddress(options.sha256);
-    let sha256 = options.sha256;
+    let sha256: string;
     let size: number;
     const fh = await fsp.open(file, "r");
     try {
@@ -199,32 +199,27 @@ export class LocalBlobStore implements BlobStore {
       // a blob is never written: a stray writer of the session's file gets EACCES (unless it runs as root)
       await fh.chmod(0o444).catch(() => undefined);
       // flushing needs no write access: the bytes must be on disk before a file row points at them
-      const flushed = fh.sync();
-      if (sha256 === undefined) sha256 = await hashFile(fh).finally(() => flushed.catch(() => undefined));
-      await flushed;
+      [, sha256] = await Promise.all([fh.sync(), options.sha256 ?? hashFile(fh)]);
     } finally {
       await fh.close().catch(() => undefined);
     }
-    const address = sha256;
     let settled = false;
     return {
-      sha256: address,
+      sha256,
       size,
       commit: async () => {
         if (settled) throw new Error("This staged blob was already committed or discarded");
         settled = true;
-        if (await this.exists(address)) return;
-        const target = this.pathOf(address);
+        if (await this.exists(sha256)) return;
+        const target = this.pathOf(sha256);
         await makeDirDurable(path.dirname(target));
         try {
           await fsp.link(file, target);
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code;
+          if (code === "EXDEV" || code === "EPERM" || code === "ENOTSUP" || code === "EMLINK") await this.copyInto(file, target);
           // EEXIST: a concurrent commit of the same bytes got there first (its entry is flushed below too)
-          if (code !== "EEXIST") {
-            if (code !== "EXDEV" && code !== "EPERM" && code !== "ENOTSUP" && code !== "EMLINK") throw err;
-            await this.copyInto(file, target);
-          }
+          else if (code !== "EEXIST") throw err;
         }
         await fsyncDir(path.dirname(target));
       },

@@ -105,13 +105,12 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
     this.hashes.delete(key);
     // hash on from where the last write of this process ended, or from the start
     const running: RunningHash | undefined = known?.offset === offset ? known : offset === 0 ? { offset: 0, hash: createHash("sha256") } : undefined;
-    let hashed = offset;
     let bodyFailed = false;
     async function* hashing(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
       try {
         for await (const chunk of source) {
           running!.hash.update(chunk);
-          hashed += chunk.length;
+          running!.offset += chunk.length;
           yield chunk;
         }
       } catch (err) {
@@ -123,14 +122,15 @@ export class LocalSessionStore extends TusFileStore implements SessionStore {
     try {
       file = await fsp.open(this.dataPath(key), "r+");
       const end = offset + (await writeInBatches(file, running ? hashing(readable) : readable, offset));
-      if (running) this.hashes.set(key, { offset: end, hash: running.hash });
+      // every byte hashed was written: running.offset is `end`
+      if (running) this.hashes.set(key, running);
       return end;
     } catch {
       // writeInBatches writes what came before a broken body: the hash still holds when the file ends
       // where it does; after a failed write the bytes on disk are not trusted to be what was hashed
       if (running && file && bodyFailed) {
         const size = await file.stat().then((st) => st.size, () => -1);
-        if (size === hashed) this.hashes.set(key, { offset: size, hash: running.hash });
+        if (size === running.offset) this.hashes.set(key, running);
       }
       throw ERRORS.FILE_WRITE_ERROR;
     } finally {
