@@ -52,6 +52,8 @@ export class SqliteEventStream implements EventStream {
     private readonly db: Database,
     private readonly epoch: string,
     private prunedThrough: number,
+    /** The newest seq whose commit hook ran here (the stream's newest at open until then; see {@link SqliteEventStream.writes}). */
+    private published: number,
   ) {
     this.notifier.setMaxListeners(0);
   }
@@ -60,7 +62,8 @@ export class SqliteEventStream implements EventStream {
   static async open(db: Database): Promise<SqliteEventStream> {
     const rows = await db.all<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('stream_epoch', 'pruned_through')");
     const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
-    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0));
+    const newest = await db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events");
+    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0), newest?.seq ?? 0);
   }
 
   async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
@@ -77,6 +80,7 @@ export class SqliteEventStream implements EventStream {
    */
   async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     if (envelopes.length === 0) return;
+    this.writes = true;
     const rows: QueuedEvent[] = envelopes.map((event) => ({ event, facts: eventFacts(event), json: JSON.stringify(event), seq: 0 }));
     tx.defer(this.insertEvents, rows);
     tx.afterCommit(() => {
@@ -84,6 +88,16 @@ export class SqliteEventStream implements EventStream {
       if (appended.length) this.committed(appended);
     });
   }
+
+  /**
+   * Whether this instance has written events: from then on its reads of SQLite stop at
+   * {@link SqliteEventStream.published}. The read connection sees a group's `COMMIT` before the
+   * writer's callback runs its commit hooks, which extend the tail and queue the notice; a read in
+   * that gap would answer events the tail and the notice do not have yet, and a read after such a
+   * cursor, answered from the tail, would find nothing after it (a follower of the notices got an
+   * event twice or never). An instance that never writes has no hooks, so nothing to wait for.
+   */
+  private writes = false;
 
   /** The group commit's INSERT of this stream's events. */
   private readonly insertEvents = new EventInsert();
@@ -93,6 +107,7 @@ export class SqliteEventStream implements EventStream {
 
   /** Extends the tail with committed events (in seq order: hooks run in commit order) and queues the notice. */
   private committed(appended: QueuedEvent[]): void {
+    this.published = Math.max(this.published, appended[appended.length - 1]!.seq);
     this.tail.extend(appended);
     if (this.noticeTopics) {
       for (const entry of appended) this.noticeTopics.add(entry.facts.topic);
@@ -124,7 +139,7 @@ export class SqliteEventStream implements EventStream {
       return { events: entries.map((t) => this.storedEvent(t.json, t.seq)), checkpoint: this.cursorAt(throughSeq), end: entries.length < q.limit };
     }
     const after = this.afterSeq(q);
-    const newest = (await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? undefined;
+    const newest = await this.newestSeq();
     if (newest === undefined || (after !== undefined && newest <= after)) return { events: [], checkpoint: undefined, end: true };
     const rows = await this.select(q, newest);
     const events = rows.map((r) => this.storedEvent(r.envelope, r.seq));
@@ -292,9 +307,10 @@ export class SqliteEventStream implements EventStream {
       where.push("seq > ?");
       params.push(seq);
     }
-    if (throughSeq !== undefined) {
+    const through = this.writes ? Math.min(throughSeq ?? this.published, this.published) : throughSeq;
+    if (through !== undefined) {
       where.push("seq <= ?");
-      params.push(throughSeq);
+      params.push(through);
     }
     const inList = (column: string, values: readonly string[]) => {
       where.push(`${column} IN (${values.map(() => "?").join(",")})`);
@@ -316,8 +332,13 @@ export class SqliteEventStream implements EventStream {
   }
 
   async latestCursor(): Promise<string | undefined> {
-    const row = await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events");
-    return row?.seq ? encodeCursor(this.epoch, row.seq) : undefined;
+    return this.cursorAt(await this.newestSeq());
+  }
+
+  /** The seq of the newest event this stream answers (undefined when none; see {@link SqliteEventStream.writes}). */
+  private async newestSeq(): Promise<number | undefined> {
+    if (this.writes) return this.published || undefined;
+    return (await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? undefined;
   }
 
   async prune(retentionMs: number): Promise<number> {

@@ -262,6 +262,33 @@ describe("SqliteEventStream notices", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(notices).toEqual([["actions", "schedules"], ["actions"]]);
   });
+
+  it("answers nothing past its last notice between a COMMIT and the commit hook that notifies it (a follower of the notices misses nothing)", async () => {
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    opened.push(db);
+    const stream = await SqliteEventStream.open(db);
+    const all = envelopes(8);
+    await stream.append(all.slice(0, 3));
+    const before = await stream.latestCursor();
+    let inGap: Promise<[string | undefined, string[]]> | undefined;
+    const noticed = new Promise((resolve) => stream.notifier.once("appended", resolve));
+    // two callers of one group commit: the first's commit hook runs after the COMMIT, before the
+    // second's (which extends the tail and queues the notice); the read connection already sees the rows
+    await Promise.all([
+      db.transaction(async (tx) => {
+        tx.afterCommit(() => (inGap = Promise.all([stream.latestCursor(), stream.read({ limit: 100 }).then((events) => events.map((e) => e.id))])));
+      }),
+      db.transaction((tx) => stream.writeInTx(tx, all.slice(3))),
+    ]);
+    const [latest, read] = await inGap!;
+    expect(latest).toBe(before);
+    expect(read).toEqual(all.slice(0, 3).map((e) => e.id));
+    await noticed;
+    // after the notice, a read after the cursor answered in the gap has exactly the events it did not
+    expect((await stream.read({ limit: 100, afterCursor: latest })).map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
+    // a stream that never writes has no hooks to wait for: it reads what is committed
+    expect((await (await SqliteEventStream.open(db)).read({ limit: 100 })).map((e) => e.id)).toEqual(all.map((e) => e.id));
+  });
 });
 
 describe("SqliteEventStream appends in a group commit", () => {
