@@ -1,7 +1,7 @@
 /** Handler log capture (spec 2.5): a flush's lines, stored and read back, against a real SQLite file. */
 import path from "node:path";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { Database } from "../store/db";
 import { SqliteEventStream } from "../events/sqlite-stream";
 import { tempDir } from "../../test/helpers-fs";
@@ -38,5 +38,23 @@ describe("LogCapture", () => {
     expect(lines[1]!.fields).toEqual({ i: 1, nested: { list: [1, null] } });
     // cursors follow the order: reading on after the third line answers the rest
     expect((await capture.read({ limit: 100, afterCursor: lines[2]!.cursor })).map((l) => l.message)).toEqual(messages.slice(3));
+  });
+
+  it("writes a handler's lines to the process log with the run bound, making the pino child only at the first line", async () => {
+    const { capture } = await openCapture();
+    const written: Record<string, unknown>[] = [];
+    const base = pino({ level: "info" }, { write: (line: string) => void written.push(JSON.parse(line) as Record<string, unknown>) });
+    const child = vi.spyOn(base, "child");
+    capture.logger(base, { kind: "action", id: "run_quiet" }); // a run that logs nothing costs no child
+    expect(child).not.toHaveBeenCalled();
+    const log = capture.logger(base, { kind: "action", id: "run_a" }, { actionId: "diagnostics.noop" });
+    log.info("first");
+    log.warn({ n: 2 }, "second");
+    expect(child).toHaveBeenCalledTimes(1);
+    expect(written.map(({ msg, run, actionId, n }) => ({ msg, run, actionId, n }))).toEqual([
+      { msg: "first", run: { kind: "action", id: "run_a" }, actionId: "diagnostics.noop", n: undefined },
+      { msg: "second", run: { kind: "action", id: "run_a" }, actionId: "diagnostics.noop", n: 2 },
+    ]);
+    await capture.flush();
   });
 });

@@ -66,10 +66,15 @@ export class LogCapture {
     return capture;
   }
 
-  /** A handler's logger: pino child with the run bound, plus capture. */
+  /**
+   * A handler's logger: pino child with the run bound, plus capture. The child is made at the first
+   * line: pino serializes a child's bindings when it is made, and most runs log nothing (the children
+   * were ~1 % of the main thread's busy time in a `--cpu-prof` of `BENCH_ONLY=writes`, issue 15).
+   */
   logger(base: Logger, run: RunRef, bindings: Record<string, unknown> = {}): HandlerLogger {
-    const child = base.child({ run, ...bindings });
+    let child: Logger | undefined;
     const write = (level: LogLevel) => (obj: object | string, msg?: string) => {
+      child ??= base.child({ run, ...bindings });
       if (typeof obj === "string") child[level](obj);
       else child[level](obj, msg);
       const fields = typeof obj === "string" ? {} : serializable(obj);
