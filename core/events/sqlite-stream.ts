@@ -35,6 +35,14 @@ interface EventRow {
  * The built-in stream: the `events` table of the service's SQLite file, two days' retention by
  * default. Cursor = epoch + seq (see cursor.ts). Expired cursors (older than the last prune) are
  * refused with `cursor_expired` rather than silently skipping what was pruned.
+ *
+ * The service's instance is the one writer of its database, and it answers nothing past the newest
+ * event whose commit hook has run ({@link SqliteEventStream.published}): the read connection sees a
+ * group's `COMMIT` before the writer's callback runs the hooks that extend the in-memory tail and
+ * queue the `"appended"` notice, and a read in that gap answered events the tail and the notice did
+ * not have yet, so a read after such a cursor, answered from the tail, found nothing after it (a
+ * follower of the notices got an event twice or never). An instance opened with `reader: true`
+ * (tools, tests) writes nothing and answers whatever is committed.
  */
 export class SqliteEventStream implements EventStream {
   readonly notifier = new EventEmitter();
@@ -52,18 +60,24 @@ export class SqliteEventStream implements EventStream {
     private readonly db: Database,
     private readonly epoch: string,
     private prunedThrough: number,
-    /** The newest seq whose commit hook ran here (the stream's newest at open until then; see {@link SqliteEventStream.writes}). */
+    /** The newest seq whose commit hook ran here (the stream's newest at open until then); unused by a reader. */
     private published: number,
+    /** Opened with `reader: true`: answers what is committed, writes nothing. */
+    private readonly reader: boolean,
   ) {
     this.notifier.setMaxListeners(0);
   }
 
-  /** Opens the stream over an opened database. */
-  static async open(db: Database): Promise<SqliteEventStream> {
+  /**
+   * Opens the stream over an opened database.
+   * @param opts.reader a stream that only reads a database another instance writes: it answers what is
+   *   committed (the writer's own instance answers what its commit hooks have published); its writes throw
+   */
+  static async open(db: Database, { reader = false }: { reader?: boolean } = {}): Promise<SqliteEventStream> {
     const rows = await db.all<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('stream_epoch', 'pruned_through')");
     const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
     const newest = await db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events");
-    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0), newest?.seq ?? 0);
+    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0), newest?.seq ?? 0, reader);
   }
 
   async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
@@ -77,10 +91,11 @@ export class SqliteEventStream implements EventStream {
    * skipped); once the transaction commits, the new events extend the in-memory tail and `"appended"`
    * is emitted (once per microtask, however many transactions of a group commit appended). The rows
    * are not readable inside `tx` (nothing reads events back in the transaction that wrote them).
+   * @throws Error on a stream opened with `reader: true`
    */
   async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    if (this.reader) throw new Error("this event stream was opened as a reader (SqliteEventStream.open with reader: true) and writes nothing");
     if (envelopes.length === 0) return;
-    this.writes = true;
     const rows: QueuedEvent[] = envelopes.map((event) => ({ event, facts: eventFacts(event), json: JSON.stringify(event), seq: 0 }));
     tx.defer(this.insertEvents, rows);
     tx.afterCommit(() => {
@@ -88,16 +103,6 @@ export class SqliteEventStream implements EventStream {
       if (appended.length) this.committed(appended);
     });
   }
-
-  /**
-   * Whether this instance has written events: from then on its reads of SQLite stop at
-   * {@link SqliteEventStream.published}. The read connection sees a group's `COMMIT` before the
-   * writer's callback runs its commit hooks, which extend the tail and queue the notice; a read in
-   * that gap would answer events the tail and the notice do not have yet, and a read after such a
-   * cursor, answered from the tail, would find nothing after it (a follower of the notices got an
-   * event twice or never). An instance that never writes has no hooks, so nothing to wait for.
-   */
-  private writes = false;
 
   /** The group commit's INSERT of this stream's events. */
   private readonly insertEvents = new EventInsert();
@@ -307,7 +312,7 @@ export class SqliteEventStream implements EventStream {
       where.push("seq > ?");
       params.push(seq);
     }
-    const through = this.writes ? Math.min(throughSeq ?? this.published, this.published) : throughSeq;
+    const through = this.reader ? throughSeq : Math.min(throughSeq ?? this.published, this.published);
     if (through !== undefined) {
       where.push("seq <= ?");
       params.push(through);
@@ -335,9 +340,9 @@ export class SqliteEventStream implements EventStream {
     return this.cursorAt(await this.newestSeq());
   }
 
-  /** The seq of the newest event this stream answers (undefined when none; see {@link SqliteEventStream.writes}). */
+  /** The seq of the newest event this stream answers (undefined when none; see the class). */
   private async newestSeq(): Promise<number | undefined> {
-    if (this.writes) return this.published || undefined;
+    if (!this.reader) return this.published || undefined;
     return (await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? undefined;
   }
 
@@ -352,6 +357,7 @@ export class SqliteEventStream implements EventStream {
     if (!pruned) return 0;
     // only once committed: readers never see a cursor expire that is still retained
     this.prunedThrough = pruned.through;
+    this.published = Math.max(this.published, pruned.through); // never a latestCursor that is already expired
     this.tail.dropThrough(pruned.through);
     return pruned.changes;
   }

@@ -38,7 +38,7 @@ describe("SqliteEventStream.readJson", () => {
     opened.push(db);
     const writer = await SqliteEventStream.open(db);
     await writer.append(envelopes(40));
-    const fresh = await SqliteEventStream.open(db); // empty tail: every read goes to SQLite
+    const fresh = await SqliteEventStream.open(db, { reader: true }); // empty tail: every read goes to SQLite
     const [, third] = await writer.read({ limit: 3 });
     const queries: StreamQuery[] = [
       { limit: 1000 },
@@ -67,7 +67,7 @@ describe("SqliteEventStream.readJson", () => {
     const writer = await SqliteEventStream.open(db);
     const lines = envelopes(30).map((e, i) => (i === 4 ? { ...e, payload: { ...e.payload, text: "two\nlines\r\n" } } : e));
     await writer.append(lines);
-    const fresh = await SqliteEventStream.open(db);
+    const fresh = await SqliteEventStream.open(db, { reader: true });
     const same = async () => {
       for (const q of [{ limit: 1000 }, { limit: 4, afterCursor: (await fresh.read({ limit: 2 }))[1]!.cursor }, { limit: 1000, topics: ["schedules"] }] as StreamQuery[]) {
         const page = await fresh.readJson(q);
@@ -119,7 +119,7 @@ describe("SqliteEventStream appends", () => {
     expect(await append(all.slice(9, 12))).toEqual({ statements: 1, fallbacks: 0 });
     expect((await stored()).slice(8)).toEqual([110, 111, 112, 113].map((seq, i) => ({ id: all[8 + i]!.id, seq })));
     // the in-memory tail answers what SQLite answers, cursors included
-    const fresh = await SqliteEventStream.open(db);
+    const fresh = await SqliteEventStream.open(db, { reader: true });
     expect(await stream.read({ limit: 1000 })).toEqual(await fresh.read({ limit: 1000 }));
     expect((await fresh.read({ limit: 1000 })).map((e) => e.id)).toEqual(all.map((e) => e.id));
   });
@@ -131,7 +131,7 @@ describe("SqliteEventStream read-ahead", () => {
     opened.push(db);
     const writer = await SqliteEventStream.open(db);
     await writer.append(envelopes(40));
-    const reader = await SqliteEventStream.open(db); // empty tail: every page comes from SQLite
+    const reader = await SqliteEventStream.open(db, { reader: true }); // empty tail: every page comes from SQLite
     const statements = () => db.stats().readerStatements;
     const settle = () => new Promise((r) => setTimeout(r, 50));
 
@@ -182,7 +182,7 @@ describe("SqliteEventStream tail", () => {
     const types: Array<keyof typeof TOPIC_OF> = [];
     for (let i = 0; types.length < size + 2_500; i++) types.push(...Array.from({ length: 1 + (i * 7919) % 400 }, () => TYPES[(i * 31) % TYPES.length]!));
     for (let i = 0; i < types.length; i += 500) await writer.append(types.slice(i, i + 500).map((t, k) => event(i + k, t)));
-    const fresh = await SqliteEventStream.open(db); // empty tail: every read goes to SQLite
+    const fresh = await SqliteEventStream.open(db, { reader: true }); // empty tail: every read goes to SQLite
     const cursors: string[] = [];
     for (;;) {
       const page = await fresh.read({ limit: 1000, afterCursor: cursors.at(-1) });
@@ -219,7 +219,7 @@ describe("SqliteEventStream tail", () => {
     const writer = await SqliteEventStream.open(db);
     const kinds = Array.from({ length: 900 }, (_, i) => TYPES[(i * i + 3 * i) % TYPES.length]!);
     for (let i = 0; i < kinds.length; i += 300) await writer.append(kinds.slice(i, i + 300).map((t, k) => event(i + k, t)));
-    const fresh = await SqliteEventStream.open(db);
+    const fresh = await SqliteEventStream.open(db, { reader: true });
     const cursors = await allCursors(fresh);
     await fc.assert(
       fc.asyncProperty(
@@ -264,7 +264,7 @@ describe("SqliteEventStream notices", () => {
   });
 
   it("answers nothing past its last notice between a COMMIT and the commit hook that notifies it (a follower of the notices misses nothing)", async () => {
-    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"), { groupMs: 10_000 }); // both callers in one group, however slow the machine
     opened.push(db);
     const stream = await SqliteEventStream.open(db);
     const all = envelopes(8);
@@ -274,12 +274,14 @@ describe("SqliteEventStream notices", () => {
     const noticed = new Promise((resolve) => stream.notifier.once("appended", resolve));
     // two callers of one group commit: the first's commit hook runs after the COMMIT, before the
     // second's (which extends the tail and queues the notice); the read connection already sees the rows
+    const commits = db.stats().commits;
     await Promise.all([
       db.transaction(async (tx) => {
         tx.afterCommit(() => (inGap = Promise.all([stream.latestCursor(), stream.read({ limit: 100 }).then((events) => events.map((e) => e.id))])));
       }),
       db.transaction((tx) => stream.writeInTx(tx, all.slice(3))),
     ]);
+    expect(db.stats().commits - commits).toBe(1);
     const [latest, read] = await inGap!;
     expect(latest).toBe(before);
     expect(read).toEqual(all.slice(0, 3).map((e) => e.id));
@@ -287,7 +289,31 @@ describe("SqliteEventStream notices", () => {
     // after the notice, a read after the cursor answered in the gap has exactly the events it did not
     expect((await stream.read({ limit: 100, afterCursor: latest })).map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
     // a stream that never writes has no hooks to wait for: it reads what is committed
-    expect((await (await SqliteEventStream.open(db)).read({ limit: 100 })).map((e) => e.id)).toEqual(all.map((e) => e.id));
+    expect((await (await SqliteEventStream.open(db, { reader: true })).read({ limit: 100 })).map((e) => e.id)).toEqual(all.map((e) => e.id));
+  });
+
+  it("answers only what its own hooks published from the moment it opens, before its first write too; a reader answers what is committed and writes nothing", async () => {
+    const db = await Database.open(path.join(tempDir("svc-stream-"), "svc.db"));
+    opened.push(db);
+    const all = envelopes(5);
+    const other = await SqliteEventStream.open(db);
+    await other.append(all.slice(0, 3));
+    const stream = await SqliteEventStream.open(db); // the newest at open: seq 3
+    const reader = await SqliteEventStream.open(db, { reader: true });
+    // rows committed that this instance's hooks never published (here another instance's; in the
+    // service, its own in the gap before its hooks run) are not answered, not even by scan
+    await other.append(all.slice(3));
+    const three = all.slice(0, 3).map((e) => e.id);
+    expect((await stream.read({ limit: 100 })).map((e) => e.id)).toEqual(three);
+    expect(JSON.parse(`[${(await stream.readJson({ limit: 100 })).json.toString("utf8")}]`).map((e: { id: string }) => e.id)).toEqual(three);
+    const scan = await stream.scan({ limit: 100 });
+    expect(scan.events.map((e) => e.id)).toEqual(three);
+    expect(scan.checkpoint).toBe(await stream.latestCursor());
+    expect(await stream.latestCursor()).toBe((await reader.read({ limit: 3 }))[2]!.cursor);
+    expect((await reader.read({ limit: 100 })).map((e) => e.id)).toEqual(all.map((e) => e.id));
+    expect(await reader.latestCursor()).toBe((await reader.read({ limit: 100 }))[4]!.cursor);
+    await expect(reader.append([{ ...all[0]!, id: "evt_new" }])).rejects.toThrow(/opened as a reader/);
+    expect((await reader.read({ limit: 100 })).map((e) => e.id)).not.toContain("evt_new");
   });
 });
 
@@ -317,7 +343,7 @@ describe("SqliteEventStream appends in a group commit", () => {
     const expected = [0, 1, 2, 3, 5, 6, 7, 8].map((i) => all[i]!.id);
     // from the in-memory tail, and from SQLite (a fresh stream's tail is empty)
     const fromTail = await stream.read({ limit: 100 });
-    const fromSqlite = await (await SqliteEventStream.open(db)).read({ limit: 100 });
+    const fromSqlite = await (await SqliteEventStream.open(db, { reader: true })).read({ limit: 100 });
     expect(fromTail.map((e) => e.id)).toEqual(expected);
     expect(fromSqlite).toEqual(fromTail);
     // a read after any cursor answers the rest, from memory as from SQLite
@@ -331,6 +357,6 @@ describe("SqliteEventStream appends in a group commit", () => {
     // the columns the filters read are those of the envelope
     expect(rows[1]).toMatchObject({ id: all[1]!.id, topic: "actions", run_id: "r1", subject_type: null });
     expect(typeof rows[1]!.appended_at).toBe("number");
-    expect((await stream.read({ limit: 100, runId: "r1" })).map((e) => e.id)).toEqual((await (await SqliteEventStream.open(db)).read({ limit: 100, runId: "r1" })).map((e) => e.id));
+    expect((await stream.read({ limit: 100, runId: "r1" })).map((e) => e.id)).toEqual((await (await SqliteEventStream.open(db, { reader: true })).read({ limit: 100, runId: "r1" })).map((e) => e.id));
   });
 });
