@@ -38,7 +38,12 @@ describeMatrix("objects and queries", (transport) => {
 
   it("refuses unknown properties, operators and foreign page tokens with 400", async () => {
     expect((await dev.post("/api/objects/query", { objectTypeId: "invoice", where: { colour: "red" } })).body.error.code).toBe("invalid_request");
-    expect((await dev.post("/api/objects/query", { objectTypeId: "invoice", where: { amount: { near: 3 } } })).status).toBe(400);
+    const operator = await dev.post("/api/objects/query", { objectTypeId: "invoice", where: { amount: { near: 3 } } });
+    expect(operator.status).toBe(400);
+    expect(operator.body.error.message).toMatch(/unknown operator "near" \(use eq, ne, gt, gte, lt, lte, in, contains, exists\)/);
+    expect(operator.body.error.details.issues[0].path).toMatch(/where/);
+    const shape = await dev.post("/api/objects/query", { objectTypeId: "invoice", where: { amount: { gt: [1] } } });
+    expect(shape.body.error.message).toMatch(/an object of operators/);
     const first = await dev.post("/api/objects/query", { objectTypeId: "invoice", pageSize: 1 });
     const other = await dev.post("/api/objects/query", { objectTypeId: "invoice", pageSize: 1, orderBy: { property: "amount" }, nextPageToken: first.body.nextPageToken });
     expect(other.body.error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/another query/) });

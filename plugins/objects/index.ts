@@ -5,13 +5,27 @@ const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: 
 
 const pageSize = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE));
 const scalar = v.union([v.string(), v.number(), v.boolean(), v.null()]);
-const ConditionSchema = v.union([
-  scalar,
-  v.strictObject({
-    eq: v.optional(scalar), ne: v.optional(scalar), gt: v.optional(scalar), gte: v.optional(scalar), lt: v.optional(scalar), lte: v.optional(scalar),
-    in: v.optional(v.pipe(v.array(scalar), v.minLength(1), v.maxLength(500))), contains: v.optional(v.string()), exists: v.optional(v.boolean()),
-  }),
-]);
+/** The operators of a `where` condition (spec 3.3), as `compileObjectQuery` (core/ontology/query.ts) knows them. */
+const OPERATORS = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "exists"];
+/**
+ * A `where` condition: a bare value (equality) or an object of operators. When neither fits, the message
+ * names the unknown operators, if any (valibot's own union message only lists the shapes it expected).
+ */
+const ConditionSchema = v.union(
+  [
+    scalar,
+    v.strictObject({
+      eq: v.optional(scalar), ne: v.optional(scalar), gt: v.optional(scalar), gte: v.optional(scalar), lt: v.optional(scalar), lte: v.optional(scalar),
+      in: v.optional(v.pipe(v.array(scalar), v.minLength(1), v.maxLength(500))), contains: v.optional(v.string()), exists: v.optional(v.boolean()),
+    }),
+  ],
+  ({ input }) => {
+    const unknown = input !== null && typeof input === "object" && !Array.isArray(input) ? Object.keys(input).filter((k) => !OPERATORS.includes(k)) : [];
+    return unknown.length
+      ? `unknown operator ${unknown.map((k) => JSON.stringify(k)).join(", ")} (use ${OPERATORS.join(", ")})`
+      : `a condition is a string, number, boolean or null (equality) or an object of operators (${OPERATORS.join(", ")}), each with a value of its type`;
+  },
+);
 const QueryBody = v.strictObject({
   objectTypeId: v.pipe(v.string(), v.minLength(1), v.description("Object type to query")),
   where: v.optional(v.pipe(v.record(v.string(), ConditionSchema), v.description("Property filters, all of which must hold. A bare value means equality; operators: eq, ne, gt, gte, lt, lte, in, contains (case-insensitive substring), exists. `primaryId` filters the id."))),
