@@ -60,10 +60,11 @@ export class SqliteEventStream implements EventStream {
     private readonly db: Database,
     private readonly epoch: string,
     private prunedThrough: number,
-    /** The newest seq whose commit hook ran here (the stream's newest at open until then); unused by a reader. */
-    private published: number,
-    /** Opened with `reader: true`: answers what is committed, writes nothing. */
-    private readonly reader: boolean,
+    /**
+     * The newest seq whose commit hook ran here (the stream's newest at open until then); undefined for
+     * a stream opened with `reader: true`, which answers what is committed and writes nothing.
+     */
+    private published: number | undefined,
   ) {
     this.notifier.setMaxListeners(0);
   }
@@ -76,8 +77,8 @@ export class SqliteEventStream implements EventStream {
   static async open(db: Database, { reader = false }: { reader?: boolean } = {}): Promise<SqliteEventStream> {
     const rows = await db.all<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('stream_epoch', 'pruned_through')");
     const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
-    const newest = await db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events");
-    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0), newest?.seq ?? 0, reader);
+    const newest = reader ? undefined : ((await db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? 0);
+    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0), newest);
   }
 
   async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
@@ -94,7 +95,7 @@ export class SqliteEventStream implements EventStream {
    * @throws Error on a stream opened with `reader: true`
    */
   async writeInTx(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
-    if (this.reader) throw new Error("this event stream was opened as a reader (SqliteEventStream.open with reader: true) and writes nothing");
+    if (this.published === undefined) throw new Error("this event stream was opened as a reader (SqliteEventStream.open with reader: true) and writes nothing");
     if (envelopes.length === 0) return;
     const rows: QueuedEvent[] = envelopes.map((event) => ({ event, facts: eventFacts(event), json: JSON.stringify(event), seq: 0 }));
     tx.defer(this.insertEvents, rows);
@@ -112,7 +113,7 @@ export class SqliteEventStream implements EventStream {
 
   /** Extends the tail with committed events (in seq order: hooks run in commit order) and queues the notice. */
   private committed(appended: QueuedEvent[]): void {
-    this.published = Math.max(this.published, appended[appended.length - 1]!.seq);
+    this.published = Math.max(this.published!, appended[appended.length - 1]!.seq);
     this.tail.extend(appended);
     if (this.noticeTopics) {
       for (const entry of appended) this.noticeTopics.add(entry.facts.topic);
@@ -312,7 +313,7 @@ export class SqliteEventStream implements EventStream {
       where.push("seq > ?");
       params.push(seq);
     }
-    const through = this.reader ? throughSeq : Math.min(throughSeq ?? this.published, this.published);
+    const through = this.published === undefined ? throughSeq : Math.min(throughSeq ?? this.published, this.published);
     if (through !== undefined) {
       where.push("seq <= ?");
       params.push(through);
@@ -342,7 +343,7 @@ export class SqliteEventStream implements EventStream {
 
   /** The seq of the newest event this stream answers (undefined when none; see the class). */
   private async newestSeq(): Promise<number | undefined> {
-    if (!this.reader) return this.published || undefined;
+    if (this.published !== undefined) return this.published || undefined;
     return (await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? undefined;
   }
 
@@ -357,7 +358,7 @@ export class SqliteEventStream implements EventStream {
     if (!pruned) return 0;
     // only once committed: readers never see a cursor expire that is still retained
     this.prunedThrough = pruned.through;
-    this.published = Math.max(this.published, pruned.through); // never a latestCursor that is already expired
+    if (this.published !== undefined) this.published = Math.max(this.published, pruned.through); // never a latestCursor that is already expired
     this.tail.dropThrough(pruned.through);
     return pruned.changes;
   }

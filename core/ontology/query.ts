@@ -6,6 +6,8 @@ import type { SqlValue } from "../store/db";
 
 export const MAX_PAGE_SIZE = 500;
 export const DEFAULT_PAGE_SIZE = 50;
+/** The operators of a `where` condition (spec 3.3): a condition is a bare value (equality) or an object of these. */
+export const QUERY_OPERATORS: readonly string[] = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "exists"];
 
 interface PageToken {
   h: string; // hash of the query, so a token is not reused with another query
@@ -79,7 +81,7 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
           add(value ? "$col IS NOT NULL" : "$col IS NULL");
           break;
         default:
-          throw new ApiError("invalid_request", `${at}: unknown operator "${op}" (use eq, ne, gt, gte, lt, lte, in, contains, exists)`);
+          throw new ApiError("invalid_request", `${at}: unknown operator "${op}" (use ${QUERY_OPERATORS.join(", ")})`);
       }
     }
   }

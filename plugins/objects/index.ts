@@ -1,12 +1,10 @@
 import * as v from "valibot";
-import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, OntologyStore, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, QUERY_OPERATORS, OntologyStore, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: v.optional(v.string()) });
 
 const pageSize = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE));
 const scalar = v.union([v.string(), v.number(), v.boolean(), v.null()]);
-/** The operators of a `where` condition (spec 3.3), as `compileObjectQuery` (core/ontology/query.ts) knows them. */
-const OPERATORS = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "exists"];
 /**
  * A `where` condition: a bare value (equality) or an object of operators. When neither fits, the message
  * names the unknown operators, if any (valibot's own union message only lists the shapes it expected).
@@ -20,10 +18,10 @@ const ConditionSchema = v.union(
     }),
   ],
   ({ input }) => {
-    const unknown = input !== null && typeof input === "object" && !Array.isArray(input) ? Object.keys(input).filter((k) => !OPERATORS.includes(k)) : [];
+    const unknown = input !== null && typeof input === "object" && !Array.isArray(input) ? Object.keys(input).filter((k) => !QUERY_OPERATORS.includes(k)) : [];
     return unknown.length
-      ? `unknown operator ${unknown.map((k) => JSON.stringify(k)).join(", ")} (use ${OPERATORS.join(", ")})`
-      : `a condition is a string, number, boolean or null (equality) or an object of operators (${OPERATORS.join(", ")}), each with a value of its type`;
+      ? `unknown operator ${unknown.map((k) => JSON.stringify(k)).join(", ")} (use ${QUERY_OPERATORS.join(", ")})`
+      : `a condition is a string, number, boolean or null (equality) or an object of operators (${QUERY_OPERATORS.join(", ")}), each with a value of its type`;
   },
 );
 const QueryBody = v.strictObject({
