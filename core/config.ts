@@ -23,6 +23,7 @@ import { defaultChromiumPath } from "./artifacts/chromium";
  * | `SVC_TEMPORAL_UI` | true | serve the Temporal UI (gRPC port + 1000) |
  * | `SVC_TASK_QUEUE` | svc | Temporal task queue of this runtime's worker |
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
+ * | `SVC_RECORD_RUNNING_AFTER_MS` | 20 | an action run or webhook delivery whose handler ends sooner is recorded with its completion (one commit); one that runs longer is recorded `running` on its own commit at this point; 0 records every run as it starts (see `RunRecording`) |
  * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
  * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |
@@ -66,6 +67,8 @@ export interface Config {
     taskQueue: string;
   };
   outboxRecoveryMs: number;
+  /** ms a handler runs before its run is recorded on its own commit (see `RunRecording`); 0: at once. */
+  recordRunningAfterMs: number;
   eventRetentionMs: number;
   shutdownTimeoutMs: number;
   syncSchedules: boolean;
@@ -135,6 +138,7 @@ const EnvSchema = v.object({
   SVC_TEMPORAL_UI: v.optional(bool, "true"),
   SVC_TASK_QUEUE: v.optional(nonEmpty, "svc"),
   SVC_OUTBOX_RECOVERY_MS: v.optional(intIn(100, 3_600_000), "60000"),
+  SVC_RECORD_RUNNING_AFTER_MS: v.optional(intIn(0, 3_600_000), "20"),
   SVC_EVENT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(2 * 86_400_000)),
   SVC_SHUTDOWN_TIMEOUT_MS: v.optional(intIn(0, 600_000), "30000"),
   SVC_SCHEDULES: v.optional(bool, "true"),
@@ -205,6 +209,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       taskQueue: e.SVC_TASK_QUEUE,
     },
     outboxRecoveryMs: e.SVC_OUTBOX_RECOVERY_MS,
+    recordRunningAfterMs: e.SVC_RECORD_RUNNING_AFTER_MS,
     eventRetentionMs: e.SVC_EVENT_RETENTION_MS,
     shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
     syncSchedules: e.SVC_SCHEDULES,

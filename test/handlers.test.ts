@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WorkflowNotFoundError } from "@temporalio/client";
-import { client, startApp } from "./helpers";
+import { client, eventually, startApp } from "./helpers";
 import { defineAction, defineConnector, definePipeline, defineProject, defineSchedule, defineSync } from "../core/sdk";
 import { sandboxProject } from "../sandbox/project";
 import { createActivities } from "../core/runtime/activities";
@@ -30,6 +30,15 @@ const probe = defineConnector({
   id: "handler-probe",
   actions: {
     "probe.effect": defineAction({ params: v.object({}), run: () => ({ ok: true }), effect: (ctx) => writeAndAppend(ctx, "effect") }),
+    // what the store holds of its own run before and after a ctx.artifacts call (which commits on its own)
+    "probe.store": defineAction({
+      params: v.object({}),
+      run: async (ctx) => {
+        const before = await recordedStatus(ctx.runId);
+        await ctx.artifacts.upload("probe", { name: "probe.txt", contentType: "text/plain" });
+        return { before, afterStore: await recordedStatus(ctx.runId) };
+      },
+    }),
   },
   schedules: { "probe-schedule": defineSchedule({ every: 3_600_000, paused: true, run: (ctx) => writeAndAppend(ctx, "schedule") }) },
   syncs: { "probe-sync": defineSync({ run: async (ctx) => (await writeAndAppend(ctx, "sync"), { ok: true }) }) },
@@ -39,8 +48,11 @@ const project = defineProject({ ...sandboxProject, connectors: [...sandboxProjec
 
 let app: App;
 let activities: SvcActivities;
+/** A run's status as committed (null: not recorded). */
+const recordedStatus = async (runId: string) => (await app.container.resolve(Database).get<{ status: string }>("SELECT status FROM action_runs WHERE run_id = ?", [runId]))?.status ?? null;
 beforeAll(async () => {
-  app = await startApp({ project });
+  // a threshold no quick handler reaches by chance: a probe.store run is recorded by its store, not by the timer
+  app = await startApp({ project, env: { SVC_RECORD_RUNNING_AFTER_MS: "1000" } });
   const c = app.container;
   activities = createActivities({ db: c.resolve(Database), events: c.resolve(EventLog), ontology: c.resolve(OntologyStore), actions: c.resolve(ActionRunner), project: c.resolve(ProjectRegistry), handlers: c.resolve(HandlerRunner) });
 });
@@ -96,6 +108,38 @@ describe("a retried activity writes and appends once (spec 6.2: ids and keys sta
       throw new Error("handler failed after appending");
     })).rejects.toThrow("handler failed after appending");
     expect(await eventsOf("throws-run")).toEqual([]);
+  });
+});
+
+describe("when an action run is recorded (SVC_RECORD_RUNNING_AFTER_MS)", () => {
+  it("a run that ends at once is recorded with its completion: one commit, its events in order", async () => {
+    const db = app.container.resolve(Database);
+    const before = db.stats();
+    const res = await client(app).post("/api/actions/diagnostics.noop", { params: {}, runId: "noop-one-commit" });
+    const after = db.stats();
+    expect(res.body).toMatchObject({ status: "succeeded", attempts: 1 });
+    expect(after.commits - before.commits).toBe(1);
+    expect((await eventsOf("noop-one-commit")).map((e) => e.type)).toEqual(["action.requested", "action.completed"]);
+    expect(await recordedStatus("noop-one-commit")).toBe("succeeded");
+  });
+
+  it("a run that runs longer is recorded running while its handler runs, then finished", async () => {
+    const running = client(app).post("/api/actions/diagnostics.sleep", { params: { ms: 2500 }, runId: "sleep-recorded" });
+    const seen = await eventually(async () => {
+      const res = await client(app).get("/api/actions/diagnostics.sleep/runs/sleep-recorded");
+      return res.status === 200 ? res.body : undefined;
+    });
+    expect(seen).toMatchObject({ status: "running", attempts: 1 });
+    expect((await eventsOf("sleep-recorded")).map((e) => e.type)).toEqual(["action.requested"]);
+    expect((await running).body).toMatchObject({ status: "succeeded" });
+    expect((await eventsOf("sleep-recorded")).map((e) => e.type)).toEqual(["action.requested", "action.completed"]);
+    expect(await recordedStatus("sleep-recorded")).toBe("succeeded");
+  });
+
+  it("a handler's store outside its buffer (ctx.artifacts) waits until its run is recorded", async () => {
+    const res = await client(app).post("/api/actions/probe.store", { params: {}, runId: "store-recorded" });
+    expect(res.body).toMatchObject({ status: "succeeded", result: { before: null, afterStore: "running" } });
+    expect(await recordedStatus("store-recorded")).toBe("succeeded");
   });
 });
 

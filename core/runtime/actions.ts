@@ -12,12 +12,13 @@ import { startRun } from "../temporal/start";
 import { FileStore } from "../files/file-store";
 import { findFileValues } from "../ontology/validate";
 import { jsonRowsStatement, type SqlWriter } from "../store/db";
+import { BatchedLookup } from "../store/batched-lookup";
 import type { Actor } from "../events/catalog";
 import type { ActionRunRecord, Subject } from "../sdk/context";
 import { ApiError, isApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
-import { HandlerRunner, type BufferedHandler, type HandlerRun } from "./handler";
+import { HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
 
 /** A request to run an action (spec 2.2). */
 export interface ActionRunRequest {
@@ -52,25 +53,35 @@ function toRecord(r: RunRow): ActionRunRecord {
 }
 
 /**
- * The group commit's INSERT of the runs its callers start (status `running`): one statement over all
- * of them (`json_each`) instead of one call to SQLite per run (see {@link jsonRowsStatement}). An item is
- * `[id, runId, actionId, subject, params, actor, startedAt]`, the JSON columns as text.
+ * The group commit's INSERT of the runs its callers record: one statement over all of them
+ * (`json_each`) instead of one call to SQLite per run (see {@link jsonRowsStatement}). A run that
+ * ended before it was recorded is inserted finished (one row write, no later UPDATE); a run recorded
+ * while its handler runs is inserted `running` (status `running`, the last four items null) and
+ * finished by {@link finishRuns}. An item is
+ * `[id, runId, actionId, status, subject, params, actor, startedAt, finishedAt, result, error, effectStatus]`,
+ * the JSON columns as text.
  */
-const insertRuns = jsonRowsStatement<ActionRunStart>(
-  `INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at)
-   SELECT value->>0, value->>1, value->>2, 'running', value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key`,
+const insertRuns = jsonRowsStatement<ActionRunInsert>(
+  `INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at, finished_at, result, error, effect_status)
+   SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11 FROM json_each(?) ORDER BY key`,
 );
-type ActionRunStart = [id: string, runId: string, actionId: string, subject: string | null, params: string, actor: string | null, startedAt: string];
+type ActionRunInsert = [
+  id: string, runId: string, actionId: string, status: ActionRunRecord["status"], subject: string | null, params: string, actor: string | null, startedAt: string,
+  finishedAt: string | null, result: string | null, error: string | null, effectStatus: "pending" | null,
+];
 
 /**
- * The group commit's UPDATE of the runs its callers finish, likewise one statement for the group. An
- * item is `[id, status, finishedAt, result, error, effectStatus]`, the JSON columns as text.
+ * The group commit's UPDATE of the runs its callers finish after recording them `running`, likewise
+ * one statement for the group. An item is `[id, status, finishedAt, result, error, effectStatus]`, the
+ * JSON columns as text.
  */
 const finishRuns = jsonRowsStatement<ActionRunFinish>(
   `UPDATE action_runs SET status = j.value->>1, finished_at = j.value->>2, result = j.value->>3, error = j.value->>4, effect_status = j.value->>5
    FROM json_each(?) AS j WHERE action_runs.id = j.value->>0`,
 );
-type ActionRunFinish = [id: string, status: "succeeded" | "failed", finishedAt: string, result: string | null, error: string | null, effectStatus: "pending" | null];
+type ActionRunFinish = [id: string, ...RunEnding];
+/** How a run ended: `[status, finishedAt, result, error, effectStatus]`, the JSON columns as text. */
+type RunEnding = [status: "succeeded" | "failed", finishedAt: string, result: string | null, error: string | null, effectStatus: "pending" | null];
 
 /**
  * Runs actions by the rules of spec 4.2:
@@ -80,12 +91,22 @@ type ActionRunFinish = [id: string, status: "succeeded" | "failed", finishedAt: 
  * 3. effects start afterwards on Temporal, once per runId (`action_runs.effect_status` makes the
  *    start durable: a recovery pass retries pending ones);
  * 4. resending a finished run's `runId` answers its record without running again; a `runId` recorded
- *    as running by a process that died is run again (nothing of it was committed);
+ *    as running by a process that died is run again (nothing of it was committed), and so is one that
+ *    was never recorded;
  * 5. a `runId` still running on this server is refused with 409 `run_in_progress`;
  * 6. once shutdown has begun, requests get 503 `shutting_down` and nothing starts.
  *
  * The handler's ontology writes are buffered and committed in one transaction with the run's
  * completion and its `action.completed` event, so a run either has all its writes or none.
+ *
+ * **When a run is recorded.** The handler starts at once; the run's row (`running`) and its
+ * `action.requested` event are committed in the same transaction as its completion when the handler
+ * ends within `SVC_RECORD_RUNNING_AFTER_MS` (20 ms; {@link RunRecording}) — one commit per run, the
+ * common case — and on their own as soon as it runs longer, or before its first `ctx.blobs` or
+ * `ctx.artifacts` call that stores something (those commit outside the run's transaction). So a run is visible as `running`
+ * (`GET`, the event log) from that moment on; a process that dies before it leaves no record, and the
+ * caller's resend with the same `runId` runs it again (spec 4.2 rule 4), as it does for a run recorded
+ * `running` by a process that died. Either way nothing of the handler's buffered writes was committed.
  *
  * Lifecycle: stops accepting at `preClose`, aborts handlers' `signal` when shutdown stops waiting,
  * waits for runs and effect starts at `close`; retries pending effect starts when ready and on every
@@ -96,6 +117,9 @@ export class ActionRunner {
   private readonly inFlight = new Set<string>();
   private readonly pendingEffects = new Set<Promise<void>>();
   private accepting = true;
+  private readonly recordRunningAfterMs: number;
+  /** The runs stored for callers' runIds, looked up in batches (concurrent requests share one read). */
+  private readonly storedRuns: BatchedLookup<string, RunRow>;
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -110,6 +134,8 @@ export class ActionRunner {
     @inject(LOGGER) private readonly log: Logger,
     @inject(FileStore) private readonly files: FileStore,
   ) {
+    this.recordRunningAfterMs = config.recordRunningAfterMs;
+    this.storedRuns = new BatchedLookup(db, "SELECT k.key AS lookup, r.* FROM json_each(?) AS k JOIN action_runs AS r ON r.run_id = k.value", (runId) => runId);
     lifecycle.hook("ready", () => this.startPendingEffects());
     lifecycle.every(config.outboxRecoveryMs, () => this.startPendingEffects().catch((err) => log.warn({ err }, "starting pending effects failed")));
     lifecycle.hook("preClose", () => this.stopAccepting());
@@ -145,7 +171,7 @@ export class ActionRunner {
     this.inFlight.add(runId);
     try {
       // a runId this server just made is new: only a caller's own runId can name a stored run
-      const existing = req.runId === undefined ? undefined : await this.db.get<RunRow>("SELECT * FROM action_runs WHERE run_id = ?", [runId]);
+      const existing = req.runId === undefined ? undefined : await this.storedRuns.get(runId);
       if (existing && existing.action_id !== req.actionId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${existing.action_id}`, { runId });
       if (existing && existing.status !== "running") return toRecord(existing);
       return await this.execute(req, runId, parsed.output, existing);
@@ -160,45 +186,59 @@ export class ActionRunner {
     const id = stale?.id ?? newId("run");
     const startedAt = nowIso();
     const subject = req.subject ? { kind: "object" as const, objectTypeId: req.subject.objectTypeId, primaryId: req.subject.primaryId } : undefined;
+    const subjectText = subject ? JSON.stringify(subject) : null;
+    const paramsText = JSON.stringify(req.params ?? {});
+    const actorText = req.actor ? JSON.stringify(req.actor) : null;
     const requested = this.events.envelope({
       type: "action.requested",
       payload: { actionId: req.actionId, subject, params: req.params ?? {}, runId },
       correlationId: runId,
       actor: req.actor,
     });
-    await this.db.transaction(async (tx) => {
-      // a rerun records what it actually runs with
-      if (stale) await tx.run("UPDATE action_runs SET attempts = attempts + 1, started_at = ?, subject = ?, params = ?, actor = ? WHERE id = ?", [startedAt, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, id]);
-      else tx.defer(insertRuns, [[id, runId, req.actionId, subject ? JSON.stringify(subject) : null, JSON.stringify(req.params ?? {}), req.actor ? JSON.stringify(req.actor) : null, startedAt]]);
+    /**
+     * Records the run as it starts: its row (inserted `running`, or with `ending` when it already ended;
+     * a rerun's stored row takes the new attempt and `finishRuns` ends it), its `action.requested`
+     * event, its params' files.
+     */
+    const recordInTx = async (tx: SqlWriter, ending?: RunEnding): Promise<void> => {
+      if (stale) await tx.run("UPDATE action_runs SET attempts = attempts + 1, started_at = ?, subject = ?, params = ?, actor = ? WHERE id = ?", [startedAt, subjectText, paramsText, actorText, id]);
+      else tx.defer(insertRuns, [[id, runId, req.actionId, ending?.[0] ?? "running", subjectText, paramsText, actorText, startedAt, ending?.[1] ?? null, ending?.[2] ?? null, ending?.[3] ?? null, ending?.[4] ?? null]]);
       await this.events.writeInTx(tx, [requested]);
       await this.referenceFiles(tx, runId, params, "/params");
-    });
-    void this.events.drain();
+    };
+    const recording = new RunRecording(async () => {
+      await this.db.transaction((tx) => recordInTx(tx));
+      void this.events.drain();
+    }, this.recordRunningAfterMs);
 
     const spec: HandlerRun = { run: { kind: "action", id: runId }, logFields: { actionId: req.actionId }, correlationId: runId, key: `action:${runId}` };
     let buffered: BufferedHandler<unknown> | undefined;
     let failure: { code: string; message: string } | undefined;
     try {
       const signal = this.lifecycle.closeTimeout;
-      buffered = await this.handlers.execute(spec, (ctx) => definition.run({ ...ctx, actionId: req.actionId, runId, subject, params, actor: req.actor, signal }), signal);
+      buffered = await this.handlers.execute(spec, (ctx) => definition.run({ ...ctx, actionId: req.actionId, runId, subject, params, actor: req.actor, signal }), { signal, beforeStore: recording.now });
     } catch (err) {
       failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
       this.handlers.logger(spec).warn({ err }, "action run failed");
     }
+    // a run recorded on its own is finished by an UPDATE in a later group (never in the group of its
+    // INSERT: the group runs deferred statements by statement, not by caller)
+    const separately = await recording.ended();
 
     const origin = { kind: "action" as const, actionId: req.actionId, runId };
     // the run's row as committed, kept in hand: the answer needs no read-back
     const row: RunRow = {
-      id, run_id: runId, action_id: req.actionId, status: "running", subject: subject ? JSON.stringify(subject) : null, params: JSON.stringify(req.params ?? {}),
+      id, run_id: runId, action_id: req.actionId, status: "running", subject: subjectText, params: paramsText,
       attempts: (stale?.attempts ?? 0) + 1, started_at: startedAt, finished_at: null, result: null, error: null,
     };
     const finish = async (fail: typeof failure) => {
       const finishedAt = nowIso();
       const result = !fail && buffered?.result !== undefined ? (JSON.stringify(buffered.result) ?? null) : null;
+      const ending: RunEnding = [fail ? "failed" : "succeeded", finishedAt, result, fail ? JSON.stringify(fail) : null, !fail && definition.effect ? "pending" : null];
       await this.db.transaction(async (tx) => {
+        if (!separately) await recordInTx(tx, ending);
         if (!fail && buffered) await this.handlers.commitInTx(tx, buffered, spec, { origin, causationId: requested.id });
-        const hasEffect = !fail && definition.effect ? "pending" : null;
-        tx.defer(finishRuns, [[id, fail ? "failed" : "succeeded", finishedAt, result, fail ? JSON.stringify(fail) : null, hasEffect]]);
+        if (separately || stale) tx.defer(finishRuns, [[id, ...ending]]);
         const done = this.events.envelope({
           type: fail ? "action.failed" : "action.completed",
           payload: { actionId: req.actionId, runId, subject, finishedAt, ...(fail ? { error: fail } : {}) },
@@ -209,22 +249,23 @@ export class ActionRunner {
         await this.events.writeInTx(tx, [done]);
         if (!fail && buffered?.result !== undefined) await this.referenceFiles(tx, runId, buffered.result, "/result");
       });
-      Object.assign(row, { status: fail ? "failed" : "succeeded", finished_at: finishedAt, result, error: fail ? JSON.stringify(fail) : null });
+      Object.assign(row, { status: ending[0], finished_at: finishedAt, result, error: ending[3] });
     };
     try {
       await finish(failure);
     } catch (err) {
       if (failure) throw err;
-      // the writes were refused at commit (e.g. an update of a missing object): the run fails, nothing was written.
+      // the writes were refused at commit (e.g. an update of a missing object): the run fails, nothing
+      // of the handler was written (a run recorded with its completion is recorded again, failed).
       // A store error's text stays in the log, never in the record or the response.
       if (!isApiError(err)) this.handlers.logger(spec).error({ err }, "committing the action run failed");
       failure = isApiError(err) ? { code: err.code, message: err.message } : { code: "commit_failed", message: "The run's writes could not be committed; nothing was written" };
       await finish(failure);
     }
     await this.events.drain();
-    const record = toRecord(row);
-    if (record.status === "succeeded" && definition.effect) this.trackEffect(record);
-    return record;
+    const answer = toRecord(row);
+    if (answer.status === "succeeded" && definition.effect) this.trackEffect(answer);
+    return answer;
   }
 
   /**

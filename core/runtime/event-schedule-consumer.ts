@@ -299,7 +299,7 @@ export class ScheduleConsumer {
     }, this.timeoutMs);
     timer.unref();
     void this.deps.handlers
-      .execute(spec, (ctx) => definition.run({ ...ctx, scheduleId, occurrenceAt: event.occurredAt, event, attempt, signal: abort.signal }), abort.signal)
+      .execute(spec, (ctx) => definition.run({ ...ctx, scheduleId, occurrenceAt: event.occurredAt, event, attempt, signal: abort.signal }), { signal: abort.signal })
       .then(
         (buffered) => settle({ entry, attempt, startedAt, spec, ok: true, buffered }),
         (err) => settle({ entry, attempt, startedAt, spec, ok: false, error: messageOf(err) }),

@@ -19,6 +19,46 @@ import { ApiError, isApiError } from "../errors";
 import { DatasetStore } from "../datasets/store";
 import type { StagedRow } from "../datasets/rows";
 
+/**
+ * The record of a run whose handler has started (an action run's row and `action.requested`, a webhook
+ * delivery's run and execution), committed lazily: the caller writes it with the run's completion, one
+ * commit per run, unless the handler runs longer than `afterMs` (`SVC_RECORD_RUNNING_AFTER_MS`, default
+ * 20 ms) or is about to store something outside
+ * its buffer (`ctx.blobs`, `ctx.artifacts`, a webhook's `workflows.start`: pass {@link RunRecording.now}
+ * as {@link HandlerRunner.execute}'s `beforeStore`); then `write` commits it on its own first, and the
+ * completion updates it. A process that dies before either leaves no record of the run: nothing of its
+ * handler's buffered writes was committed, and the retry runs it again (spec 3, spec 4.2 rule 4).
+ */
+export class RunRecording {
+  private recorded: Promise<void> | undefined;
+  private readonly timer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * @param write commits the record in a transaction of its own
+   * @param afterMs when to call `write` if the handler has not ended (ms); 0 calls it now, before the
+   *   handler starts (every run then costs two commits)
+   */
+  constructor(private readonly write: () => Promise<void>, afterMs: number) {
+    if (afterMs === 0) this.now().catch(() => undefined);
+    else this.timer = setTimeout(() => this.now().catch(() => undefined), afterMs);
+  }
+
+  /** Commits the record now, once (later calls answer the same promise). @throws the commit's error */
+  readonly now = (): Promise<void> => (this.recorded ??= this.write());
+
+  /**
+   * Call when the handler has ended: stops the timer, and answers whether the record was committed on
+   * its own (awaited here: the completion then updates it, in a later group) or is left to the completion.
+   * @throws the error of the record's own commit
+   */
+  async ended(): Promise<boolean> {
+    clearTimeout(this.timer);
+    if (!this.recorded) return false;
+    await this.recorded;
+    return true;
+  }
+}
+
 /** Who a handler runs for: where its logs go and how its writes are keyed. */
 export interface HandlerRun {
   /** Run context of its log lines (spec 2.5), e.g. `{ kind: "sync", id: runId }`. */
@@ -119,14 +159,17 @@ export class HandlerRunner {
    * events against the catalog (ontology types refused), and each `ctx.datasets` call's rows against its
    * dataset, before anything is answered.
    *
-   * @param signal aborted when the caller gives up on the handler (a timeout, a shutdown that stops
-   *   waiting): its buffered writes are never committed then, and from then on its `ctx.blobs` and
+   * @param options.signal aborted when the caller gives up on the handler (a timeout, a shutdown that
+   *   stops waiting): its buffered writes are never committed then, and from then on its `ctx.blobs` and
    *   `ctx.artifacts` calls that store something reject ({@link HandlerAbandonedError}); what they stored
    *   before stays
+   * @param options.beforeStore awaited before each `ctx.blobs` and `ctx.artifacts` call that stores
+   *   something (those commit on their own, outside the buffer): a caller that records its run lazily
+   *   records it there first, so nothing the handler stores ever names a run that was not recorded
    * @throws whatever `fn` throws; {@link ApiError} invalid_request for invalid changes, events or rows
    *   (a refused row: `ctx.datasets.<snapshot|append> call <n>: …` naming row and column; `details.call`)
    */
-  async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>, signal?: AbortSignal): Promise<BufferedHandler<T>> {
+  async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>, options: { signal?: AbortSignal; beforeStore?: () => Promise<void> } = {}): Promise<BufferedHandler<T>> {
     const buffer = new WriteBuffer();
     const appended: AppendInput[] = [];
     const datasetCalls: Array<{ datasetId: string; transaction: "snapshot" | "append"; rows: readonly unknown[] }> = [];
@@ -136,8 +179,8 @@ export class HandlerRunner {
     const ctx: SystemContext = {
       ...ontologyAccess(this.ontology, buffer),
       log,
-      blobs: signal ? refusedOnceAborted("ctx.blobs", blobs, ["createDownloadUrl", "revokeDownloadUrl"], signal) : blobs,
-      artifacts: signal ? refusedOnceAborted("ctx.artifacts", artifacts, ["upload", "publish", "publishVersion"], signal) : artifacts,
+      blobs: guardStores("ctx.blobs", blobs, ["createDownloadUrl", "revokeDownloadUrl"], options),
+      artifacts: guardStores("ctx.artifacts", artifacts, ["upload", "publish", "publishVersion"], options),
       events: eventsApi(this.events, async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType })))),
       datasets: {
         snapshot: (datasetId, rows) => void datasetCalls.push({ datasetId, transaction: "snapshot", rows: [...rows] }),
@@ -208,12 +251,25 @@ export class HandlerAbandonedError extends Error {
   }
 }
 
-/** `api` with `methods` rejecting {@link HandlerAbandonedError} once `signal` is aborted (checked at each call). */
-function refusedOnceAborted<T extends object>(name: string, api: T, methods: ReadonlyArray<keyof T & string>, signal: AbortSignal): T {
+/**
+ * `api` with `methods` awaiting `beforeStore` first, and rejecting {@link HandlerAbandonedError} once
+ * `signal` is aborted (checked at each call, and again after `beforeStore`). `api` itself when neither is given.
+ */
+function guardStores<T extends object>(name: string, api: T, methods: ReadonlyArray<keyof T & string>, { signal, beforeStore }: { signal?: AbortSignal; beforeStore?: () => Promise<void> }): T {
+  if (!signal && !beforeStore) return api;
   const guarded = { ...api };
+  const refused = (method: string) => (signal?.aborted ? new HandlerAbandonedError(`${name}.${method}`, signal.reason) : undefined);
   for (const method of methods) {
     const call = api[method] as (...args: unknown[]) => Promise<unknown>;
-    (guarded as Record<string, unknown>)[method] = (...args: unknown[]) => (signal.aborted ? Promise.reject(new HandlerAbandonedError(`${name}.${method}`, signal.reason)) : call(...args));
+    (guarded as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+      let err = refused(method);
+      if (err) throw err;
+      if (beforeStore) {
+        await beforeStore();
+        if ((err = refused(method))) throw err;
+      }
+      return call(...args);
+    };
   }
   return guarded;
 }

@@ -1,6 +1,8 @@
 import * as v from "valibot";
+import { createHash } from "node:crypto";
 import { inject, injectable } from "../di";
-import { Database, jsonRowsStatement, type GroupStatement, type SqlStatements } from "../store/db";
+import { Database, jsonRowsStatement } from "../store/db";
+import { BatchedLookup } from "../store/batched-lookup";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
@@ -8,7 +10,8 @@ import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
-import { HandlerRunner, type BufferedHandler, type HandlerRun } from "./handler";
+import { HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
+import { CONFIG, type Config } from "../config";
 
 /** One handling attempt of a Webhook run. */
 export const WebhookAttemptSchema = v.object({
@@ -78,6 +81,13 @@ export function redactHeaders(headers: Headers): Record<string, string> {
 
 const answer = (status: number, body: unknown): WebhookAnswer => ({ status, headers: {}, body });
 
+/** A delivery admitted for an attempt: its run, the attempt's number, and whether the run is recorded yet. */
+interface Admitted {
+  row: RunRow;
+  attempt: number;
+  recorded: boolean;
+}
+
 /**
  * Parses a delivery's body in the webhook's format (spec 2.12): `json` (then the optional valibot
  * schema), `text` (UTF-8) or `raw` (the bytes).
@@ -105,57 +115,56 @@ export function parseWebhookBody(def: WebhookDefinition<unknown>, request: Webho
   return result.output;
 }
 
-/** A delivery the admit stores as a new run: its row, and whether the group commit stored it (see {@link admitRuns}). */
-interface NewRun {
-  row: RunRow;
-  stored: boolean;
-}
-
-/** A {@link NewRun}'s columns as one `json_each` row, the body as hex. */
-type RunColumns = [id: string, executionId: string, connectorId: string, webhookId: string, key: string | null, receivedAt: string, contentType: string | null, headers: string, bodyHex: string, replayOf: string | null];
-function runColumns({ row: r }: NewRun): RunColumns {
-  return [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of];
-}
-const INSERT_RUNS = `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of)
-  SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'running', 1, value->>5, value->>6, value->>7, unhex(value->>8), value->>9 FROM json_each(?) WHERE true ORDER BY key`;
-const INSERT_FIRST_ATTEMPTS = "INSERT INTO webhook_attempts (run_id, attempt, started_at, status) SELECT value->>0, 1, value->>5, 'running' FROM json_each(?) ORDER BY key";
-const insertFirstAttempts = jsonRowsStatement<RunColumns>(INSERT_FIRST_ATTEMPTS);
-/** The one-call form: every run and its first attempt, failing on a key stored before. */
-const insertRunsAndFirstAttempts = jsonRowsStatement<RunColumns>(INSERT_RUNS, INSERT_FIRST_ATTEMPTS);
-
 /**
- * The group commit's INSERT of the deliveries its callers admit as new runs (status `running`, attempt
- * 1), with their first attempts: one statement each over all of them (`json_each`), so a first
- * delivery costs the writer no call to SQLite of its own (see `GroupStatement`). Notes on each whether
- * it was stored: a run whose idempotency key was stored before is not (its caller then takes the
- * retry path).
- *
- * - `sql` (the group's one call) inserts them all, and fails on a key stored before (the UNIQUE index
- *   `webhook_runs_by_key`): the group then calls `run`.
- * - `run` inserts with `ON CONFLICT DO NOTHING RETURNING id`, then the first attempts of those stored.
+ * A new run's columns as one `json_each` row, the body as hex: the run as it is recorded, `running`
+ * (status `running`, the last four null) or already ended (`completed` with its response, or `failed`
+ * with its attempt's error), with attempt 1 in the same state.
  */
-const admitRuns: GroupStatement<NewRun> = {
-  async run(w: SqlStatements, runs: readonly NewRun[]): Promise<void> {
-    const stored = new Set((await w.all<{ id: string }>(`${INSERT_RUNS} ON CONFLICT DO NOTHING RETURNING id`, [JSON.stringify(runs.map(runColumns))])).map((r) => r.id));
-    for (const run of runs) run.stored = stored.has(run.row.id);
-    const fresh = runs.filter((run) => run.stored);
-    if (fresh.length > 0) await insertFirstAttempts.run(w, fresh.map(runColumns));
-  },
-  sql(runs: readonly NewRun[]): string | undefined {
-    for (const run of runs) run.stored = true;
-    return insertRunsAndFirstAttempts.sql!(runs.map(runColumns));
-  },
-};
+type RunColumns = [
+  id: string, executionId: string, connectorId: string, webhookId: string, key: string | null, receivedAt: string, contentType: string | null, headers: string, bodyHex: string, replayOf: string | null,
+  status: WebhookRun["status"], finishedAt: string | null, response: string | null, error: string | null,
+];
+/** How a delivery's attempt ended: `[status, finishedAt, response, error]`, the JSON columns as text. */
+type RunEnding = [status: "completed" | "failed", finishedAt: string, response: string | null, error: string | null];
+function runColumns(r: RunRow, ending?: RunEnding): RunColumns {
+  return [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of, ...(ending ?? ["running", null, null, null])];
+}
 
 /**
- * The group commit's completion of the runs its callers finished: the run and its attempt marked
- * `completed`, two statements for the whole group. An item is `[runId, attempt, finishedAt, response]`
- * (`response` as JSON text).
+ * The group commit's INSERT of the runs its callers record (see {@link RunRecording}), with their first
+ * attempts: two statements over all of them (`json_each`), so a first delivery costs the writer no call
+ * to SQLite of its own (see `GroupStatement`). A key stored before fails the group: the delivery looked
+ * its key up first (one process per data dir), so that means another process wrote the same data dir.
+ */
+const insertRuns = jsonRowsStatement<RunColumns>(
+  `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of, finished_at, response)
+   SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>10, 1, value->>5, value->>6, value->>7, unhex(value->>8), value->>9, value->>11, value->>12 FROM json_each(?) ORDER BY key`,
+  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status, finished_at, error) SELECT value->>0, 1, value->>5, value->>10, value->>11, value->>13 FROM json_each(?) ORDER BY key",
+);
+
+/**
+ * The group commit's completion of the runs its callers recorded `running` on their own: the run and
+ * its attempt marked `completed`, two statements for the whole group. An item is
+ * `[runId, attempt, finishedAt, response]` (`response` as JSON text).
  */
 const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finishedAt: string, response: string]>(
   "UPDATE webhook_runs SET status = 'completed', finished_at = j.value->>2, response = j.value->>3 FROM json_each(?) AS j WHERE webhook_runs.id = j.value->>0",
   "UPDATE webhook_attempts SET status = 'completed', finished_at = j.value->>2 FROM json_each(?) AS j WHERE webhook_attempts.run_id = j.value->>0 AND webhook_attempts.attempt = j.value->>1",
 );
+
+/**
+ * A keyed delivery's execution id, derived from its key: a provider's retry runs with the same
+ * execution (spec 3, "provider retries reuse the same run and execution") even when the attempt a crash
+ * cut off was never recorded, so a handler may key its own outside calls by it. `exec_` + 26 base32 digits.
+ */
+export function executionIdOf(connectorId: string, webhookId: string, key: string): string {
+  let bits = BigInt(`0x${createHash("sha256").update(`${connectorId}\u0000${webhookId}\u0000${key}`).digest("hex").slice(0, 34)}`);
+  let digits = "";
+  for (let i = 0; i < 26; i++, bits >>= 5n) digits = CROCKFORD[Number(bits & 31n)] + digits;
+  return `exec_${digits}`;
+}
+/** ULID's alphabet (Crockford's base32). */
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /**
  * Runs webhook deliveries by the spec's table (section 3):
@@ -164,17 +173,25 @@ const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finished
  * |---|---|
  * | Verify | `verify` on the raw bytes before anything is parsed; a throw is 401, nothing stored |
  * | Parse | {@link parseWebhookBody}; a failure is 400, nothing stored |
- * | Admit | a new key: the run, its execution and first attempt are stored in one group-commit statement ({@link admitRuns}); a key stored before: a second transaction re-opens that run; a completed or in-flight delivery answers 202 and stops |
+ * | Admit | the key is looked up (on the read connection): a completed or in-flight delivery answers 202 and stops; a key stored before re-opens that run for a new attempt (one transaction); a new delivery gets its run and execution (a keyed one's execution id derived from its key, {@link executionIdOf}) |
  * | Handle | `handle` runs with the run's execution; its writes are buffered; a throw marks the attempt and run failed and answers 500; a provider retry (same key) re-attempts with the same execution |
  * | Complete | one transaction commits the handler's writes and events with the run's completion and response; the answer is 202 or the handler's response |
  *
- * A delivery whose handler was cut off by a crash is found `running` but not in flight here: the
- * provider's retry re-attempts it, and since nothing of the cut attempt was committed, nothing is
- * duplicated. Concurrent duplicates are resolved in-process (one runtime process per data dir).
+ * A new delivery's run, execution and first attempt are recorded in that one completing transaction
+ * when the handler ends within `SVC_RECORD_RUNNING_AFTER_MS` (default 20 ms): one commit per delivery,
+ * the common case. A handler that runs longer, or is about to store something outside its buffer
+ * (`ctx.blobs`, `ctx.artifacts`, `workflows.start`), has them recorded `running` on their own commit
+ * first ({@link RunRecording}). A delivery whose handler was cut off by a crash is found `running`
+ * (recorded) or not at all (not yet recorded): either way the provider's retry runs it with the same
+ * execution, and since nothing of the cut attempt was committed, nothing is duplicated. Concurrent
+ * duplicates are resolved in-process (one runtime process per data dir).
  */
 @injectable()
 export class WebhookDeliveries {
   private readonly inFlight = new Set<string>();
+  private readonly recordRunningAfterMs: number;
+  /** The runs stored for deliveries' keys, looked up in batches (concurrent deliveries share one read). */
+  private readonly storedRuns: BatchedLookup<[connectorId: string, webhookId: string, key: string], RunRow>;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -182,7 +199,16 @@ export class WebhookDeliveries {
     @inject(ProjectRegistry) private readonly project: ProjectRegistry,
     @inject(WorkflowRuns) private readonly workflows: WorkflowRuns,
     @inject(HandlerRunner) private readonly handlers: HandlerRunner,
-  ) {}
+    @inject(CONFIG) config: Config,
+  ) {
+    this.recordRunningAfterMs = config.recordRunningAfterMs;
+    this.storedRuns = new BatchedLookup(
+      db,
+      `SELECT k.key AS lookup, r.* FROM json_each(?) AS k
+       JOIN webhook_runs AS r ON r.connector_id = k.value->>0 AND r.webhook_id = k.value->>1 AND r.idempotency_key = k.value->>2`,
+      (key) => key,
+    );
+  }
 
   private definition(connectorId: string, webhookId: string): WebhookDefinition<unknown> {
     const def = this.project.connectors.get(connectorId)?.webhooks?.[webhookId];
@@ -218,80 +244,95 @@ export class WebhookDeliveries {
     if (flightKey && this.inFlight.has(flightKey)) return answer(202, { status: "in_progress" });
     if (flightKey) this.inFlight.add(flightKey);
     try {
-      const admitted = await this.admit(connectorId, webhookId, key, request, undefined);
-      if (!admitted) return answer(202, { status: "duplicate" });
+      // a key seen before: a completed delivery answers 202 and stops; any other is re-attempted with
+      // its stored run and execution (the reader sees every commit of this process: a delivery's commit
+      // resolves before its key leaves `inFlight`)
+      const stored = key === null ? undefined : await this.storedRuns.get([connectorId, webhookId, key]);
+      if (stored?.status === "completed") return answer(202, { status: "duplicate" });
+      const admitted = stored ? await this.reopen(stored) : { row: this.newRun(connectorId, webhookId, key, request, undefined), attempt: 1, recorded: false };
       return await this.handle(def, admitted, body, request);
     } finally {
       if (flightKey) this.inFlight.delete(flightKey);
     }
   }
 
-  /**
-   * Admit: resolves the key and creates (or re-opens for a retry) the run with its execution. Answers
-   * undefined when the delivery is already completed.
-   *
-   * A new run and its first attempt are one group statement ({@link admitRuns}): a first delivery (the
-   * common case) costs no lookup and no call to SQLite of its own. When its key was stored before, the
-   * group stores nothing of it, and a second transaction reads that run and re-opens it for this
-   * attempt (or answers undefined when it completed).
-   */
-  private async admit(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): Promise<{ row: RunRow; attempt: number } | undefined> {
-    const now = nowIso();
-    const run: NewRun = {
-      row: {
-        id: newId("whrun"),
-        execution_id: newId("exec"),
-        connector_id: connectorId,
-        webhook_id: webhookId,
-        idempotency_key: key,
-        status: "running",
-        attempts: 1,
-        received_at: now,
-        finished_at: null,
-        content_type: request.headers.get("content-type"),
-        headers: JSON.stringify(redactHeaders(request.headers)),
-        body: Buffer.from(request.rawBody),
-        response: null,
-        replay_of: replayOf ?? null,
-      },
-      stored: false,
+  /** A new delivery's run, not recorded yet (see {@link WebhookDeliveries.handle}). */
+  private newRun(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): RunRow {
+    return {
+      id: newId("whrun"),
+      execution_id: key === null ? newId("exec") : executionIdOf(connectorId, webhookId, key),
+      connector_id: connectorId,
+      webhook_id: webhookId,
+      idempotency_key: key,
+      status: "running",
+      attempts: 1,
+      received_at: nowIso(),
+      finished_at: null,
+      content_type: request.headers.get("content-type"),
+      headers: JSON.stringify(redactHeaders(request.headers)),
+      body: Buffer.from(request.rawBody),
+      response: null,
+      replay_of: replayOf ?? null,
     };
-    await this.db.transaction(async (tx) => tx.defer(admitRuns, [run]));
-    if (run.stored) return { row: run.row, attempt: 1 };
-    if (key === null) throw new Error(`webhook run ${run.row.id} was not stored`);
+  }
+
+  /**
+   * Admit for a key stored before whose delivery did not complete: re-opens that run for a new attempt
+   * with its execution, and marks an attempt a dead process left `running` as interrupted.
+   */
+  private reopen(existing: RunRow): Promise<Admitted> {
     return this.db.transaction(async (tx) => {
-      const existing = await tx.get<RunRow>("SELECT * FROM webhook_runs WHERE connector_id = ? AND webhook_id = ? AND idempotency_key = ?", [connectorId, webhookId, key]);
-      if (!existing) throw new Error(`webhook run ${run.row.id} conflicted with a stored run that is gone`);
-      if (existing.status === "completed") return undefined;
       const attempt = existing.attempts + 1;
       const at = nowIso();
       await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
       await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [at, JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }), existing.id]);
       await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, at]);
-      return { row: { ...existing, status: "running" as const, attempts: attempt }, attempt };
+      return { row: { ...existing, status: "running" as const, attempts: attempt }, attempt, recorded: true };
     });
   }
 
-  /** Handle + Complete. */
-  private async handle(def: WebhookDefinition<unknown>, admitted: { row: RunRow; attempt: number }, body: unknown, request: WebhookRequest): Promise<WebhookAnswer> {
+  /**
+   * Handle + Complete. A new run (`recorded` false) is recorded with its completion, in one
+   * transaction, when the handler ends within `SVC_RECORD_RUNNING_AFTER_MS`; else, or before the
+   * handler stores something outside its buffer (`ctx.blobs`, `ctx.artifacts`, `workflows.start`), on
+   * its own first (see {@link RunRecording}).
+   */
+  private async handle(def: WebhookDefinition<unknown>, admitted: Admitted, body: unknown, request: WebhookRequest): Promise<WebhookAnswer> {
     const { row, attempt } = admitted;
     const executionId = row.execution_id;
+    const recording = admitted.recorded ? undefined : new RunRecording(() => this.db.transaction(async (tx) => tx.defer(insertRuns, [runColumns(row)])), this.recordRunningAfterMs);
+    const beforeStore = recording?.now;
     const spec: HandlerRun = { run: { kind: "webhook", id: row.id }, logFields: { connectorId: row.connector_id, webhookId: row.webhook_id, attempt }, correlationId: executionId, key: `webhook:${executionId}` };
     let workflowStarts = 0;
-    let buffered: BufferedHandler<WebhookResponse | void>;
+    let buffered: BufferedHandler<WebhookResponse | void> | undefined;
+    let failure: unknown;
     try {
-      buffered = await this.handlers.execute(spec, (ctx) =>
-        def.handle({
-          ...ctx,
-          body,
-          request,
-          delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
-          workflows: { start: (workflowId, input) => this.workflows.start(workflowId, input, undefined, `${executionId}-wf-${++workflowStarts}`) },
-        }),
+      buffered = await this.handlers.execute(
+        spec,
+        (ctx) =>
+          def.handle({
+            ...ctx,
+            body,
+            request,
+            delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
+            workflows: {
+              start: async (workflowId, input) => {
+                const runId = `${executionId}-wf-${++workflowStarts}`;
+                await beforeStore?.();
+                return this.workflows.start(workflowId, input, undefined, runId);
+              },
+            },
+          }),
+        { beforeStore },
       );
     } catch (err) {
+      failure = err;
       this.handlers.logger(spec).warn({ err }, "webhook handler failed; the provider may retry");
-      await this.fail(row.id, attempt, err);
+    }
+    // a run recorded on its own is completed by an UPDATE in a later group (see RunRecording)
+    const recorded = admitted.recorded || (await recording!.ended());
+    if (!buffered) {
+      await this.fail(row, attempt, failure, recorded);
       return answer(500, { error: { code: "internal", message: "The webhook handler failed; retry the delivery", details: { runId: row.id } } });
     }
 
@@ -299,13 +340,14 @@ export class WebhookDeliveries {
     const response = result ? { status: result.status ?? 200, headers: result.headers ?? {}, body: result.body } : { status: 202, headers: {}, body: undefined };
     try {
       await this.db.transaction(async (tx) => {
+        const ending: RunEnding = ["completed", nowIso(), JSON.stringify(response), null];
+        if (!recorded) tx.defer(insertRuns, [runColumns(row, ending)]);
         await this.handlers.commitInTx(tx, buffered, spec, { origin: { kind: "runtime", connectorId: row.connector_id, webhookId: row.webhook_id, runId: row.id }, idempotencyKey: `webhook:${executionId}` });
-        const now = nowIso();
-        tx.defer(completeRuns, [[row.id, attempt, now, JSON.stringify(response)]]);
+        if (recorded) tx.defer(completeRuns, [[row.id, attempt, ending[1], ending[2]!]]);
       });
     } catch (err) {
       this.handlers.logger(spec).warn({ err }, "webhook completion failed; nothing of the attempt was written");
-      await this.fail(row.id, attempt, err);
+      await this.fail(row, attempt, err, recorded);
       return answer(500, { error: { code: "internal", message: "The webhook handler's writes were refused; retry the delivery", details: { runId: row.id } } });
     }
     await this.events.drain();
@@ -313,12 +355,14 @@ export class WebhookDeliveries {
     return response;
   }
 
-  private async fail(runId: string, attempt: number, err: unknown): Promise<void> {
+  /** Marks the attempt and run failed: an UPDATE of a recorded run, else the run recorded failed. */
+  private async fail(row: RunRow, attempt: number, err: unknown, recorded: boolean): Promise<void> {
     const error = JSON.stringify({ message: err instanceof Error ? err.message : String(err) });
     const now = nowIso();
     await this.db.transaction(async (tx) => {
-      await tx.run("UPDATE webhook_runs SET status = 'failed', finished_at = ? WHERE id = ?", [now, runId]);
-      await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND attempt = ?", [now, error, runId, attempt]);
+      if (!recorded) return tx.defer(insertRuns, [runColumns(row, ["failed", now, null, error])]);
+      await tx.run("UPDATE webhook_runs SET status = 'failed', finished_at = ? WHERE id = ?", [now, row.id]);
+      await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND attempt = ?", [now, error, row.id, attempt]);
     });
   }
 
@@ -334,9 +378,9 @@ export class WebhookDeliveries {
     const headers = new Headers(JSON.parse(original.headers) as Record<string, string>);
     const request: WebhookRequest = { method: "POST", headers, rawBody: new Uint8Array(original.body), url: new URL(`http://replay/api/webhooks/${original.connector_id}/${original.webhook_id}`) };
     const body = parseWebhookBody(def, request);
-    const admitted = (await this.admit(original.connector_id, original.webhook_id, null, request, original.id))!;
-    const response = await this.handle(def, admitted, body, request);
-    return { run: await this.get(admitted.row.id), response: { status: response.status } };
+    const row = this.newRun(original.connector_id, original.webhook_id, null, request, original.id);
+    const response = await this.handle(def, { row, attempt: 1, recorded: false }, body, request);
+    return { run: await this.get(row.id), response: { status: response.status } };
   }
 
   /** A run with its attempts. @throws {ApiError} not_found */
