@@ -3,12 +3,12 @@
  * measured in the same run on the same machine, and the ratio. Each server runs in its own process
  * (test/bench/server.ts); the load generator runs here.
  *
- * 1. Action runs: `POST /api/actions/diagnostics.noop` — authenticate, validate, record the run (one
- *    transaction with `action.requested`), run the handler, commit completion (a second transaction with
- *    `action.completed`), drain the outbox to the stream.
+ * 1. Action runs: `POST /api/actions/diagnostics.noop` — authenticate, validate, run the handler, then
+ *    one transaction records the run with `action.requested`, its completion and `action.completed` (the
+ *    handler ends within `SVC_RECORD_RUNNING_AFTER_MS`), drain the outbox to the stream.
  * 2. Webhook ingestion: signed Standard Webhooks deliveries to the sandbox's `standard-webhooks`
- *    connector, each with its own `webhook-id` — verify (HMAC), parse, admit durably (one transaction),
- *    trivial handler, complete (one transaction), respond 202.
+ *    connector, each with its own `webhook-id` — verify (HMAC), parse, look the key up (batched reads),
+ *    trivial handler, one transaction records the run, execution and attempt completed, respond 202.
  *
  * 3. Workflow runs: `POST /api/workflows/invoice-review/runs` (answer = queued in the store) at max load,
  *    then how fast the queued runs complete on the embedded dev server (completed runs per second), then
