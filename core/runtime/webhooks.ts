@@ -156,6 +156,8 @@ const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finished
  * A keyed delivery's execution id, derived from its key: a provider's retry runs with the same
  * execution (spec 3, "provider retries reuse the same run and execution") even when the attempt a crash
  * cut off was never recorded, so a handler may key its own outside calls by it. `exec_` + 26 base32 digits.
+ * Such ids land at random places of any index on them: `execution_id` has none (migration 016), it is
+ * unique by construction (the key is unique per webhook).
  */
 export function executionIdOf(connectorId: string, webhookId: string, key: string): string {
   let bits = BigInt(`0x${createHash("sha256").update(`${connectorId}\u0000${webhookId}\u0000${key}`).digest("hex").slice(0, 34)}`);

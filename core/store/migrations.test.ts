@@ -30,6 +30,27 @@ async function fileAt(through: number, seed: string): Promise<string> {
 }
 
 describe("migrations", () => {
+  it("016 rebuilds webhook_runs without the UNIQUE index on execution_id, keeping every run and the key's uniqueness", async () => {
+    const file = await fileAt(
+      15,
+      `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, finished_at, content_type, headers, body, response, replay_of) VALUES
+        ('whrun_1', 'exec_1', 'stripe', 'events', 'evt_a', 'completed', 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z', 'application/json', '{}', x'7b7d', '{"status":202,"headers":{}}', NULL),
+        ('whrun_2', 'exec_2', 'stripe', 'events', NULL, 'running', 2, '2026-01-02T00:00:00.000Z', NULL, NULL, '{}', x'00ff', NULL, 'whrun_1');`,
+    );
+    const db = await Database.open(file);
+    opened.push(db);
+    const rows = await db.all<Record<string, unknown>>("SELECT * FROM webhook_runs ORDER BY id");
+    expect(rows).toEqual([
+      { id: "whrun_1", execution_id: "exec_1", connector_id: "stripe", webhook_id: "events", idempotency_key: "evt_a", status: "completed", attempts: 1, received_at: "2026-01-01T00:00:00.000Z", finished_at: "2026-01-01T00:00:01.000Z", content_type: "application/json", headers: "{}", body: Buffer.from("{}"), response: '{"status":202,"headers":{}}', replay_of: null },
+      { id: "whrun_2", execution_id: "exec_2", connector_id: "stripe", webhook_id: "events", idempotency_key: null, status: "running", attempts: 2, received_at: "2026-01-02T00:00:00.000Z", finished_at: null, content_type: null, headers: "{}", body: Buffer.from([0, 255]), response: null, replay_of: "whrun_1" },
+    ]);
+    const indexes = await db.all<{ name: string; unique: number }>("SELECT name, \"unique\" FROM pragma_index_list('webhook_runs') ORDER BY name");
+    expect(indexes.map((i) => [i.name, i.unique])).toEqual([["sqlite_autoindex_webhook_runs_1", 1], ["webhook_runs_by_key", 1]]);
+    const insert = (id: string, key: string) => db.transaction((tx) => tx.run("INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, headers, body) VALUES (?, 'exec_x', 'stripe', 'events', ?, 'running', 1, 'now', '{}', x'')", [id, key]));
+    await insert("whrun_3", "evt_b");
+    await expect(insert("whrun_4", "evt_a")).rejects.toThrow(/UNIQUE constraint failed/);
+  });
+
   it("015 gives a dataset transaction open across the upgrade a full idle period from the upgrade; finished versions keep no touched_at", async () => {
     const file = await fileAt(
       14,
