@@ -307,96 +307,93 @@ describe("a process killed in the middle of a handler", () => {
       });
     });
 
-  it("completes on the provider's retry after restart, with nothing duplicated", async () => {
+  /**
+   * Starts the fixture process (with `env`), sends a delivery of `body` whose handler hangs on attempt 1,
+   * runs `whileHanging` meanwhile, kills the process (SIGKILL) and starts it again over the same data dir
+   * (with `restartEnv`). The caller sends the provider's retry and stops the process.
+   */
+  async function killedMidHandler<T>(body: Record<string, unknown>, env: Record<string, string>, whileHanging: (api: (path: string) => Promise<any>, child: Awaited<ReturnType<typeof start>>) => Promise<T>, restartEnv: Record<string, string> = {}) {
     const dataDir = tempDir();
     const port = await freePort();
     const url = `http://127.0.0.1:${port}/api/webhooks/probe/events`;
-    let child = await start(dataDir, port);
-    const d = standardDelivery({ customerId: "cus_killed", name: "Killed", hangOnAttempt: 1 });
-    const hanging = post(url, d.payload, d.headers).catch((err: Error) => err);
     const api = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } }).then((r) => r.json() as Promise<any>);
-    await eventually(async () => (await api("/api/webhook-runs?connectorId=probe")).data.some((r: any) => r.status === "running"));
+    let child = await start(dataDir, port, env);
+    const d = standardDelivery({ ...body, hangOnAttempt: 1 });
+    const hanging = post(url, d.payload, d.headers).catch((err: Error) => err);
+    const seen = await whileHanging(api, child);
     child.kill("SIGKILL");
     expect(await hanging).toBeInstanceOf(Error);
     await child.exited;
+    child = await start(dataDir, port, restartEnv);
+    const stop = async () => {
+      child.kill("SIGTERM");
+      await child.exited;
+    };
+    return { seen, d, api, retry: () => post(url, d.payload, d.headers), stop };
+  }
 
-    child = await start(dataDir, port);
+  it("completes on the provider's retry after restart, with nothing duplicated", async () => {
+    const k = await killedMidHandler({ customerId: "cus_killed", name: "Killed" }, {}, (api) => eventually(async () => (await api("/api/webhook-runs?connectorId=probe")).data.some((r: any) => r.status === "running")));
     try {
-      const retry = await post(url, d.payload, d.headers);
-      expect(retry.status).toBe(202);
-      const [run] = (await api("/api/webhook-runs?connectorId=probe")).data;
+      expect((await k.retry()).status).toBe(202);
+      const [run] = (await k.api("/api/webhook-runs?connectorId=probe")).data;
       expect(run.status).toBe("completed");
       expect(run.attempts.map((a: any) => a.status)).toEqual(["failed", "completed"]);
       expect(run.attempts[0].error.message).toMatch(/interrupted/);
-      const events = (await api("/api/events?limit=1000")).events.filter((e: any) => e.correlationId === run.executionId);
+      const events = (await k.api("/api/events?limit=1000")).events.filter((e: any) => e.correlationId === run.executionId);
       expect(events.map((e: any) => e.type)).toEqual(["object.created"]);
-      expect((await post(url, d.payload, d.headers)).status).toBe(202);
-      expect((await api("/api/webhook-runs?connectorId=probe")).data).toHaveLength(1);
+      expect((await k.retry()).status).toBe(202);
+      expect((await k.api("/api/webhook-runs?connectorId=probe")).data).toHaveLength(1);
     } finally {
-      child.kill("SIGTERM");
-      await child.exited;
+      await k.stop();
     }
   });
 
   it("runs a delivery cut off before its run was recorded again on the retry, with the same execution, once", async () => {
-    const dataDir = tempDir();
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}/api/webhooks/probe/events`;
-    // a threshold the hanging handler never reaches: its run is not recorded when the process dies
-    let child = await start(dataDir, port, { SVC_RECORD_RUNNING_AFTER_MS: "600000" });
-    const d = standardDelivery({ customerId: "cus_unrecorded", name: "Unrecorded", hangOnAttempt: 1 });
-    const hanging = post(url, d.payload, d.headers).catch((err: Error) => err);
-    const api = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } }).then((r) => r.json() as Promise<any>);
-    const executionId = await hangingExecution(child);
-    expect((await api("/api/webhook-runs?connectorId=probe")).data).toEqual([]);
-    child.kill("SIGKILL");
-    expect(await hanging).toBeInstanceOf(Error);
-    await child.exited;
-
-    // attempt 1 again (nothing of the first was recorded): the fixture must not hang this time
-    child = await start(dataDir, port, { PROBE_NO_HANG: "1" });
+    // a threshold the hanging handler never reaches: its run is not recorded when the process dies; after
+    // the restart it is attempt 1 again (nothing of the first was recorded), so the fixture must not hang
+    const k = await killedMidHandler(
+      { customerId: "cus_unrecorded", name: "Unrecorded" },
+      { SVC_RECORD_RUNNING_AFTER_MS: "600000" },
+      async (api, child) => {
+        const executionId = await hangingExecution(child);
+        expect((await api("/api/webhook-runs?connectorId=probe")).data).toEqual([]);
+        return executionId;
+      },
+      { PROBE_NO_HANG: "1" },
+    );
     try {
-      expect((await post(url, d.payload, d.headers)).status).toBe(202);
-      const runs = (await api("/api/webhook-runs?connectorId=probe")).data;
+      expect((await k.retry()).status).toBe(202);
+      const runs = (await k.api("/api/webhook-runs?connectorId=probe")).data;
       expect(runs).toHaveLength(1);
-      expect(runs[0]).toMatchObject({ status: "completed", executionId, idempotencyKey: d.headers["webhook-id"] });
+      expect(runs[0]).toMatchObject({ status: "completed", executionId: k.seen, idempotencyKey: k.d.headers["webhook-id"] });
       expect(runs[0].attempts.map((a: any) => [a.attempt, a.status])).toEqual([[1, "completed"]]);
-      const events = (await api("/api/events?limit=1000")).events.filter((e: any) => e.correlationId === executionId);
+      const events = (await k.api("/api/events?limit=1000")).events.filter((e: any) => e.correlationId === k.seen);
       expect(events.map((e: any) => e.type)).toEqual(["object.created"]);
     } finally {
-      child.kill("SIGTERM");
-      await child.exited;
+      await k.stop();
     }
   });
 
   it("records a run before its handler starts a workflow, so a retry after a kill starts that workflow once", async () => {
-    const dataDir = tempDir();
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}/api/webhooks/probe/events`;
     // the threshold is never reached: only the workflow start has the run recorded first
-    let child = await start(dataDir, port, { SVC_RECORD_RUNNING_AFTER_MS: "600000" });
-    const d = standardDelivery({ customerId: "cus_started", name: "Started", startReview: "inv_1003", hangOnAttempt: 1 });
-    const hanging = post(url, d.payload, d.headers).catch((err: Error) => err);
-    const api = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } }).then((r) => r.json() as Promise<any>);
-    const executionId = await hangingExecution(child);
-    const [recorded] = (await api("/api/webhook-runs?connectorId=probe")).data;
-    expect(recorded).toMatchObject({ status: "running", executionId });
-    expect((await api(`/api/workflow-runs/${executionId}-wf-1`)).runId).toBe(`${executionId}-wf-1`);
-    child.kill("SIGKILL");
-    expect(await hanging).toBeInstanceOf(Error);
-    await child.exited;
-
-    child = await start(dataDir, port);
+    const k = await killedMidHandler({ customerId: "cus_started", name: "Started", startReview: "inv_1003" }, { SVC_RECORD_RUNNING_AFTER_MS: "600000" }, async (api, child) => {
+      const executionId = await hangingExecution(child);
+      const [recorded] = (await api("/api/webhook-runs?connectorId=probe")).data;
+      expect(recorded).toMatchObject({ status: "running", executionId });
+      expect((await api(`/api/workflow-runs/${executionId}-wf-1`)).runId).toBe(`${executionId}-wf-1`);
+      return recorded;
+    });
+    const executionId = k.seen.executionId;
     try {
-      expect((await post(url, d.payload, d.headers)).status).toBe(202);
-      const [run] = (await api("/api/webhook-runs?connectorId=probe")).data;
-      expect(run).toMatchObject({ id: recorded.id, status: "completed", executionId });
+      expect((await k.retry()).status).toBe(202);
+      const [run] = (await k.api("/api/webhook-runs?connectorId=probe")).data;
+      expect(run).toMatchObject({ id: k.seen.id, status: "completed", executionId });
       expect(run.attempts.map((a: any) => a.status)).toEqual(["failed", "completed"]);
-      const queued = (await api("/api/events?type=workflow.run.queued&limit=1000")).events.filter((e: any) => e.payload.runId.startsWith(executionId));
+      const queued = (await k.api("/api/events?type=workflow.run.queued&limit=1000")).events.filter((e: any) => e.payload.runId.startsWith(executionId));
       expect(queued.map((e: any) => e.payload.runId)).toEqual([`${executionId}-wf-1`]);
     } finally {
-      child.kill("SIGTERM");
-      await child.exited;
+      await k.stop();
     }
   });
 });
