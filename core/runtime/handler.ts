@@ -23,10 +23,9 @@ import type { StagedRow } from "../datasets/rows";
  * The record of a run whose handler has started (an action run's row and `action.requested`, a webhook
  * delivery's run and execution), committed lazily: the caller writes it with the run's completion, one
  * commit per run, unless the handler runs longer than `afterMs` (`SVC_RECORD_RUNNING_AFTER_MS`, default
- * 20 ms) or is about to store something outside
- * its buffer (`ctx.blobs`, `ctx.artifacts`, a webhook's `workflows.start`: pass {@link RunRecording.now}
- * as {@link HandlerRunner.execute}'s `beforeStore`); then `write` commits it on its own first, and the
- * completion updates it. A process that dies before either leaves no record of the run: nothing of its
+ * 20 ms) or is about to store something outside its buffer (`ctx.blobs`, `ctx.artifacts`, a webhook's
+ * `workflows.start`: pass {@link RunRecording.now} as {@link HandlerRunner.execute}'s `beforeStore`);
+ * then `write` commits it on its own first, and the completion updates it. A process that dies before either leaves no record of the run: nothing of its
  * handler's buffered writes was committed, and the retry runs it again (spec 3, spec 4.2 rule 4).
  */
 export class RunRecording {
