@@ -135,7 +135,7 @@ export class ActionRunner {
     @inject(FileStore) private readonly files: FileStore,
   ) {
     this.recordRunningAfterMs = config.recordRunningAfterMs;
-    this.storedRuns = new BatchedLookup(db, "SELECT k.key AS lookup, r.* FROM json_each(?) AS k JOIN action_runs AS r ON r.run_id = k.value", (runId) => runId);
+    this.storedRuns = new BatchedLookup(db, "SELECT k.key AS lookup, r.* FROM json_each(?) AS k JOIN action_runs AS r ON r.run_id = k.value");
     lifecycle.hook("ready", () => this.startPendingEffects());
     lifecycle.every(config.outboxRecoveryMs, () => this.startPendingEffects().catch((err) => log.warn({ err }, "starting pending effects failed")));
     lifecycle.hook("preClose", () => this.stopAccepting());

@@ -1,7 +1,6 @@
 import * as v from "valibot";
-import { createHash } from "node:crypto";
 import { inject, injectable } from "../di";
-import { Database, jsonRowsStatement } from "../store/db";
+import { Database } from "../store/db";
 import { BatchedLookup } from "../store/batched-lookup";
 import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
@@ -12,33 +11,7 @@ import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
 import { HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
 import { CONFIG, type Config } from "../config";
-
-/** One handling attempt of a Webhook run. */
-export const WebhookAttemptSchema = v.object({
-  attempt: v.number(),
-  status: v.picklist(["running", "completed", "failed"]),
-  startedAt: v.string(),
-  finishedAt: v.optional(v.string()),
-  error: v.optional(v.object({ message: v.string() })),
-});
-export type WebhookAttempt = v.InferOutput<typeof WebhookAttemptSchema>;
-
-/** A Webhook run as operators read it (`GET /api/webhook-runs/:runId`). Sensitive headers are `[redacted]`. */
-export const WebhookRunSchema = v.object({
-  id: v.string(),
-  executionId: v.string(),
-  connectorId: v.string(),
-  webhookId: v.string(),
-  idempotencyKey: v.nullable(v.string()),
-  status: v.picklist(["running", "completed", "failed"]),
-  receivedAt: v.string(),
-  finishedAt: v.optional(v.string()),
-  attempts: v.array(WebhookAttemptSchema),
-  request: v.object({ contentType: v.nullable(v.string()), headers: v.record(v.string(), v.string()), bodyBytes: v.number() }),
-  response: v.optional(v.object({ status: v.number(), headers: v.record(v.string(), v.string()), body: v.optional(v.unknown()) })),
-  replayOf: v.optional(v.string()),
-});
-export type WebhookRun = v.InferOutput<typeof WebhookRunSchema>;
+import { completeRuns, executionIdOf, insertRuns, runColumns, toRun, type RunEnding, type WebhookAttempt, type WebhookRun, type WebhookRunRow } from "./webhook-runs";
 
 /**
  * What to answer the provider: a status, headers and a body (a string or bytes are sent as they are,
@@ -48,23 +21,6 @@ export interface WebhookAnswer {
   status: number;
   headers: Record<string, string>;
   body?: unknown;
-}
-
-interface RunRow {
-  id: string;
-  execution_id: string;
-  connector_id: string;
-  webhook_id: string;
-  idempotency_key: string | null;
-  status: WebhookRun["status"];
-  attempts: number;
-  received_at: string;
-  finished_at: string | null;
-  content_type: string | null;
-  headers: string;
-  body: Buffer;
-  response: string | null;
-  replay_of: string | null;
 }
 
 /** Headers never stored in clear nor echoed: signatures, secrets, credentials. */
@@ -83,7 +39,7 @@ const answer = (status: number, body: unknown): WebhookAnswer => ({ status, head
 
 /** A delivery admitted for an attempt: its run, the attempt's number, and whether the run is recorded yet. */
 interface Admitted {
-  row: RunRow;
+  row: WebhookRunRow;
   attempt: number;
   recorded: boolean;
 }
@@ -116,59 +72,6 @@ export function parseWebhookBody(def: WebhookDefinition<unknown>, request: Webho
 }
 
 /**
- * A new run's columns as one `json_each` row, the body as hex: the run as it is recorded, `running`
- * (status `running`, the last four null) or already ended (`completed` with its response, or `failed`
- * with its attempt's error), with attempt 1 in the same state.
- */
-type RunColumns = [
-  id: string, executionId: string, connectorId: string, webhookId: string, key: string | null, receivedAt: string, contentType: string | null, headers: string, bodyHex: string, replayOf: string | null,
-  status: WebhookRun["status"], finishedAt: string | null, response: string | null, error: string | null,
-];
-/** How a delivery's attempt ended: `[status, finishedAt, response, error]`, the JSON columns as text. */
-type RunEnding = [status: "completed" | "failed", finishedAt: string, response: string | null, error: string | null];
-function runColumns(r: RunRow, ending?: RunEnding): RunColumns {
-  return [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of, ...(ending ?? ["running", null, null, null])];
-}
-
-/**
- * The group commit's INSERT of the runs its callers record (see {@link RunRecording}), with their first
- * attempts: two statements over all of them (`json_each`), so a first delivery costs the writer no call
- * to SQLite of its own (see `GroupStatement`). A key stored before fails the group: the delivery looked
- * its key up first (one process per data dir), so that means another process wrote the same data dir.
- */
-const insertRuns = jsonRowsStatement<RunColumns>(
-  `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of, finished_at, response)
-   SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>10, 1, value->>5, value->>6, value->>7, unhex(value->>8), value->>9, value->>11, value->>12 FROM json_each(?) ORDER BY key`,
-  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status, finished_at, error) SELECT value->>0, 1, value->>5, value->>10, value->>11, value->>13 FROM json_each(?) ORDER BY key",
-);
-
-/**
- * The group commit's completion of the runs its callers recorded `running` on their own: the run and
- * its attempt marked `completed`, two statements for the whole group. An item is
- * `[runId, attempt, finishedAt, response]` (`response` as JSON text).
- */
-const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finishedAt: string, response: string]>(
-  "UPDATE webhook_runs SET status = 'completed', finished_at = j.value->>2, response = j.value->>3 FROM json_each(?) AS j WHERE webhook_runs.id = j.value->>0",
-  "UPDATE webhook_attempts SET status = 'completed', finished_at = j.value->>2 FROM json_each(?) AS j WHERE webhook_attempts.run_id = j.value->>0 AND webhook_attempts.attempt = j.value->>1",
-);
-
-/**
- * A keyed delivery's execution id, derived from its key: a provider's retry runs with the same
- * execution (spec 3, "provider retries reuse the same run and execution") even when the attempt a crash
- * cut off was never recorded, so a handler may key its own outside calls by it. `exec_` + 26 base32 digits.
- * Such ids land at random places of any index on them: `execution_id` has none (migration 016), it is
- * unique by construction (the key is unique per webhook).
- */
-export function executionIdOf(connectorId: string, webhookId: string, key: string): string {
-  let bits = BigInt(`0x${createHash("sha256").update(`${connectorId}\u0000${webhookId}\u0000${key}`).digest("hex").slice(0, 34)}`);
-  let digits = "";
-  for (let i = 0; i < 26; i++, bits >>= 5n) digits = CROCKFORD[Number(bits & 31n)] + digits;
-  return `exec_${digits}`;
-}
-/** ULID's alphabet (Crockford's base32). */
-const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-
-/**
  * Runs webhook deliveries by the spec's table (section 3):
  *
  * | Step | Here |
@@ -193,7 +96,7 @@ export class WebhookDeliveries {
   private readonly inFlight = new Set<string>();
   private readonly recordRunningAfterMs: number;
   /** The runs stored for deliveries' keys, looked up in batches (concurrent deliveries share one read). */
-  private readonly storedRuns: BatchedLookup<[connectorId: string, webhookId: string, key: string], RunRow>;
+  private readonly storedRuns: BatchedLookup<[connectorId: string, webhookId: string, key: string], WebhookRunRow>;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -208,7 +111,6 @@ export class WebhookDeliveries {
       db,
       `SELECT k.key AS lookup, r.* FROM json_each(?) AS k
        JOIN webhook_runs AS r ON r.connector_id = k.value->>0 AND r.webhook_id = k.value->>1 AND r.idempotency_key = k.value->>2`,
-      (key) => key,
     );
   }
 
@@ -259,7 +161,7 @@ export class WebhookDeliveries {
   }
 
   /** A new delivery's run, not recorded yet (see {@link WebhookDeliveries.handle}). */
-  private newRun(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): RunRow {
+  private newRun(connectorId: string, webhookId: string, key: string | null, request: WebhookRequest, replayOf: string | undefined): WebhookRunRow {
     return {
       id: newId("whrun"),
       execution_id: key === null ? newId("exec") : executionIdOf(connectorId, webhookId, key),
@@ -282,7 +184,7 @@ export class WebhookDeliveries {
    * Admit for a key stored before whose delivery did not complete: re-opens that run for a new attempt
    * with its execution, and marks an attempt a dead process left `running` as interrupted.
    */
-  private reopen(existing: RunRow): Promise<Admitted> {
+  private reopen(existing: WebhookRunRow): Promise<Admitted> {
     return this.db.transaction(async (tx) => {
       const attempt = existing.attempts + 1;
       const at = nowIso();
@@ -358,7 +260,7 @@ export class WebhookDeliveries {
   }
 
   /** Marks the attempt and run failed: an UPDATE of a recorded run, else the run recorded failed. */
-  private async fail(row: RunRow, attempt: number, err: unknown, recorded: boolean): Promise<void> {
+  private async fail(row: WebhookRunRow, attempt: number, err: unknown, recorded: boolean): Promise<void> {
     const error = JSON.stringify({ message: err instanceof Error ? err.message : String(err) });
     const now = nowIso();
     await this.db.transaction(async (tx) => {
@@ -374,7 +276,7 @@ export class WebhookDeliveries {
    * @throws {ApiError} not_found; invalid_request when the stored body no longer parses
    */
   async replay(runId: string): Promise<{ run: WebhookRun; response: { status: number } }> {
-    const original = await this.db.get<RunRow>("SELECT * FROM webhook_runs WHERE id = ?", [runId]);
+    const original = await this.db.get<WebhookRunRow>("SELECT * FROM webhook_runs WHERE id = ?", [runId]);
     if (!original) throw new ApiError("not_found", `No webhook run "${runId}"`);
     const def = this.definition(original.connector_id, original.webhook_id);
     const headers = new Headers(JSON.parse(original.headers) as Record<string, string>);
@@ -387,7 +289,7 @@ export class WebhookDeliveries {
 
   /** A run with its attempts. @throws {ApiError} not_found */
   async get(runId: string): Promise<WebhookRun> {
-    const row = await this.db.get<RunRow>("SELECT * FROM webhook_runs WHERE id = ?", [runId]);
+    const row = await this.db.get<WebhookRunRow>("SELECT * FROM webhook_runs WHERE id = ?", [runId]);
     if (!row) throw new ApiError("not_found", `No webhook run "${runId}"`);
     const attempts = await this.db.all<{ attempt: number; status: WebhookAttempt["status"]; started_at: string; finished_at: string | null; error: string | null }>("SELECT * FROM webhook_attempts WHERE run_id = ? ORDER BY attempt", [runId]);
     return toRun(row, attempts.map((a) => ({ attempt: a.attempt, status: a.status, startedAt: a.started_at, ...(a.finished_at ? { finishedAt: a.finished_at } : {}), ...(a.error ? { error: JSON.parse(a.error) } : {}) })));
@@ -402,26 +304,9 @@ export class WebhookDeliveries {
       where.push(column === "id" ? "id < ?" : `${column} = ?`);
       params.push(value);
     }
-    const rows = await this.db.all<RunRow>(`SELECT * FROM webhook_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`, [...params, q.pageSize + 1] as never);
+    const rows = await this.db.all<WebhookRunRow>(`SELECT * FROM webhook_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`, [...params, q.pageSize + 1] as never);
     const page = rows.slice(0, q.pageSize);
     const data = await Promise.all(page.map((r) => this.get(r.id)));
     return { data, ...(rows.length > q.pageSize ? { nextPageToken: page[page.length - 1]!.id } : {}) };
   }
-}
-
-function toRun(r: RunRow, attempts: WebhookAttempt[]): WebhookRun {
-  return {
-    id: r.id,
-    executionId: r.execution_id,
-    connectorId: r.connector_id,
-    webhookId: r.webhook_id,
-    idempotencyKey: r.idempotency_key,
-    status: r.status,
-    receivedAt: r.received_at,
-    ...(r.finished_at ? { finishedAt: r.finished_at } : {}),
-    attempts,
-    request: { contentType: r.content_type, headers: JSON.parse(r.headers), bodyBytes: r.body.byteLength },
-    ...(r.response ? { response: JSON.parse(r.response) } : {}),
-    ...(r.replay_of ? { replayOf: r.replay_of } : {}),
-  };
 }

@@ -20,7 +20,7 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const lookup = () => new BatchedLookup<string, { id: string; run_id: string }>(db, "SELECT k.key AS lookup, r.id, r.run_id FROM json_each(?) AS k JOIN action_runs AS r ON r.run_id = k.value", (k) => k);
+const lookup = () => new BatchedLookup<string, { id: string; run_id: string }>(db, "SELECT k.key AS lookup, r.id, r.run_id FROM json_each(?) AS k JOIN action_runs AS r ON r.run_id = k.value");
 
 describe("BatchedLookup", () => {
   it("answers each caller its own row (or undefined), a key asked twice both times, in one statement per batch", async () => {
@@ -48,7 +48,7 @@ describe("BatchedLookup", () => {
 
   it("rejects every caller of a batch whose statement fails, and serves the next batch", async () => {
     // fails while it runs: json() of a key that is not JSON text
-    const broken = new BatchedLookup<string, object>(db, "SELECT k.key AS lookup, json(k.value) AS parsed FROM json_each(?) AS k", (k) => k);
+    const broken = new BatchedLookup<string, object>(db, "SELECT k.key AS lookup, json(k.value) AS parsed FROM json_each(?) AS k");
     const answers = await Promise.allSettled([broken.get("not json"), broken.get("b")]);
     expect(answers.map((a) => a.status)).toEqual(["rejected", "rejected"]);
     expect(String((answers[0] as PromiseRejectedResult).reason)).toMatch(/malformed JSON/);

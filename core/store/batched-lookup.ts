@@ -24,11 +24,11 @@ export class BatchedLookup<K, R extends object> {
   private readonly queued: Array<Pending<K, R>> = [];
   private running = false;
 
-  /** @param encode a key as one JSON value of the array `sql` reads */
+  /** @param encode a key as one JSON value of the array `sql` reads (default: the key itself) */
   constructor(
     private readonly db: SqlReader,
     private readonly sql: string,
-    private readonly encode: (key: K) => unknown,
+    private readonly encode: (key: K) => unknown = (key) => key,
   ) {}
 
   /**

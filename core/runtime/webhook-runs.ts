@@ -1,0 +1,125 @@
+/**
+ * Webhook runs as stored (`webhook_runs`, `webhook_attempts`: migrations 002, 016) and as operators read
+ * them: the schemas, the row, the group commit's statements that record and complete runs, and the
+ * execution id of a keyed delivery. `WebhookDeliveries` (./webhooks.ts) runs the delivery table with them.
+ */
+import * as v from "valibot";
+import { createHash } from "node:crypto";
+import { jsonRowsStatement } from "../store/db";
+
+/** One handling attempt of a Webhook run. */
+export const WebhookAttemptSchema = v.object({
+  attempt: v.number(),
+  status: v.picklist(["running", "completed", "failed"]),
+  startedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+  error: v.optional(v.object({ message: v.string() })),
+});
+export type WebhookAttempt = v.InferOutput<typeof WebhookAttemptSchema>;
+
+/** A Webhook run as operators read it (`GET /api/webhook-runs/:runId`). Sensitive headers are `[redacted]`. */
+export const WebhookRunSchema = v.object({
+  id: v.string(),
+  executionId: v.string(),
+  connectorId: v.string(),
+  webhookId: v.string(),
+  idempotencyKey: v.nullable(v.string()),
+  status: v.picklist(["running", "completed", "failed"]),
+  receivedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+  attempts: v.array(WebhookAttemptSchema),
+  request: v.object({ contentType: v.nullable(v.string()), headers: v.record(v.string(), v.string()), bodyBytes: v.number() }),
+  response: v.optional(v.object({ status: v.number(), headers: v.record(v.string(), v.string()), body: v.optional(v.unknown()) })),
+  replayOf: v.optional(v.string()),
+});
+export type WebhookRun = v.InferOutput<typeof WebhookRunSchema>;
+
+/** A `webhook_runs` row. */
+export interface WebhookRunRow {
+  id: string;
+  execution_id: string;
+  connector_id: string;
+  webhook_id: string;
+  idempotency_key: string | null;
+  status: WebhookRun["status"];
+  attempts: number;
+  received_at: string;
+  finished_at: string | null;
+  content_type: string | null;
+  headers: string;
+  body: Buffer;
+  response: string | null;
+  replay_of: string | null;
+}
+
+/**
+ * A new run's columns as one `json_each` row, the body as hex: the run as it is recorded, `running`
+ * (status `running`, the last four null) or already ended (`completed` with its response, or `failed`
+ * with its attempt's error), with attempt 1 in the same state.
+ */
+type RunColumns = [
+  id: string, executionId: string, connectorId: string, webhookId: string, key: string | null, receivedAt: string, contentType: string | null, headers: string, bodyHex: string, replayOf: string | null,
+  status: WebhookRun["status"], finishedAt: string | null, response: string | null, error: string | null,
+];
+/** How a delivery's attempt ended: `[status, finishedAt, response, error]`, the JSON columns as text. */
+export type RunEnding = [status: "completed" | "failed", finishedAt: string, response: string | null, error: string | null];
+/** A run's columns for {@link insertRuns}: `running` without `ending`, else ended as it says. */
+export function runColumns(r: WebhookRunRow, ending?: RunEnding): RunColumns {
+  return [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of, ...(ending ?? ["running", null, null, null])];
+}
+
+/**
+ * The group commit's INSERT of the runs its callers record (see {@link RunRecording}), with their first
+ * attempts: two statements over all of them (`json_each`), so a first delivery costs the writer no call
+ * to SQLite of its own (see `GroupStatement`). A key stored before fails the group: the delivery looked
+ * its key up first (one process per data dir), so that means another process wrote the same data dir.
+ */
+export const insertRuns = jsonRowsStatement<RunColumns>(
+  `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of, finished_at, response)
+   SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>10, 1, value->>5, value->>6, value->>7, unhex(value->>8), value->>9, value->>11, value->>12 FROM json_each(?) ORDER BY key`,
+  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status, finished_at, error) SELECT value->>0, 1, value->>5, value->>10, value->>11, value->>13 FROM json_each(?) ORDER BY key",
+);
+
+/**
+ * The group commit's completion of the runs its callers recorded `running` on their own: the run and
+ * its attempt marked `completed`, two statements for the whole group. An item is
+ * `[runId, attempt, finishedAt, response]` (`response` as JSON text).
+ */
+export const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finishedAt: string, response: string]>(
+  "UPDATE webhook_runs SET status = 'completed', finished_at = j.value->>2, response = j.value->>3 FROM json_each(?) AS j WHERE webhook_runs.id = j.value->>0",
+  "UPDATE webhook_attempts SET status = 'completed', finished_at = j.value->>2 FROM json_each(?) AS j WHERE webhook_attempts.run_id = j.value->>0 AND webhook_attempts.attempt = j.value->>1",
+);
+
+/**
+ * A keyed delivery's execution id, derived from its key: a provider's retry runs with the same
+ * execution (spec 3, "provider retries reuse the same run and execution") even when the attempt a crash
+ * cut off was never recorded, so a handler may key its own outside calls by it. `exec_` + 26 base32 digits.
+ * Such ids land at random places of any index on them: `execution_id` has none (migration 016), it is
+ * unique by construction (the key is unique per webhook).
+ */
+export function executionIdOf(connectorId: string, webhookId: string, key: string): string {
+  let bits = BigInt(`0x${createHash("sha256").update(`${connectorId}\u0000${webhookId}\u0000${key}`).digest("hex").slice(0, 34)}`);
+  let digits = "";
+  for (let i = 0; i < 26; i++, bits >>= 5n) digits = CROCKFORD[Number(bits & 31n)] + digits;
+  return `exec_${digits}`;
+}
+/** ULID's alphabet (Crockford's base32). */
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/** A stored run with its attempts, as operators read it. */
+export function toRun(r: WebhookRunRow, attempts: WebhookAttempt[]): WebhookRun {
+  return {
+    id: r.id,
+    executionId: r.execution_id,
+    connectorId: r.connector_id,
+    webhookId: r.webhook_id,
+    idempotencyKey: r.idempotency_key,
+    status: r.status,
+    receivedAt: r.received_at,
+    ...(r.finished_at ? { finishedAt: r.finished_at } : {}),
+    attempts,
+    request: { contentType: r.content_type, headers: JSON.parse(r.headers), bodyBytes: r.body.byteLength },
+    ...(r.response ? { response: JSON.parse(r.response) } : {}),
+    ...(r.replay_of ? { replayOf: r.replay_of } : {}),
+  };
+}
