@@ -146,38 +146,60 @@ export async function openConnection(file: string, mode: number): Promise<Connec
  * Promise access to one connection, with a cache of prepared statements keyed by SQL text: preparing
  * costs about as much as running (measured: 90 µs per awaited INSERT unprepared, 39 µs prepared), and
  * the runtime runs the same few statements over and over. The cache keeps the 256 most recently used.
+ *
+ * A statement whose SQL fails to prepare (a syntax error, an unknown table) rejects every call queued
+ * on it with SQLite's error and leaves the cache: node-sqlite3 finalizes such a statement and drops
+ * the calls queued on it without calling them back, so without the prepare callback their promises
+ * would never settle (and the error would be an unhandled `error` event).
  */
 function wrap(db: sqlite3.Database): Connection {
-  const cache = new Map<string, sqlite3.Statement>();
+  /** A cached statement; `pending` holds the calls queued on it until its prepare has answered. */
+  interface Entry {
+    stmt: sqlite3.Statement;
+    pending: Array<(err: Error) => void> | undefined;
+  }
+  const cache = new Map<string, Entry>();
   /** Statements run on this connection (each `run`/`get`/`all`/`exec` call counts one). */
   let statements = 0;
-  const statement = (sql: string): sqlite3.Statement => {
+  /** The statement for `sql`, with `reject` registered for a failed prepare when it is not prepared yet. */
+  const statement = (sql: string, reject: (err: Error) => void): sqlite3.Statement => {
     statements++;
-    let stmt = cache.get(sql);
-    if (stmt) {
+    let entry = cache.get(sql);
+    if (entry) {
       cache.delete(sql);
     } else {
-      stmt = db.prepare(sql);
+      const created: Entry = {
+        pending: [],
+        stmt: db.prepare(sql, (err: Error | null) => {
+          const pending = created.pending!;
+          created.pending = undefined;
+          if (!err) return;
+          if (cache.get(sql) === created) cache.delete(sql);
+          for (const fail of pending) fail(err);
+        }),
+      };
+      entry = created;
       if (cache.size >= 256) {
-        const [oldest, old] = cache.entries().next().value as [string, sqlite3.Statement];
+        const [oldest, old] = cache.entries().next().value as [string, Entry];
         cache.delete(oldest);
-        old.finalize();
+        old.stmt.finalize();
       }
     }
-    cache.set(sql, stmt);
-    return stmt;
+    cache.set(sql, entry);
+    entry.pending?.push(reject);
+    return entry.stmt;
   };
   return {
     run: (sql, params = []) =>
       new Promise((resolve, reject) =>
-        statement(sql).run(params, function (this: sqlite3.RunResult, err: Error | null) {
+        statement(sql, reject).run(params, function (this: sqlite3.RunResult, err: Error | null) {
           if (err) reject(err);
           else resolve({ changes: this.changes, lastID: this.lastID });
         }),
       ),
     get: <T>(sql: string, params: SqlParams = []) =>
       new Promise<T | undefined>((resolve, reject) => {
-        const stmt = statement(sql);
+        const stmt = statement(sql, reject);
         stmt.get(params, (err, row) => (err ? reject(err) : resolve(row as T | undefined)));
         // a get steps its statement once and leaves it on its row: not reset, it would hold its read
         // snapshot open (the reader would not see later commits), and node-sqlite3 resets before a get
@@ -190,7 +212,7 @@ function wrap(db: sqlite3.Database): Connection {
         stmt.reset(() => undefined);
       }),
     all: <T>(sql: string, params: SqlParams = []) =>
-      new Promise<T[]>((resolve, reject) => statement(sql).all(params, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
+      new Promise<T[]>((resolve, reject) => statement(sql, reject).all(params, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
     exec: (sql) => {
       statements++;
       return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
@@ -198,7 +220,7 @@ function wrap(db: sqlite3.Database): Connection {
     statements: () => statements,
     close: () =>
       new Promise((resolve, reject) => {
-        for (const stmt of cache.values()) stmt.finalize();
+        for (const { stmt } of cache.values()) stmt.finalize();
         cache.clear();
         db.close((err) => (err ? reject(err) : resolve()));
       }),
