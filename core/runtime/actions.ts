@@ -14,11 +14,11 @@ import { findFileValues } from "../ontology/validate";
 import { jsonRowsStatement, type SqlWriter } from "../store/db";
 import { BatchedLookup } from "../store/batched-lookup";
 import type { Actor } from "../events/catalog";
-import type { ActionRunRecord, Subject } from "../sdk/context";
+import type { ActionContext, ActionRunRecord, Subject } from "../sdk/context";
 import { ApiError, isApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
-import { HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
+import { handlerContext, HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
 
 /** A request to run an action (spec 2.2). */
 export interface ActionRunRequest {
@@ -216,7 +216,7 @@ export class ActionRunner {
     let failure: { code: string; message: string } | undefined;
     try {
       const signal = this.lifecycle.closeTimeout;
-      buffered = await this.handlers.execute(spec, (ctx) => definition.run({ ...ctx, actionId: req.actionId, runId, subject, params, actor: req.actor, signal }), { signal, beforeStore: recording.now });
+      buffered = await this.handlers.execute(spec, (ctx) => definition.run(handlerContext<ActionContext<unknown>>(ctx, { actionId: req.actionId, runId, subject, params, actor: req.actor, signal })), { signal, beforeStore: recording.now });
     } catch (err) {
       failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
       this.handlers.logger(spec).warn({ err }, "action run failed");

@@ -8,7 +8,7 @@ import type { OntologyStore } from "../ontology/store";
 import type { ActionRunner } from "./actions";
 import type { ProjectRegistry } from "../project/registry";
 import type { Actor, DomainEventEnvelope, EventType } from "../events/catalog";
-import type { HandlerRunner, HandlerCommit, HandlerRun } from "./handler";
+import { handlerContext, type HandlerRunner, type HandlerCommit, type HandlerRun } from "./handler";
 import type { SystemContext } from "../sdk/context";
 import { isApiError } from "../errors";
 import { nowIso } from "../ids";
@@ -158,7 +158,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       await runHandler(
         { run: { kind: "schedule", id: input.occurrenceKey }, logFields: { scheduleId: input.scheduleId }, correlationId: input.occurrenceKey, key: `schedule:${input.occurrenceKey}` },
         { kind: "runtime", connectorId: found.connectorId, scheduleId: input.scheduleId },
-        (ctx) => found.definition.run({ ...ctx, scheduleId: input.scheduleId, occurrenceAt: input.occurrenceAt }),
+        (ctx) => found.definition.run(handlerContext(ctx, { scheduleId: input.scheduleId, occurrenceAt: input.occurrenceAt })),
       );
     },
     async runSync(input) {
@@ -166,7 +166,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       const result = await runHandler(
         { run: { kind: "sync", id: input.runId }, logFields: { syncId: input.syncId }, correlationId: input.runId, key: `sync:${input.runId}` },
         { kind: "runtime", connectorId, syncId: input.syncId, runId: input.runId },
-        (ctx) => definition.run({ ...ctx, runId: input.runId, input: input.input, syncId: input.syncId }),
+        (ctx) => definition.run(handlerContext(ctx, { runId: input.runId, input: input.input, syncId: input.syncId })),
       );
       return result ?? null;
     },
@@ -177,7 +177,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       const result = await runHandler(
         { run: { kind: "pipeline", id: input.runId }, logFields: { pipelineId: input.pipelineId, step: step.name }, correlationId: input.runId, key: `pipeline:${input.runId}:${input.index}` },
         { kind: "runtime", connectorId, pipelineId: input.pipelineId, step: step.name, runId: input.runId },
-        (ctx) => step.run({ ...ctx, runId: input.runId, input: input.input, pipelineId: input.pipelineId, results: input.results }),
+        (ctx) => step.run(handlerContext(ctx, { runId: input.runId, input: input.input, pipelineId: input.pipelineId, results: input.results })),
       );
       return result ?? null;
     },
@@ -202,7 +202,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       await runHandler(
         { run: { kind: "action", id: input.runId }, logFields: { actionId: input.actionId, effect: true }, correlationId: input.runId, key: `effect:${input.runId}` },
         { kind: "runtime", actionId: input.actionId, runId: input.runId, effect: true },
-        (ctx) => effect({ ...ctx, run }),
+        (ctx) => effect(handlerContext(ctx, { run })),
       );
     },
   };

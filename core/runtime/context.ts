@@ -28,9 +28,16 @@ export function eventsApi(log: EventLog, append: EventsApi["append"]): EventsApi
 
 /**
  * Reads plus buffered writes, the ontology half of action, effect and system contexts. Nothing is
- * written until the caller commits `buffer.changes`.
+ * written until the caller commits `buffer.changes`. `reads` may be shared by every context of a runner
+ * (it holds no per-run state); the objects are built property by property, not spread: this runs once
+ * per handler run, and spreading two objects into one cost ~2.5 µs of a noop run's ~11 µs context
+ * (issue 15; measured in-process on the compiled bundle, Node 20).
  */
-export function ontologyAccess(ontology: OntologyStore, buffer: WriteBuffer): OntologyAccess {
-  const reads = ontologyReads(ontology);
-  return { objects: { ...reads.objects, ...buffer.objects }, links: buffer.links, telemetry: buffer.telemetry };
+export function ontologyAccess(reads: OntologyReads, buffer: WriteBuffer): OntologyAccess {
+  const { objects } = buffer;
+  return {
+    objects: { get: reads.objects.get, query: reads.objects.query, upsert: objects.upsert, update: objects.update, delete: objects.delete },
+    links: buffer.links,
+    telemetry: buffer.telemetry,
+  };
 }

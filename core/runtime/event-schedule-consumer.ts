@@ -4,7 +4,7 @@ import { ApiError, isApiError } from "../errors";
 import { nowIso } from "../ids";
 import { SHUTTING_DOWN } from "../lifecycle";
 import { SerialPass } from "../serial-pass";
-import type { HandlerRun } from "./handler";
+import { handlerContext, type HandlerRun } from "./handler";
 import { EventScheduleStore, type EventRow } from "./event-schedule-store";
 import { writeGroupCommit, type Outcome } from "./event-schedule-commit";
 import { eventScheduleLimits, PartitionQueues, RETRY_BASE_MS, retryDelayMs, type ConsumerDeps, type ConsumerSnapshot, type Entry, type RegisteredEventSchedule } from "./event-schedule-model";
@@ -299,7 +299,7 @@ export class ScheduleConsumer {
     }, this.timeoutMs);
     timer.unref();
     void this.deps.handlers
-      .execute(spec, (ctx) => definition.run({ ...ctx, scheduleId, occurrenceAt: event.occurredAt, event, attempt, signal: abort.signal }), { signal: abort.signal })
+      .execute(spec, (ctx) => definition.run(handlerContext(ctx, { scheduleId, occurrenceAt: event.occurredAt, event, attempt, signal: abort.signal })), { signal: abort.signal })
       .then(
         (buffered) => settle({ entry, attempt, startedAt, spec, ok: true, buffered }),
         (err) => settle({ entry, attempt, startedAt, spec, ok: false, error: messageOf(err) }),

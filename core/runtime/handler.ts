@@ -1,7 +1,7 @@
 import { inject, injectable } from "../di";
 import { Database, type SqlWriter } from "../store/db";
 import { EventLog, type AppendInput } from "../events/log";
-import { OntologyStore, WriteBuffer, type CommitResult } from "../ontology/store";
+import { OntologyStore, WriteBuffer, type CommitResult, type WriteContext } from "../ontology/store";
 import type { ObjectBatch } from "../ontology/object-batch";
 import { validateChanges } from "../ontology/validate";
 import { ProjectRegistry } from "../project/registry";
@@ -13,8 +13,8 @@ import { FILE_UPLOAD_MAX_BYTES } from "../files/limits";
 import { ArtifactStore } from "../artifacts/store";
 import { Readable } from "node:stream";
 import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/catalog";
-import type { ArtifactsApi, BlobsApi, HandlerLogger, OntologyChange, SystemContext } from "../sdk/context";
-import { eventsApi, ontologyAccess } from "./context";
+import type { ArtifactsApi, BlobsApi, HandlerLogger, OntologyChange, OntologyReads, SystemContext } from "../sdk/context";
+import { eventsApi, ontologyAccess, ontologyReads } from "./context";
 import { ApiError, isApiError } from "../errors";
 import { DatasetStore } from "../datasets/store";
 import type { StagedRow } from "../datasets/rows";
@@ -94,6 +94,21 @@ export interface HandlerCommit {
   objects?: ObjectBatch;
 }
 
+/**
+ * The context a handler definition receives: the runner's `ctx` (see {@link HandlerRunner.execute})
+ * with its kind's own fields added (an action's `actionId`, `runId`, `params`, …; a webhook's `body`,
+ * `request`, `delivery`, …), where `fields` win over `ctx`'s. The fields are added to `ctx` itself,
+ * which `execute` makes for one run and never uses again, instead of spreading it into a new object:
+ * on Node 20's V8, `{ ...ctx, a, b }` takes a slow path for every property added after the spread
+ * (~0.8 µs each, ~5 µs for an action's six, against ~0.2 µs for `Object.assign`; measured with a
+ * loop of a million, issue 15).
+ * @typeParam H the definition's context type (inferred from where the result goes)
+ * @returns `ctx`, now also holding `fields`
+ */
+export function handlerContext<H extends object>(ctx: SystemContext, fields: Omit<H, keyof SystemContext>): H {
+  return Object.assign(ctx, fields) as H;
+}
+
 /** What a handler produced, validated but not written yet. */
 export interface BufferedHandler<T> {
   result: T;
@@ -124,6 +139,9 @@ export class HandlerRunner {
     @inject(ArtifactStore) private readonly artifactStore: ArtifactStore,
     @inject(DatasetStore) private readonly datasetStore: DatasetStore,
   ) {}
+
+  /** The committed-data reads every context shares (made on first use). */
+  private reads: OntologyReads | undefined;
 
   /** The SDK's artifact operations: system code reaches every artifact; `publishedBy` is recorded on versions. */
   artifacts(publishedBy: string): ArtifactsApi {
@@ -175,8 +193,11 @@ export class HandlerRunner {
     const log = this.logger(spec);
     const blobs = this.blobs(`${spec.run.kind}:${spec.run.id}`);
     const artifacts = this.artifacts(`${spec.run.kind}:${spec.run.id}`);
+    const { objects, links, telemetry } = ontologyAccess((this.reads ??= ontologyReads(this.ontology)), buffer);
     const ctx: SystemContext = {
-      ...ontologyAccess(this.ontology, buffer),
+      objects,
+      links,
+      telemetry,
       log,
       blobs: guardStores("ctx.blobs", blobs, ["createDownloadUrl", "revokeDownloadUrl"], options),
       artifacts: guardStores("ctx.artifacts", artifacts, ["upload", "publish", "publishVersion"], options),
@@ -209,8 +230,9 @@ export class HandlerRunner {
    *   a projected type), or conflict when a dataset has an open HTTP transaction
    */
   async commitInTx(tx: SqlWriter, buffered: BufferedHandler<unknown>, spec: HandlerRun, commit: HandlerCommit): Promise<CommitResult> {
-    const { objects, ...context } = commit;
-    const result = await this.ontology.applyInTx(tx, buffered.changes, { ...context, correlationId: spec.correlationId }, objects);
+    // the write context built field by field, not spread (see handlerContext)
+    const context: WriteContext = { origin: commit.origin, actor: commit.actor, correlationId: spec.correlationId, causationId: commit.causationId, idempotencyKey: commit.idempotencyKey, newKeys: commit.newKeys };
+    const result = await this.ontology.applyInTx(tx, buffered.changes, context, commit.objects);
     await this.events.writeInTx(tx, buffered.events, { newKeys: commit.newKeys });
     for (const [i, write] of buffered.datasets.entries()) {
       await this.datasetStore.commitInTx(tx, write.datasetId, {

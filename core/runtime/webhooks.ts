@@ -9,7 +9,7 @@ import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
-import { HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
+import { handlerContext, HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
 import { CONFIG, type Config } from "../config";
 import { completeRuns, executionIdOf, insertRuns, runColumns, toRun, type RunEnding, type WebhookAttempt, type WebhookRun, type WebhookRunRow } from "./webhook-runs";
 
@@ -214,19 +214,20 @@ export class WebhookDeliveries {
       buffered = await this.handlers.execute(
         spec,
         (ctx) =>
-          def.handle({
-            ...ctx,
-            body,
-            request,
-            delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
-            workflows: {
-              start: async (workflowId, input) => {
-                const runId = `${executionId}-wf-${++workflowStarts}`;
-                await beforeStore?.();
-                return this.workflows.start(workflowId, input, undefined, runId);
+          def.handle(
+            handlerContext(ctx, {
+              body,
+              request,
+              delivery: { runId: row.id, executionId, attempt, connectorId: row.connector_id, webhookId: row.webhook_id, idempotencyKey: row.idempotency_key },
+              workflows: {
+                start: async (workflowId, input) => {
+                  const runId = `${executionId}-wf-${++workflowStarts}`;
+                  await beforeStore?.();
+                  return this.workflows.start(workflowId, input, undefined, runId);
+                },
               },
-            },
-          }),
+            }),
+          ),
         { beforeStore },
       );
     } catch (err) {
