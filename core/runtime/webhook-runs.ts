@@ -4,7 +4,7 @@
  * execution id of a keyed delivery. `WebhookDeliveries` (./webhooks.ts) runs the delivery table with them.
  */
 import * as v from "valibot";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { jsonRowsStatement } from "../store/db";
 
 /** One handling attempt of a Webhook run. */
@@ -98,9 +98,22 @@ export const completeRuns = jsonRowsStatement<[runId: string, attempt: number, f
  * unique by construction (the key is unique per webhook).
  */
 export function executionIdOf(connectorId: string, webhookId: string, key: string): string {
-  let bits = BigInt(`0x${createHash("sha256").update(`${connectorId}\u0000${webhookId}\u0000${key}`).digest("hex").slice(0, 34)}`);
+  // the low 130 bits of the digest's first 136 bits (17 bytes, big-endian), 5 bits per digit, most
+  // significant first: the first 6 bits are skipped, then 26 groups of 5. Read from the bytes, not
+  // through a BigInt of the hex digest (the same digits; 1.3 against 2.7 µs, issue 15)
+  const digest = hash("sha256", `${connectorId}\u0000${webhookId}\u0000${key}`, "buffer");
   let digits = "";
-  for (let i = 0; i < 26; i++, bits >>= 5n) digits = CROCKFORD[Number(bits & 31n)] + digits;
+  let acc = digest[0]! & 0b11; // byte 0 without its first 6 bits
+  let bits = 2;
+  for (let i = 1; i < 17; i++) {
+    acc = (acc << 8) | digest[i]!;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      digits += CROCKFORD[(acc >> bits) & 31];
+    }
+    acc &= (1 << bits) - 1;
+  }
   return `exec_${digits}`;
 }
 /** ULID's alphabet (Crockford's base32). */
