@@ -57,4 +57,24 @@ describe("LogCapture", () => {
     ]);
     await capture.flush();
   });
+
+  it("captures a line below the service's level without making a pino child or writing it to the process log", async () => {
+    const { capture } = await openCapture();
+    const written: string[] = [];
+    const base = pino({ level: "warn" }, { write: (line: string) => void written.push(line) });
+    const child = vi.spyOn(base, "child");
+    const log = capture.logger(base, { kind: "webhook", id: "whrun_q" }, { connectorId: "c", webhookId: "w", attempt: 1 });
+    log.info({ messageId: "msg_1" }, "received");
+    expect(child).not.toHaveBeenCalled();
+    expect(written).toEqual([]);
+    log.warn("slow");
+    expect(child).toHaveBeenCalledTimes(1);
+    expect(written.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(["slow"]);
+    await capture.flush();
+    const lines = await capture.read({ limit: 10 });
+    expect(lines.map((l) => [l.level, l.message, l.fields])).toEqual([
+      ["info", "received", { connectorId: "c", webhookId: "w", attempt: 1, messageId: "msg_1" }],
+      ["warn", "slow", { connectorId: "c", webhookId: "w", attempt: 1 }],
+    ]);
+  });
 });

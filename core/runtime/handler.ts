@@ -209,7 +209,8 @@ export class HandlerRunner {
     };
     const result = await fn(ctx);
     validateChanges(this.project.definition, buffer.changes);
-    const events = this.events.prepare(appended.map((e, i) => ({ ...e, correlationId: spec.correlationId, idempotencyKey: e.idempotencyKey ?? `${spec.key}:event:${i}` })));
+    // Object.assign, not a spread with new properties after it (see handlerContext)
+    const events = this.events.prepare(appended.map((e, i) => Object.assign({}, e, { correlationId: spec.correlationId, idempotencyKey: e.idempotencyKey ?? `${spec.key}:event:${i}` })));
     const datasets = datasetCalls.map((call, i) => {
       try {
         return { datasetId: call.datasetId, transaction: call.transaction, rows: this.datasetStore.checkRows(call.datasetId, call.rows) };
