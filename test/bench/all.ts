@@ -16,7 +16,7 @@ import path from "node:path";
 import { readRows, type StoredBenchRow } from "./report";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const SCRIPTS = ["run", "wal", "streams", "files", "artifacts", "decks", "agents", "event-schedules", "datasets", "startup"];
+const SCRIPTS = ["run", "runner", "wal", "streams", "files", "artifacts", "decks", "agents", "event-schedules", "datasets", "startup"];
 
 /** Issue 15's table, in its order: the case names the scripts report them under. */
 const ISSUE_15_CASES = [

@@ -36,6 +36,24 @@ function compiledServerEntry(): Promise<string> {
 export type BenchServerKind = "bare" | "bare-files" | "app";
 
 /**
+ * Runs test/bench/server.ts `runner` (compiled or under tsx: {@link BENCH_APP}) in its own process on a
+ * fresh data dir, with its own Temporal dev server, and answers the JSON line it prints
+ * (`RUNNER {…}`, ./runner-probe.ts `RunnerFigures`).
+ * @throws when the process exits without that line (its stderr is inherited)
+ */
+export async function runRunnerProbe(): Promise<unknown> {
+  const entry = BENCH_APP === "compiled" ? [await compiledServerEntry()] : ["--import", "tsx", "test/bench/server.ts"];
+  const env = { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX), ...process.env, PORT: String(await freePort()), SVC_DATA_DIR: tempDir("svc-bench-runner-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn" };
+  const child = spawn(process.execPath, [...entry, "runner"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const m = /RUNNER (\{.*\})\n/.exec(out);
+  if (!m) throw new Error(`the runner probe exited with ${code} without its figures`);
+  return JSON.parse(m[1]!);
+}
+
+/**
  * Starts a benchmark target (test/bench/server.ts, compiled or under tsx: {@link BENCH_APP}) in its own
  * process on free ports with a fresh data dir (and, for `app`, its own embedded Temporal dev server).
  * BENCH_NODE_FLAGS adds node flags (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). `child.pid` is the

@@ -3,7 +3,9 @@
  * bare `node:http` server streaming bodies to and from disk: `POST /upload` writes the request body to
  * a file under SVC_DATA_DIR, `GET /download` streams the file BENCH_DOWNLOAD_FILE) or `app` (the
  * sandbox runtime with its embedded Temporal dev server). Prints "READY <url>" when listening and
- * shuts down on SIGTERM. Only `app` loads the runtime, so the bare targets stay lean.
+ * shuts down on SIGTERM. Only `app` loads the runtime, so the bare targets stay lean. `runner` starts
+ * the app the same way, measures its handler runner in process (./runner-probe.ts), prints
+ * "RUNNER <json>" and exits.
  */
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -71,6 +73,13 @@ if (kind === "bare") {
   const { ServerProbe } = await import("./server-probe");
   const probe = new ServerProbe();
   const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, defaults: { devToken: SANDBOX_DEV_TOKEN }, logger: pino({ level: "warn" }) });
+  if (kind === "runner") {
+    const { measureRunner } = await import("./runner-probe");
+    const figures = await measureRunner(app);
+    await app.close();
+    process.stdout.write(`RUNNER ${JSON.stringify(figures)}\n`);
+    process.exit(0);
+  }
   process.stdout.write(`READY ${app.url}\n`);
   // SIGUSR2: print the store's counters (statements, transactions, commits) and the probe's figures since
   // the previous SIGUSR2 (test/bench/server-probe.ts) as one `STATS {json}` line
