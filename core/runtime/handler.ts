@@ -25,8 +25,9 @@ import type { StagedRow } from "../datasets/rows";
  * commit per run, unless the handler runs longer than `afterMs` (`SVC_RECORD_RUNNING_AFTER_MS`, default
  * 20 ms) or is about to store something outside its buffer (`ctx.blobs`, `ctx.artifacts`, a webhook's
  * `workflows.start`: pass {@link RunRecording.now} as {@link HandlerRunner.execute}'s `beforeStore`);
- * then `write` commits it on its own first, and the completion updates it. A process that dies before either leaves no record of the run: nothing of its
- * handler's buffered writes was committed, and the retry runs it again (spec 3, spec 4.2 rule 4).
+ * then `write` commits it on its own first, and the completion updates it. A process that dies before
+ * either leaves no record of the run: nothing of its handler's buffered writes was committed, and the
+ * retry runs it again (spec 3, spec 4.2 rule 4).
  */
 export class RunRecording {
   private recorded: Promise<void> | undefined;
@@ -138,10 +139,12 @@ export class HandlerRunner {
     @inject(CONFIG) private readonly config: Config,
     @inject(ArtifactStore) private readonly artifactStore: ArtifactStore,
     @inject(DatasetStore) private readonly datasetStore: DatasetStore,
-  ) {}
+  ) {
+    this.reads = ontologyReads(ontology);
+  }
 
-  /** The committed-data reads every context shares (made on first use). */
-  private reads: OntologyReads | undefined;
+  /** The committed-data reads every context shares (they hold no per-run state). */
+  private readonly reads: OntologyReads;
 
   /** The SDK's artifact operations: system code reaches every artifact; `publishedBy` is recorded on versions. */
   artifacts(publishedBy: string): ArtifactsApi {
@@ -193,7 +196,7 @@ export class HandlerRunner {
     const log = this.logger(spec);
     const blobs = this.blobs(`${spec.run.kind}:${spec.run.id}`);
     const artifacts = this.artifacts(`${spec.run.kind}:${spec.run.id}`);
-    const { objects, links, telemetry } = ontologyAccess((this.reads ??= ontologyReads(this.ontology)), buffer);
+    const { objects, links, telemetry } = ontologyAccess(this.reads, buffer);
     const ctx: SystemContext = {
       objects,
       links,

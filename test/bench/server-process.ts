@@ -36,15 +36,25 @@ function compiledServerEntry(): Promise<string> {
 export type BenchServerKind = "bare" | "bare-files" | "app";
 
 /**
- * Runs test/bench/server.ts `runner` (compiled or under tsx: {@link BENCH_APP}) in its own process on a
- * fresh data dir, with its own Temporal dev server, and answers the JSON line it prints
- * (`RUNNER {…}`, ./runner-probe.ts `RunnerFigures`).
+ * Spawns test/bench/server.ts as `kind` (compiled or under tsx: {@link BENCH_APP}, with
+ * BENCH_NODE_FLAGS) on free ports with a fresh data dir and its own Temporal dev server port; the app
+ * kinds get `MALLOC_ARENA_MAX` 2 unless this environment sets it, as the package's start scripts do
+ * (the bare yardsticks keep glibc's default). `env` wins over all of it. stdout is piped, stderr inherited.
+ */
+async function spawnTarget(kind: BenchServerKind | "runner", env: Record<string, string> = {}): Promise<ChildProcess> {
+  const fullEnv = { ...(kind === "app" || kind === "runner" ? { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX) } : {}), ...process.env, PORT: String(await freePort()), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
+  const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  const entry = BENCH_APP === "compiled" ? [await compiledServerEntry()] : ["--import", "tsx", "test/bench/server.ts"];
+  return spawn(process.execPath, [...flags, ...entry, kind], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
+}
+
+/**
+ * Runs test/bench/server.ts `runner` in its own process (see `spawnTarget`) and answers the JSON line
+ * it prints (`RUNNER {…}`, ./runner-probe.ts `RunnerFigures`).
  * @throws when the process exits without that line (its stderr is inherited)
  */
 export async function runRunnerProbe(): Promise<unknown> {
-  const entry = BENCH_APP === "compiled" ? [await compiledServerEntry()] : ["--import", "tsx", "test/bench/server.ts"];
-  const env = { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX), ...process.env, PORT: String(await freePort()), SVC_DATA_DIR: tempDir("svc-bench-runner-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn" };
-  const child = spawn(process.execPath, [...entry, "runner"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
+  const child = await spawnTarget("runner");
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
@@ -61,12 +71,7 @@ export async function runRunnerProbe(): Promise<unknown> {
  * it, as the package's start scripts do.
  */
 export async function startBenchServer(kind: BenchServerKind, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void>; stats(): Promise<Record<string, number>> }> {
-  const port = await freePort();
-  // the app gets glibc's arenas as the package's start scripts set them (unless this environment does); the bare yardstick keeps glibc's default
-  const fullEnv = { ...(kind === "app" ? { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX) } : {}), ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
-  const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-  const entry = BENCH_APP === "compiled" ? [await compiledServerEntry()] : ["--import", "tsx", "test/bench/server.ts"];
-  const child = spawn(process.execPath, [...flags, ...entry, kind], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
+  const child = await spawnTarget(kind, env);
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d) => {
