@@ -1,5 +1,5 @@
 // One connection's promise access (core/store/sql.ts) over a real SQLite file: statements whose SQL
-// fails to prepare.
+// fails to prepare, and reads that must see the commits before them.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import fs from "node:fs";
 import os from "node:os";
@@ -59,6 +59,36 @@ describe("Database.transaction with a statement that fails to prepare", () => {
       await Promise.all([first, last]);
       expect(await db.all("SELECT k FROM kv ORDER BY k")).toEqual([{ k: "a" }, { k: "c" }]);
     } finally {
+      await db.close();
+    }
+  });
+});
+
+describe("Database reads after a commit", () => {
+  it("a read that starts after a commit resolved sees it, while other reads keep the reader busy", async () => {
+    const db = await Database.open(path.join(dir, "r.db"));
+    let stop = false;
+    try {
+      await db.transaction(async (tx) => {
+        await tx.run("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)");
+        await tx.run("INSERT INTO kv (k, v) VALUES (-1, 'a'), (-2, 'b')");
+      });
+      // gets of other statements, back to back: each one's row used to keep its statement (and the
+      // reader's snapshot) open until a reset that ran after the get had answered
+      const busy = (sql: string) => (async () => {
+        while (!stop) await db.get(sql);
+      })();
+      const loops = [busy("SELECT v FROM kv WHERE k = -1"), busy("SELECT v FROM kv WHERE k = -2"), busy("SELECT count(*) AS n FROM kv"), busy("SELECT max(k) AS m FROM kv")];
+      const missed: number[] = [];
+      for (let k = 1; k <= 300; k++) {
+        await db.transaction((tx) => tx.run("INSERT INTO kv (k, v) VALUES (?, 'x')", [k]));
+        if (!(await db.get("SELECT v FROM kv WHERE k = ?", [k]))) missed.push(k);
+      }
+      stop = true;
+      await Promise.all(loops);
+      expect(missed).toEqual([]);
+    } finally {
+      stop = true;
       await db.close();
     }
   });

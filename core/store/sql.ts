@@ -13,6 +13,10 @@ export type SqlParams = SqlValue[] | Record<string, SqlValue>;
 
 /** Statement access inside a transaction (or on the read connection, without `run`). */
 export interface SqlReader {
+  /**
+   * The first row of `sql`'s result, or `undefined` for none. The statement runs to its end (it holds
+   * no read snapshot once this resolves), so `sql` should select one row: a lookup by key, or `LIMIT 1`.
+   */
   get<T>(sql: string, params?: SqlParams): Promise<T | undefined>;
   all<T>(sql: string, params?: SqlParams): Promise<T[]>;
 }
@@ -197,20 +201,14 @@ function wrap(db: sqlite3.Database): Connection {
           else resolve({ changes: this.changes, lastID: this.lastID });
         }),
       ),
+    // A get runs as node-sqlite3's `all`, which steps its statement to SQLITE_DONE (and resets a
+    // parameterless one first) in one call on SQLite's thread. node-sqlite3's own `get` steps once and
+    // leaves the statement on its row: the statement then holds its read snapshot open until something
+    // resets it, and a read of another statement in that window runs in the same stale snapshot (a read
+    // that began after a commit missed it: the seed's publish failed with "No artifact" that way). Every
+    // get in the service is a lookup of one row by key, so stepping on to DONE costs one step.
     get: <T>(sql: string, params: SqlParams = []) =>
-      new Promise<T | undefined>((resolve, reject) => {
-        const stmt = statement(sql, reject);
-        stmt.get(params, (err, row) => (err ? reject(err) : resolve(row as T | undefined)));
-        // a get steps its statement once and leaves it on its row: not reset, it would hold its read
-        // snapshot open (the reader would not see later commits), and node-sqlite3 resets before a get
-        // only when it binds parameters (a second get of a parameterless statement would step on past
-        // the row and answer none). The reset is queued behind the get on the statement's own FIFO
-        // queue, so it runs before any later call of the statement; the get answers without waiting for
-        // it (one round trip to SQLite's thread per get, not two). Until the reset runs, the statement
-        // still holds its snapshot: a read of another statement in that instant may see it, as reads
-        // queued concurrently always could
-        stmt.reset(() => undefined);
-      }),
+      new Promise<T | undefined>((resolve, reject) => statement(sql, reject).all(params, (err, rows) => (err ? reject(err) : resolve(rows[0] as T | undefined)))),
     all: <T>(sql: string, params: SqlParams = []) =>
       new Promise<T[]>((resolve, reject) => statement(sql, reject).all(params, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
     exec: (sql) => {
