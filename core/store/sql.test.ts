@@ -5,7 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import sqlite3 from "sqlite3";
-import { openConnection, type Connection } from "./sql";
+import { openConnection, sqlText, type Connection } from "./sql";
 import { Database } from "./db";
 
 let dir: string;
@@ -44,6 +44,13 @@ describe("openConnection", () => {
     expect(await bad).toMatchObject({ error: expect.objectContaining({ message: expect.stringMatching(/syntax error/) }) });
     await expect(good).resolves.toMatchObject({ changes: 1 });
     await expect(conn.get("SELECT v FROM t WHERE k = ?", ["x"])).resolves.toEqual({ v: 1 });
+  });
+});
+
+describe("sqlText", () => {
+  it("writes a literal SQLite reads back as the same text, with and without quotes", async () => {
+    const texts = ["", "plain", "it's", "''", JSON.stringify([["a'b", "c''d", "$&", "\\'"]]), "naïve ✓ 😀"];
+    for (const text of texts) expect(await conn.get(`SELECT ${sqlText(text)} AS t`)).toEqual({ t: text });
   });
 });
 

@@ -105,7 +105,8 @@ export interface GroupStatement<I> {
  * text must hold no NUL character, which no `JSON.stringify` output does (it writes `\u0000`).
  */
 export function sqlText(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
+  // most texts (a group's JSON rows) hold no quote: replaceAll would copy them all the same
+  return `'${text.includes("'") ? text.replaceAll("'", "''") : text}'`;
 }
 
 /**
