@@ -207,7 +207,8 @@ function wrap(db: sqlite3.Database): Connection {
     // leaves the statement on its row: the statement then holds its read snapshot open until something
     // resets it, and a read of another statement in that window runs in the same stale snapshot (a read
     // that began after a commit missed it: the seed's publish failed with "No artifact" that way). Every
-    // get in the service is a lookup of one row by key, so stepping on to DONE costs one step.
+    // get in the service selects one row (a key, an aggregate, LIMIT 1), so stepping on to DONE costs
+    // one step; and the old reset after the get was a trip to SQLite's thread of its own.
     get: <T>(sql: string, params: SqlParams = []) =>
       new Promise<T | undefined>((resolve, reject) => statement(sql, reject).all(params, (err, rows) => (err ? reject(err) : resolve(rows[0] as T | undefined)))),
     all: <T>(sql: string, params: SqlParams = []) =>
