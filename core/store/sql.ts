@@ -15,7 +15,7 @@ export type SqlParams = SqlValue[] | Record<string, SqlValue>;
 export interface SqlReader {
   /**
    * The first row of `sql`'s result, or `undefined` for none. The statement runs to its end (it holds
-   * no read snapshot once this resolves), so `sql` should select one row: a lookup by key, or `LIMIT 1`.
+   * no read snapshot once this resolves), so `sql` should select one row: by key, an aggregate, `LIMIT 1`.
    */
   get<T>(sql: string, params?: SqlParams): Promise<T | undefined>;
   all<T>(sql: string, params?: SqlParams): Promise<T[]>;
@@ -194,6 +194,9 @@ function wrap(db: sqlite3.Database): Connection {
     entry.pending?.push(reject);
     return entry.stmt;
   };
+  /** Runs `sql` to its end (`Statement#all`, one call on SQLite's thread) and answers `pick` of its rows. */
+  const rows = <R>(sql: string, params: SqlParams, pick: (rows: unknown[]) => R) =>
+    new Promise<R>((resolve, reject) => statement(sql, reject).all(params, (err, r) => (err ? reject(err) : resolve(pick(r)))));
   return {
     run: (sql, params = []) =>
       new Promise((resolve, reject) =>
@@ -202,17 +205,11 @@ function wrap(db: sqlite3.Database): Connection {
           else resolve({ changes: this.changes, lastID: this.lastID });
         }),
       ),
-    // A get runs as node-sqlite3's `all`, which steps its statement to SQLITE_DONE (and resets a
-    // parameterless one first) in one call on SQLite's thread. node-sqlite3's own `get` steps once and
-    // leaves the statement on its row: the statement then holds its read snapshot open until something
-    // resets it, and a read of another statement in that window runs in the same stale snapshot (a read
-    // that began after a commit missed it: the seed's publish failed with "No artifact" that way). Every
-    // get in the service selects one row (a key, an aggregate, LIMIT 1), so stepping on to DONE costs
-    // one step; and the old reset after the get was a trip to SQLite's thread of its own.
-    get: <T>(sql: string, params: SqlParams = []) =>
-      new Promise<T | undefined>((resolve, reject) => statement(sql, reject).all(params, (err, rows) => (err ? reject(err) : resolve(rows[0] as T | undefined)))),
-    all: <T>(sql: string, params: SqlParams = []) =>
-      new Promise<T[]>((resolve, reject) => statement(sql, reject).all(params, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
+    // A get runs as node-sqlite3's `all` (see SqlReader.get): its own `get` steps once and leaves the
+    // statement on its row, holding the reader's snapshot until a reset, and a read of another statement
+    // in that window ran in the old snapshot (a read begun after a commit missed it)
+    get: <T>(sql: string, params: SqlParams = []) => rows(sql, params, (r) => r[0] as T | undefined),
+    all: <T>(sql: string, params: SqlParams = []) => rows(sql, params, (r) => r as T[]),
     exec: (sql) => {
       statements++;
       return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));

@@ -8,10 +8,9 @@
 import os from "node:os";
 import { reportRows } from "./report";
 import { BENCH_APP, runRunnerProbe } from "./server-process";
-import type { RunnerFigures } from "./runner-probe";
 
 console.log(`\nsvc bench runner: the handler runner in process, node ${process.version}, ${os.cpus().length} cores, servers ${BENCH_APP} (BENCH_APP)\n`);
-const f = (await runRunnerProbe()) as RunnerFigures;
+const f = await runRunnerProbe();
 const us = (n: number) => `${n.toFixed(1)} µs`;
 console.log(`| case | ${f.clock} CPU |`);
 console.log("|---|---:|");

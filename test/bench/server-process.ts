@@ -5,6 +5,7 @@ import { MALLOC_ARENA_MAX } from "../../core/heap";
 import { buildSandbox } from "../../sandbox/build";
 import { tempDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
+import type { RunnerFigures } from "./runner-probe";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -53,14 +54,14 @@ async function spawnTarget(kind: BenchServerKind | "runner", env: Record<string,
  * it prints (`RUNNER {…}`, ./runner-probe.ts `RunnerFigures`).
  * @throws when the process exits without that line (its stderr is inherited)
  */
-export async function runRunnerProbe(): Promise<unknown> {
+export async function runRunnerProbe(): Promise<RunnerFigures> {
   const child = await spawnTarget("runner");
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
   const m = /RUNNER (\{.*\})\n/.exec(out);
   if (!m) throw new Error(`the runner probe exited with ${code} without its figures`);
-  return JSON.parse(m[1]!);
+  return JSON.parse(m[1]!) as RunnerFigures;
 }
 
 /**
