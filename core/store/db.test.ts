@@ -437,6 +437,25 @@ describe("Database group commit", () => {
     expect(await db.all("SELECT v FROM u")).toEqual([{ v: "u1" }]);
   });
 
+  it("rolls back a one call that began the transaction and failed in its deferred statements, and runs them one by one in a new one", async () => {
+    const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL)"], { oneGroup: true });
+    const intoT = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const intoU: GroupStatement<string> = {
+      run: async (w, items) => void (await w.run("INSERT INTO u (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
+      sql: () => "INSERT INTO no_such_table VALUES (1)",
+    };
+    const before = db.stats();
+    // callers that only defer: the one call is BEGIN IMMEDIATE … COMMIT, and intoT's text ran before intoU's failed
+    expect(await Promise.all(["a", "b"].map((v) => db.transaction(async (tx) => (tx.defer(intoT, [[v]]), tx.defer(intoU, [`u${v}`]), v))))).toEqual(["a", "b"]);
+    expect(db.stats().deferredFallbacks - before.deferredFallbacks).toBe(1);
+    expect(db.stats().commits - before.commits).toBe(1);
+    expect(await db.all("SELECT v FROM t ORDER BY rowid")).toEqual([{ v: "a" }, { v: "b" }]);
+    expect(await db.all("SELECT v FROM u ORDER BY rowid")).toEqual([{ v: "ua" }, { v: "ub" }]);
+    // the writer is out of any transaction: a later group commits on its own
+    await db.transaction(async (tx) => void tx.defer(intoT, [["c"]]));
+    expect(await db.all("SELECT v FROM t ORDER BY rowid")).toEqual([{ v: "a" }, { v: "b" }, { v: "c" }]);
+  });
+
   it("rejects every caller of a group whose deferred statements fail in the one call and one by one, and writes none of it", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL UNIQUE)"], { oneGroup: true });
     const insert = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");

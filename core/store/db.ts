@@ -317,11 +317,13 @@ export class Database implements SqlReader {
 
   /**
    * Ends a group: runs its deferred statements and commits. When every one of them offers its text
-   * ({@link GroupStatement.sql}), that is one call to SQLite:
-   * `[BEGIN IMMEDIATE | RELEASE <open>]; SAVEPOINT svc_deferred; <texts>; RELEASE svc_deferred; COMMIT`.
+   * ({@link GroupStatement.sql}), that is one call to SQLite: `BEGIN IMMEDIATE; <texts>; COMMIT` when
+   * no caller ran a statement, else `RELEASE <open>; SAVEPOINT svc_deferred; <texts>; RELEASE svc_deferred; COMMIT`.
    * If that call fails inside the texts, `ROLLBACK TO svc_deferred` undoes them and each statement's
-   * {@link GroupStatement.run} runs instead (counted in {@link DatabaseStats.deferredFallbacks}); else,
-   * one call per statement between the `BEGIN` (when none ran yet) and the `COMMIT`.
+   * {@link GroupStatement.run} runs instead (counted in {@link DatabaseStats.deferredFallbacks}); in
+   * the first form, `ROLLBACK` undoes the call (whose `COMMIT` may have failed too) and they run in a
+   * new transaction. When the statements do not all offer their text, one call per statement between
+   * the `BEGIN` (when none ran yet) and the `COMMIT`.
    * @throws the SQLite error that fails the group (the caller rolls back and rejects every caller)
    */
   private async commitGroup(deferred: ReadonlyMap<GroupStatement<unknown>, unknown[]>, begun: boolean, open: string | undefined): Promise<void> {
@@ -334,16 +336,21 @@ export class Database implements SqlReader {
       texts.push(text);
     }
     if (deferred.size > 0 && texts.length === deferred.size) {
+      // when no caller ran a statement, the call is the whole transaction: nothing before the texts to
+      // keep, so no savepoint around them (inside one, SQLite first copies each page it changes to a sub-journal)
+      const body = texts.join(";\n");
       try {
-        await w.exec(`${begun ? release : "BEGIN IMMEDIATE; "}SAVEPOINT svc_deferred;\n${texts.join(";\n")};\nRELEASE svc_deferred; COMMIT`);
+        await w.exec(begun ? `${release}SAVEPOINT svc_deferred;\n${body};\nRELEASE svc_deferred; COMMIT` : `BEGIN IMMEDIATE;\n${body};\nCOMMIT`);
         return;
       } catch (err) {
-        // BEGIN or COMMIT failed, or SQLite rolled the whole transaction back: the savepoint is gone
-        await w.exec("ROLLBACK TO svc_deferred").catch(() => Promise.reject(err));
+        // undone when a text (or the COMMIT) failed in the open transaction; when BEGIN failed, or SQLite
+        // rolled the whole transaction back, the savepoint or the transaction is gone: the group fails
+        await w.exec(begun ? "ROLLBACK TO svc_deferred" : "ROLLBACK").catch(() => Promise.reject(err));
         this.deferredFallbacks++;
       }
+      if (!begun) await w.exec("BEGIN IMMEDIATE");
       for (const [statement, items] of deferred) await statement.run(w, items);
-      await w.exec("RELEASE svc_deferred; COMMIT");
+      await w.exec(`${begun ? "RELEASE svc_deferred; " : ""}COMMIT`);
       return;
     }
     if (!begun) await w.exec("BEGIN IMMEDIATE");
