@@ -2,7 +2,7 @@
  * The events INSERT of a group commit (`GroupStatement`, core/store/sql.ts) for the built-in SQLite
  * stream (`SqliteEventStream`, ./sqlite-stream.ts), and the entries it stores.
  */
-import { sqlText, type GroupStatement, type SqlStatements } from "../store/db";
+import { batchOfRows, type GroupStatement, type SqlStatements } from "../store/db";
 import type { DomainEventEnvelope } from "./catalog";
 import type { EventFacts } from "./stream";
 
@@ -26,29 +26,27 @@ export interface QueuedEvent extends TailEntry {
   event: DomainEventEnvelope;
 }
 
-/** The rows of the events table's columns after `seq`, `id` to `envelope`, as one JSON array (for `json_each`). */
-function eventRowsJson(rows: readonly QueuedEvent[]): string {
+/** The rows of the events table's columns after `seq`, `id` to `envelope` (12 values each). */
+function eventRows(rows: readonly QueuedEvent[]): unknown[][] {
   const now = Date.now();
-  return JSON.stringify(
-    rows.map(({ event: e, facts: f, json }) => [
-      e.id, e.type, e.topic, e.partitionKey, now, f.subjectType ?? null, f.subjectId ?? null,
-      (f.actionId as string | undefined) ?? null, (f.runId as string | undefined) ?? null, f.perm1, f.perm2, json,
-    ]),
-  );
+  return rows.map(({ event: e, facts: f, json }) => [
+    e.id, e.type, e.topic, e.partitionKey, now, f.subjectType ?? null, f.subjectId ?? null,
+    (f.actionId as string | undefined) ?? null, (f.runId as string | undefined) ?? null, f.perm1, f.perm2, json,
+  ]);
 }
 
 /**
- * The INSERT of a group commit's events: one statement over a JSON array of rows (`json_each`), so
- * that a group of 16 action runs has one statement for its events instead of 16; notes each stored
- * row's seq on it.
+ * The INSERT of a group commit's events: one statement over all the rows, so that a group of 16
+ * action runs has one statement for its events instead of 16; notes each stored row's seq on it.
  *
- * - `sql` (the group's one call, see `GroupStatement`) gives the rows the seqs AUTOINCREMENT would
- *   give them: this process is the only writer, so they follow `nextSeq`. The statement fails instead
- *   of guessing (a NOT NULL id) when `sqlite_sequence` is not below the first of them (another writer,
- *   or seqs used up by rows skipped before), and on an id stored before (its UNIQUE): the group then
- *   calls `run`.
- * - `run` inserts with `RETURNING id, seq`: a row whose id was stored before, or earlier in the same
- *   group, keeps seq 0 and is not appended; then reads `sqlite_sequence` for `nextSeq`.
+ * - `sql` (the group's one call, see `GroupStatement`; the rows written into it by `batchOfRows`)
+ *   gives the rows the seqs AUTOINCREMENT would give them: this process is the only writer, so they
+ *   follow `nextSeq`. The statement fails instead of guessing (a NOT NULL id) when `sqlite_sequence`
+ *   is not below the first of them (another writer, or seqs used up by rows skipped before), and on
+ *   an id stored before (its UNIQUE): the group then calls `run`.
+ * - `run` inserts from a JSON array of rows (`json_each`) with `RETURNING id, seq`: a row whose id
+ *   was stored before, or earlier in the same group, keeps seq 0 and is not appended; then reads
+ *   `sqlite_sequence` for `nextSeq`.
  */
 export class EventInsert implements GroupStatement<QueuedEvent> {
   /**
@@ -64,7 +62,7 @@ export class EventInsert implements GroupStatement<QueuedEvent> {
       `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
        SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11
        FROM json_each(?) WHERE true ORDER BY key ON CONFLICT (id) DO NOTHING RETURNING id, seq`,
-      [eventRowsJson(rows)],
+      [JSON.stringify(eventRows(rows))],
     );
     const seqs = new Map(stored.map((r) => [r.id, r.seq]));
     for (const row of rows) {
@@ -83,8 +81,9 @@ export class EventInsert implements GroupStatement<QueuedEvent> {
     const first = this.nextSeq;
     this.nextSeq += rows.length;
     rows.forEach((row, i) => (row.seq = first + i));
-    return `INSERT INTO events (seq, id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
-      SELECT ${first} + key, iif(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) < ${first}, value->>0, NULL), value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11
-      FROM json_each(${sqlText(eventRowsJson(rows))}) ORDER BY key`;
+    return `WITH ${batchOfRows(12, eventRows(rows))}
+      INSERT INTO events (seq, id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
+      SELECT ${first} + n, iif(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) < ${first}, c0, NULL), c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11
+      FROM batch ORDER BY n`;
   }
 }

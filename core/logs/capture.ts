@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import * as v from "valibot";
-import { jsonRowsStatement, type Database, type SqlParams } from "../store/db";
+import { rowsStatement, type Database, type SqlParams } from "../store/db";
 import type { Logger } from "../logger";
 import type { HandlerLogger } from "../sdk/context";
 import { decodeCursor, encodeCursor } from "../events/cursor";
@@ -28,12 +28,13 @@ export interface LogQuery {
 }
 
 /**
- * The INSERT of a flush's lines: one statement over all of them (`json_each`, see
- * {@link jsonRowsStatement}), seqs in the lines' order. An item is `[at, appendedAt, level, message,
+ * The INSERT of a flush's lines: one statement over all of them (see
+ * {@link rowsStatement}), seqs in the lines' order. An item is `[at, appendedAt, level, message,
  * fields (JSON text), runKind, runId]`.
  */
-const insertLines = jsonRowsStatement<[at: string, appendedAt: number, level: LogLevel, message: string, fields: string, runKind: string, runId: string]>(
-  "INSERT INTO logs (at, appended_at, level, message, fields, run_kind, run_id) SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key",
+const insertLines = rowsStatement<[at: string, appendedAt: number, level: LogLevel, message: string, fields: string, runKind: string, runId: string]>(
+  7,
+  "INSERT INTO logs (at, appended_at, level, message, fields, run_kind, run_id) SELECT c0, c1, c2, c3, c4, c5, c6 FROM batch ORDER BY n",
 );
 
 /**

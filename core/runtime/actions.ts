@@ -11,7 +11,7 @@ import { TemporalHost } from "../temporal/host";
 import { startRun } from "../temporal/start";
 import { FileStore } from "../files/file-store";
 import { findFileValues } from "../ontology/validate";
-import { jsonRowsStatement, type SqlWriter } from "../store/db";
+import { rowsStatement, type SqlWriter } from "../store/db";
 import { BatchedLookup } from "../store/batched-lookup";
 import type { Actor } from "../events/catalog";
 import type { ActionContext, ActionRunRecord, Subject } from "../sdk/context";
@@ -54,16 +54,17 @@ function toRecord(r: RunRow): ActionRunRecord {
 
 /**
  * The group commit's INSERT of the runs its callers record: one statement over all of them
- * (`json_each`) instead of one call to SQLite per run (see {@link jsonRowsStatement}). A run that
+ * instead of one call to SQLite per run (see {@link rowsStatement}). A run that
  * ended before it was recorded is inserted finished (one row write, no later UPDATE); a run recorded
  * while its handler runs is inserted `running` (status `running`, the last four items null) and
  * finished by {@link finishRuns}. An item is
  * `[id, runId, actionId, status, subject, params, actor, startedAt, finishedAt, result, error, effectStatus]`,
  * the JSON columns as text.
  */
-const insertRuns = jsonRowsStatement<ActionRunInsert>(
+const insertRuns = rowsStatement<ActionRunInsert>(
+  12,
   `INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at, finished_at, result, error, effect_status)
-   SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11 FROM json_each(?) ORDER BY key`,
+   SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11 FROM batch ORDER BY n`,
 );
 type ActionRunInsert = [
   id: string, runId: string, actionId: string, status: ActionRunRecord["status"], subject: string | null, params: string, actor: string | null, startedAt: string,
@@ -75,9 +76,10 @@ type ActionRunInsert = [
  * one statement for the group. An item is `[id, status, finishedAt, result, error, effectStatus]`, the
  * JSON columns as text.
  */
-const finishRuns = jsonRowsStatement<ActionRunFinish>(
-  `UPDATE action_runs SET status = j.value->>1, finished_at = j.value->>2, result = j.value->>3, error = j.value->>4, effect_status = j.value->>5
-   FROM json_each(?) AS j WHERE action_runs.id = j.value->>0`,
+const finishRuns = rowsStatement<ActionRunFinish>(
+  6,
+  `UPDATE action_runs SET status = j.c1, finished_at = j.c2, result = j.c3, error = j.c4, effect_status = j.c5
+   FROM batch AS j WHERE action_runs.id = j.c0`,
 );
 type ActionRunFinish = [id: string, ...RunEnding];
 /** How a run ended: `[status, finishedAt, result, error, effectStatus]`, the JSON columns as text. */

@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { hash } from "node:crypto";
-import { jsonRowsStatement } from "../store/db";
+import { rowsStatement } from "../store/db";
 
 /** One handling attempt of a Webhook run. */
 export const WebhookAttemptSchema = v.object({
@@ -53,7 +53,7 @@ export interface WebhookRunRow {
 }
 
 /**
- * A new run's columns as one `json_each` row, the body as hex: the run as it is recorded, `running`
+ * A new run's columns as one row of {@link insertRuns}, the body as hex: the run as it is recorded, `running`
  * (status `running`, the last four null) or already ended (`completed` with its response, or `failed`
  * with its attempt's error), with attempt 1 in the same state.
  */
@@ -70,14 +70,15 @@ export function runColumns(r: WebhookRunRow, ending?: RunEnding): RunColumns {
 
 /**
  * The group commit's INSERT of the runs its callers record (see {@link RunRecording}), with their first
- * attempts: two statements over all of them (`json_each`), so a first delivery costs the writer no call
+ * attempts: two statements over all of them ({@link rowsStatement}), so a first delivery costs the writer no call
  * to SQLite of its own (see `GroupStatement`). A key stored before fails the group: the delivery looked
  * its key up first (one process per data dir), so that means another process wrote the same data dir.
  */
-export const insertRuns = jsonRowsStatement<RunColumns>(
+export const insertRuns = rowsStatement<RunColumns>(
+  14,
   `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of, finished_at, response)
-   SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>10, 1, value->>5, value->>6, value->>7, unhex(value->>8), value->>9, value->>11, value->>12 FROM json_each(?) ORDER BY key`,
-  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status, finished_at, error) SELECT value->>0, 1, value->>5, value->>10, value->>11, value->>13 FROM json_each(?) ORDER BY key",
+   SELECT c0, c1, c2, c3, c4, c10, 1, c5, c6, c7, unhex(c8), c9, c11, c12 FROM batch ORDER BY n`,
+  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status, finished_at, error) SELECT c0, 1, c5, c10, c11, c13 FROM batch ORDER BY n",
 );
 
 /**
@@ -85,9 +86,10 @@ export const insertRuns = jsonRowsStatement<RunColumns>(
  * its attempt marked `completed`, two statements for the whole group. An item is
  * `[runId, attempt, finishedAt, response]` (`response` as JSON text).
  */
-export const completeRuns = jsonRowsStatement<[runId: string, attempt: number, finishedAt: string, response: string]>(
-  "UPDATE webhook_runs SET status = 'completed', finished_at = j.value->>2, response = j.value->>3 FROM json_each(?) AS j WHERE webhook_runs.id = j.value->>0",
-  "UPDATE webhook_attempts SET status = 'completed', finished_at = j.value->>2 FROM json_each(?) AS j WHERE webhook_attempts.run_id = j.value->>0 AND webhook_attempts.attempt = j.value->>1",
+export const completeRuns = rowsStatement<[runId: string, attempt: number, finishedAt: string, response: string]>(
+  4,
+  "UPDATE webhook_runs SET status = 'completed', finished_at = j.c2, response = j.c3 FROM batch AS j WHERE webhook_runs.id = j.c0",
+  "UPDATE webhook_attempts SET status = 'completed', finished_at = j.c2 FROM batch AS j WHERE webhook_attempts.run_id = j.c0 AND webhook_attempts.attempt = j.c1",
 );
 
 /**

@@ -3,7 +3,7 @@ import path from "node:path";
 import sqlite3 from "sqlite3";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { Database, jsonRowsStatement, type GroupStatement, type SqlWriter } from "./db";
+import { Database, rowsStatement, type GroupStatement, type SqlWriter } from "./db";
 import { tempDir } from "../../test/helpers-fs";
 
 const opened: Database[] = [];
@@ -184,7 +184,7 @@ describe("Database group commit", () => {
 
   it("undoes a caller's tx.savepoint that throws alone (its statements, deferred writes and commit hooks); the caller's other work commits", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)"], { oneGroup: true });
-    const deferred = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?)");
+    const deferred = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch");
     const hooked: string[] = [];
     const part = (tx: SqlWriter, v: string, fail: boolean) =>
       tx.savepoint(async () => {
@@ -372,8 +372,8 @@ describe("Database group commit", () => {
 
   it("commits a group whose deferred statements all offer their text in one call to SQLite, BEGIN and COMMIT included", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL, n INTEGER)"], { oneGroup: true });
-    const intoT = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
-    const intoU = jsonRowsStatement<[string, number]>("INSERT INTO u (v, n) SELECT value->>0, value->>1 FROM json_each(?) ORDER BY key");
+    const intoT = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
+    const intoU = rowsStatement<[string, number]>(2, "INSERT INTO u (v, n) SELECT c0, c1 FROM batch ORDER BY n");
     const before = db.stats();
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
@@ -394,9 +394,27 @@ describe("Database group commit", () => {
     expect(await db.all("SELECT v, n FROM u ORDER BY rowid")).toEqual(Array.from({ length: 10 }, (_, k) => ({ v: `u${2 * k}`, n: 2 * k })));
   });
 
-  it("writes every value through the one call as the one-by-one statements write it", async () => {
+  it("writes values as literals in the one call (VALUES), each with the type and value the one-by-one statements write", async () => {
+    const db = await openWithTable(["CREATE TABLE t (k INTEGER, v)"]); // v without affinity: each value keeps its type
+    const insert = rowsStatement<[number, unknown]>(2, "INSERT INTO t (k, v) SELECT c0, c1 FROM batch ORDER BY n");
+    const values = ["it's", "''", "'); DROP TABLE t; --", "$& $' $` $$ $1", "back\\slash \"quoted\"", "ünïcödé 🎉", "two\nlines", "", null, undefined, 0, -0, -7, 1.5, -2.25e-7, 1e21, 2 ** 60, Number.NaN, Infinity, true, false];
+    const rows = values.map((v, k) => [k, v] as [number, unknown]);
+    expect(insert.sql!(rows)).toMatch(/AS \(VALUES \(0, 0, 'it''s'\)/);
+    await db.transaction(async (tx) => void tx.defer(insert, rows));
+    expect(db.stats().deferredFallbacks).toBe(0);
+    const read = "SELECT k, v, typeof(v) AS type FROM t ORDER BY k";
+    const fast = await db.all<{ k: number; v: unknown; type: string }>(read);
+    await db.transaction((tx) => tx.run("DELETE FROM t"));
+    await db.transaction((tx) => insert.run(tx, rows));
+    expect(await db.all(read)).toEqual(fast);
+    expect(fast.map((r) => r.type)).toEqual([...Array(8).fill("text"), "null", "null", "integer", "integer", "integer", "real", "real", "real", "integer", "null", "null", "integer", "integer"]);
+  });
+
+  it("writes every value through the one call as the one-by-one statements write it, a NUL and a lone surrogate as JSON", async () => {
     const db = await openWithTable(["CREATE TABLE t (k INTEGER, v TEXT)"]);
-    const insert = jsonRowsStatement<[number, string | null]>("INSERT INTO t (k, v) SELECT value->>0, value->>1 FROM json_each(?) ORDER BY key");
+    const insert = rowsStatement<[number, string | null]>(2, "INSERT INTO t (k, v) SELECT c0, c1 FROM batch ORDER BY n");
+    expect(insert.sql!([[0, "nul \u0000 inside"]])).toContain("json_each('[[0,\"nul \\u0000 inside\"]]')");
+    expect(insert.sql!([[0, "lone \ud800"]])).toContain("json_each(");
     const values = ["it's", "''", "'); DROP TABLE t; --", "$& $' $` $$ $1", "nul \u0000 inside", "back\\slash \"quoted\"", "ünïcödé 🎉", "lone \ud800 surrogate", "two\nlines", null, ""];
     await db.transaction(async (tx) => void tx.defer(insert, values.map((v, k) => [k, v] as [number, string | null])));
     expect(db.stats().deferredFallbacks).toBe(0);
@@ -410,7 +428,7 @@ describe("Database group commit", () => {
 
   it("undoes a one call that failed in its deferred statements and runs them one by one, each once", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL)"], { oneGroup: true });
-    const intoT = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const intoT = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
     // its text fails (no such table); its run writes
     const intoU: GroupStatement<string> = {
       run: async (w, items) => void (await w.run("INSERT INTO u (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
@@ -439,7 +457,7 @@ describe("Database group commit", () => {
 
   it("rolls back a one call that began the transaction and failed in its deferred statements, and runs them one by one in a new one", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL)"], { oneGroup: true });
-    const intoT = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const intoT = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
     const intoU: GroupStatement<string> = {
       run: async (w, items) => void (await w.run("INSERT INTO u (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
       sql: () => "INSERT INTO no_such_table VALUES (1)",
@@ -458,7 +476,7 @@ describe("Database group commit", () => {
 
   it("rejects every caller of a group whose deferred statements fail in the one call and one by one, and writes none of it", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL UNIQUE)"], { oneGroup: true });
-    const insert = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const insert = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
     const results = await Promise.allSettled([
       db.transaction(async (tx) => void (await tx.run("INSERT INTO t (v) VALUES ('direct')"))),
       db.transaction(async (tx) => void tx.defer(insert, [["x"]])),
@@ -487,7 +505,7 @@ describe("Database group commit", () => {
     const db = await Database.open(file, { busyTimeoutMs: 50, groupMs: 10_000 });
     opened.push(db);
     await db.transaction((tx) => tx.run("CREATE TABLE t (v TEXT NOT NULL)"));
-    const insert = jsonRowsStatement<[string]>("INSERT INTO t (v) SELECT value->>0 FROM json_each(?) ORDER BY key");
+    const insert = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
     const other = await new Promise<sqlite3.Database>((resolve, reject) => {
       const c = new sqlite3.Database(file, sqlite3.OPEN_READWRITE, (err) => (err ? reject(err) : resolve(c)));
     });

@@ -1,7 +1,7 @@
 /**
  * The store's statement surface (spec: the SQLite store of DESIGN.md): the types a transaction and a
  * read connection offer (`SqlReader`, `SqlStatements`, `SqlWriter`), the group statements of a group
- * commit (`GroupStatement`, `jsonRowsStatement`), and one connection's promise access with its cache of
+ * commit (`GroupStatement`, `rowsStatement`), and one connection's promise access with its cache of
  * prepared statements (`openConnection`). `./db.ts` (`Database`) builds the writer, the reader and the
  * checkpointer from these and re-exports the types.
  */
@@ -72,7 +72,7 @@ export class TransactionLost extends Error {
  * A statement that a group commit runs once over the items its callers queued with
  * {@link SqlWriter.defer}: after the group's last caller, before its `COMMIT`, in the group's
  * transaction. For the hot writes whose rows no caller reads back in its own transaction (the event
- * log's INSERT; the action runs' and webhook attempts' rows through {@link jsonRowsStatement}): each
+ * log's INSERT; the action runs' and webhook attempts' rows through {@link rowsStatement}): each
  * awaited statement is a round trip to SQLite's thread that waits for the event loop's next turn
  * (70-250 µs under load against 28 µs alone), so one per group instead of one per caller is what the
  * writer's throughput is made of.
@@ -110,24 +110,77 @@ export function sqlText(text: string): string {
 }
 
 /**
- * A {@link GroupStatement} that runs each of `sql`, in order, once per group with the group's items as
- * its one parameter: a JSON array of rows, each row an array of column values that `sql` reads from
- * `json_each(?)` as `value->>0`, `value->>1`, … (numbers stay numbers, `null` is NULL). For appends and
- * updates whose callers need nothing back; the event log's INSERT, which notes seqs, writes its own.
- * Its {@link GroupStatement.sql} writes the JSON array into the texts in place of the `?`.
- * @throws {Error} when a statement of `sql` does not have exactly one `?`
+ * `value` as a literal of an SQL statement's text: `NULL` (also for a number that is not finite, as
+ * `JSON.stringify` writes it), a number, `1`/`0` for a boolean, or a string literal ({@link sqlText}).
+ * Undefined for a value that has none a `json_each` row would read the same: a string holding a NUL
+ * (it would end the text) or a lone surrogate (no UTF-8), and any other type.
  */
-export function jsonRowsStatement<I extends readonly unknown[]>(...sql: string[]): GroupStatement<I> {
-  for (const statement of sql) if (statement.split("?").length !== 2) throw new Error(`a json rows statement takes exactly one parameter (?): ${statement}`);
+function sqlLiteral(value: unknown): string | undefined {
+  switch (typeof value) {
+    case "string":
+      return value.includes("\0") || !value.isWellFormed() ? undefined : sqlText(value);
+    case "number":
+      return Number.isFinite(value) ? String(value) : "NULL";
+    case "boolean":
+      return value ? "1" : "0";
+    default:
+      return value === null ? "NULL" : undefined;
+  }
+}
+
+/** `batch(n, c0, …, c<columns-1>)`: the common table expression's name and columns (see {@link rowsStatement}). */
+const batchColumns = (columns: number) => `batch(n, ${Array.from({ length: columns }, (_, i) => `c${i}`).join(", ")})`;
+
+/**
+ * The common table expression `batch(n, c0, c1, …)` over `rows` (each an array of `columns` values;
+ * `n` is its index) written into a statement's text: `VALUES (0, …), (1, …)` with the values as
+ * literals ({@link sqlLiteral}), which SQLite reads without parsing JSON; or, when a value has no plain
+ * literal, the rows as one JSON string literal read through `json_each`, as {@link batchOfParameter} reads them.
+ */
+export function batchOfRows(columns: number, rows: readonly (readonly unknown[])[]): string {
+  const values: string[] = [];
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    let text = `(${i}`;
+    for (let c = 0; c < columns; c++) {
+      const literal = sqlLiteral(row[c] ?? null);
+      if (literal === undefined) return batchOfJson(columns, sqlText(JSON.stringify(rows)));
+      text += `, ${literal}`;
+    }
+    values.push(`${text})`);
+  }
+  return `${batchColumns(columns)} AS (VALUES ${values.join(", ")})`;
+}
+
+/** {@link batchOfRows} over `json`, an SQL expression of a JSON array of rows (`?` for a parameter). */
+function batchOfJson(columns: number, json: string): string {
+  return `${batchColumns(columns)} AS (SELECT key, ${Array.from({ length: columns }, (_, i) => `value->>${i}`).join(", ")} FROM json_each(${json}))`;
+}
+
+/** The common table expression `batch(n, c0, c1, …)` over the statement's one parameter, a JSON array of rows (see {@link batchOfRows}). */
+function batchOfParameter(columns: number): string {
+  return batchOfJson(columns, "?");
+}
+
+/**
+ * A {@link GroupStatement} that runs each of `sql`, in order, once per group over the group's items:
+ * rows of `columns` values each (strings, numbers, booleans, null), which `sql` reads from the common
+ * table expression `batch(n, c0, c1, …)` (`n` the row's index: `ORDER BY n` keeps the callers' order),
+ * put in front of it as `WITH …`. {@link GroupStatement.run} binds the rows as one JSON array
+ * ({@link batchOfParameter}); {@link GroupStatement.sql} writes them into the text ({@link batchOfRows}).
+ * For appends and updates whose callers need nothing back; the event log's INSERT, which notes seqs,
+ * writes its own.
+ */
+export function rowsStatement<I extends readonly unknown[]>(columns: number, ...sql: string[]): GroupStatement<I> {
+  const withParameter = `WITH ${batchOfParameter(columns)}\n`;
   return {
     async run(w, items) {
       const rows = JSON.stringify(items);
-      for (const statement of sql) await w.run(statement, [rows]);
+      for (const statement of sql) await w.run(withParameter + statement, [rows]);
     },
     sql(items) {
-      const rows = sqlText(JSON.stringify(items));
-      // a function, not a string, as the replacement: `$&` or `$'` in a value must stay as it is
-      return sql.map((statement) => statement.replace("?", () => rows)).join(";\n");
+      const batch = `WITH ${batchOfRows(columns, items)}\n`;
+      return sql.map((statement) => batch + statement).join(";\n");
     },
   };
 }
