@@ -56,6 +56,13 @@ async function openWithTable(ddl: string[], { oneGroup = false } = {}): Promise<
   return db;
 }
 
+/** Into `t (v)` through the rows' text; into `u (v)` through a text that fails (no such table) and a `run` that writes. */
+const intoT = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
+const intoU: GroupStatement<string> = {
+  run: async (w, items) => void (await w.run("INSERT INTO u (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
+  sql: () => "INSERT INTO no_such_table VALUES (1)",
+};
+
 /** One caller's plan: how many rows it inserts, and after how many of them it throws (or never). */
 interface Plan {
   rows: number;
@@ -372,14 +379,13 @@ describe("Database group commit", () => {
 
   it("commits a group whose deferred statements all offer their text in one call to SQLite, BEGIN and COMMIT included", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL, n INTEGER)"], { oneGroup: true });
-    const intoT = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
-    const intoU = rowsStatement<[string, number]>(2, "INSERT INTO u (v, n) SELECT c0, c1 FROM batch ORDER BY n");
+    const intoUn = rowsStatement<[string, number]>(2, "INSERT INTO u (v, n) SELECT c0, c1 FROM batch ORDER BY n");
     const before = db.stats();
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
         db.transaction(async (tx) => {
           tx.defer(intoT, [[`v${i}`]]);
-          if (i % 2 === 0) tx.defer(intoU, [[`u${i}`, i]]);
+          if (i % 2 === 0) tx.defer(intoUn, [[`u${i}`, i]]);
           if (i === 7) throw new Error("caller 7 fails");
           return i;
         }),
@@ -428,12 +434,6 @@ describe("Database group commit", () => {
 
   it("undoes a one call that failed in its deferred statements and runs them one by one, each once", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL)"], { oneGroup: true });
-    const intoT = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
-    // its text fails (no such table); its run writes
-    const intoU: GroupStatement<string> = {
-      run: async (w, items) => void (await w.run("INSERT INTO u (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
-      sql: () => "INSERT INTO no_such_table VALUES (1)",
-    };
     const hooked: string[] = [];
     const results = await Promise.all([
       db.transaction(async (tx) => {
@@ -457,11 +457,6 @@ describe("Database group commit", () => {
 
   it("rolls back a one call that began the transaction and failed in its deferred statements, and runs them one by one in a new one", async () => {
     const db = await openWithTable(["CREATE TABLE t (v TEXT NOT NULL)", "CREATE TABLE u (v TEXT NOT NULL)"], { oneGroup: true });
-    const intoT = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
-    const intoU: GroupStatement<string> = {
-      run: async (w, items) => void (await w.run("INSERT INTO u (v) SELECT value FROM json_each(?)", [JSON.stringify(items)])),
-      sql: () => "INSERT INTO no_such_table VALUES (1)",
-    };
     const before = db.stats();
     // callers that only defer: the one call is BEGIN IMMEDIATE … COMMIT, and intoT's text ran before intoU's failed
     expect(await Promise.all(["a", "b"].map((v) => db.transaction(async (tx) => (tx.defer(intoT, [[v]]), tx.defer(intoU, [`u${v}`]), v))))).toEqual(["a", "b"]);
