@@ -33,7 +33,7 @@ import { AgentOutput, type OutputRecordInput, type OutputScope } from "../../cor
 import { builtinPlugins } from "../../plugins";
 import { sandboxProject, SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { WORKFLOW_ENGINE } from "../../workflows/modules";
-import { tempDir } from "../helpers-fs";
+import { benchDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
 
 const EVENT_SOCKETS = Number(process.env.BENCH_AGENTS_EVENT_SOCKETS ?? 100);
@@ -56,7 +56,7 @@ const app = await createApp({
   env: {
     ...process.env,
     PORT: "0",
-    SVC_DATA_DIR: tempDir("svc-bench-"),
+    SVC_DATA_DIR: benchDir("svc-bench-"),
     SVC_TEMPORAL_PORT: String(await freePort()),
     SVC_TEMPORAL_UI: "false",
     SVC_SCHEDULES: "false",

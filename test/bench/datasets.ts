@@ -24,11 +24,11 @@ import { DatasetProjector } from "../../core/datasets/projector";
 import { Lifecycle } from "../../core/lifecycle";
 import { loadConfig } from "../../core/config";
 import { sandboxProject } from "../../sandbox/project";
-import { tempDir } from "../helpers-fs";
+import { benchDir } from "../helpers-fs";
 
 const ROWS = Number(process.env.BENCH_DATASET_ROWS ?? 100_000);
 const rows = Array.from({ length: ROWS }, (_, i) => ({ sku: `B-${String(i).padStart(7, "0")}`, name: `Bench item ${i}`, unitPrice: Math.round(i * 7.3) / 100, currency: "EUR", active: i % 3 !== 0 }));
-const dir = tempDir("svc-bench-datasets-");
+const dir = benchDir("svc-bench-datasets-");
 const seconds = (from: bigint) => Number(process.hrtime.bigint() - from) / 1e9;
 
 // baseline: one prepared INSERT, one transaction, same driver, same pragmas as the store

@@ -26,7 +26,7 @@ import { defineConnector, defineProject, defineSchedule, type ProjectDefinition 
 import { builtinPlugins } from "../../plugins";
 import { sandboxProject, SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { WORKFLOW_ENGINE } from "../../workflows/modules";
-import { tempDir } from "../helpers-fs";
+import { benchDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
 
 const RATE = Number(process.env.BENCH_ES_RATE ?? 500);
@@ -59,7 +59,7 @@ async function start(project: ProjectDefinition): Promise<App> {
     workflowEngine: WORKFLOW_ENGINE,
     defaults: { devToken: SANDBOX_DEV_TOKEN },
     logger: pino({ level: "warn" }),
-    env: { ...process.env, PORT: "0", SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", SVC_DECK_CHECKS: "false" },
+    env: { ...process.env, PORT: "0", SVC_DATA_DIR: benchDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", SVC_DECK_CHECKS: "false" },
   });
 }
 

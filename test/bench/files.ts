@@ -26,7 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import * as tus from "tus-js-client";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
-import { tempDir } from "../helpers-fs";
+import { benchDir } from "../helpers-fs";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const REPS = Number(process.env.BENCH_FILE_REPS ?? 11);
@@ -46,7 +46,7 @@ const mbps = (ms: number) => SIZE / MB / (ms / 1000);
 const bytes = crypto.randomBytes(SIZE);
 bytes.write("%PDF-1.7\n", 0, "latin1");
 const blob = new Blob([bytes], { type: "application/pdf" });
-const work = tempDir("svc-bench-files-");
+const work = benchDir("svc-bench-files-");
 const downloadFile = path.join(work, "bench.pdf");
 fs.writeFileSync(downloadFile, bytes);
 

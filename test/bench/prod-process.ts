@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { MALLOC_ARENA_MAX } from "../../core/heap";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
-import { childPids, tempDir } from "../helpers-fs";
+import { benchDir, childPids } from "../helpers-fs";
 import { freePort } from "../setup/global";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -37,7 +37,7 @@ export interface StartedSandbox {
  */
 export async function startSandbox(kind: StartKind, opts: { dataDir?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<StartedSandbox> {
   const port = await freePort();
-  const dataDir = opts.dataDir ?? tempDir("svc-bench-start-");
+  const dataDir = opts.dataDir ?? benchDir("svc-bench-start-");
   // glibc's arenas as `npm start` and `npm run start:prod` set them (unless this environment does)
   const env: NodeJS.ProcessEnv = { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX), ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", LOG_LEVEL: "debug", ...opts.env };
   delete env.SVC_WORKFLOW_BUNDLE;

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { MALLOC_ARENA_MAX } from "../../core/heap";
 import { buildSandbox } from "../../sandbox/build";
-import { tempDir } from "../helpers-fs";
+import { benchDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
 import type { RunnerFigures } from "./runner-probe";
 
@@ -43,7 +43,7 @@ export type BenchServerKind = "bare" | "bare-files" | "app";
  * (the bare yardsticks keep glibc's default). `env` wins over all of it. stdout is piped, stderr inherited.
  */
 async function spawnTarget(kind: BenchServerKind | "runner", env: Record<string, string> = {}): Promise<ChildProcess> {
-  const fullEnv = { ...(kind === "app" || kind === "runner" ? { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX) } : {}), ...process.env, PORT: String(await freePort()), SVC_DATA_DIR: tempDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
+  const fullEnv = { ...(kind === "app" || kind === "runner" ? { MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX) } : {}), ...process.env, PORT: String(await freePort()), SVC_DATA_DIR: benchDir("svc-bench-"), SVC_TEMPORAL_PORT: String(await freePort()), SVC_TEMPORAL_UI: "false", SVC_SCHEDULES: "false", LOG_LEVEL: "warn", ...env };
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
   const entry = BENCH_APP === "compiled" ? [await compiledServerEntry()] : ["--import", "tsx", "test/bench/server.ts"];
   return spawn(process.execPath, [...flags, ...entry, kind], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });

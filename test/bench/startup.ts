@@ -37,7 +37,7 @@ import { Webhook } from "standardwebhooks";
 import { ensureTemporalCli } from "../../core/temporal/cli";
 import { buildSandbox } from "../../sandbox/build";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
-import { tempDir } from "../helpers-fs";
+import { benchDir } from "../helpers-fs";
 import { childRssMb, median, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
 import { fmt, meets, reportRows, type BenchRow } from "./report";
 
@@ -141,7 +141,7 @@ rows.push({
 
 // 3. first start with an empty CLI cache
 if (process.env.BENCH_FIRST_START !== "0") {
-  const cache = tempDir("svc-bench-cache-");
+  const cache = benchDir("svc-bench-cache-");
   const first = await startSandbox(compiled, { env: { SVC_CACHE_DIR: cache }, timeoutMs: 900_000 });
   await first.stop();
   const fetched = /Fetched the Temporal CLI in (\d+) s/.exec(first.output());

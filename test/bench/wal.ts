@@ -17,12 +17,12 @@ import path from "node:path";
 import sqlite3 from "sqlite3";
 import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
-import { tempDir } from "../helpers-fs";
+import { benchDir } from "../helpers-fs";
 import { reportRows } from "./report";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const requests = Number(process.env.BENCH_WAL_REQUESTS ?? 200);
-const dataDir = tempDir("svc-bench-wal-");
+const dataDir = benchDir("svc-bench-wal-");
 const file = path.join(dataDir, "svc.db");
 console.log(`\nsvc bench wal: WAL pages per request, ${requests} requests one at a time, node ${process.version}, servers ${BENCH_APP} (BENCH_APP)\n`);
 const app = await startBenchServer("app", { SVC_DATA_DIR: dataDir });
