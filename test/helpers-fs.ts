@@ -7,19 +7,26 @@ export function tempDir(prefix = "svc-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** The directories {@link benchDir} made, removed when the process exits. */
-const removedAtExit = new Set<string>();
+/** The directories {@link removedAtExit} was given. */
+const toRemoveAtExit = new Set<string>();
 
 /**
- * A fresh temporary directory that is removed when this process exits (normally or by an uncaught
- * error; not when a signal kills it): for the benchmarks' data dirs, which hold gigabytes after a soak
- * (the startup bench's were left behind, 683 of them, 63 GB, until the disk was full).
+ * Answers `dir`, which is removed (with what it holds) when this process exits, normally or by an
+ * uncaught error; not when a signal kills it.
+ */
+export function removedAtExit(dir: string): string {
+  if (toRemoveAtExit.size === 0) process.once("exit", () => toRemoveAtExit.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+  toRemoveAtExit.add(dir);
+  return dir;
+}
+
+/**
+ * A fresh temporary directory removed when this process exits ({@link removedAtExit}): for the
+ * benchmarks' data dirs, which hold gigabytes after a soak (the startup bench's were left behind, 683
+ * of them, 63 GB, until the disk was full).
  */
 export function benchDir(prefix: string): string {
-  const dir = tempDir(prefix);
-  if (removedAtExit.size === 0) process.once("exit", () => removedAtExit.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-  removedAtExit.add(dir);
-  return dir;
+  return removedAtExit(tempDir(prefix));
 }
 
 /** Reads a whole stream into one buffer. */

@@ -2,7 +2,7 @@
  * The events INSERT of a group commit (`GroupStatement`, core/store/sql.ts) for the built-in SQLite
  * stream (`SqliteEventStream`, ./sqlite-stream.ts), and the entries it stores.
  */
-import { batchOfRows, type GroupStatement, type SqlStatements } from "../store/db";
+import { batchOfParameter, batchOfRows, type GroupStatement, type SqlStatements } from "../store/db";
 import type { DomainEventEnvelope } from "./catalog";
 import type { EventFacts } from "./stream";
 
@@ -44,7 +44,7 @@ function eventRows(rows: readonly QueuedEvent[]): unknown[][] {
  *   follow `nextSeq`. The statement fails instead of guessing (a NOT NULL id) when `sqlite_sequence`
  *   is not below the first of them (another writer, or seqs used up by rows skipped before), and on
  *   an id stored before (its UNIQUE): the group then calls `run`.
- * - `run` inserts from a JSON array of rows (`json_each`) with `RETURNING id, seq`: a row whose id
+ * - `run` inserts from a JSON array of rows (`batchOfParameter`) with `RETURNING id, seq`: a row whose id
  *   was stored before, or earlier in the same group, keeps seq 0 and is not appended; then reads
  *   `sqlite_sequence` for `nextSeq`.
  */
@@ -59,9 +59,10 @@ export class EventInsert implements GroupStatement<QueuedEvent> {
   async run(w: SqlStatements, rows: readonly QueuedEvent[]): Promise<void> {
     for (const row of rows) row.seq = 0;
     const stored = await w.all<{ id: string; seq: number }>(
-      `INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
-       SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11
-       FROM json_each(?) WHERE true ORDER BY key ON CONFLICT (id) DO NOTHING RETURNING id, seq`,
+      `WITH ${batchOfParameter(12)}
+       INSERT INTO events (id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
+       SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11
+       FROM batch WHERE true ORDER BY n ON CONFLICT (id) DO NOTHING RETURNING id, seq`,
       [JSON.stringify(eventRows(rows))],
     );
     const seqs = new Map(stored.map((r) => [r.id, r.seq]));

@@ -128,8 +128,9 @@ function sqlLiteral(value: unknown): string | undefined {
   }
 }
 
-/** `batch(n, c0, …, c<columns-1>)`: the common table expression's name and columns (see {@link rowsStatement}). */
-const batchColumns = (columns: number) => `batch(n, ${Array.from({ length: columns }, (_, i) => `c${i}`).join(", ")})`;
+/** `batch(n, c0, …, c<columns-1>)`: the common table expression's name and columns (see {@link rowsStatement}), by column count. */
+const batchHeads: string[] = [];
+const batchColumns = (columns: number) => (batchHeads[columns] ??= `batch(n, ${Array.from({ length: columns }, (_, i) => `c${i}`).join(", ")})`);
 
 /**
  * The common table expression `batch(n, c0, c1, …)` over `rows` (each an array of `columns` values;
@@ -158,7 +159,7 @@ function batchOfJson(columns: number, json: string): string {
 }
 
 /** The common table expression `batch(n, c0, c1, …)` over the statement's one parameter, a JSON array of rows (see {@link batchOfRows}). */
-function batchOfParameter(columns: number): string {
+export function batchOfParameter(columns: number): string {
   return batchOfJson(columns, "?");
 }
 

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { MALLOC_ARENA_MAX } from "../../core/heap";
 import { buildSandbox } from "../../sandbox/build";
-import { benchDir } from "../helpers-fs";
+import { benchDir, removedAtExit } from "../helpers-fs";
 import { freePort } from "../setup/global";
 import type { RunnerFigures } from "./runner-probe";
 
@@ -24,8 +24,7 @@ function compiledServerEntry(): Promise<string> {
   compiledServer ??= (async () => {
     // under the repository (node_modules must be reachable from it)
     fs.mkdirSync(path.join(ROOT, ".bench"), { recursive: true });
-    const outdir = fs.mkdtempSync(path.join(ROOT, ".bench", "server-"));
-    process.once("exit", () => fs.rmSync(outdir, { recursive: true, force: true }));
+    const outdir = removedAtExit(fs.mkdtempSync(path.join(ROOT, ".bench", "server-")));
     process.stdout.write(`building the compiled benchmark server into ${path.relative(ROOT, outdir)} (BENCH_APP=tsx runs the sources)\n`);
     await buildSandbox(outdir, undefined, [{ in: "test/bench/server.ts", out: "sandbox/bench-server" }]);
     return path.join(outdir, "sandbox", "bench-server.js");
