@@ -2,7 +2,7 @@
  * The events INSERT of a group commit (`GroupStatement`, core/store/sql.ts) for the built-in SQLite
  * stream (`SqliteEventStream`, ./sqlite-stream.ts), and the entries it stores.
  */
-import { batchOfParameter, batchOfRows, type GroupStatement, type SqlStatements } from "../store/db";
+import { batchOfParameter, batchOfRows, literalRows, type GroupStatement, type SqlStatements } from "../store/db";
 import type { DomainEventEnvelope } from "./catalog";
 import type { EventFacts } from "./stream";
 
@@ -39,11 +39,13 @@ function eventRows(rows: readonly QueuedEvent[]): unknown[][] {
  * The INSERT of a group commit's events: one statement over all the rows, so that a group of 16
  * action runs has one statement for its events instead of 16; notes each stored row's seq on it.
  *
- * - `sql` (the group's one call, see `GroupStatement`; the rows written into it by `batchOfRows`)
- *   gives the rows the seqs AUTOINCREMENT would give them: this process is the only writer, so they
- *   follow `nextSeq`. The statement fails instead of guessing (a NOT NULL id) when `sqlite_sequence`
- *   is not below the first of them (another writer, or seqs used up by rows skipped before), and on
- *   an id stored before (its UNIQUE): the group then calls `run`.
+ * - `sql` (the group's one call, see `GroupStatement`) writes the rows as `VALUES (…), (…)` literals
+ *   (`literalRows`; as one JSON string read through `json_each` when a value has no literal, see
+ *   `batchOfRows`) with the seqs AUTOINCREMENT would give them: this process is the only writer, so
+ *   they follow `nextSeq`. The statement fails instead of guessing (the first row's NOT NULL id) when
+ *   `sqlite_sequence` is not below the first of them (another writer, or seqs used up by rows skipped
+ *   before), and on an id or a seq stored before (their UNIQUE): the group then calls `run`. It is
+ *   `INSERT OR FAIL` (no statement journal: see `insertRows` in core/store/sql.ts).
  * - `run` inserts from a JSON array of rows (`batchOfParameter`) with `RETURNING id, seq`: a row whose id
  *   was stored before, or earlier in the same group, keeps seq 0 and is not appended; then reads
  *   `sqlite_sequence` for `nextSeq`.
@@ -82,9 +84,17 @@ export class EventInsert implements GroupStatement<QueuedEvent> {
     const first = this.nextSeq;
     this.nextSeq += rows.length;
     rows.forEach((row, i) => (row.seq = first + i));
-    return `WITH ${batchOfRows(12, eventRows(rows))}
-      INSERT INTO events (seq, id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
-      SELECT ${first} + n, iif(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) < ${first}, c0, NULL), c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11
+    const values = eventRows(rows);
+    // the first row's id: NULL (failing the INSERT) unless sqlite_sequence is below `first`
+    const guard = (id: string) => `iif(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) < ${first}, ${id}, NULL)`;
+    const literals = literalRows(values, 12);
+    if (!literals) {
+      return `WITH ${batchOfRows(12, values)}
+      INSERT OR FAIL INTO events (seq, id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope)
+      SELECT ${first} + n, ${guard("c0")}, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11
       FROM batch ORDER BY n`;
+    }
+    const tuples = literals.map((row, i) => `(${first + i}, ${i === 0 ? guard(row[0]!) : row[0]}, ${row.slice(1).join(", ")})`);
+    return `INSERT OR FAIL INTO events (seq, id, type, topic, partition_key, appended_at, subject_type, subject_id, action_id, run_id, perm1, perm2, envelope) VALUES ${tuples.join(", ")}`;
   }
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import * as v from "valibot";
-import { rowsStatement, type Database, type SqlParams } from "../store/db";
+import { insertRows, type Database, type SqlParams } from "../store/db";
 import type { Logger } from "../logger";
 import type { HandlerLogger } from "../sdk/context";
 import { decodeCursor, encodeCursor } from "../events/cursor";
@@ -29,13 +29,10 @@ export interface LogQuery {
 
 /**
  * The INSERT of a flush's lines: one statement over all of them (see
- * {@link rowsStatement}), seqs in the lines' order. An item is `[at, appendedAt, level, message,
+ * {@link insertRows}), seqs in the lines' order. An item is `[at, appendedAt, level, message,
  * fields (JSON text), runKind, runId]`.
  */
-const insertLines = rowsStatement<[at: string, appendedAt: number, level: LogLevel, message: string, fields: string, runKind: string, runId: string]>(
-  7,
-  "INSERT INTO logs (at, appended_at, level, message, fields, run_kind, run_id) SELECT c0, c1, c2, c3, c4, c5, c6 FROM batch ORDER BY n",
-);
+const insertLines = insertRows<[at: string, appendedAt: number, level: LogLevel, message: string, fields: string, runKind: string, runId: string]>("logs", ["at", "appended_at", "level", "message", "fields", "run_kind", "run_id"]);
 
 /**
  * Handler log capture (spec 2.5). {@link LogCapture.logger} gives a handler a logger that writes to the

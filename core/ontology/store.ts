@@ -1,5 +1,5 @@
 import { inject, injectable } from "../di";
-import { Database, rowsStatement, type SqlReader, type SqlWriter } from "../store/db";
+import { Database, insertRows, type SqlReader, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { EventLog } from "../events/log";
 import type { Actor, DomainEventEnvelope, Origin, PropertyChange } from "../events/catalog";
@@ -16,10 +16,7 @@ import { readObjectRow, toRecord, type ObjectBatch, type ObjectRow } from "./obj
  * A commit's row when its key is not looked up first: unkeyed, or one of the caller's `newKeys` (then
  * a key already there is left as it is). Rows `[commitId, idempotencyKey | null, correlationId, createdAt]`.
  */
-const COMMIT_ROWS = rowsStatement<[string, string | null, string, string]>(
-  4,
-  "INSERT INTO commits (commit_id, idempotency_key, correlation_id, created_at) SELECT c0, c1, c2, c3 FROM batch WHERE true ON CONFLICT DO NOTHING",
-);
+const COMMIT_ROWS = insertRows<[string, string | null, string, string]>("commits", ["commit_id", "idempotency_key", "correlation_id", "created_at"], { onConflict: "ON CONFLICT DO NOTHING" });
 
 /** Who and what a write is for: copied into every envelope of the commit (spec 2.3). */
 export interface WriteContext {

@@ -11,7 +11,7 @@ import { TemporalHost } from "../temporal/host";
 import { startRun } from "../temporal/start";
 import { FileStore } from "../files/file-store";
 import { findFileValues } from "../ontology/validate";
-import { rowsStatement, type SqlWriter } from "../store/db";
+import { insertRows, rowsStatement, type SqlWriter } from "../store/db";
 import { BatchedLookup } from "../store/batched-lookup";
 import type { Actor } from "../events/catalog";
 import type { ActionContext, ActionRunRecord, Subject } from "../sdk/context";
@@ -54,18 +54,14 @@ function toRecord(r: RunRow): ActionRunRecord {
 
 /**
  * The group commit's INSERT of the runs its callers record: one statement over all of them
- * instead of one call to SQLite per run (see {@link rowsStatement}). A run that
+ * instead of one call to SQLite per run (see {@link insertRows}). A run that
  * ended before it was recorded is inserted finished (one row write, no later UPDATE); a run recorded
  * while its handler runs is inserted `running` (status `running`, the last four items null) and
  * finished by {@link finishRuns}. An item is
  * `[id, runId, actionId, status, subject, params, actor, startedAt, finishedAt, result, error, effectStatus]`,
  * the JSON columns as text.
  */
-const insertRuns = rowsStatement<ActionRunInsert>(
-  12,
-  `INSERT INTO action_runs (id, run_id, action_id, status, subject, params, actor, started_at, finished_at, result, error, effect_status)
-   SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11 FROM batch ORDER BY n`,
-);
+const insertRuns = insertRows<ActionRunInsert>("action_runs", ["id", "run_id", "action_id", "status", "subject", "params", "actor", "started_at", "finished_at", "result", "error", "effect_status"]);
 type ActionRunInsert = [
   id: string, runId: string, actionId: string, status: ActionRunRecord["status"], subject: string | null, params: string, actor: string | null, startedAt: string,
   finishedAt: string | null, result: string | null, error: string | null, effectStatus: "pending" | null,

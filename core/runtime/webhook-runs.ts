@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { hash } from "node:crypto";
-import { rowsStatement } from "../store/db";
+import { insertRows, rowsStatement, statementsInOrder } from "../store/db";
 
 /** One handling attempt of a Webhook run. */
 export const WebhookAttemptSchema = v.object({
@@ -70,15 +70,15 @@ export function runColumns(r: WebhookRunRow, ending?: RunEnding): RunColumns {
 
 /**
  * The group commit's INSERT of the runs its callers record (see {@link RunRecording}), with their first
- * attempts: two statements over all of them ({@link rowsStatement}), so a first delivery costs the writer no call
+ * attempts: two statements over all of them ({@link insertRows}), so a first delivery costs the writer no call
  * to SQLite of its own (see `GroupStatement`). A key stored before fails the group: the delivery looked
  * its key up first (one process per data dir), so that means another process wrote the same data dir.
  */
-export const insertRuns = rowsStatement<RunColumns>(
-  14,
-  `INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, idempotency_key, status, attempts, received_at, content_type, headers, body, replay_of, finished_at, response)
-   SELECT c0, c1, c2, c3, c4, c10, 1, c5, c6, c7, unhex(c8), c9, c11, c12 FROM batch ORDER BY n`,
-  "INSERT INTO webhook_attempts (run_id, attempt, started_at, status, finished_at, error) SELECT c0, 1, c5, c10, c11, c13 FROM batch ORDER BY n",
+export const insertRuns = statementsInOrder<RunColumns>(
+  insertRows("webhook_runs", ["id", "execution_id", "connector_id", "webhook_id", "idempotency_key", "status", "attempts", "received_at", "content_type", "headers", "body", "replay_of", "finished_at", "response"], {
+    values: ["c0", "c1", "c2", "c3", "c4", "c10", "1", "c5", "c6", "c7", "unhex(c8)", "c9", "c11", "c12"],
+  }),
+  insertRows("webhook_attempts", ["run_id", "attempt", "started_at", "status", "finished_at", "error"], { values: ["c0", "1", "c5", "c10", "c11", "c13"] }),
 );
 
 /**

@@ -5,10 +5,12 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { Database, rowsStatement, type GroupStatement, type SqlWriter } from "./db";
 import { tempDir } from "../../test/helpers-fs";
+import { closeOpenedDatabases, openWithTable } from "../../test/helpers-db";
 
 const opened: Database[] = [];
 afterEach(async () => {
   for (const db of opened.splice(0)) await db.close();
+  await closeOpenedDatabases();
 });
 
 describe("Database", () => {
@@ -40,20 +42,6 @@ async function observer(file: string): Promise<{ count(sql: string, params?: unk
     count: (sql, params = []) => new Promise((resolve, reject) => conn.get(sql, params, (err, row: { n: number }) => (err ? reject(err) : resolve(row.n)))),
     close: () => new Promise((resolve) => conn.close(() => resolve())),
   };
-}
-
-/**
- * A database with `ddl` applied. `oneGroup`: the group commit's window widened from 5 ms to 10 s, for
- * tests whose callers, queued in one tick, must share one group also on a loaded machine (a caller
- * that awaits a statement can take longer than 5 ms there, and the next caller then starts a group).
- */
-async function openWithTable(ddl: string[], { oneGroup = false } = {}): Promise<Database> {
-  const db = await Database.open(path.join(tempDir("svc-db-"), "svc.db"), oneGroup ? { groupMs: 10_000 } : {});
-  opened.push(db);
-  await db.transaction(async (tx) => {
-    for (const sql of ddl) await tx.run(sql);
-  });
-  return db;
 }
 
 /** Into `t (v)` through the rows' text; into `u (v)` through a text that fails (no such table) and a `run` that writes. */
@@ -398,38 +386,6 @@ describe("Database group commit", () => {
     expect(after.deferredFallbacks).toBe(before.deferredFallbacks);
     expect((await db.all<{ v: string }>("SELECT v FROM t ORDER BY rowid")).map((r) => r.v)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`).filter((v) => v !== "v7"));
     expect(await db.all("SELECT v, n FROM u ORDER BY rowid")).toEqual(Array.from({ length: 10 }, (_, k) => ({ v: `u${2 * k}`, n: 2 * k })));
-  });
-
-  it("writes values as literals in the one call (VALUES), each with the type and value the one-by-one statements write", async () => {
-    const db = await openWithTable(["CREATE TABLE t (k INTEGER, v)"]); // v without affinity: each value keeps its type
-    const insert = rowsStatement<[number, unknown]>(2, "INSERT INTO t (k, v) SELECT c0, c1 FROM batch ORDER BY n");
-    const values = ["it's", "''", "'); DROP TABLE t; --", "$& $' $` $$ $1", "back\\slash \"quoted\"", "ünïcödé 🎉", "two\nlines", "", null, undefined, 0, -0, -7, 1.5, -2.25e-7, 1e21, 2 ** 60, Number.NaN, Infinity, true, false];
-    const rows = values.map((v, k) => [k, v] as [number, unknown]);
-    expect(insert.sql!(rows)).toMatch(/AS \(VALUES \(0, 0, 'it''s'\)/);
-    await db.transaction(async (tx) => void tx.defer(insert, rows));
-    expect(db.stats().deferredFallbacks).toBe(0);
-    const read = "SELECT k, v, typeof(v) AS type FROM t ORDER BY k";
-    const fast = await db.all<{ k: number; v: unknown; type: string }>(read);
-    await db.transaction((tx) => tx.run("DELETE FROM t"));
-    await db.transaction((tx) => insert.run(tx, rows));
-    expect(await db.all(read)).toEqual(fast);
-    expect(fast.map((r) => r.type)).toEqual([...Array(8).fill("text"), "null", "null", "integer", "integer", "integer", "real", "real", "real", "integer", "null", "null", "integer", "integer"]);
-  });
-
-  it("writes every value through the one call as the one-by-one statements write it, a NUL and a lone surrogate as JSON", async () => {
-    const db = await openWithTable(["CREATE TABLE t (k INTEGER, v TEXT)"]);
-    const insert = rowsStatement<[number, string | null]>(2, "INSERT INTO t (k, v) SELECT c0, c1 FROM batch ORDER BY n");
-    expect(insert.sql!([[0, "nul \u0000 inside"]])).toContain("json_each('[[0,\"nul \\u0000 inside\"]]')");
-    expect(insert.sql!([[0, "lone \ud800"]])).toContain("json_each(");
-    const values = ["it's", "''", "'); DROP TABLE t; --", "$& $' $` $$ $1", "nul \u0000 inside", "back\\slash \"quoted\"", "ünïcödé 🎉", "lone \ud800 surrogate", "two\nlines", null, ""];
-    await db.transaction(async (tx) => void tx.defer(insert, values.map((v, k) => [k, v] as [number, string | null])));
-    expect(db.stats().deferredFallbacks).toBe(0);
-    const fast = await db.all<{ k: number; v: string | null }>("SELECT k, v FROM t ORDER BY k");
-    await db.transaction((tx) => tx.run("DELETE FROM t"));
-    await db.transaction((tx) => insert.run(tx, values.map((v, k) => [k, v] as [number, string | null])));
-    expect(await db.all("SELECT k, v FROM t ORDER BY k")).toEqual(fast);
-    // a lone surrogate is no UTF-8: SQLite's JSON keeps its three bytes, read back as three U+FFFD (on both paths)
-    expect(fast.map((r) => r.v)).toEqual(values.map((v) => (v === null ? null : v.replace(/\ud800/, "\ufffd".repeat(3)))));
   });
 
   it("undoes a one call that failed in its deferred statements and runs them one by one, each once", async () => {

@@ -5,7 +5,7 @@ import { MIGRATIONS_TABLE, migrations } from "./schema-migrations";
 import { WalCheckpointer, type WalCheckpointStats } from "./checkpointer";
 import { openConnection, TransactionLost, type Connection, type GroupStatement, type SqlParams, type SqlReader, type SqlWriter } from "./sql";
 
-export { batchOfParameter, batchOfRows, rowsStatement, sqlText, TransactionLost, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
+export { batchOfParameter, batchOfRows, insertRows, literalRows, rowsStatement, statementsInOrder, sqlText, TransactionLost, type GroupStatement, type SqlParams, type SqlReader, type SqlStatements, type SqlValue, type SqlWriter } from "./sql";
 
 /** Counters of the store's work since it opened (for benchmarks and `statements per request`). */
 export interface DatabaseStats extends WalCheckpointStats {

@@ -186,6 +186,106 @@ export function rowsStatement<I extends readonly unknown[]>(columns: number, ...
   };
 }
 
+/**
+ * Each of `rows` as the literals of its values ({@link sqlLiteral}); undefined when a value has none.
+ * For statements that write their rows as `VALUES (…), (…)` themselves (the event log's INSERT).
+ */
+export function literalRows(rows: readonly (readonly unknown[])[], columns: number): string[][] | undefined {
+  const out: string[][] = [];
+  for (const row of rows) {
+    const literals: string[] = [];
+    for (let c = 0; c < columns; c++) {
+      const literal = sqlLiteral(row[c] ?? null);
+      if (literal === undefined) return undefined;
+      literals.push(literal);
+    }
+    out.push(literals);
+  }
+  return out;
+}
+
+/**
+ * A {@link GroupStatement} that inserts one row per item into `table`. Its {@link GroupStatement.sql}
+ * is `INSERT OR FAIL INTO <table> (<columns>) VALUES (…), (…) <onConflict>`, the values written as
+ * literals: SQLite parses and plans a plain multi-row `VALUES` for about two thirds of what the same
+ * rows cost read from a `WITH batch AS (VALUES …)` (a group of 8 action runs' INSERTs, issue 15), and
+ * `OR FAIL` spares each statement its statement journal (SQLite's copy of every page the statement
+ * changes, kept to undo the statement alone on a constraint error: the group undoes the whole call
+ * instead). When a value has no literal (see {@link batchOfRows}), the rows are one JSON string read
+ * through `json_each`, and {@link GroupStatement.run} binds them as one parameter the same way.
+ *
+ * @param table the table's name
+ * @param columns the columns written, in order
+ * @param opts.values one SQL expression per column over the item's values `c0`, `c1`, … (default
+ *   `c0` … `c<n-1>`): a reference, a constant, or a deterministic function of them (`unhex(c8)`); a
+ *   `c<i>` inside a string literal is text, not a reference
+ * @throws Error when `values` and `columns` differ in length
+ * @param opts.onConflict an upsert clause after the rows (`ON CONFLICT DO NOTHING`); without one, a
+ *   row that breaks a constraint fails the statement (and the group's one call)
+ */
+export function insertRows<I extends readonly unknown[]>(table: string, columns: readonly string[], opts: { values?: readonly string[]; onConflict?: string } = {}): GroupStatement<I> {
+  const values = opts.values ?? columns.map((_, i) => `c${i}`);
+  if (values.length !== columns.length) throw new Error(`insertRows(${table}): ${columns.length} columns but ${values.length} values`);
+  const conflict = opts.onConflict ? ` ${opts.onConflict}` : "";
+  // each row's text: the expressions' text between their item references (`c<i>` → the item's i-th
+  // value; not inside a string literal)
+  const texts = [""];
+  const refs: number[] = [];
+  const row = `(${values.join(", ")})`;
+  let at = 0;
+  for (const m of row.matchAll(/'(?:[^']|'')*'|\bc(\d+)\b/g)) {
+    if (m[1] === undefined) continue;
+    texts[texts.length - 1] += row.slice(at, m.index);
+    texts.push("");
+    refs.push(Number(m[1]));
+    at = m.index + m[0].length;
+  }
+  texts[texts.length - 1] += row.slice(at);
+  const width = Math.max(-1, ...refs) + 1;
+  const head = `INSERT OR FAIL INTO ${table} (${columns.join(", ")})`;
+  const fromBatch = `SELECT ${values.join(", ")} FROM batch WHERE true ORDER BY n${conflict}`;
+  const withParameter = `WITH ${batchOfParameter(width)}\nINSERT INTO ${table} (${columns.join(", ")}) ${fromBatch}`;
+  return {
+    async run(w, items) {
+      await w.run(withParameter, [JSON.stringify(items)]);
+    },
+    sql(items) {
+      const rows: string[] = [];
+      for (const item of items) {
+        let row = texts[0]!;
+        for (let r = 0; r < refs.length; r++) {
+          const literal = sqlLiteral(item[refs[r]!] ?? null);
+          if (literal === undefined) return `WITH ${batchOfJson(width, sqlText(JSON.stringify(items)))}\n${head} ${fromBatch}`;
+          row += literal + texts[r + 1]!;
+        }
+        rows.push(row);
+      }
+      return `${head} VALUES ${rows.join(", ")}${conflict}`;
+    },
+  };
+}
+
+/**
+ * One {@link GroupStatement} of `statements` over the same items, each run (or written) in the order
+ * given: a table's rows before the rows that reference them.
+ */
+export function statementsInOrder<I>(...statements: GroupStatement<I>[]): GroupStatement<I> {
+  return {
+    async run(w, items) {
+      for (const statement of statements) await statement.run(w, items);
+    },
+    sql(items) {
+      const texts: string[] = [];
+      for (const statement of statements) {
+        const text = statement.sql?.(items);
+        if (text === undefined) return undefined;
+        texts.push(text);
+      }
+      return texts.join(";\n");
+    },
+  };
+}
+
 /** One connection's promise access (see {@link openConnection}). */
 export type Connection = SqlStatements & { exec(sql: string): Promise<void>; close(): Promise<void>; statements: () => number };
 
