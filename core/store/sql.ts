@@ -219,9 +219,9 @@ export function literalRows(rows: readonly (readonly unknown[])[], columns: numb
  * @param opts.values one SQL expression per column over the item's values `c0`, `c1`, … (default
  *   `c0` … `c<n-1>`): a reference, a constant, or a deterministic function of them (`unhex(c8)`); a
  *   `c<i>` inside a string literal is text, not a reference
- * @throws Error when `values` and `columns` differ in length
  * @param opts.onConflict an upsert clause after the rows (`ON CONFLICT DO NOTHING`); without one, a
  *   row that breaks a constraint fails the statement (and the group's one call)
+ * @throws Error when `values` and `columns` differ in length
  */
 export function insertRows<I extends readonly unknown[]>(table: string, columns: readonly string[], opts: { values?: readonly string[]; onConflict?: string } = {}): GroupStatement<I> {
   const values = opts.values ?? columns.map((_, i) => `c${i}`);
@@ -231,16 +231,16 @@ export function insertRows<I extends readonly unknown[]>(table: string, columns:
   // value; not inside a string literal)
   const texts = [""];
   const refs: number[] = [];
-  const row = `(${values.join(", ")})`;
+  const tuple = `(${values.join(", ")})`;
   let at = 0;
-  for (const m of row.matchAll(/'(?:[^']|'')*'|\bc(\d+)\b/g)) {
+  for (const m of tuple.matchAll(/'(?:[^']|'')*'|\bc(\d+)\b/g)) {
     if (m[1] === undefined) continue;
-    texts[texts.length - 1] += row.slice(at, m.index);
+    texts[texts.length - 1] += tuple.slice(at, m.index);
     texts.push("");
     refs.push(Number(m[1]));
     at = m.index + m[0].length;
   }
-  texts[texts.length - 1] += row.slice(at);
+  texts[texts.length - 1] += tuple.slice(at);
   const width = Math.max(-1, ...refs) + 1;
   const head = `INSERT OR FAIL INTO ${table} (${columns.join(", ")})`;
   const fromBatch = `SELECT ${values.join(", ")} FROM batch WHERE true ORDER BY n${conflict}`;
