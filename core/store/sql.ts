@@ -1,7 +1,7 @@
 /**
  * The store's statement surface (spec: the SQLite store of DESIGN.md): the types a transaction and a
  * read connection offer (`SqlReader`, `SqlStatements`, `SqlWriter`), the group statements of a group
- * commit (`GroupStatement`, `rowsStatement`), and one connection's promise access with its cache of
+ * commit (`GroupStatement`: `insertRows`, `rowsStatement`, `statementsInOrder`), and one connection's promise access with its cache of
  * prepared statements (`openConnection`). `./db.ts` (`Database`) builds the writer, the reader and the
  * checkpointer from these and re-exports the types.
  */
@@ -72,7 +72,8 @@ export class TransactionLost extends Error {
  * A statement that a group commit runs once over the items its callers queued with
  * {@link SqlWriter.defer}: after the group's last caller, before its `COMMIT`, in the group's
  * transaction. For the hot writes whose rows no caller reads back in its own transaction (the event
- * log's INSERT; the action runs' and webhook attempts' rows through {@link rowsStatement}): each
+ * log's INSERT; the action runs' and webhook runs' rows through {@link insertRows}, their completions
+ * through {@link rowsStatement}): each
  * awaited statement is a round trip to SQLite's thread that waits for the event loop's next turn
  * (70-250 µs under load against 28 µs alone), so one per group instead of one per caller is what the
  * writer's throughput is made of.
