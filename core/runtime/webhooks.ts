@@ -144,9 +144,8 @@ export class WebhookDeliveries {
       let after: { c: string; w: string; k: string } | undefined;
       let count = 0;
       for (;;) {
-        const rows = await (after
-          ? this.db.all<{ c: string; w: string; k: string }>(`${select} AND (connector_id, webhook_id, idempotency_key) > (?, ?, ?) ${order}`, [after.c, after.w, after.k])
-          : this.db.all<{ c: string; w: string; k: string }>(`${select} ${order}`));
+        const rest = after ? " AND (connector_id, webhook_id, idempotency_key) > (?, ?, ?)" : "";
+        const rows = await this.db.all<{ c: string; w: string; k: string }>(`${select}${rest} ${order}`, after ? [after.c, after.w, after.k] : []);
         for (const r of rows) this.storedKeys.add(`${r.c}\u0000${r.w}\u0000${r.k}`);
         count += rows.length;
         if (rows.length < page) break;

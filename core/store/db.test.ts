@@ -5,18 +5,13 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { Database, rowsStatement, type GroupStatement, type SqlWriter } from "./db";
 import { tempDir } from "../../test/helpers-fs";
-import { closeOpenedDatabases, openWithTable } from "../../test/helpers-db";
+import { closedAfterTest, closeOpenedDatabases, openWithTable } from "../../test/helpers-db";
 
-const opened: Database[] = [];
-afterEach(async () => {
-  for (const db of opened.splice(0)) await db.close();
-  await closeOpenedDatabases();
-});
+afterEach(closeOpenedDatabases);
 
 describe("Database", () => {
   it("answers every one of many concurrent gets of one cached statement, with and without parameters", async () => {
-    const db = await Database.open(path.join(tempDir("svc-db-"), "svc.db"));
-    opened.push(db);
+    const db = closedAfterTest(await Database.open(path.join(tempDir("svc-db-"), "svc.db")));
     await db.transaction(async (tx) => {
       await tx.run("CREATE TABLE t (seq INTEGER PRIMARY KEY, v TEXT NOT NULL)");
       for (let i = 1; i <= 5; i++) await tx.run("INSERT INTO t (v) VALUES (?)", [`v${i}`]);
@@ -453,8 +448,7 @@ describe("Database group commit", () => {
 
   it("rejects the callers of a group whose BEGIN fails (another process holds the write lock), and begins again once it is free", async () => {
     const file = path.join(tempDir("svc-db-"), "svc.db");
-    const db = await Database.open(file, { busyTimeoutMs: 50, groupMs: 10_000 });
-    opened.push(db);
+    const db = closedAfterTest(await Database.open(file, { busyTimeoutMs: 50, groupMs: 10_000 }));
     await db.transaction((tx) => tx.run("CREATE TABLE t (v TEXT NOT NULL)"));
     const insert = rowsStatement<[string]>(1, "INSERT INTO t (v) SELECT c0 FROM batch ORDER BY n");
     const other = await new Promise<sqlite3.Database>((resolve, reject) => {

@@ -140,18 +140,9 @@ const batchColumns = (columns: number) => (batchHeads[columns] ??= `batch(n, ${A
  * literal, the rows as one JSON string literal read through `json_each`, as {@link batchOfParameter} reads them.
  */
 export function batchOfRows(columns: number, rows: readonly (readonly unknown[])[]): string {
-  const values: string[] = [];
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!;
-    let text = `(${i}`;
-    for (let c = 0; c < columns; c++) {
-      const literal = sqlLiteral(row[c] ?? null);
-      if (literal === undefined) return batchOfJson(columns, sqlText(JSON.stringify(rows)));
-      text += `, ${literal}`;
-    }
-    values.push(`${text})`);
-  }
-  return `${batchColumns(columns)} AS (VALUES ${values.join(", ")})`;
+  const literals = literalRows(rows, columns);
+  if (!literals) return batchOfJson(columns, sqlText(JSON.stringify(rows)));
+  return `${batchColumns(columns)} AS (VALUES ${literals.map((row, i) => `(${i}, ${row.join(", ")})`).join(", ")})`;
 }
 
 /** {@link batchOfRows} over `json`, an SQL expression of a JSON array of rows (`?` for a parameter). */
