@@ -59,7 +59,9 @@ async function closedLoop(name: string, opts: autocannon.Options): Promise<Figur
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+/** The median of `xs` (NaN when empty). */
 const median = (xs: readonly number[]) => {
+  if (xs.length === 0) return NaN;
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
