@@ -29,7 +29,9 @@
  * (autocannon's own rate limit sends each second's quota in a burst), reporting p50/p99 of the
  * responses from each request's intended send time. The generator shares the machine's two cores with
  * the server, so the same generator is also run against the bare handler at the same rate: its p99
- * there is the floor this generator reaches on this machine, printed beside the service's.
+ * there is the floor this generator reaches on this machine, printed beside the service's. Before each
+ * round and each bare run the app is left to settle (under a tenth of a core, at most 10 s), so what a
+ * round left behind (WAL checkpoints, drains) does not slow the next one.
  */
 import crypto from "node:crypto";
 import os from "node:os";
@@ -194,6 +196,23 @@ const sequential = (count: number, opts: autocannon.Options) => async () => {
   }
   return count;
 };
+/**
+ * Waits until the app process uses under a tenth of a core over half a second (at most `maxMs`): the
+ * work a round leaves behind (WAL checkpoints, drains, the event followers catching up) must not land
+ * on the next round's bare handler, whose ratio it would lift. Answers the ms waited.
+ */
+const settle = async (maxMs = 10_000): Promise<number> => {
+  const t0 = performance.now();
+  let last = cpuSeconds(app.child.pid);
+  while (performance.now() - t0 < maxMs) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = cpuSeconds(app.child.pid);
+    if (now - last < 0.05) break;
+    last = now;
+  }
+  return performance.now() - t0;
+};
+const settled: number[] = [];
 /** One closed-loop round of `opts`, added to `into`; answers how many requests it made. */
 const round = (name: string, opts: autocannon.Options, into: Figures[]) => async () => {
   const f = await closedLoop(name, opts);
@@ -222,10 +241,14 @@ if (only === "workflows") {
   const actionCounters = storeCounters();
   const webhookCounters = storeCounters();
   for (let r = 0; r < rounds; r++) {
+    settled.push(await settle());
     bareRounds.push(await closedLoop(BARE, bareOpts));
     await actionCounters.over(round(ACTION, actionOpts, actionRounds));
+    settled.push(await settle());
     await webhookCounters.over(round(WEBHOOK, webhookOpts, webhookRounds));
   }
+  settled.push(await settle());
+  statementLines.push(`before each round, the app settled (under 0.1 core) in:`.padEnd(52) + ` ${settled.map((ms) => (ms / 1000).toFixed(1)).join(" / ")} s`);
   action = medianOf(ACTION, actionRounds);
   webhook = medianOf(WEBHOOK, webhookRounds);
   statementLines.push(`statements per action run (max load):`.padEnd(52) + ` ${actionCounters.perRequest()}`);
@@ -233,9 +256,11 @@ if (only === "workflows") {
   const paced = (rate: number) => () => openLoop(`bare h3 handler at ${rate}/s, paced (the generator's floor)`, `${bare.url}/bare`, rate, () => ({ body: "{}", headers: json }));
   const half = Math.max(1, Math.round(webhook.rps / 2));
   webhookHalf = await rewinds("webhook delivery at half load", () => openLoop(`webhook delivery at half that load (${half}/s, paced)`, webhookUrl, half, signedDelivery));
+  await settle();
   webhookHalfFloor = await paced(half)();
   const actionHalfRate = Math.max(1, Math.round(action.rps / 2));
   actionHalf = await rewinds("action run at half load", () => openLoop(`action run at half its max load (${actionHalfRate}/s, paced)`, actionOpts.url!, actionHalfRate, () => ({ body: actionOpts.body as string, headers: actionOpts.headers as Record<string, string> })));
+  await settle();
   actionHalfFloor = await paced(actionHalfRate)();
 }
 const baseline = medianOf(BARE, bareRounds);
