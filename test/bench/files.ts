@@ -27,6 +27,7 @@ import path from "node:path";
 import * as tus from "tus-js-client";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { benchDir } from "../helpers-fs";
+import { median, reportRows } from "./report";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const REPS = Number(process.env.BENCH_FILE_REPS ?? 11);
@@ -36,10 +37,6 @@ const CONCURRENT = 8;
 const MB = 1e6;
 const auth = { authorization: `Bearer ${SANDBOX_DEV_TOKEN}` };
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mbps = (ms: number) => SIZE / MB / (ms / 1000);
 
@@ -213,7 +210,6 @@ try {
   console.log(`| bare node:http, POST /upload (${bareMem.samples} samples) | ${mb(bareMem.idle)} | ${mb(bareMem.peak)} | ${mb(bareMem.peak - bareMem.idle)} | ${hwm(bareMem)} | |`);
   console.log(`\nnode ${process.version}, ${os.cpus().length} cores; files bench took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
   // the one summary (test/bench/all.ts)
-  const { reportRows } = await import("./report");
   const ratioOf = (f: { bare: number[]; app: number[] }) => median(f.bare) / median(f.app);
   const ratioRow = (name: string, f: { bare: number[]; app: number[] } | undefined, note = "") => ({ case: name, now: f ? `${mbps(median(f.app)).toFixed(1)} MB/s (ratio ${ratioOf(f).toFixed(3)})` : note, goal: "ratio >= 0.5", met: f ? ratioOf(f) >= 0.5 : null });
   reportRows("files", [

@@ -51,3 +51,9 @@ export const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.to
 
 /** `value < goal` (or `>=` with `atLeast`), null when the value was not measured (NaN). */
 export const meets = (value: number, goal: number, atLeast = false): boolean | null => (Number.isFinite(value) ? (atLeast ? value >= goal : value < goal) : null);
+
+/** The median of `xs` (the mean of the middle two for an even count; NaN when empty). */
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};

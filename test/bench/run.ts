@@ -40,7 +40,7 @@ import { Agent, request } from "undici";
 import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
 import { cpuSeconds, childPids } from "../helpers-fs";
-import { fmt, meets, reportRows } from "./report";
+import { fmt, median, meets, reportRows } from "./report";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -61,13 +61,6 @@ async function closedLoop(name: string, opts: autocannon.Options): Promise<Figur
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-/** The median of `xs` (NaN when empty). */
-const median = (xs: readonly number[]) => {
-  if (xs.length === 0) return NaN;
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** A max-load row over its rounds: req/s, p50 and p99 are the rounds' medians, errors their sum. */
 interface RoundFigures extends Figures {

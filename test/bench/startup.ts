@@ -38,8 +38,8 @@ import { ensureTemporalCli } from "../../core/temporal/cli";
 import { buildSandbox } from "../../sandbox/build";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
 import { benchDir } from "../helpers-fs";
-import { childRssMb, median, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
-import { fmt, meets, reportRows, type BenchRow } from "./report";
+import { childRssMb, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
+import { fmt, median, meets, reportRows, type BenchRow } from "./report";
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 3);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600);
