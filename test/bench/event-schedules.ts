@@ -28,6 +28,7 @@ import { sandboxProject, SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { WORKFLOW_ENGINE } from "../../workflows/modules";
 import { benchDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
+import { pacedSends } from "./pacing";
 
 const RATE = Number(process.env.BENCH_ES_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_ES_SECONDS ?? 10);
@@ -69,11 +70,8 @@ async function offer(app: App): Promise<{ seconds: number; lateP99: number }> {
   const started = performance.now();
   const late: number[] = [];
   const calls: Promise<unknown>[] = [];
-  for (let i = 0; i < TOTAL; i++) {
-    const due = started + (i * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
-    late.push(Math.max(0, performance.now() - due));
+  for await (const { i, late: lateMs } of pacedSends(RATE, TOTAL)) {
+    late.push(lateMs);
     const partition = `p${i % PARTITIONS}`;
     calls.push(events.append([{ type: "sync.run.finished", partitionKey: partition, payload: { syncId: "bench", runId: `bench-${i}`, n: i } }]));
   }

@@ -40,6 +40,7 @@ import { Agent, request } from "undici";
 import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
 import { cpuSeconds, childPids } from "../helpers-fs";
+import { pacedSends } from "./pacing";
 import { fmt, median, meets, reportRows } from "./report";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
@@ -79,24 +80,16 @@ function roundRatios(row: RoundFigures, yardstick: RoundFigures): number[] {
 
 /**
  * Sends `make()` requests at evenly spaced instants, `rate` per second, for `seconds`; latency is
- * measured from the intended send time (a request sent late is charged its lateness), or from the
- * actual send for one the loop sent up to 1 ms early.
+ * measured from each send's `from` (./pacing.ts: the intended instant, a late send charged its lateness).
  */
 async function openLoop(name: string, url: string, rate: number, make: () => { body: string; headers: Record<string, string> }): Promise<Figures> {
   const dispatcher = new Agent({ connections: 64, pipelining: 1 });
   const latencies: number[] = [];
   let errors = 0;
-  const total = Math.round(rate * seconds);
-  const interval = 1000 / rate;
   const started = performance.now();
   const inflight: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = started + i * interval;
-    const wait = due - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+  for await (const { from } of pacedSends(rate, Math.round(rate * seconds))) {
     const { body, headers } = make();
-    // from the intended instant, or from the send when the loop sends up to 1 ms early (not credited)
-    const from = Math.max(due, performance.now());
     inflight.push(
       request(url, { method: "POST", body, headers, dispatcher })
         .then(async (res) => {

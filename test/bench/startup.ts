@@ -39,6 +39,7 @@ import { buildSandbox } from "../../sandbox/build";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
 import { benchDir } from "../helpers-fs";
 import { childRssMb, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
+import { pacedSends } from "./pacing";
 import { fmt, median, meets, reportRows, type BenchRow } from "./report";
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 3);
@@ -181,16 +182,11 @@ async function runSoak(target: StartedSandbox, rate: number, seconds: number, re
   const latencies: number[] = [];
   let errors = 0;
   let sent = 0;
-  const total = Math.round(rate * seconds);
-  const interval = 1000 / rate;
   const every = Math.min(60, Math.max(1, seconds / 5)) * 1000;
   const started = performance.now();
   let nextReport = started + every;
   const inflight = new Set<Promise<void>>();
-  for (let i = 0; i < total; i++) {
-    const due = started + i * interval;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
+  for await (const { i, from } of pacedSends(rate, Math.round(rate * seconds))) {
     if (report && performance.now() >= nextReport) {
       say(`  ${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s: RSS ${rssMb(target.child.pid!).toFixed(0)} MB, ${sent} sent, ${errors} errors, ${received} events received`);
       nextReport += every;
@@ -210,8 +206,6 @@ async function runSoak(target: StartedSandbox, rate: number, seconds: number, re
       headers = { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": signer.sign(id, at, body) };
     }
     sent++;
-    // from the intended instant, or from the send when the loop sends up to 1 ms early (not credited)
-    const from = Math.max(due, performance.now());
     const p: Promise<void> = request(url, { method: "POST", body, headers, dispatcher })
       .then(async (res) => {
         await res.body.dump();

@@ -19,6 +19,7 @@ import NodeWebSocket from "crossws/websocket";
 import { request } from "undici";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { cpuSeconds } from "../helpers-fs";
+import { pacedSends } from "./pacing";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const CLIENTS = Number(process.env.BENCH_WS_CLIENTS ?? 1000);
@@ -83,13 +84,8 @@ async function fanOut(pace: boolean): Promise<FanOutRun> {
   const started = Date.now();
   const cpuStarted = serverCpuMs(server.child.pid);
   const runs: Promise<unknown>[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    if (pace) {
-      const due = started + (i * 1000) / RATE;
-      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-      runs.push(api("POST", "/api/actions/diagnostics.noop", { params: {} }));
-    } else await api("POST", "/api/actions/diagnostics.noop", { params: {} });
-  }
+  if (pace) for await (const _ of pacedSends(RATE, RUNS)) runs.push(api("POST", "/api/actions/diagnostics.noop", { params: {} }));
+  else for (let i = 0; i < RUNS; i++) await api("POST", "/api/actions/diagnostics.noop", { params: {} });
   await Promise.all(runs);
   const expected = RUNS * 2 * CLIENTS;
   const deadline = Date.now() + 120_000;
