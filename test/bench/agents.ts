@@ -35,6 +35,7 @@ import { sandboxProject, SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { WORKFLOW_ENGINE } from "../../workflows/modules";
 import { benchDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
+import { percentile, reportRows } from "./report";
 
 const EVENT_SOCKETS = Number(process.env.BENCH_AGENTS_EVENT_SOCKETS ?? 100);
 const EVENT_RUNS = Number(process.env.BENCH_AGENTS_EVENT_RUNS ?? 50);
@@ -42,7 +43,6 @@ const REPLIES = Number(process.env.BENCH_AGENTS_REPLIES ?? 10);
 const PER_REPLY = Number(process.env.BENCH_AGENTS_PER_REPLY ?? 10);
 const AGENT = "assistant";
 const GOAL_P99_MS = 50;
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const sortedOf = (xs: number[]) => [...xs].sort((a, b) => a - b);
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : `${x < 10 ? x.toFixed(1) : x.toFixed(0)} ms`);
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
@@ -231,7 +231,6 @@ console.log(`  text frames replayed (appended before the socket's subscribed): $
 
 await app.close();
 // the one summary (test/bench/all.ts)
-const { reportRows } = await import("./report");
 reportRows("agents", [
   { case: "/ws/agents token-to-socket latency", now: `p50 ${ms(percentile(tokenToSocket, 50))}, p99 ${ms(tokenP99)}`, goal: `p99 < ${GOAL_P99_MS} ms`, met: tokenP99 < GOAL_P99_MS },
   { case: `/ws/events fan-out, ${EVENT_SOCKETS} sockets, in-process app`, now: `p50 ${ms(percentile(events, 50))}, p99 ${ms(percentile(events, 99))}`, goal: "-", met: null },

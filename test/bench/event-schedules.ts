@@ -29,12 +29,12 @@ import { WORKFLOW_ENGINE } from "../../workflows/modules";
 import { benchDir } from "../helpers-fs";
 import { freePort } from "../setup/global";
 import { pacedSends } from "./pacing";
+import { percentile, reportRows } from "./report";
 
 const RATE = Number(process.env.BENCH_ES_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_ES_SECONDS ?? 10);
 const PARTITIONS = 16;
 const TOTAL = RATE * SECONDS;
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : `${x < 10 ? x.toFixed(1) : x.toFixed(0)} ms`);
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
@@ -142,6 +142,5 @@ console.log(`| events per group commit (mean) | ${(lags.length / Math.max(1, com
 console.log(`| writer statements per event (appends and the consumer's commits) | ${((after.writerStatements - before.writerStatements) / TOTAL).toFixed(1)} (${after.commits - before.commits} commits of the writer) |`);
 console.log(`| consumer at the end | backlog ${state.consumer.backlog}, dead-lettered ${state.consumer.deadLettered}, caught up ${state.consumer.caughtUp} |\n`);
 // the one summary (test/bench/all.ts)
-const { reportRows } = await import("./report");
 reportRows("event-schedules", [{ case: `event schedule consumer lag, ${RATE} events/s, p99`, now: `${ms(percentile(lags, 99))} (${lags.length} of ${TOTAL} handled; yardstick subscriber p99 ${ms(percentile(yard, 99))})`, goal: "-", met: null }]);
 process.exit(0);

@@ -5,15 +5,16 @@
  * the generator down (no coordinated omission).
  */
 
+import { setTimeout as sleep } from "node:timers/promises";
+
 /** One send of {@link pacedSends}. */
 export interface PacedSend {
   /** The send's index, from 0. */
   i: number;
-  /** Its intended instant (`performance.now()` ms). */
-  due: number;
   /**
-   * The instant its latency counts from: `due`, or the actual send when the loop sends up to 1 ms
-   * early (a wait under 1 ms is not slept: the timer's granularity would make the send late instead).
+   * The instant its latency counts from (`performance.now()` ms): its intended instant, or the actual
+   * send when the loop sends up to 1 ms early (a wait under 1 ms is not slept: the timer's granularity
+   * would make the send late instead).
    * A send the loop makes late is charged its lateness; one made early is not credited the head start.
    */
   from: number;
@@ -34,8 +35,8 @@ export async function* pacedSends(rate: number, total: number): AsyncGenerator<P
   for (let i = 0; i < total; i++) {
     const due = started + i * interval;
     const wait = due - performance.now();
-    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (wait > 1) await sleep(wait);
     const now = performance.now();
-    yield { i, due, from: Math.max(due, now), late: Math.max(0, now - due) };
+    yield { i, from: Math.max(due, now), late: Math.max(0, now - due) };
   }
 }

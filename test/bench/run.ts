@@ -41,7 +41,7 @@ import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
 import { cpuSeconds, childPids } from "../helpers-fs";
 import { pacedSends } from "./pacing";
-import { fmt, median, meets, reportRows } from "./report";
+import { fmt, median, meets, percentile, reportRows } from "./report";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -61,7 +61,6 @@ async function closedLoop(name: string, opts: autocannon.Options): Promise<Figur
   return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 /** A max-load row over its rounds: req/s, p50 and p99 are the rounds' medians, errors their sum. */
 interface RoundFigures extends Figures {

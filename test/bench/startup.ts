@@ -40,7 +40,7 @@ import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/projec
 import { benchDir } from "../helpers-fs";
 import { childRssMb, phasesOf, ROOT, rssMb, startSandbox, type StartedSandbox } from "./prod-process";
 import { pacedSends } from "./pacing";
-import { fmt, median, meets, reportRows, type BenchRow } from "./report";
+import { fmt, median, meets, percentile, reportRows, type BenchRow } from "./report";
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 3);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600);
@@ -161,8 +161,7 @@ reportRows("startup", rows);
 
 /**
  * The soak's mix for `seconds`: action runs and signed webhook deliveries, each at `rate / 2` per second
- * at evenly spaced instants (latency from the intended send time, or from the send when the loop sent
- * it up to 1 ms early), plus one `/ws/events` subscriber on all topics. With `report`, prints RSS every
+ * at evenly spaced instants (./pacing.ts: latency from each send's `from`), plus one `/ws/events` subscriber on all topics. With `report`, prints RSS every
  * minute (every fifth of the soak when shorter).
  */
 async function runSoak(target: StartedSandbox, rate: number, seconds: number, report: boolean): Promise<{ sent: number; errors: number; p99: number; received: number }> {
@@ -221,5 +220,5 @@ async function runSoak(target: StartedSandbox, rate: number, seconds: number, re
   ws.close(1000, "soak done");
   await dispatcher.close();
   const sorted = latencies.sort((a, b) => a - b);
-  return { sent, errors, p99: sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))] ?? NaN, received };
+  return { sent, errors, p99: percentile(sorted, 99), received };
 }

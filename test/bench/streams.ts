@@ -20,6 +20,7 @@ import { request } from "undici";
 import { SANDBOX_DEV_TOKEN } from "../../sandbox/project";
 import { cpuSeconds } from "../helpers-fs";
 import { pacedSends } from "./pacing";
+import { fmt, meets, percentile, reportRows } from "./report";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const CLIENTS = Number(process.env.BENCH_WS_CLIENTS ?? 1000);
@@ -28,7 +29,6 @@ const RATE = Number(process.env.BENCH_WS_RATE ?? 10);
 const REPLAY_EVENTS = Number(process.env.BENCH_REPLAY_EVENTS ?? 20_000);
 /** CPU time (user + system, ms) the server process has used so far (Linux /proc; NaN elsewhere). */
 const serverCpuMs = (pid: number | undefined): number => cpuSeconds(pid) * 1000;
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 const server = await startBenchServer("app", { SVC_WS_MAX_BUFFERED_BYTES: String(64 * 1024 * 1024) });
 const base = server.url;
@@ -190,7 +190,6 @@ console.log(`${replayRow("client parses after the clock (the server's rate witho
 await server.stop();
 
 // the one summary (test/bench/all.ts): issue 15's rows this script measures
-const { reportRows, fmt, meets } = await import("./report");
 const fanP99 = percentile(paced.latencies, 99);
 reportRows("streams", [
   {
