@@ -172,7 +172,7 @@ const rewinds = async (name: string, phase: () => Promise<Figures>) => {
   statementLines.push(
     `inside the service during ${name}:`.padEnd(52) +
       ` server-side p50 ${after.serverP50!.toFixed(1)} / p99 ${after.serverP99!.toFixed(1)} / p99.9 ${after.serverP999!.toFixed(1)} / max ${after.serverMax!.toFixed(1)} ms (${after.requests} requests);` +
-      ` event-loop delay max ${after.loopDelayMax!.toFixed(1)} ms (p99 ${after.loopDelayP99!.toFixed(1)}); GC ${after.gcPauses} pauses, longest ${after.gcMaxMs!.toFixed(1)} ms;` +
+      ` event-loop delay max ${after.loopDelayMax!.toFixed(1)} ms (p99 ${after.loopDelayP99!.toFixed(1)}); GC ${after.gcPauses} pauses, longest ${after.gcMaxMs!.toFixed(1)} ms (of them full ${after.gcFullPauses}, longest ${after.gcFullMaxMs!.toFixed(1)} ms);` +
       ` CPU ${(after.cpuMs! / 1000 / phaseS).toFixed(2)} cores (per request: main thread ${((after.cpuMainMs! * 1000) / after.requests!).toFixed(0)} µs, other threads ${(((after.cpuMs! - after.cpuMainMs!) * 1000) / after.requests!).toFixed(0)} µs); runnable but waiting for a core ${(after.runQueueMs! / phaseS).toFixed(0)} ms/s (main thread ${(after.runQueueMainMs! / phaseS).toFixed(0)} ms/s)`,
   );
   statementLines.push(`WAL rewinds during ${name}:`.padEnd(52) + ` ${rewound}; the writer paused for ${n} passes, ${ms.toFixed(1)} ms in all (${n ? (ms / n).toFixed(1) : "-"} ms each; longest of the run so far ${after.walRestartMaxMs} ms; RESTART fallbacks ${fallbacks})`);

@@ -7,7 +7,9 @@
  * - server-side latency of every HTTP request, from Node's `http.server.request.start` to
  *   `http.server.response.finish` diagnostics channels (ms; p50, p99, p99.9, max);
  * - event-loop delay (`monitorEventLoopDelay`, 1 ms resolution; ms; max and p99);
- * - GC pauses (`PerformanceObserver` `gc` entries; ms; count, total, longest);
+ * - GC pauses (`PerformanceObserver` `gc` entries; ms; count, total, longest), and of them the full
+ *   (mark-compact) ones apart (count, longest): a tail can come from a few long full GCs or from many
+ *   scavenges, and the two call for different remedies;
  * - CPU time of all the process's threads and the time they spent runnable but waiting for a core
  *   (`/proc/self/task/<tid>/schedstat`, Linux; ms), in all and for the main thread alone.
  *
@@ -15,7 +17,7 @@
  */
 import diagnostics from "node:diagnostics_channel";
 import fs from "node:fs";
-import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 
 /** The figures of one interval (see the module comment; times in ms). */
 export interface ProbeFigures {
@@ -29,6 +31,10 @@ export interface ProbeFigures {
   gcPauses: number;
   gcMs: number;
   gcMaxMs: number;
+  /** Of {@link ProbeFigures.gcPauses}, the full (mark-compact) ones. */
+  gcFullPauses: number;
+  /** The longest full GC pause, ms (0 when there was none). */
+  gcFullMaxMs: number;
   cpuMs: number;
   /** CPU time of the main thread (JavaScript, the HTTP stack, GC's main-thread part), ms; the rest of `cpuMs` is the other threads (SQLite's work on libuv's pool, GC helpers, the Temporal worker). */
   cpuMainMs: number;
@@ -66,7 +72,7 @@ function schedstat(): { cpu: number; wait: number; mainCpu: number; mainWait: nu
 export class ServerProbe {
   private latencies: number[] = [];
   private readonly loop = monitorEventLoopDelay({ resolution: 1 });
-  private gc = { pauses: 0, ms: 0, max: 0 };
+  private gc = { pauses: 0, ms: 0, max: 0, full: 0, fullMax: 0 };
   private sched = schedstat();
   private readonly started = new WeakMap<object, number>();
 
@@ -82,6 +88,10 @@ export class ServerProbe {
         this.gc.pauses++;
         this.gc.ms += entry.duration;
         this.gc.max = Math.max(this.gc.max, entry.duration);
+        if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+          this.gc.full++;
+          this.gc.fullMax = Math.max(this.gc.fullMax, entry.duration);
+        }
       }
     }).observe({ entryTypes: ["gc"] });
   }
@@ -102,6 +112,8 @@ export class ServerProbe {
       gcPauses: this.gc.pauses,
       gcMs: this.gc.ms,
       gcMaxMs: this.gc.max,
+      gcFullPauses: this.gc.full,
+      gcFullMaxMs: this.gc.fullMax,
       cpuMs: sched.cpu - this.sched.cpu,
       cpuMainMs: sched.mainCpu - this.sched.mainCpu,
       runQueueMs: sched.wait - this.sched.wait,
@@ -109,7 +121,7 @@ export class ServerProbe {
     };
     this.latencies = [];
     this.loop.reset();
-    this.gc = { pauses: 0, ms: 0, max: 0 };
+    this.gc = { pauses: 0, ms: 0, max: 0, full: 0, fullMax: 0 };
     this.sched = sched;
     return figures;
   }
