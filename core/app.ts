@@ -31,7 +31,7 @@ import { TokenService } from "./auth/tokens";
 import { SessionService } from "./auth/sessions";
 import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
 import { RouteRegistry } from "./http/routes";
-import { Lifecycle } from "./lifecycle";
+import { Lifecycle, shutdownSignals } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
 import { TemporalHost, type EmbeddedTemporal } from "./temporal/host";
 import { loadWorkflowBundle } from "./temporal/bundle";
@@ -359,12 +359,16 @@ async function runSeed(db: Database, project: ProjectDefinition, handlers: Handl
 }
 
 /**
- * Closes the app on SIGINT/SIGTERM (a second signal forces exit) and exits when done.
+ * Closes the app on SIGINT/SIGTERM and exits when done (0, or 1 when closing failed). A signal within
+ * `SIGNAL_REPEAT_MS` (core/lifecycle.ts) of the first is the same request delivered again (a terminal's process
+ * group, `npm start`'s wrappers relaying it) and is ignored; a later one exits at once (1).
  */
 export function installSignalHandlers(app: App): void {
-  let signals = 0;
+  const classify = shutdownSignals();
   const onSignal = (signal: NodeJS.Signals) => {
-    if (++signals > 1) {
+    const kind = classify();
+    if (kind === "repeat") return void app.log.debug({ signal }, "signal repeated within the first one's window (process group, npm or tsx relaying it): still shutting down");
+    if (kind === "again") {
       app.log.warn("second signal: exiting now");
       process.exit(1);
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Lifecycle } from "./lifecycle";
+import { Lifecycle, shutdownSignals, SIGNAL_REPEAT_MS } from "./lifecycle";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -40,5 +40,27 @@ describe("Lifecycle.after", () => {
     await lifecycle.stopTimers();
     order.push("stopped");
     expect(order).toEqual(["began", "ended", "stopped"]);
+  });
+});
+
+describe("shutdownSignals", () => {
+  it("answers first, then repeat within the window, then again after it", () => {
+    let t = 1_000;
+    const classify = shutdownSignals(SIGNAL_REPEAT_MS, () => t);
+    expect(classify()).toBe("first");
+    t += 33; // tsx relaying the Ctrl-C the process group already delivered
+    expect(classify()).toBe("repeat");
+    t += SIGNAL_REPEAT_MS - 34;
+    expect(classify()).toBe("repeat");
+    t += 1; // SIGNAL_REPEAT_MS after the first
+    expect(classify()).toBe("again");
+    t += 5_000;
+    expect(classify()).toBe("again");
+  });
+
+  it("with a window of 0 takes every later signal as a new one", () => {
+    const classify = shutdownSignals(0, () => 0);
+    expect(classify()).toBe("first");
+    expect(classify()).toBe("again");
   });
 });

@@ -131,3 +131,36 @@ export class Lifecycle {
     });
   }
 }
+
+/**
+ * How long after a first SIGINT or SIGTERM another one counts as the same request delivered again, in
+ * ms. A terminal's Ctrl-C reaches every process of its foreground process group, and the wrappers of
+ * `npm start` (npm, tsx) relay the signal they got to their child as well, so the service receives one
+ * Ctrl-C two or three times within a few tens of ms (tsx relays after 30 ms). Taken as a second
+ * signal, that repeat cut every graceful shutdown under `npm start` short.
+ */
+export const SIGNAL_REPEAT_MS = 1000;
+
+/** What a shutdown signal asks for: the first one a graceful stop, a later one to exit now. */
+export type ShutdownSignal = "first" | "repeat" | "again";
+
+/**
+ * Classifies a process's shutdown signals (SIGINT, SIGTERM) in the order they arrive: `first`, then
+ * `repeat` for any within `repeatMs` of the first (the same request delivered again: see
+ * {@link SIGNAL_REPEAT_MS}; the caller ignores it), then `again` for any later one (the caller exits
+ * at once). Used by `installSignalHandlers` (core/app.ts) and by the sandbox's start before the app is up.
+ * @param repeatMs the window after the first signal, ms (default {@link SIGNAL_REPEAT_MS})
+ * @param now the clock, ms (monotonic; tests pass their own)
+ * @returns a function to call with each signal as it arrives
+ */
+export function shutdownSignals(repeatMs: number = SIGNAL_REPEAT_MS, now: () => number = () => performance.now()): () => ShutdownSignal {
+  let first: number | undefined;
+  return () => {
+    const at = now();
+    if (first === undefined) {
+      first = at;
+      return "first";
+    }
+    return at - first < repeatMs ? "repeat" : "again";
+  };
+}

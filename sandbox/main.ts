@@ -13,6 +13,7 @@ import { deckCheckProcessFor, type DeckCheckProcess } from "../core/artifacts/de
 import { ConfigError, databaseFile, loadConfig } from "../core/config";
 import { createLogger } from "../core/logger";
 import { applyHeapGrowingPercent, mallocArenaAdvice } from "../core/heap";
+import { shutdownSignals } from "../core/lifecycle";
 import { TemporalCliError } from "../core/temporal/cli";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "../core/temporal/embedded";
 import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
@@ -26,12 +27,15 @@ let handedOver = false;
  * SIGINT or SIGTERM before the service handles signals itself (modules loading, createApp running):
  * stop the dev server started here (it would outlive this process, holding its port), then exit with
  * 128 + the signal's number, as the default handler would. A second signal exits at once (a first
- * start may still be fetching the Temporal CLI).
+ * start may still be fetching the Temporal CLI), unless it is the first one delivered again (within
+ * `SIGNAL_REPEAT_MS`: the process group and npm start's wrappers each pass on one Ctrl-C).
  */
-let signals = 0;
+const classifySignal = shutdownSignals();
 const signalledWhileStarting = (signal: NodeJS.Signals) => {
   const code = 128 + (os.constants.signals[signal] ?? 15);
-  if (++signals > 1) process.exit(code);
+  const kind = classifySignal();
+  if (kind === "repeat") return;
+  if (kind === "again") process.exit(code);
   process.stderr.write(`\n${signal} while starting: stopping the Temporal dev server (again to exit now)\n`);
   void Promise.all([temporal?.then((e) => e.server.stop(), () => undefined), decks?.close()]).finally(() => process.exit(code));
 };
