@@ -360,8 +360,8 @@ async function runSeed(db: Database, project: ProjectDefinition, handlers: Handl
 
 /**
  * Closes the app on SIGINT/SIGTERM and exits when done (0, or 1 when closing failed). A signal within
- * `SIGNAL_REPEAT_MS` (core/lifecycle.ts) of the first is the same request delivered again (a terminal's process
- * group, `npm start`'s wrappers relaying it) and is ignored; a later one exits at once (1).
+ * `SIGNAL_REPEAT_MS` (core/lifecycle.ts) of the first is the same request delivered again (a terminal's
+ * process group, `npm start`'s wrappers relaying it) and is ignored; a later one exits at once (1).
  */
 export function installSignalHandlers(app: App): void {
   const classify = shutdownSignals();

@@ -1,4 +1,4 @@
-import { spawn, execFile } from "node:child_process";
+import { spawn, execFile, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
@@ -9,11 +9,32 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");
 const run = promisify(execFile);
 
+/** The sandbox's environment on a free port and a fresh data dir, against the tests' Temporal server. */
+async function sandboxEnv(logLevel: string): Promise<{ port: number; env: NodeJS.ProcessEnv }> {
+  const port = await freePort();
+  return { port, env: { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir(), TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `sandbox-${port}`, LOG_LEVEL: logLevel, SVC_WORKFLOW_BUNDLE: inject("workflowBundle") } };
+}
+
+/** Collects `child`'s stdout and stderr; answers once its banner's `Dev token` line is out (or after 60 s). */
+async function bannerOf(child: ChildProcess): Promise<() => string> {
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const deadline = Date.now() + 60_000;
+  while (!out.includes("Dev token") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  return () => out;
+}
+
+/** `diagnostics.sleep` for 1 s as the dev token, sent 200 ms before this answers: a request in flight. */
+async function slowAction(port: number): Promise<Promise<Response>> {
+  const slow = fetch(`http://127.0.0.1:${port}/api/actions/diagnostics.sleep`, { method: "POST", headers: { authorization: "Bearer svc_dev_sandbox_token", "content-type": "application/json" }, body: JSON.stringify({ params: { ms: 1000 } }) });
+  await new Promise((r) => setTimeout(r, 200));
+  return slow;
+}
+
 describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
   it("boots, prints the banner, serves with a CLI-made token, and shuts down gracefully on SIGTERM", async () => {
-    const dataDir = tempDir();
-    const port = await freePort();
-    const env = { ...process.env, PORT: String(port), SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `sandbox-${port}`, LOG_LEVEL: "warn", SVC_WORKFLOW_BUNDLE: inject("workflowBundle") };
+    const { port, env } = await sandboxEnv("warn");
 
     const created = await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "alice"], { cwd: ROOT, env });
     const token = /^\s+(svc_\S+)$/m.exec(created.stdout)?.[1];
@@ -26,12 +47,9 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     expect(unknown.stderr).toMatch(/Unknown identity "mallory"/);
 
     const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    const deadline = Date.now() + 60_000;
-    while (!out.includes("Dev token") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const output = await bannerOf(child);
+    const out = output();
     expect(out).toContain(`http://127.0.0.1:${port}/docs`);
     expect(out).toContain("svc_dev_sandbox_token");
 
@@ -41,8 +59,7 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     const forbidden = await fetch(`${base}/api/actions/diagnostics.noop`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
     expect(forbidden.status).toBe(403);
 
-    const slow = fetch(`${base}/api/actions/diagnostics.sleep`, { method: "POST", headers: { authorization: "Bearer svc_dev_sandbox_token", "content-type": "application/json" }, body: JSON.stringify({ params: { ms: 1000 } }) });
-    await new Promise((r) => setTimeout(r, 200));
+    const slow = await slowAction(port);
     child.kill("SIGTERM");
     const res = await slow;
     expect(res.status).toBe(200);
@@ -51,21 +68,15 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
   });
 
   it("shuts down gracefully when one Ctrl-C reaches npm start's process group twice (the terminal, then tsx relaying it)", async () => {
-    const port = await freePort();
-    const env = { ...process.env, PORT: String(port), SVC_DATA_DIR: tempDir(), TEMPORAL_ADDRESS: inject("temporalAddress"), SVC_TASK_QUEUE: `sandbox-${port}`, LOG_LEVEL: "debug", SVC_WORKFLOW_BUNDLE: inject("workflowBundle") };
+    const { port, env } = await sandboxEnv("debug");
     // its own process group, as a terminal's foreground job: npm, sh, tsx and node all receive the SIGINT
     const child = spawn("npm", ["start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (out += d));
     // npm itself dies of the SIGINT at once; the service (which shares its output pipes) is done when they close
     const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
-    const deadline = Date.now() + 60_000;
-    while (!out.includes("Dev token") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(out).toContain("Dev token");
+    const output = await bannerOf(child);
+    expect(output()).toContain("Dev token");
 
-    const slow = fetch(`http://127.0.0.1:${port}/api/actions/diagnostics.sleep`, { method: "POST", headers: { authorization: "Bearer svc_dev_sandbox_token", "content-type": "application/json" }, body: JSON.stringify({ params: { ms: 1000 } }) });
-    await new Promise((r) => setTimeout(r, 200));
+    const slow = await slowAction(port);
     // one Ctrl-C reaches the service more than once: from the terminal (the process group), and again
     // from tsx, which relays it to its child when the child has not reported it within 30 ms (a busy
     // event loop at that moment); the second delivery is sent here 30 ms after the first
@@ -76,7 +87,7 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { status: string }).status).toBe("succeeded");
     await closed;
-    const shutdown = out.split("\n").filter((l) => /signal|shutting|stopped|exiting/.test(l)).join("\n");
+    const shutdown = output().split("\n").filter((l) => /signal|shutting|stopped|exiting/.test(l)).join("\n");
     // the repeat was seen and ignored, and the shutdown ran to its end
     expect(shutdown, shutdown).toContain("signal repeated within the first one's window");
     expect(shutdown).not.toContain("second signal: exiting now");

@@ -68,11 +68,14 @@ function schedstat(): { cpu: number; wait: number; mainCpu: number; mainWait: nu
   return { cpu, wait, mainCpu, mainWait };
 }
 
+/** GC counters of an interval before its first pause (ms; `full` counts the mark-compacts). */
+const noGc = () => ({ pauses: 0, ms: 0, max: 0, full: 0, fullMax: 0 });
+
 /** Starts measuring at once (see the module comment). */
 export class ServerProbe {
   private latencies: number[] = [];
   private readonly loop = monitorEventLoopDelay({ resolution: 1 });
-  private gc = { pauses: 0, ms: 0, max: 0, full: 0, fullMax: 0 };
+  private gc = noGc();
   private sched = schedstat();
   private readonly started = new WeakMap<object, number>();
 
@@ -121,7 +124,7 @@ export class ServerProbe {
     };
     this.latencies = [];
     this.loop.reset();
-    this.gc = { pauses: 0, ms: 0, max: 0, full: 0, fullMax: 0 };
+    this.gc = noGc();
     this.sched = sched;
     return figures;
   }
