@@ -113,6 +113,9 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
     ]);
     expect(res.body.error.details.totalProblems).toBe(4);
     expect(problems(await publish({ kind: "file", title: "Two", files: [{ path: "a.txt", file: f }, { path: "b.txt", file: f }] }))).toEqual(["A file artifact holds exactly one file, not 2"]);
+    // a refused path is reported once, not again as a missing file of the layout
+    expect(problems(await publish({ kind: "file", title: "Abs", files: [{ path: "/a", file: f }] }))).toEqual(['files[0].path "/a": paths are relative (no leading /)']);
+    expect(problems(await publish({ kind: "sheet", title: "Abs", files: [{ path: "/workbook.json", file: f }] }))).toEqual(['files[0].path "/workbook.json": paths are relative (no leading /)']);
     expect(problems(await publish({ kind: "sheet", title: "No workbook", files: [{ path: "sheets/a.csv", file: f }] }))).toEqual(["A sheet needs workbook.json (and one CSV per sheet under sheets/)"]);
     expect(problems(await publish({ kind: "slides", title: "No deck", files: [{ path: "deck.css", file: f }] }))).toEqual(['A deck needs index.html with one <section class="slide"> per slide']);
   });
@@ -132,6 +135,33 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
       'document.md line 3: images must be files in this version or artifact addresses, not "https://example.com/x.png"',
       'document.md line 5: image "img/missing.png" is not a file of this version',
     ]);
+    // reference-style images ([id] with a definition) are the images their definitions give
+    const notes = await put("plain text", "notes.txt", "text/plain");
+    expect(problems(await document("# D\n\n![a][gone]\n\n![b][ext]\n\n![c][NOTES]\n\n![d](notes.txt)\n\n[gone]: img/gone.png\n[ext]: https://example.com/x.png\n[notes]: notes.txt\n", [{ path: "notes.txt", file: notes }]))).toEqual([
+      'document.md line 3: image "img/gone.png" is not a file of this version',
+      'document.md line 5: images must be files in this version or artifact addresses, not "https://example.com/x.png"',
+      'document.md line 7: image "notes.txt" is not an image file (png, jpg, gif, webp, avif, svg, bmp or ico)',
+      'document.md line 9: image "notes.txt" is not an image file (png, jpg, gif, webp, avif, svg, bmp or ico)',
+    ]);
+    // a reference without a definition is text, and a definition no reference uses is a link (not an image)
+    const png = await put("\x89PNG", "logo.png", "image/png");
+    const ok = await document("# D\n\n![a][logo] and ![b][nothing]\n\n[logo]: logo.png\n[unused]: notes.txt\n", [{ path: "logo.png", file: png }, { path: "notes.txt", file: notes }]);
+    expect(ok.status).toBe(200);
+  });
+
+  it("refuses a text file it would read above 5 MiB, in the refusal's usual form", async () => {
+    const res = await document("# Big\n\n" + "x".repeat(5 * 1024 * 1024));
+    expect(problems(res)).toEqual(["document.md is 5,242,887 bytes; the text files a version's checks read (document.md, index.html, CSS, JSON) are at most 5 MiB (5,242,880 bytes)"]);
+    expect(res.body.error.message).toMatch(/^The version was not published: document.md is 5,242,887 bytes/);
+  });
+
+  it("takes a document's lede as plain text: no raw HTML, no image alt text (spec 2.9)", async () => {
+    const html = await document('# Notes\n\nSee <a href="https://example.com">the site</a> for **details**.\n');
+    expect(html.body.version.outline.lede).toBe("See the site for details.");
+    const png = await put("\x89PNG", "chart.png", "image/png");
+    const image = await document("# Notes\n\n![Q4 revenue](chart.png)\n\nText.\n", [{ path: "chart.png", file: png }]);
+    expect(image.status).toBe(200);
+    expect(image.body.version.outline).not.toHaveProperty("lede");
   });
 
   it("keeps a deck to its own files and the allowed CDNs (spec 2.10)", async () => {

@@ -9,6 +9,7 @@ import * as csstree from "css-tree/dist/csstree.esm";
 import GithubSlugger from "github-slugger";
 import { parseDocument, DomUtils } from "htmlparser2";
 import type { Element } from "domhandler";
+import type { Paragraph } from "mdast";
 import { toString } from "mdast-util-to-string";
 import { visit } from "unist-util-visit";
 import * as v from "valibot";
@@ -148,15 +149,42 @@ export async function readDocument(markdown: string): Promise<{ title?: string; 
         continue;
       }
       sections.push({ slug, title: text, depth: node.depth });
-    } else if (afterTitle && node.type === "paragraph" && lede === undefined) lede = toString(node);
+    } else if (afterTitle && node.type === "paragraph" && lede === undefined) lede = ledeOf(node);
     afterTitle = false;
   }
+  // a reference (`![alt][id]`, `[text][id]`) stands for the image or link its definition gives, as the
+  // renderer reads it (./render/markdown.ts `deref`: upper-cased identifier, the first definition wins);
+  // a definition no reference uses is still a link to check
+  const definitions = new Map<string, { url: string; used: boolean }>();
+  visit(tree, "definition", (node) => void (definitions.has(node.identifier.toUpperCase()) || definitions.set(node.identifier.toUpperCase(), { url: node.url, used: false })));
   visit(tree, (node) => {
-    if (node.type === "image") references.push({ file: "document.md", target: node.url, use: "image", line: node.position?.start.line });
-    else if (node.type === "link") references.push({ file: "document.md", target: node.url, use: "link", line: node.position?.start.line });
-    else if (node.type === "definition") references.push({ file: "document.md", target: node.url, use: "link", line: node.position?.start.line });
+    const line = node.position?.start.line;
+    if (node.type === "image") references.push({ file: "document.md", target: node.url, use: "image", line });
+    else if (node.type === "link") references.push({ file: "document.md", target: node.url, use: "link", line });
+    else if (node.type === "imageReference" || node.type === "linkReference") {
+      const def = definitions.get(node.identifier.toUpperCase());
+      if (!def) return; // no definition: the text as written, neither image nor link
+      def.used = true;
+      references.push({ file: "document.md", target: def.url, use: node.type === "imageReference" ? "image" : "link", line });
+    }
+  });
+  visit(tree, "definition", (node) => {
+    const def = definitions.get(node.identifier.toUpperCase());
+    if (!def || def.used) return;
+    def.used = true; // the first definition of an identifier, once
+    references.push({ file: "document.md", target: node.url, use: "link", line: node.position?.start.line });
   });
   return { title, lede, sections, references };
+}
+
+/**
+ * The lede of a document (spec 2.9: the paragraph after the `#` title) as plain text: its words with
+ * the whitespace collapsed, without raw HTML and image alt text; undefined when nothing is left (an
+ * image alone in its paragraph is no lede).
+ */
+export function ledeOf(paragraph: Paragraph): string | undefined {
+  const text = toString(paragraph, { includeImageAlt: false, includeHtml: false }).replace(/\s+/g, " ").trim();
+  return text === "" ? undefined : text;
 }
 
 /**

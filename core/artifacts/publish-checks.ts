@@ -34,7 +34,7 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
   const paths = new Set(entries.map((e) => e.path));
   const text = async (path: string) => {
     const entry = entries.find((e) => e.path === path)!;
-    if (entry.file.size > MAX_TEXT_BYTES) throw new ApiError("artifact_invalid", `${path} is larger than ${MAX_TEXT_BYTES} bytes`, { problems: [{ file: path, message: `${path} is larger than ${MAX_TEXT_BYTES} bytes` }], totalProblems: 1 });
+    if (entry.file.size > MAX_TEXT_BYTES) throw invalid([{ file: path, message: `${path} is ${entry.file.size.toLocaleString("en-US")} bytes; the text files a version's checks read (document.md, index.html, CSS, JSON) are at most 5 MiB (${MAX_TEXT_BYTES.toLocaleString("en-US")} bytes)` }]);
     return files.text(entry.file.id);
   };
   const outline: VersionOutline = {};
@@ -50,7 +50,9 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
     for (const ref of doc.references) {
       if (ref.use !== "image") continue;
       const where = classifyReference(ref);
-      if (where === "file" && !paths.has(resolveRelative("document.md", ref.target) ?? "")) problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: image "${ref.target}" is not a file of this version`, value: ref.target });
+      const path = where === "file" ? (resolveRelative("document.md", ref.target) ?? "") : undefined;
+      if (path !== undefined && !paths.has(path)) problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: image "${ref.target}" is not a file of this version`, value: ref.target });
+      else if (path !== undefined && !isImagePath(path)) problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: image "${ref.target}" is not an image file (png, jpg, gif, webp, avif, svg, bmp or ico)`, value: ref.target });
       if (where === "external" || where === "data" || where === "anchor") problems.push({ file: "document.md", line: ref.line, message: `document.md line ${ref.line}: images must be files in this version or artifact addresses, not "${ref.target}"`, value: ref.target });
     }
   } else if (kind === "slides") {

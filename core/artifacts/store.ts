@@ -233,12 +233,16 @@ export class ArtifactStore {
     // paths and files
     const entries: Array<{ path: string; file: FileReference }> = [];
     const seen = new Set<string>();
+    // the layout is checked against the paths as meant: a refused "/document.md" is reported once, as a path
+    const meant = new Set<string>();
     for (const [i, entry] of input.files.entries()) {
       const normalized = normalizeArtifactPath(entry.path);
       if ("error" in normalized) {
         problems.push({ file: entry.path, message: `files[${i}].path "${entry.path}": ${normalized.error}` });
+        meant.add(entry.path.replace(/^\/+/, ""));
         continue;
       }
+      meant.add(normalized.path);
       if (seen.has(normalized.path)) {
         problems.push({ file: normalized.path, message: `files[${i}].path "${normalized.path}" appears twice` });
         continue;
@@ -249,7 +253,7 @@ export class ArtifactStore {
       else entries.push({ path: normalized.path, file });
     }
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    problems.push(...checkLayout(kind, [...seen]));
+    problems.push(...checkLayout(kind, [...meant]));
     if (problems.length) throw invalid(problems);
 
     const { outline, references, problems: contentProblems } = await checkContent(this.files, kind, entries);

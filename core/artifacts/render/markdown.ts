@@ -25,7 +25,7 @@ import type { Options as SanitizeSchema } from "rehype-sanitize";
 import { visit } from "unist-util-visit";
 import { lazily } from "../../lazy";
 import { formatAddress, isArtifactAddress, parseAddress } from "../address";
-import { resolveRelative } from "../content";
+import { ledeOf, resolveRelative } from "../content";
 import { isFigureColumn } from "./figures";
 
 /** What the caller supplies to turn a document's references into URLs and embeds (spec 2.9). */
@@ -242,8 +242,8 @@ function annotate(tree: Root): Pick<RenderedDocument, "title" | "lede" | "outlin
       }
       if (node.depth === 2 || node.depth === 3) outline.push({ depth: node.depth, slug, text });
     } else if (afterTitle && node.type === "paragraph" && lede === undefined) {
-      lede = toString(node);
-      setProps(node, { className: ["doc-lede"] });
+      lede = ledeOf(node);
+      if (lede !== undefined) setProps(node, { className: ["doc-lede"] });
     }
     afterTitle = false;
   }
