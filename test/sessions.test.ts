@@ -58,6 +58,16 @@ describe("browser sessions (spec 5)", () => {
     expect(((await ok.json()) as any).status).toBe("succeeded");
   });
 
+  it("treats a session cookie that is not valid percent-encoding as no session (401, not 500)", async () => {
+    for (const path of ["/api/project", "/api/auth/session"]) {
+      for (const cookie of ["svc_session=%", "svc_session=%E0%A4%A"]) {
+        const res = await fetch(`${app.url}${path}`, { headers: { cookie } });
+        expect(res.status, `${path} ${cookie}`).toBe(401);
+        expect(((await res.json()) as any).error.code).toBe("unauthorized");
+      }
+    }
+  });
+
   it("refuses bearer tokens on session-only routes, and says so in /docs", async () => {
     const res = await fetch(`${app.url}/api/auth/session`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } });
     expect(res.status).toBe(401);

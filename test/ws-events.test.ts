@@ -42,6 +42,7 @@ const noop = () => dev.post("/api/actions/diagnostics.noop", { params: {} });
 describe("/ws/events (spec 6.5)", () => {
   it("refuses upgrades without a session, with a bearer token, or from a foreign origin", async () => {
     expect(await connect({}).refused).toBe(401);
+    expect(await connect({ cookie: "svc_session=%E0%A4%A" }).refused).toBe(401); // not percent-encoding: no session, not a 500
     expect(await connect({ authorization: "Bearer svc_dev_sandbox_token" }).refused).toBe(401);
     const cookie = await sessionCookie("dev", "dev-sandbox-password");
     expect(await connect({ cookie }, "https://evil.example").refused).toBe(403);

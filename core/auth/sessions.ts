@@ -114,11 +114,20 @@ export function sessionCookie(value: string, maxAgeSec: number, secure: boolean)
   return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSec}${secure ? "; Secure" : ""}`;
 }
 
-/** Reads one cookie from a Cookie header. */
+/**
+ * Reads one cookie from a Cookie header: its percent-decoded value, or undefined when the cookie is
+ * absent or its value is not valid percent-encoding (a value this server never set: the caller is then
+ * treated as having no such cookie, never answered 500).
+ */
 export function readCookie(header: string | null, name: string): string | undefined {
   for (const part of (header ?? "").split(";")) {
     const [k, ...v] = part.trim().split("=");
-    if (k === name) return decodeURIComponent(v.join("="));
+    if (k !== name) continue;
+    try {
+      return decodeURIComponent(v.join("="));
+    } catch {
+      return undefined;
+    }
   }
   return undefined;
 }
