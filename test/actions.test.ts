@@ -74,16 +74,34 @@ describe("action runs (spec 4.2)", () => {
       ["/api/actions/invoice.approve", { params: {} }],
       ["/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "customer", primaryId: "cus_acme" }, params: {} }],
       ["/api/actions/diagnostics.sleep", "{not json"],
+      ["/api/actions/diagnostics.noop", []], // an array is not the object a run request is
+      ["/api/actions/diagnostics.noop", [1]],
     ] as const;
     for (const [path, body] of cases) {
       const res = await dev.post(path, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
+      if (Array.isArray(body)) expect(res.body.error.message).toBe("Invalid body: body expected a JSON object, got an array");
     }
     expect((await dev.post("/api/actions/diagnostics.sleep", "ms=1", { "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
     expect((await dev.post("/api/actions/nope", { params: {} })).status).toBe(404);
     expect((await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_9999"), params: {} })).status).toBe(404);
     expect((await allEvents(dev)).length).toBe(count);
+  });
+
+  it("answers a resent runId with its recorded run even when the run's subject is gone since (spec 4.2 rule 4)", async () => {
+    const invoice = { number: "INV-GONE", customerId: "cus_acme", amount: 10, currency: "USD", status: "open" };
+    expect((await dev.post("/api/ontology/writes", { changes: [{ op: "object.create", objectTypeId: "invoice", primaryId: "inv_gone", properties: invoice }] })).status).toBe(200);
+    const first = await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_gone"), params: {}, runId: "approve-gone" });
+    expect(first.body.status).toBe("succeeded");
+    expect((await dev.post("/api/ontology/writes", { changes: [{ op: "object.delete", objectTypeId: "invoice", primaryId: "inv_gone" }] })).status).toBe(200);
+    const count = (await allEvents(dev)).length;
+    const again = await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_gone"), params: {}, runId: "approve-gone" });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect((await allEvents(dev)).length).toBe(count);
+    // a new run of it is refused: the subject does not exist
+    expect((await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_gone"), params: {} })).status).toBe(404);
   });
 
   it("answers a resent runId with the recorded run without running it again", async () => {

@@ -15,11 +15,18 @@ export function formatIssues(issues: readonly v.BaseIssue<unknown>[], root: stri
   });
 }
 
+/** valibot's schema types that describe a JSON object. */
+const OBJECT_SCHEMAS = new Set(["object", "loose_object", "strict_object", "object_with_rest", "record"]);
+
 /**
  * Parses `input` with `schema`.
  * @throws {ApiError} invalid_request with `details.issues`
  */
 export function parseOrThrow<S extends v.GenericSchema<unknown, any>>(schema: S, input: unknown, root: string): v.InferOutput<S> {
+  // valibot's object schemas take an array as an object without keys (`[]` would pass as `{}`)
+  if (Array.isArray(input) && OBJECT_SCHEMAS.has(schema.type)) {
+    throw new ApiError("invalid_request", `Invalid ${root}: ${root} expected a JSON object, got an array`, { issues: [{ path: root, message: "expected a JSON object, got an array" }] });
+  }
   const result = v.safeParse(schema, input);
   if (!result.success) {
     const issues = formatIssues(result.issues, root);

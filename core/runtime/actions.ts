@@ -141,12 +141,35 @@ export class ActionRunner {
   }
 
   /**
-   * Runs an action and answers its finished record.
+   * Runs an action and answers its finished record (spec 4.2). A resent `runId` of a run that ended
+   * answers its record as stored, before anything of the request is checked again: the run's subject
+   * may be gone since (an action that deletes its subject), and rule 4's retry must still find it.
    * @throws {ApiError} shutting_down (503), not_found (unknown action or subject), invalid_request
    *   (params or subject), run_in_progress (409), conflict (runId of another action)
    */
   async run(req: ActionRunRequest): Promise<ActionRunRecord> {
     if (!this.accepting) throw new ApiError("shutting_down", "The server is shutting down; the action was not started");
+    const runId = req.runId ?? newId("run");
+    if (this.inFlight.has(runId)) throw new ApiError("run_in_progress", `Run ${runId} is still running on this server`, { runId });
+    this.inFlight.add(runId);
+    try {
+      // a runId this server just made is new: only a caller's own runId can name a stored run
+      const existing = req.runId === undefined ? undefined : await this.storedRuns.get(runId);
+      if (existing && existing.action_id !== req.actionId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${existing.action_id}`, { runId });
+      if (existing && existing.status !== "running") return toRecord(existing);
+      return await this.execute(req, runId, await this.admit(req), existing);
+    } finally {
+      this.inFlight.delete(runId);
+      if (this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  /**
+   * What a run request must pass before its handler starts: params valid, the subject of the action's
+   * type and existing, every file of the params uploaded by the caller. Answers the parsed params.
+   * @throws {ApiError} invalid_request, not_found (subject), forbidden (a file of someone else)
+   */
+  private async admit(req: ActionRunRequest): Promise<unknown> {
     const action = this.project.action(req.actionId).definition;
     const parsed = v.safeParse(action.params, req.params ?? {});
     if (!parsed.success) throw new ApiError("invalid_request", `Invalid params for ${req.actionId}: ${parsed.issues[0].message}`, { issues: formatIssues(parsed.issues, "params") });
@@ -157,26 +180,13 @@ export class ActionRunner {
     if (req.subject && !(await this.ontology.getObject(req.subject.objectTypeId, req.subject.primaryId))) {
       throw new ApiError("not_found", `No ${req.subject.objectTypeId} "${req.subject.primaryId}"`, { subject: req.subject });
     }
-
     // a file id alone reads nothing (spec 4.3): a caller hands an action only the files it uploaded
     if (req.actor) {
       for (const { path, id } of findFileValues(parsed.output, "/params")) {
         if (!(await this.files.uploadedBy(id, req.actor.id))) throw new ApiError("forbidden", `${path} names file "${id}", which this identity did not upload`, { path, fileId: id });
       }
     }
-    const runId = req.runId ?? newId("run");
-    if (this.inFlight.has(runId)) throw new ApiError("run_in_progress", `Run ${runId} is still running on this server`, { runId });
-    this.inFlight.add(runId);
-    try {
-      // a runId this server just made is new: only a caller's own runId can name a stored run
-      const existing = req.runId === undefined ? undefined : await this.storedRuns.get(runId);
-      if (existing && existing.action_id !== req.actionId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${existing.action_id}`, { runId });
-      if (existing && existing.status !== "running") return toRecord(existing);
-      return await this.execute(req, runId, parsed.output, existing);
-    } finally {
-      this.inFlight.delete(runId);
-      if (this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();
-    }
+    return parsed.output;
   }
 
   private async execute(req: ActionRunRequest, runId: string, params: unknown, stale: RunRow | undefined): Promise<ActionRunRecord> {
