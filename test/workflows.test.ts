@@ -38,6 +38,11 @@ describe("workflow runs on Temporal", () => {
       return res.body.status === "failed" ? res.body : undefined;
     });
     expect(failed.error.message).toMatch(/No invoice "inv_missing"/);
+    // a closed run is not running: cancelling it is 409, and it stays as it ended
+    const cancel = await dev.post(`/api/workflow-runs/${body.runId}/cancel`, {});
+    expect(cancel.status).toBe(409);
+    expect(cancel.body.error).toMatchObject({ code: "conflict", message: `Run ${body.runId} is not running (it is failed)` });
+    expect((await dev.get(`/api/workflow-runs/${body.runId}`)).body.status).toBe("failed");
   });
 
   it("answers a runId sent again with the same run, queued once, and refuses a runId of another workflow's run", async () => {

@@ -288,12 +288,19 @@ export class WorkflowRuns {
     if (await this.starter.exclusive("workflow_runs", runId, () => this.starter.end("workflow_runs", runId, { status: "cancelled" }))) return;
     const row = await this.db.get<{ start_status: string }>("SELECT start_status FROM workflow_runs WHERE run_id = ?", [runId]);
     if (row && row.start_status !== "started") throw new ApiError("conflict", `Run ${runId} is not running (${row.start_status === "cancelled" ? "cancelled" : "failed"} before it started)`);
+    let closed: string | undefined;
     try {
-      await this.host().client.workflow.getHandle(runId).cancel();
+      const handle = this.host().client.workflow.getHandle(runId);
+      // Temporal takes a cancel request for a closed execution without an error: ask first (a run that
+      // closes between the two calls ignores the request)
+      const { status } = await handle.describe();
+      if (status.name !== "RUNNING") closed = status.name.toLowerCase().replace(/_/g, " ");
+      else await handle.cancel();
     } catch (err) {
       if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("conflict", `Run ${runId} is not running`);
       throw new ApiError("unavailable", `Temporal did not cancel the run: ${(err as Error).message}`);
     }
+    if (closed) throw new ApiError("conflict", `Run ${runId} is not running (it is ${closed})`, { runId });
   }
 
   /** The run's Temporal history, event by event, with the names the designer gave. */
