@@ -70,6 +70,10 @@ describe("handler logs (spec 2.5)", () => {
     const frames: any[] = [];
     ws.on("message", (d: Buffer) => frames.push(JSON.parse(String(d))));
     await eventually(async () => frames.some((f) => f.type === "connected"));
+    // a cursor that is not one of this log: an error frame naming the log, nothing acknowledged
+    ws.send(JSON.stringify({ type: "subscribe", afterCursor: "garbage" }));
+    await eventually(async () => frames.some((f) => f.type === "error" && f.message === "afterCursor is not a cursor of this log"));
+    expect(frames.some((f) => f.type === "subscribed")).toBe(false);
     ws.send(JSON.stringify({ type: "subscribe", run: { kind: "action", id: "logs-approve-ws" } }));
     await eventually(async () => frames.some((f) => f.type === "subscribed"));
     await approve("inv_1006", "logs-approve-ws");

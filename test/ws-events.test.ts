@@ -92,6 +92,18 @@ describe("/ws/events (spec 6.5)", () => {
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.every((f) => f.event.subject?.objectTypeId === "customer" && (f.event.payload.targetTypeId ?? "customer") === "customer")).toBe(true);
 
+    // a cursor that is not one of this stream: an error frame, no acknowledgement, and the subscription stays
+    const acknowledged = ws.frames.filter((f) => f.type === "subscribed").length;
+    const refusals = () => ws.frames.filter((f) => f.type === "error" && f.message === "afterCursor is not a cursor of this event stream").length;
+    for (const [i, afterCursor] of ["garbage", ""].entries()) {
+      ws.send({ type: "subscribe", afterCursor });
+      await eventually(async () => refusals() > i);
+    }
+    const before = ws.frames.length;
+    await dev.post("/api/ontology/writes", { changes: [{ op: "object.update", objectTypeId: "customer", primaryId: "cus_acme", properties: { tier: "silver" } }] });
+    await ws.next((f) => f.type === "event" && ws.frames.indexOf(f) >= before && f.event.type === "object.updated");
+    expect(ws.frames.filter((f) => f.type === "subscribed").length).toBe(acknowledged);
+
     ws.send({ type: "subscribe", limit: 1000 });
     expect(await ws.next((f) => f.type === "error" && /limit/.test(f.message))).toBeTruthy();
     ws.send({ type: "hello" });

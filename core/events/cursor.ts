@@ -46,13 +46,14 @@ function base64urlAscii(s: string): string {
 
 /**
  * Decodes a cursor of this stream into its position.
+ * @param of what the cursors are of, for the error: `event stream` (the default) or `log`
  * @throws {ApiError} invalid_request when the string is not a cursor of this stream
  */
-export function decodeCursor(epoch: string, cursor: string): number {
+export function decodeCursor(epoch: string, cursor: string, of = "event stream"): number {
   const parts = Buffer.from(cursor, "base64url").toString("utf8").split(":");
   const seq = Number(parts[2]);
   if (parts.length !== 3 || parts[0] !== "c1" || parts[1] !== epoch || !Number.isSafeInteger(seq) || seq < 0) {
-    throw new ApiError("invalid_request", "afterCursor is not a cursor of this event stream", { afterCursor: cursor });
+    throw new ApiError("invalid_request", `afterCursor is not a cursor of this ${of}`, { afterCursor: cursor });
   }
   return seq;
 }

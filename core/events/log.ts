@@ -221,6 +221,14 @@ export class EventLog {
   }
 
   /**
+   * Checks that `cursor` is a cursor of this stream (`EventStream.checkCursor`), e.g. before a
+   * subscription is acknowledged. @throws {ApiError} invalid_request when it is not
+   */
+  checkCursor(cursor: string): void {
+    this.stream.checkCursor?.(cursor);
+  }
+
+  /**
    * Reads stored events as JSON bytes ({@link EventJsonPage}: the texts of the stored events, cursor
    * included, oldest first, joined by commas): the same events as {@link EventLog.read}, for answers
    * that pass them on without looking inside.

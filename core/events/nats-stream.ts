@@ -110,6 +110,11 @@ export class NatsEventStream implements EventStream {
     return { events: out, checkpoint: examined === undefined ? undefined : encodeCursor(this.epoch, examined), end: out.length < q.limit && examined === state.last_seq };
   }
 
+  /** @throws {ApiError} invalid_request when `cursor` is not a cursor of this stream */
+  checkCursor(cursor: string): void {
+    decodeCursor(this.epoch, cursor);
+  }
+
   async latestCursor(): Promise<string | undefined> {
     const { state } = await this.info();
     return state.messages > 0 ? encodeCursor(this.epoch, state.last_seq) : undefined;

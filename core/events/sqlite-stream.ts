@@ -337,6 +337,11 @@ export class SqliteEventStream implements EventStream {
     return { sql: `SELECT seq, envelope FROM events ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`, params };
   }
 
+  /** @throws {ApiError} invalid_request when `cursor` is not a cursor of this stream */
+  checkCursor(cursor: string): void {
+    decodeCursor(this.epoch, cursor);
+  }
+
   async latestCursor(): Promise<string | undefined> {
     return this.cursorAt(await this.newestSeq());
   }

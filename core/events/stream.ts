@@ -89,6 +89,12 @@ export interface EventStream {
    */
   writeInTx?(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void>;
   latestCursor(): Promise<string | undefined>;
+  /**
+   * Checks that `cursor` is one of this stream's (not whether it is still retained), before a
+   * subscription acknowledges it. Optional: without it a foreign cursor is refused by the first read.
+   * @throws {ApiError} invalid_request when it is not
+   */
+  checkCursor?(cursor: string): void;
   /** Drops events older than `retentionMs`; answers how many were dropped. */
   prune(retentionMs: number): Promise<number>;
   /**

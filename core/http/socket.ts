@@ -55,6 +55,8 @@ export function subscriptionSocket<S>(opts: {
   authenticate(request: Request): Promise<Principal>;
   schema: v.GenericSchema<unknown, S>;
   start(peer: Peer, principal: Principal, subscribe: S, onReadError: (err: unknown) => void): Promise<() => void>;
+  /** Checks a valid subscribe before anything else (its cursor, say): what it throws is answered as an `error` frame and the socket's subscription stays as it was. */
+  check?(subscribe: S): void;
   handlers?: Record<string, SocketMessageHandler>;
   errorCodes?: boolean;
 }): Partial<Hooks> {
@@ -99,6 +101,11 @@ export function subscriptionSocket<S>(opts: {
       if (type !== "subscribe") return invalid(peer, `Unknown message type ${JSON.stringify(type)}`);
       const parsed = v.safeParse(opts.schema, data);
       if (!parsed.success) return invalid(peer, `Invalid subscribe: ${v.getDotPath(parsed.issues[0]) ?? "message"} ${parsed.issues[0].message}`);
+      try {
+        opts.check?.(parsed.output);
+      } catch (err) {
+        return failed(peer, err, "Invalid subscribe");
+      }
       stop(peer);
       const generation = generations.get(peer.id)!;
       const current = () => generations.get(peer.id) === generation;

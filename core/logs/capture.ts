@@ -110,12 +110,17 @@ export class LogCapture {
     return this.flushing;
   }
 
+  /** Checks that `cursor` is a cursor of this log (not whether it is still retained). @throws {ApiError} invalid_request when it is not */
+  checkCursor(cursor: string): void {
+    decodeCursor(this.epoch, cursor, "log");
+  }
+
   /** Reads lines oldest first. @throws {ApiError} invalid_request (foreign cursor), cursor_expired */
   async read(q: LogQuery): Promise<LogLine[]> {
     const where: string[] = [];
     const params: SqlParams = [];
     if (q.afterCursor !== undefined) {
-      const seq = decodeCursor(this.epoch, q.afterCursor);
+      const seq = decodeCursor(this.epoch, q.afterCursor, "log");
       if (seq < this.prunedThrough) throw new ApiError("cursor_expired", "The cursor points before the retained logs", { afterCursor: q.afterCursor });
       where.push("seq > ?");
       params.push(seq);

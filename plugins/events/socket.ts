@@ -57,6 +57,8 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
   return subscriptionSocket({
     authenticate,
     schema: Subscribe,
+    // a cursor of another stream is refused before anything is acknowledged or stopped
+    check: (sub) => sub.afterCursor === undefined || events.checkCursor(sub.afterCursor),
     async start(peer, principal, sub, onReadError) {
       // fix the starting point before acknowledging: everything committed after "subscribed" arrives
       const start = sub.afterCursor ?? (await events.latestCursor());

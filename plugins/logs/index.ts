@@ -62,6 +62,8 @@ export default definePlugin({
           return principal;
         },
         schema: Subscribe,
+        // a cursor of another log is refused before anything is acknowledged or stopped
+        check: (sub) => sub.afterCursor === undefined || logs.checkCursor(sub.afterCursor),
         async start(peer, _principal, sub, onReadError) {
           await logs.flush();
           const start = sub.afterCursor ?? (await logs.latestCursor());
