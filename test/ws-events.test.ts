@@ -3,6 +3,8 @@ import NodeWebSocket from "crossws/websocket";
 import { client, eventually, startApp, tokenFor } from "./helpers";
 import { EventLog } from "../core/events/log";
 import { EVENT_STREAM } from "../core/events/stream";
+import { LogCapture } from "../core/logs/capture";
+import { LOGGER, type Logger } from "../core/logger";
 import type { App } from "../core/app";
 
 let app: App;
@@ -195,6 +197,35 @@ describe("slow consumers", () => {
       await eventually(async () => fast.frames.filter((f) => f.type === "event").length === total, 20_000);
       expect(fast.frames.filter((f) => f.type === "event").map((f) => f.event.payload.occurrenceKey)).toEqual(Array.from({ length: total }, (_, i) => `k${i}`));
       expect(writeMs).toBeLessThan(15_000);
+    } finally {
+      await slowApp.close();
+    }
+  });
+
+  it("closes a /ws/logs socket that cannot keep up (4008), at SVC_WS_MAX_BUFFERED_BYTES", async () => {
+    const slowApp = await startApp({ env: { SVC_WS_MAX_BUFFERED_BYTES: "65536" } });
+    try {
+      const cookie = ((await fetch(`${slowApp.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: "dev", password: "dev-sandbox-password" }) })).headers.get("set-cookie") ?? "").split(";")[0]!;
+      const Ctor = NodeWebSocket as unknown as new (url: string, protocols: string[], opts: object) => any;
+      const ws = new Ctor(`${slowApp.url.replace(/^http/, "ws")}/ws/logs`, [], { headers: { cookie }, origin: slowApp.url });
+      open.push(ws);
+      const frames: any[] = [];
+      ws.on("message", (d: Buffer) => frames.push(JSON.parse(String(d))));
+      const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on("close", (code: number, reason: Buffer) => resolve({ code, reason: String(reason) })));
+      await eventually(async () => frames.some((f) => f.type === "connected"));
+      ws.send(JSON.stringify({ type: "subscribe", run: { kind: "action", id: "slow-logs" } }));
+      await eventually(async () => frames.some((f) => f.type === "subscribed"));
+      ws._socket.pause(); // stop reading: the server's send buffer for this socket grows
+      const logs = slowApp.container.resolve(LogCapture);
+      const log = logs.logger(slowApp.container.resolve<Logger>(LOGGER), { kind: "action", id: "slow-logs" });
+      const padding = "x".repeat(4096);
+      for (let i = 0; i < 1500; i++) log.debug({ i, padding }, "a long line");
+      await logs.flush();
+      await new Promise((r) => setTimeout(r, 500)); // the pump reads and sends
+      ws._socket.resume();
+      expect(await closed).toEqual({ code: 4008, reason: "slow consumer: reconnect with your last cursor" });
+      const received = frames.filter((f) => f.type === "logs").flatMap((f) => f.logs).length;
+      expect(received).toBeLessThan(1500);
     } finally {
       await slowApp.close();
     }

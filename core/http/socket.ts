@@ -3,6 +3,21 @@ import type { Hooks, Peer } from "crossws";
 import type { Principal } from "../auth/permissions";
 import { isApiError } from "../errors";
 
+/** Close code for a consumer that cannot keep up (`/ws/events`, `/ws/logs`, `/ws/agents`): the client reconnects with its last cursor. */
+export const SLOW_CONSUMER_CLOSE = 4008;
+
+/**
+ * Closes `peer` with {@link SLOW_CONSUMER_CLOSE} when its unsent data passes `maxBufferedBytes`
+ * (`SVC_WS_MAX_BUFFERED_BYTES`), after `stop()` ends what feeds it; answers whether it did. Called
+ * after each batch a stream sends, which never waits for the socket.
+ */
+export function closeIfSlow(peer: Peer, maxBufferedBytes: number, stop: () => void): boolean {
+  if (peer.bufferedAmount <= maxBufferedBytes) return false;
+  stop();
+  peer.close(SLOW_CONSUMER_CLOSE, "slow consumer: reconnect with your last cursor");
+  return true;
+}
+
 /** Sends one JSON frame. */
 export function sendFrame(peer: Peer, frame: unknown): void {
   peer.send(JSON.stringify(frame));

@@ -16,7 +16,7 @@ const OWNER_ONLY = "Only the conversation's owner reads it and its runs: for eve
 export default definePlugin({
   name: "agents",
   deps: { runs: AgentRuns, output: AgentOutput },
-  setup({ routes, authenticateUpgrade }, { runs, output }) {
+  setup({ routes, authenticateUpgrade, config }, { runs, output }) {
     routes.add({
       method: "POST",
       path: "/api/agents/:agentId/conversations",
@@ -120,7 +120,7 @@ export default definePlugin({
         summary: "Agent output over WebSocket",
         description: "Spec 6.5. Browser session and allowed Origin only. `{type:\"subscribe\", runId, afterCursor?}`: the run's retained output after the cursor as `record` frames, then live, with `run.snapshot` frames on subscribe and on every change; `{type:\"subscribe\", activity:true}`: your agent activity; `{type:\"replay\", runId, afterCursor?, limit?}`: one page. When retention no longer covers a cursor, output resumes from the earliest kept and the cursor is acknowledged as null.",
       },
-      agentsSocket({ output, runs, authenticateUpgrade }),
+      agentsSocket({ output, runs, authenticateUpgrade, maxBufferedBytes: config.wsMaxBufferedBytes }),
     );
   },
 });

@@ -33,10 +33,8 @@
  */
 import * as v from "valibot";
 import type { Hooks, Peer } from "crossws";
-import { ApiError, cursorPump, sendFrame, subscriptionSocket, type AgentOutput, type AgentRunAccess, type OutputRecord, type OutputScope, type Principal } from "../../core/plugin-api";
+import { ApiError, closeIfSlow, cursorPump, sendFrame, subscriptionSocket, type AgentOutput, type AgentRunAccess, type OutputRecord, type OutputScope, type Principal } from "../../core/plugin-api";
 
-/** Close code for consumers that cannot keep up (as on `/ws/events`): the client reconnects with its last cursor. */
-export const AGENTS_SLOW_CONSUMER_CLOSE = 4008;
 /** Records per read while replaying and following. */
 const READ_BATCH = 500;
 
@@ -91,10 +89,7 @@ export function agentsSocket(deps: { output: AgentOutput; runs: AgentRunAccess; 
       fromStart: start === undefined,
       handler: (batch) => {
         for (const r of batch) sendFrame(peer, recordFrame(r));
-        if (peer.bufferedAmount > maxBufferedBytes) {
-          stop();
-          peer.close(AGENTS_SLOW_CONSUMER_CLOSE, "slow consumer: reconnect with your last cursor");
-        }
+        closeIfSlow(peer, maxBufferedBytes, () => stop());
       },
       onHandlerError: () => undefined,
       onReadError,

@@ -1,9 +1,6 @@
 import * as v from "valibot";
 import type { Hooks } from "crossws";
-import { EVENT_TYPES, TOPICS, eventSubject, sendFrame, sendFrames, subscriptionSocket, type EventLog, type Principal, type StoredDomainEvent, type Topic } from "../../core/plugin-api";
-
-/** Close code for consumers that cannot keep up: the client reconnects with its last cursor. */
-export const SLOW_CONSUMER_CLOSE = 4008;
+import { EVENT_TYPES, TOPICS, closeIfSlow, eventSubject, sendFrame, sendFrames, subscriptionSocket, type EventLog, type Principal, type StoredDomainEvent, type Topic } from "../../core/plugin-api";
 
 const Subscribe = v.strictObject({
   type: v.literal("subscribe"),
@@ -79,10 +76,7 @@ export function eventsSocket(events: EventLog, authenticate: (req: Request) => P
         },
         (batch) => {
           sendFrames(peer, batch.map(eventFrame)); // one write; not awaited: a slow socket only grows its own buffer
-          if (peer.bufferedAmount > maxBufferedBytes) {
-            stop();
-            peer.close(SLOW_CONSUMER_CLOSE, "slow consumer: reconnect with your last cursor");
-          }
+          closeIfSlow(peer, maxBufferedBytes, () => stop());
         },
         onReadError,
       );

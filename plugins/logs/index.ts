@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, errorResponse, LOG_LEVELS, LogCapture, LogLineSchema, can, cursorPump, definePlugin, has, requirePermission, sendFrame, subscriptionSocket } from "../../core/plugin-api";
+import { ApiError, closeIfSlow, errorResponse, LOG_LEVELS, LogCapture, LogLineSchema, can, cursorPump, definePlugin, has, requirePermission, sendFrame, subscriptionSocket } from "../../core/plugin-api";
 
 const RunRef = v.strictObject({ kind: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) });
 const Subscribe = v.strictObject({
@@ -17,7 +17,7 @@ const Subscribe = v.strictObject({
 export default definePlugin({
   name: "logs",
   deps: { logs: LogCapture },
-  setup({ routes, authenticateUpgrade }, { logs }) {
+  setup({ routes, authenticateUpgrade, config }, { logs }) {
     routes.add({
       method: "GET",
       path: "/api/logs",
@@ -68,16 +68,21 @@ export default definePlugin({
           await logs.flush();
           const start = sub.afterCursor ?? (await logs.latestCursor());
           sendFrame(peer, { type: "subscribed", run: sub.run ?? null, kinds: sub.kinds ?? null, levels: sub.levels ?? null, afterCursor: sub.afterCursor ?? null });
-          return cursorPump({
+          let stop = () => {};
+          stop = cursorPump({
             read: (afterCursor) => logs.read({ run: sub.run, kinds: sub.kinds, levels: sub.levels, afterCursor, limit: 500 }),
             latestCursor: () => logs.latestCursor(),
             notifier: logs.notifier,
             afterCursor: start,
             fromStart: start === undefined,
-            handler: (batch) => sendFrame(peer, { type: "logs", logs: batch }),
+            handler: (batch) => {
+              sendFrame(peer, { type: "logs", logs: batch }); // not awaited: a slow socket only grows its own buffer
+              closeIfSlow(peer, config.wsMaxBufferedBytes, () => stop());
+            },
             onHandlerError: () => undefined,
             onReadError,
           });
+          return () => stop();
         },
       }),
     );
