@@ -159,11 +159,16 @@ describe("a sheet", () => {
     await page.goto(`${app.url}/artifacts/${ids.sheet}?part=${encodeURIComponent("chart=Revenue by month")}`);
     await expect.poll(() => page.locator("[data-svc-chart] svg").first().isVisible()).toBe(true);
     await screenshot(page, "page-sheet-chart");
+    // on the latest, a tab's address follows the latest (spec 9): no version in it
+    await page.locator(".sheet-tab-sheet").first().click();
+    await page.waitForURL((url) => url.searchParams.get("part") !== "chart=Revenue by month");
+    expect(new URL(page.url()).searchParams.has("v")).toBe(false);
 
     // a link copied from an older version stays on it; the picker moves
     await page.goto(`${app.url}/artifacts/${ids.sheet}?v=1`);
     expect(await page.locator(".banner").textContent()).toContain("You are reading version 1");
     expect(await page.locator(".artifact-head .meta").textContent()).toContain("Version 1 of 2");
+    expect(await page.locator(".sheet-tab").first().getAttribute("href")).toMatch(/^\?v=1&part=/); // a pinned version's tabs stay on it
     await page.locator("#version-select").selectOption("2");
     await page.getByRole("button", { name: "Open" }).click();
     await page.waitForURL(/v=2/);

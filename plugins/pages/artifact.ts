@@ -115,14 +115,14 @@ async function documentView(s: PageServices, ctx: { reader: Reader; locale: stri
   return html`<div class="doc-layout">${contents}${surface("doc-surface", html`<article class="doc">${raw(doc.html)}</article>`)}</div>`;
 }
 
-async function sheetView(s: PageServices, ctx: { reader: Reader; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {
+async function sheetView(s: PageServices, ctx: { reader: Reader; v?: number; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {
   const book = await s.sheets.workbook(ctx.reader, version.artifactId, version.version);
   const sheets = await Promise.all(book.sheets.map(async (sheet) => ({ ...sheet, firstRows: (await s.sheets.table(ctx.reader, version.artifactId, version.version, sheet.name)).rows.slice(0, 100) })));
   const charts = await Promise.all(book.charts.map(async (chart) => {
     const table = await s.sheets.table(ctx.reader, version.artifactId, version.version, chart.sheet);
     return { name: chart.name, title: chart.title ?? chart.name, ...workbookChart(book, chart, table, { mode, locale: ctx.locale, size: { width: 960, height: 420 } }) };
   }));
-  return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, sheets, charts, part: ctx.part, locale: ctx.locale }));
+  return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, pinned: ctx.v !== undefined, sheets, charts, part: ctx.part, locale: ctx.locale }));
 }
 
 function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin: string }, version: Version, theme: Theme | undefined): RawHtml {

@@ -25,6 +25,8 @@ export interface SheetViewChart {
 export interface SheetViewInput {
   artifactId: string;
   version: number;
+  /** True when the reader opened this version by number (`?v=`): the tabs' links keep it; else they follow the latest (spec 9). */
+  pinned?: boolean;
   sheets: SheetViewSheet[];
   charts: SheetViewChart[];
   /** The selected tab: a sheet's name, `<sheet>!<range>` (selects the sheet), or `chart=<name>`; default the first sheet. */
@@ -132,7 +134,7 @@ ${shown.slice(frozenData).map((r, k) => row(r, k + frozenData)).join("\n")}
  * ```html
  * <div class="sheet-view" data-svc-sheet-view>
  *   <div class="sheet-tabs" role="tablist">                      one <a role="tab" class="sheet-tab"> per sheet, then per chart,
- *                                                                 href "?v=<version>&part=<name>" / "&part=chart%3D<name>"
+ *                                                                 href "?part=<name>" / "?part=chart%3D<name>" ("?v=<version>&part=…" when pinned)
  *   <section class="sheet-panel" role="tabpanel" [hidden]>       per sheet:
  *     <div class="sheet-grid" data-svc-sheet>                      <script type="application/json" class="sheet-config"> (SheetGridConfig),
  *       <div class="sheet-scroll" role="region" tabindex="0">      <table class="sheet-table"> with colgroup, thead (letters row,
@@ -151,7 +153,7 @@ export function renderSheetView(input: SheetViewInput): string {
   const tabs: string[] = [];
   const panels: string[] = [];
   const tab = (i: number, kind: "sheet" | "chart", part: string, text: string, on: boolean) =>
-    `<a class="sheet-tab sheet-tab-${kind}" role="tab" id="sheet-tab-${i}" href="?v=${input.version}&amp;part=${escapeHtml(encodeURIComponent(part))}" aria-controls="sheet-panel-${i}" aria-selected="${on}" tabindex="${on ? 0 : -1}" data-part="${escapeHtml(part)}">${kind === "chart" ? '<span class="sheet-tab-icon" aria-hidden="true"></span>' : ""}${escapeHtml(text)}</a>`;
+    `<a class="sheet-tab sheet-tab-${kind}" role="tab" id="sheet-tab-${i}" href="?${input.pinned ? `v=${input.version}&amp;` : ""}part=${escapeHtml(encodeURIComponent(part))}" aria-controls="sheet-panel-${i}" aria-selected="${on}" tabindex="${on ? 0 : -1}" data-part="${escapeHtml(part)}">${kind === "chart" ? '<span class="sheet-tab-icon" aria-hidden="true"></span>' : ""}${escapeHtml(text)}</a>`;
   input.sheets.forEach((sheet, i) => {
     const on = pick.kind === "sheet" && pick.index === i;
     tabs.push(tab(i, "sheet", sheet.name, sheet.name, on));
