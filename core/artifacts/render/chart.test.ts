@@ -87,6 +87,18 @@ describe("chartOption + renderChartSvg (spec 2.8)", () => {
     expect(marks(svg, 0)).toEqual([0, 1, 2]);
   });
 
+  it("line and area: room beside the plot for the first and last x labels, which sit centred on its edges", () => {
+    /** Each x label's text and x position (its centre). */
+    const xLabels = (svg: string) => [...svg.matchAll(/<text[^>]*text-anchor="middle"[^>]*translate\(([\d.]+) [\d.]+\)[^>]*>(\w{3} \d+, 2026)<\/text>/g)].map((m) => [m[2]!, Number(m[1])] as const);
+    const halfWidth = 12 * 4; // "Sep 30, 2026" is up to ~95 px wide in a wide fallback font
+    for (const type of ["line", "area"] as const) {
+      const labels = xLabels(renderChartSvg(chartOption(chart({ type, y: ["Margin"] }), DATA, LIGHT, "en-US"), SIZE));
+      expect(labels.map(([text]) => text)).toEqual(["Jul 31, 2026", "Aug 31, 2026", "Sep 30, 2026"]);
+      expect(labels[0]![1]).toBeGreaterThanOrEqual(halfWidth);
+      expect(labels[2]![1]).toBeLessThanOrEqual(SIZE.width - halfWidth);
+    }
+  });
+
   it("area and stacked area: lines with their area filled", () => {
     for (const stacked of [false, true]) {
       const option = chartOption(chart({ type: "area", stacked }), DATA, LIGHT, "en-US") as any;

@@ -95,6 +95,14 @@ export function chartStyle(theme: Theme | undefined, mode: "light" | "dark"): Ch
 const SAMPLE_ABOVE = 1_000;
 
 /**
+ * Room in px for half of an x-axis label of the kit's 12 px font (up to ~8.4 px a character in the wide fallback fonts such as DejaVu Sans, plus 2): a
+ * label centred on the plot's edge needs it beside the plot.
+ */
+function halfLabel(label: string | undefined): number {
+  return Math.ceil((label ?? "").length * 4.2) + 2;
+}
+
+/**
  * The ECharts option of a workbook chart (spec 2.8): JSON only (no functions), so a page can embed it for
  * the browser; {@link renderChartSvg} and the browser add the formatters.
  *
@@ -187,7 +195,9 @@ export function chartOption(chart: Chart, data: { columns: string[]; rows: strin
     {
       ...base,
       ...(legend ? { legend: { top: 26, left: 0, icon: "roundRect", itemWidth: 12, itemHeight: 8, itemGap: 16 } } : {}),
-      grid: { left: 4, right: 12, top: legend ? 64 : 40, bottom: 4, containLabel: true },
+      // line and area charts put the first and last x labels, centred, on the plot's edges: room for half of each beside it
+      // (`containLabel` makes room for the y labels only)
+      grid: { left: chart.type === "bar" ? 4 : halfLabel(labels[0]), right: chart.type === "bar" ? 12 : Math.max(12, halfLabel(labels.at(-1))), top: legend ? 64 : 40, bottom: 4, containLabel: true },
       xAxis: { type: "category", data: labels, boundaryGap: chart.type === "bar", axisTick: { alignWithLabel: true }, axisLabel: { hideOverlap: true } },
       yAxis: { type: "value", splitLine: { lineStyle: { type: "dashed" } } },
       series,
