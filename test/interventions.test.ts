@@ -6,6 +6,7 @@ import { client, eventually, startApp, tempDir, tokenFor } from "./helpers";
 import { startDevServer } from "../core/temporal/dev-server";
 import { freePort } from "./setup/global";
 import type { App } from "../core/app";
+import { OntologyStore } from "../core/ontology/store";
 
 let app: App;
 let dev: ReturnType<typeof client>;
@@ -120,6 +121,67 @@ describe("interventions", () => {
     expect(cancelled.interventions[0]).toMatchObject({ status: "cancelled", reason: "the run was cancelled" });
     expect((await runEvents(second)).map((e) => e.type)).toEqual(expect.arrayContaining(["workflow.intervention.cancelled", "workflow.run.finished"]));
     expect((await dev.post(`/api/workflow-runs/${second}/interventions/approve/submit`, { answer: { approved: true } })).status).toBe(409);
+  });
+
+  /**
+   * A submission and a run cancel racing end one way: the intervention's outcome, the run's state, its
+   * `workflow.run.finished` and the HTTP answers agree, and a 2xx is never refused later nor a 503 given
+   * for an answer that was applied.
+   */
+  async function expectOneOutcome(runId: string, submitted: { status: number; body: any }, cancelled: { status: number }) {
+    expect([200, 409]).toContain(submitted.status);
+    expect([200, 409]).toContain(cancelled.status);
+    const state = await eventually(async () => {
+      const r = (await dev.get(`/api/workflow-runs/${runId}`)).body;
+      return ["completed", "cancelled"].includes(r.status) ? r : undefined;
+    });
+    const events = await eventually(async () => {
+      const all = await runEvents(runId);
+      return all.some((e) => e.type === "workflow.run.finished") ? all : undefined;
+    });
+    const finished = events.filter((e) => e.type === "workflow.run.finished");
+    expect(finished.map((e) => e.payload.status)).toEqual([state.status]);
+    const ends = events.filter((e) => /^workflow\.intervention\.(submitted|cancelled|expired)$/.test(e.type)).map((e) => e.type.split(".")[2]);
+    expect(ends).toHaveLength(1);
+    expect(state.interventions.map((i: any) => i.status)).toEqual(ends);
+    expect(ends[0]).toBe(submitted.status === 200 ? "submitted" : "cancelled");
+    if (state.status === "completed") expect(state.nodes.every((n: any) => n.status === "completed")).toBe(true);
+    const nodeEnds = events.filter((e) => e.type === "workflow.run.node.finished").map((e) => `${e.payload.node}:${e.payload.status}`);
+    expect(nodeEnds).toEqual(state.nodes.map((n: any) => `${n.name}:${n.status}`));
+    const review = (await dev.get("/api/objects/invoice/inv_1006")).body.properties.reviewStatus;
+    if (nodeEnds.includes("record rejected:completed")) expect(review).toBe("rejected");
+    return { state, ends };
+  }
+
+  it("a submission and a run cancel sent together end one way, and the answers say which", async () => {
+    for (let i = 0; i < 3; i++) {
+      const runId = await startReview(dev, { invoiceId: "inv_1006", approvalThreshold: 100 });
+      await until(dev, runId, "waiting");
+      const submit = dev.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: false } });
+      const cancel = await dev.post(`/api/workflow-runs/${runId}/cancel`, {});
+      await expectOneOutcome(runId, await submit, cancel);
+    }
+  });
+
+  it("a run cancel arriving while the submission's next node works does not undo the submission", async () => {
+    const runId = await startReview(dev, { invoiceId: "inv_1006", approvalThreshold: 100 });
+    await until(dev, runId, "waiting");
+    // the cancel reaches Temporal while the worker is inside the workflow task that writes the rejection
+    const store = app.container.resolve(OntologyStore);
+    const commit = store.commit.bind(store);
+    let cancel: Promise<{ status: number }> | undefined;
+    store.commit = (async (changes: any, ctx: any) => {
+      if (String(ctx?.idempotencyKey).startsWith(`${runId}:write:`) && !cancel) await (cancel = dev.post(`/api/workflow-runs/${runId}/cancel`, {}));
+      return commit(changes, ctx);
+    }) as typeof store.commit;
+    try {
+      const submitted = await dev.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: false } });
+      await eventually(async () => cancel !== undefined);
+      const { ends } = await expectOneOutcome(runId, submitted, await cancel!);
+      expect(ends).toEqual(["submitted"]);
+    } finally {
+      store.commit = commit;
+    }
   });
 
   it("lists runs by workflow, status and start time", async () => {

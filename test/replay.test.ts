@@ -3,8 +3,9 @@
  * behind a Temporal patch: first one local activity per record (`svc-local-records`), then records
  * queued and carried by the run's next activity, or batched into one local activity where the run waits
  * or ends (`svc-batched-records`), then node work on svc's own store as local activities and no timer
- * for a zero wait (`svc-local-store-work`). Histories of the three older engines
- * (test/fixtures/histories and its local-records/ and batched-records/ folders, made with
+ * for a zero wait (`svc-local-store-work`); the cancel-race fix then wrote decisions (a run's end, an
+ * intervention's answer) by activities (`svc-durable-decisions`). Histories of the four older engines
+ * (test/fixtures/histories and its local-records/, batched-records/ and local-store-work/ folders, made with
  * test/fixtures/histories/record.ts) must replay against today's bundle, open ones included, and a new
  * run must record the newest patch marker and carry its records.
  */
@@ -29,6 +30,7 @@ const generation = (dir: string) => {
 const first = generation(FIXTURES);
 const local = generation(path.join(FIXTURES, "local-records"));
 const batched = generation(path.join(FIXTURES, "batched-records"));
+const localWork = generation(path.join(FIXTURES, "local-store-work"));
 const RECORDED = ["pipeline-completed", "review-approved", "review-cancelled", "review-expired", "review-failed", "review-rejected", "review-reviewed", "review-waiting", "sync-completed"];
 const toJson = (history: unknown) => History.toObject(History.fromObject(history as never), { longs: String, enums: String, bytes: String, defaults: false }) as HistoryJson;
 const bundle = () => ({ code: fs.readFileSync(inject("workflowBundle"), "utf8") });
@@ -121,6 +123,24 @@ describe("histories recorded with batched records", () => {
   });
 });
 
+describe("histories recorded with store work as local activities", () => {
+  it("are the fourth engine's: the svc-local-store-work marker, every record and store work a local activity, a review one workflow task", () => {
+    expect(Object.keys(localWork.index).sort()).toEqual(RECORDED);
+    for (const { json } of localWork.all()) {
+      expect(patchIds(json)).toEqual(["svc-local-store-work"]);
+      expect(scheduledActivities(json).filter((a) => a.startsWith("record") || a === "readObject" || a === "writeOntology")).toEqual([]);
+    }
+    expect(count(localWork.read("review-reviewed"), "WORKFLOW_TASK_COMPLETED")).toBe(1);
+    const waiting = localWork.read("review-waiting");
+    expect(waiting.events.at(-1)!.eventType).not.toMatch(/WORKFLOW_EXECUTION_(COMPLETED|FAILED|CANCELED)/);
+  });
+
+  it("replay against today's bundle without a determinism error, the open one included", async () => {
+    const histories = localWork.all();
+    expect(await replay(histories)).toEqual(histories.map((h) => [h.workflowId, undefined]));
+  });
+});
+
 describe("runs started now", () => {
   let app: App;
   let histories: Record<string, HistoryJson>;
@@ -152,28 +172,33 @@ describe("runs started now", () => {
   });
   afterAll(() => app?.close());
 
-  it("record the svc-local-store-work marker, run their store work as local activities and start no timer for a zero wait: a review is one workflow task", () => {
+  it("record the svc-durable-decisions marker, run their store work as local activities, start no timer for a zero wait, and write decisions by activities", () => {
     for (const h of Object.values(histories)) {
-      expect(patchIds(h)).toEqual(["svc-local-store-work"]);
-      expect(scheduledActivities(h).filter((a) => a.startsWith("record") || a === "readObject" || a === "writeOntology")).toEqual([]);
+      expect(patchIds(h)).toEqual(["svc-durable-decisions"]);
+      expect(scheduledActivities(h).filter((a) => a.startsWith("record") && a !== "recordBatch")).toEqual([]);
+      expect(scheduledActivities(h).filter((a) => a === "readObject" || a === "writeOntology")).toEqual([]);
+      // the run's end is written by an activity: the workflow task that closes the run writes nothing
+      expect(scheduledActivities(h).at(-1)).toBe("recordBatch");
     }
     const reviewed = histories.reviewed!;
-    // the read carries the run's start and its node's, the write the read's end and its own start, the
-    // batch at the end the write's node and the run: was 2 activities, 2 batches and a 0 ms timer
-    expect(scheduledActivities(reviewed)).toEqual([]);
-    expect(localActivities(reviewed)).toEqual(["readObject", "writeOntology", "recordBatch"]);
+    // the read carries the run's start and its node's, the write the read's end and its own start; the
+    // write's node and the run's end go in one recordBatch activity (store work stays local, no 0 ms timer)
+    expect(scheduledActivities(reviewed)).toEqual(["recordBatch"]);
+    expect(carriedKeys(scheduled(reviewed)[0]!)).toEqual([`${ids.reviewed}:node:2:finished`, `${ids.reviewed}:finished`]);
+    expect(localActivities(reviewed)).toEqual(["readObject", "writeOntology"]);
     expect(count(reviewed, "TIMER_STARTED")).toBe(0);
-    // workflow tasks: was 4 (the first, after the read, after the timer, after the write)
-    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(1);
-    // an action stays an activity (a handler may call the outside world), and carries what was queued
-    expect(scheduledActivities(histories.approved!)).toEqual(["runAction"]);
-    expect(carriedKeys(scheduled(histories.approved!)[0]!)).toEqual([`${ids.approved}:node:2:finished`, `${ids.approved}:node:3:started`]);
-    // the approved run waits for its intervention and runs its action: 3 workflow tasks, was 6
-    expect(count(histories.approved!, "WORKFLOW_TASK_COMPLETED")).toBe(3);
+    // workflow tasks: the first, and the one that closes the run after its end is written (was 1; 4 before local store work)
+    expect(count(reviewed, "WORKFLOW_TASK_COMPLETED")).toBe(2);
+    // the submission is written by an activity of the update's handler; an action stays an activity and carries what was queued
+    const approved = histories.approved!;
+    expect(scheduledActivities(approved)).toEqual(["recordBatch", "runAction", "recordBatch"]);
+    expect(scheduled(approved)[0]!.input && payload(scheduled(approved)[0]!.input.payloads[0]).records.map((r: any) => r.intervention?.phase)).toEqual(["submitted"]);
+    expect(carriedKeys(scheduled(approved)[1]!)).toEqual([`${ids.approved}:node:2:finished`, `${ids.approved}:node:3:started`]);
+    expect(count(approved, "WORKFLOW_TASK_COMPLETED")).toBe(5);
     expect(count(batched.read("review-approved"), "WORKFLOW_TASK_COMPLETED")).toBe(6);
-    expect(scheduledActivities(histories.sync!)).toEqual(["runSync"]);
-    expect(localActivities(histories.sync!)).toEqual(["recordBatch"]);
-    expect(localActivities(histories.pipeline!)).toEqual(["recordBatch"]);
+    expect(scheduledActivities(histories.sync!)).toEqual(["runSync", "recordBatch"]);
+    expect(localActivities(histories.sync!)).toEqual([]);
+    expect(localActivities(histories.pipeline!)).toEqual([]);
   });
 
   it("write every record once and in order, one carried by an activity whose work then failed included (written before the work)", async () => {
@@ -183,7 +208,8 @@ describe("runs started now", () => {
     expect(of(ids.pipeline!).map((e) => e.type)).toEqual(["pipeline.run.started", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.finished"]);
     // the write failed (its invoice was deleted): the node's start it carried is written by the final batch, once
     const failed = histories.failed!;
-    expect(localActivities(failed)).toEqual(["readObject", "recordBatch", "writeOntology", "recordBatch"]);
+    expect(localActivities(failed)).toEqual(["readObject", "recordBatch", "writeOntology"]);
+    expect(scheduledActivities(failed)).toEqual(["recordBatch"]);
     const laMarkers = markers(failed, "core_local_activity");
     expect(laMarkers.filter((m) => m.markerRecordedEventAttributes.failure).map((m) => payload(m.markerRecordedEventAttributes.details.data.payloads[0]).activity_type)).toEqual(["writeOntology"]);
     expect(count(failed, "TIMER_STARTED")).toBe(1);
@@ -202,7 +228,7 @@ describe("runs started now", () => {
     const res = await client(app).get(`/api/workflow-runs/${ids.approved}/history`);
     const events = res.body.events as Array<{ eventType: string; name?: string; summary?: string }>;
     const recordedMarkers = events.filter((e) => e.eventType === "MARKER_RECORDED");
-    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-local-store-work", "readObject", "recordBatch", "writeOntology"]));
+    expect(recordedMarkers.map((e) => e.name)).toEqual(expect.arrayContaining(["patch svc-durable-decisions", "readObject", "recordBatch", "writeOntology"]));
     expect(events.map((e) => e.summary).filter(Boolean)).toEqual(
       expect.arrayContaining([
         "read invoice: read invoice inv_1002",

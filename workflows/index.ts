@@ -15,7 +15,7 @@ import { workflows } from "svc-project-workflows";
 import type { RecordRunEventInput, RecordWorkflowEventInput, SvcSinks } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
 import { installInterventions } from "./interventions";
-import { activities, clampSummary, createRecorder, named, namedLocal, recordingMode, type Recorder, type RecordingMode } from "./records";
+import { activities, clampSummary, createRecorder, named, namedLocal, recordingMode, runsLocalWork, type Recorder, type RecordingMode } from "./records";
 export { agentReply } from "./agents";
 
 const { handlerLog } = proxySinks<SvcSinks>();
@@ -63,10 +63,10 @@ export async function syncRun(args: { syncId: string; input: unknown }): Promise
   await records.record(event("sync.run.started"));
   try {
     const result = await records.carry(named(`sync ${args.syncId}`).runSync, { syncId: args.syncId, runId, input: args.input });
-    await records.recordNow(event("sync.run.finished", { status: "completed" }));
+    await records.recordDurably(event("sync.run.finished", { status: "completed" }));
     return result;
   } catch (err) {
-    await CancellationScope.nonCancellable(() => records.recordNow(event("sync.run.finished", { status: isCancellation(err) ? "cancelled" : "failed", error: { message: messageOf(err) } })));
+    await CancellationScope.nonCancellable(() => records.recordDurably(event("sync.run.finished", { status: isCancellation(err) ? "cancelled" : "failed", error: { message: messageOf(err) } })));
     return failRun(err);
   }
 }
@@ -87,13 +87,13 @@ export async function pipelineRun(args: { pipelineId: string; input: unknown; st
       results[step] = await records.carry(named(`step ${step}`).runPipelineStep, { pipelineId: args.pipelineId, runId, index, input: args.input, results });
       await records.record(event("pipeline.run.step.finished", `step:${index}:finished`, { step, index, status: "completed" }));
     }
-    await records.recordNow(event("pipeline.run.finished", "finished", { status: "completed" }));
+    await records.recordDurably(event("pipeline.run.finished", "finished", { status: "completed" }));
     return results;
   } catch (err) {
     const status = isCancellation(err) ? "cancelled" : "failed";
     await CancellationScope.nonCancellable(async () => {
       if (current) await records.record(event("pipeline.run.step.finished", `step:${current.index}:finished`, { ...current, status, error: { message: messageOf(err) } }));
-      await records.recordNow(event("pipeline.run.finished", "finished", { status, error: { message: messageOf(err) } }));
+      await records.recordDurably(event("pipeline.run.finished", "finished", { status, error: { message: messageOf(err) } }));
     });
     return failRun(err);
   }
@@ -102,13 +102,13 @@ export async function pipelineRun(args: { pipelineId: string; input: unknown; st
 function createContext(workflowId: string, runId: string, records: Recorder, mode: RecordingMode): WorkflowContext {
   let seq = 0;
   let node: string | undefined;
-  const localWork = mode === "local-work";
+  const localWork = runsLocalWork(mode);
   const record = (type: string, key: string, payload?: Record<string, unknown>) => records.record(workflowEvent({ type, workflowId, runId, key, payload }));
   const label = (what: string) => (node ? `${node}: ${what}` : what);
   const inNode = (what: string) => named(label(what));
   /** Node work on svc's own store: a local activity in `local-work` runs, an activity in older ones (see records.ts). */
   const storeWork = (what: string) => (localWork ? namedLocal(label(what)) : inNode(what));
-  const intervention = installInterventions(workflowId, runId, records);
+  const intervention = installInterventions(workflowId, runId, records, mode === "durable-decisions");
   const write = (level: "debug" | "info" | "warn" | "error") => (message: string, fields: Record<string, unknown> = {}) => handlerLog.write(level, message, fields);
   return {
     workflowId,
@@ -156,8 +156,9 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
   const runId = info.workflowId;
   const definition = (workflows as Record<string, WorkflowDefinition<unknown, unknown>>)[workflowId];
   if (!definition) throw ApplicationFailure.nonRetryable(`This worker has no workflow "${workflowId}"`, "UnknownWorkflow");
+  // by an activity in `durable-decisions` runs: the workflow task that closes the run then writes nothing (records.ts)
   const finished = (payload: Record<string, unknown>) =>
-    CancellationScope.nonCancellable(() => records.recordNow(workflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }, true)));
+    CancellationScope.nonCancellable(() => records.recordDurably(workflowEvent({ type: "workflow.run.finished", workflowId, runId, key: `${runId}:finished`, payload }, true)));
   await records.record(workflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` }, true));
   try {
     const result = await definition.run(createContext(workflowId, runId, records, mode), input);

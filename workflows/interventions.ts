@@ -3,6 +3,14 @@
  * validators: a refused one (no such open intervention, or an answer failing its valibot schema) is
  * rejected before it reaches history. Expiry is the workflow's own timer (`condition` with a timeout),
  * so it fires even while no worker runs; cancelling the run cancels what is open.
+ *
+ * An intervention ends exactly one way. In `durable-decisions` runs (see records.ts) an accepted update
+ * writes its outcome itself, by an activity, before the update completes: the activity runs only once
+ * Temporal has the update's acceptance in history, so a 2xx to the client means the outcome is both
+ * decided and written, and a workflow task Temporal throws away (a run cancel arriving meanwhile) has
+ * written nothing of it. While that write runs the intervention is `deciding`: other updates are
+ * refused, the expiry timer and a run cancellation no longer end it, and the run goes on once the
+ * outcome is written. Older runs keep recording the outcome from the run's own path.
  */
 import { ApplicationFailure, CancellationScope, condition, defineUpdate, isCancellation, setHandler } from "@temporalio/workflow";
 import * as v from "valibot";
@@ -21,7 +29,8 @@ export const cancelIntervention = defineUpdate<{ interventionId: string }, [{ na
 interface Entry {
   id: string;
   schema: v.GenericSchema<unknown, unknown>;
-  status: "open" | "submitted" | "cancelled" | "expired";
+  /** `deciding`: an update was accepted and its handler is writing the outcome (`durable-decisions` runs). */
+  status: "open" | "deciding" | "submitted" | "cancelled" | "expired";
   answer?: unknown;
   by?: By;
   reason?: string;
@@ -31,9 +40,29 @@ interface Entry {
  * Registers the update handlers and answers the `intervention` primitive of the workflow context.
  * @param records the run's recorder: each phase (index row + events, idempotent per phase) is written,
  *   with what the run queued before it, before the run waits or goes on
+ * @param durable `durable-decisions` runs: an accepted update writes its outcome by an activity before
+ *   it completes (see the module doc); false replays the commands older runs recorded
  */
-export function installInterventions(workflowId: string, runId: string, records: Recorder) {
-  const record = (input: RecordInterventionInput) => records.recordNow({ record: { intervention: input }, summary: `intervention ${input.name} ${input.phase}` });
+export function installInterventions(workflowId: string, runId: string, records: Recorder, durable = false) {
+  const entry = (input: RecordInterventionInput) => ({ record: { intervention: input }, summary: `intervention ${input.name} ${input.phase}` });
+  const record = (input: RecordInterventionInput) => records.recordNow(entry(input));
+  /**
+   * Writes the outcome an accepted update decided (`durable` runs), whatever happens to the run
+   * meanwhile; the intervention is `deciding` until then. When the write fails for good, the
+   * intervention is open again and the update fails: nothing of it was written.
+   */
+  const decide = async (target: Entry, outcome: "submitted" | "cancelled", input: RecordInterventionInput, apply: () => void) => {
+    target.status = "deciding";
+    try {
+      await CancellationScope.nonCancellable(() => records.recordDurably(entry(input)));
+    } catch (err) {
+      target.status = "open";
+      throw err;
+    }
+    apply();
+    target.status = outcome;
+  };
+  const baseOf = (target: Entry, name: string) => ({ workflowId, runId, interventionId: target.id, name });
   const entries = new Map<string, Entry>();
   let seq = 0;
   /** The open intervention of that name — and, when the caller names one, exactly that one (the API checked its assignees). */
@@ -45,12 +74,19 @@ export function installInterventions(workflowId: string, runId: string, records:
 
   setHandler(
     submitIntervention,
-    ({ name, interventionId, answer, by }) => {
-      const entry = openEntry(name, interventionId);
-      entry.status = "submitted";
-      entry.answer = v.parse(entry.schema, answer);
-      entry.by = by;
-      return { interventionId: entry.id };
+    async ({ name, interventionId, answer, by }) => {
+      const target = openEntry(name, interventionId);
+      const parsed = v.parse(target.schema, answer);
+      const apply = () => {
+        target.answer = parsed;
+        target.by = by;
+      };
+      if (durable) await decide(target, "submitted", { ...baseOf(target, name), phase: "submitted", answer: parsed, by }, apply);
+      else {
+        target.status = "submitted";
+        apply();
+      }
+      return { interventionId: target.id };
     },
     {
       validator: ({ name, interventionId, answer }) => {
@@ -64,12 +100,18 @@ export function installInterventions(workflowId: string, runId: string, records:
   );
   setHandler(
     cancelIntervention,
-    ({ name, interventionId, by, reason }) => {
-      const entry = openEntry(name, interventionId);
-      entry.status = "cancelled";
-      entry.by = by;
-      entry.reason = reason;
-      return { interventionId: entry.id };
+    async ({ name, interventionId, by, reason }) => {
+      const target = openEntry(name, interventionId);
+      const apply = () => {
+        target.by = by;
+        target.reason = reason;
+      };
+      if (durable) await decide(target, "cancelled", { ...baseOf(target, name), phase: "cancelled", by, reason }, apply);
+      else {
+        target.status = "cancelled";
+        apply();
+      }
+      return { interventionId: target.id };
     },
     { validator: ({ name, interventionId }) => void openEntry(name, interventionId) },
   );
@@ -86,19 +128,30 @@ export function installInterventions(workflowId: string, runId: string, records:
       answerSchema = undefined;
     }
     await record({ ...base, phase: "requested", prompt: request.prompt, assignees: request.assignees, answerSchema, expiresAt: new Date(Date.now() + request.expiresInMs).toISOString() });
-    try {
-      const resolved = await condition(() => entry.status !== "open", request.expiresInMs);
-      if (!resolved) {
-        entry.status = "expired";
-        await CancellationScope.nonCancellable(() => record({ ...base, phase: "expired" }));
-        return { status: "expired" };
+    const deadline = Date.now() + request.expiresInMs;
+    // the first wait is the whole expiry, as older runs recorded it; a wait again (a failed write) the rest
+    for (let timeout = request.expiresInMs; ; timeout = Math.max(1, deadline - Date.now())) {
+      try {
+        const resolved = await condition(() => entry.status !== "open", timeout);
+        if (!resolved) {
+          entry.status = "expired";
+          await CancellationScope.nonCancellable(() => record({ ...base, phase: "expired" }));
+          return { status: "expired" };
+        }
+      } catch (err) {
+        if (isCancellation(err) && entry.status === "open") {
+          entry.status = "cancelled";
+          await CancellationScope.nonCancellable(() => record({ ...base, phase: "cancelled", reason: "the run was cancelled" }));
+        }
+        // an accepted update decided first: its outcome is the intervention's (the run's cancellation reaches the next step)
+        if (!(isCancellation(err) && entry.status === "deciding")) throw err;
       }
-    } catch (err) {
-      if (isCancellation(err) && entry.status === "open") {
-        entry.status = "cancelled";
-        await CancellationScope.nonCancellable(() => record({ ...base, phase: "cancelled", reason: "the run was cancelled" }));
-      }
-      throw err;
+      if (!durable) break;
+      // the update's handler writes the outcome; when its write failed for good the intervention is open again
+      await CancellationScope.nonCancellable(() => condition(() => entry.status !== "deciding"));
+      if (entry.status === "open") continue;
+      if (entry.status === "submitted") return { status: "submitted", answer: entry.answer as A, by: entry.by! };
+      return { status: "cancelled", ...(entry.by ? { by: entry.by } : {}), ...(entry.reason ? { reason: entry.reason } : {}) };
     }
     // terminal records survive a run cancellation arriving meanwhile, so the index never stays "open"
     if (entry.status === "submitted") {

@@ -20,7 +20,7 @@ const proxy = (how: string) => (options: { summary?: string }) =>
   } });
 vi.mock("@temporalio/workflow", () => ({ patched: (id: string) => (asked.push(id), patches.has(id)), proxyActivities: proxy("activity"), proxyLocalActivities: proxy("local") }));
 
-const { batchSummary, clampSummary, createRecorder, recordingMode, BATCHED_RECORDS, LOCAL_RECORDS, LOCAL_STORE_WORK, SUMMARY_BYTES } = await import("./records");
+const { batchSummary, clampSummary, createRecorder, recordingMode, BATCHED_RECORDS, DURABLE_DECISIONS, LOCAL_RECORDS, LOCAL_STORE_WORK, SUMMARY_BYTES } = await import("./records");
 
 const nodeStarted = (key: string) => ({ type: "workflow.run.node.started", workflowId: "w", runId: "r", key });
 const event = (key: string): { record: RunRecord; summary: string } => ({ record: { workflowEvent: nodeStarted(key) }, summary: `summary ${key}` });
@@ -41,17 +41,20 @@ describe("recordingMode", () => {
     expect(recordingMode()).toBe("batched");
     patches.add(LOCAL_STORE_WORK);
     expect(recordingMode()).toBe("local-work");
+    patches.add(DURABLE_DECISIONS);
+    expect(recordingMode()).toBe("durable-decisions");
   });
 
   it("asks for the newest patch first, so a new run records only its marker", () => {
-    patches.add(LOCAL_STORE_WORK);
-    expect(recordingMode()).toBe("local-work");
-    expect(asked).toEqual([LOCAL_STORE_WORK]);
+    patches.add(DURABLE_DECISIONS);
+    expect(recordingMode()).toBe("durable-decisions");
+    expect(asked).toEqual([DURABLE_DECISIONS]);
   });
 });
 
-// the newest generation records as `batched` did (it changes what node work runs as, in workflows/index.ts)
-describe.each(["batched", "local-work"] as const)("%s", (mode) => {
+// the newer generations record as `batched` did (they change what node work runs as, in workflows/index.ts),
+// except for recordDurably (below)
+describe.each(["batched", "local-work", "durable-decisions"] as const)("%s", (mode) => {
   it("queues records until a carrier takes them, in order, and the next carrier gets none", async () => {
     const records = createRecorder(mode);
     await records.record(event("a"));
@@ -159,5 +162,17 @@ describe("summaries", () => {
     await records.beforeWaiting(async () => undefined);
     expect(bytes(issued[0]![2]!)).toBeLessThanOrEqual(SUMMARY_BYTES);
     expect((issued[0]![3] as { records: unknown[] }).records).toHaveLength(40);
+  });
+});
+
+describe("recordDurably", () => {
+  it("writes the queue and the decision by an activity in durable-decisions runs, by a local activity before", async () => {
+    for (const [mode, how] of [["local-work", "local"], ["durable-decisions", "activity"]] as const) {
+      issued.length = 0;
+      const records = createRecorder(mode);
+      await records.record(event("a"));
+      await records.recordDurably(event("b"));
+      expect(issued.map(([h, activity, , input]) => [h, activity, (input as { records: unknown[] }).records.length])).toEqual([[how, "recordBatch", 2]]);
+    }
   });
 });

@@ -1,5 +1,5 @@
 /**
- * How a run writes its records (run, node, step and intervention events; isolate code), in four
+ * How a run writes its records (run, node, step and intervention events; isolate code), in five
  * generations chosen once per run at its start by Temporal patches, so that every recorded history
  * replays with the commands it was recorded with (issue 15):
  *
@@ -17,6 +17,17 @@
  *   SDK's `sleep(0)` is a 1 ms timer, which the server fires on its next timer tick, about a second
  *   later). An invoice review without approval is one workflow task instead of four. Handlers (syncs,
  *   pipeline steps, actions) stay activities: they may call the outside world and take long.
+ * - `durable-decisions`: the `svc-durable-decisions` marker (new runs): as `local-work`, except that a
+ *   record that states a decision is written by an activity (`recordBatch`), never by a local activity
+ *   ({@link Recorder.recordDurably}): a run's `finished` record, and an intervention's submission or
+ *   cancellation by update (written by the update's handler before the update completes). A local
+ *   activity writes svc's store inside the workflow task, before Temporal has taken that task; the
+ *   server refuses a task that closes the run while something new arrived for it (a cancel request, an
+ *   update: `UNHANDLED_COMMAND`), and the task is run again from the last one taken, with the new
+ *   arrival, and may decide otherwise (a run cancelled instead of completed, a submission lost) over
+ *   what was already written. An activity runs only once the task that asked for it is in history, so
+ *   what it writes follows a decision Temporal has kept, and the task that closes the run writes
+ *   nothing itself. An invoice review without approval is then two workflow tasks and one activity.
  *
  * Records are idempotent on their keys, so a record written twice (an activity retried, a carrier that
  * failed after writing them, whose records are queued again) is written once.
@@ -94,6 +105,9 @@ export const BATCHED_RECORDS = "svc-batched-records";
 /** Patch id of issue 15's third change: node work on svc's store as local activities, no timer for a zero wait. */
 export const LOCAL_STORE_WORK = "svc-local-store-work";
 
+/** Patch id of the cancel-race fix: decisions (a run's end, an intervention's answer) written by activities. */
+export const DURABLE_DECISIONS = "svc-durable-decisions";
+
 /**
  * Local activities run by this worker inside the workflow task (retries back off inside the task up to
  * `localRetryThreshold`, then on a server timer).
@@ -104,15 +118,19 @@ const LOCAL_OPTIONS = { startToCloseTimeout: "1 minute", retry: ACTIVITY_OPTIONS
 export const namedLocal = (summary: string) => proxyLocalActivities<SvcActivities>({ ...LOCAL_OPTIONS, summary: clampSummary(summary) });
 
 /** Which generation a run records with (see the module doc). */
-export type RecordingMode = "activities" | "local" | "batched" | "local-work";
+export type RecordingMode = "activities" | "local" | "batched" | "local-work" | "durable-decisions";
+
+/** True in the modes that run store work as local activities (`local-work` and later). */
+export const runsLocalWork = (mode: RecordingMode) => mode === "local-work" || mode === "durable-decisions";
 
 /**
  * The run's recording generation. Must be called first thing in a run (before any command): a new run
- * records the `svc-local-store-work` marker and answers `local-work`; a replay answers what its history
+ * records the `svc-durable-decisions` marker and answers `durable-decisions`; a replay answers what its history
  * was recorded with, for the whole run, also once its replay catches up (`patched` alone would switch
  * mid-run when the worker executes live).
  */
 export function recordingMode(): RecordingMode {
+  if (patched(DURABLE_DECISIONS)) return "durable-decisions";
   if (patched(LOCAL_STORE_WORK)) return "local-work";
   if (patched(BATCHED_RECORDS)) return "batched";
   return patched(LOCAL_RECORDS) ? "local" : "activities";
@@ -141,6 +159,13 @@ export interface Recorder {
    */
   beforeWaiting<T>(wait: () => Promise<T>): Promise<T>;
   /**
+   * Records `entry` (a decision: the run's end, an intervention's answer) with what is queued before it,
+   * by an activity in `durable-decisions` runs: written only once the workflow task that decided it is
+   * in Temporal's history (see the module doc). As {@link Recorder.recordNow} in the older modes, so their
+   * commands stay what they recorded.
+   */
+  recordDurably(entry: Entry): Promise<void>;
+  /**
    * Calls `activity` (an activity or a local activity) with `input` plus the queued records to write
    * first (`batched`, `local-work`; `records` stays absent when nothing is queued, and in the older
    * modes); when the call fails (the node's work failed, or it was cancelled before it ran) they are
@@ -162,7 +187,7 @@ export function createRecorder(mode: RecordingMode): Recorder {
   if (mode === "activities" || mode === "local") {
     const proxy = (entry: Entry): SvcActivities => (mode === "local" ? namedLocal(entry.summary) : entry.unnamed ? activities : named(entry.summary));
     const record = (entry: Entry) => callSingle(proxy(entry), entry.record);
-    return { record, recordNow: record, beforeWaiting: (wait) => wait(), carry: (activity, input) => activity(input) };
+    return { record, recordNow: record, recordDurably: record, beforeWaiting: (wait) => wait(), carry: (activity, input) => activity(input) };
   }
   let queued: Entry[] = [];
   /**
@@ -170,17 +195,26 @@ export function createRecorder(mode: RecordingMode): Recorder {
    * single records, a record whose activity failed is not written (a node's or run's `finished` is then
    * recorded again by the failure path, with the same key and the outcome it ends with).
    */
-  const flush = async () => {
+  const flush = async (durably = false) => {
     const batch = queued;
     queued = [];
-    await namedLocal(batchSummary(batch.map((e) => e.summary))).recordBatch({ records: batch.map((e) => e.record) });
+    const summary = batchSummary(batch.map((e) => e.summary));
+    await (durably ? named(summary) : namedLocal(summary)).recordBatch({ records: batch.map((e) => e.record) });
+  };
+  const recordNow = async (entry: Entry) => {
+    queued.push(entry);
+    await flush();
   };
   return {
     record: async (entry) => void queued.push(entry),
-    recordNow: async (entry) => {
-      queued.push(entry);
-      await flush();
-    },
+    recordNow,
+    recordDurably:
+      mode === "durable-decisions"
+        ? async (entry) => {
+            queued.push(entry);
+            await flush(true);
+          }
+        : recordNow,
     beforeWaiting: async (wait) => {
       if (queued.length) await flush();
       return wait();

@@ -256,14 +256,35 @@ export class WorkflowRuns {
       if (cause instanceof ApplicationFailure && cause.type === "InvalidAnswer") throw new ApiError("invalid_request", cause.message, { issues: cause.details?.[0] });
       if (cause instanceof ApplicationFailure && cause.type === "NotOpen") throw new ApiError("conflict", cause.message);
       if (err instanceof WorkflowNotFoundError) throw new ApiError("conflict", `Run ${runId} is no longer running`);
+      // An update Temporal dropped (its workflow task was refused: the run was closing, a cancel arrived) was
+      // never applied: a run's update writes its outcome only after Temporal accepted it. When the run has
+      // ended meanwhile, or the intervention is no longer open, that is the answer.
+      const ended = await this.endedInstead(runId, args);
+      if (ended) throw new ApiError("conflict", ended);
       throw new ApiError("unavailable", `Temporal did not take the update: ${(err as Error).message}`);
+    }
+  }
+
+  /** Why an update that Temporal did not take cannot be taken any more (run closed, intervention resolved), else undefined. */
+  private async endedInstead(runId: string, args: unknown): Promise<string | undefined> {
+    const interventionId = (args as { interventionId?: string }).interventionId;
+    const row = interventionId ? await this.db.get<{ status: string; name: string }>("SELECT status, name FROM interventions WHERE id = ?", [interventionId]) : undefined;
+    if (row && row.status !== "open") return `Intervention "${row.name}" is already ${row.status}`;
+    try {
+      const { status } = await this.host().client.workflow.getHandle(runId).describe();
+      return status.name === "RUNNING" ? undefined : `Run ${runId} is no longer running (${status.name.toLowerCase()})`;
+    } catch {
+      return undefined;
     }
   }
 
   /**
    * Submits an answer (a Temporal update whose validator checks the answer; a refused one leaves no
-   * trace in history). Answers the intervention after the update is accepted.
-   * @throws {ApiError} not_found, forbidden (not an assignee), conflict (not open), invalid_request (answer fails the schema)
+   * trace in history). Answers the intervention once the update completed: in runs started since
+   * `svc-durable-decisions`, once the submission is written (events and index row).
+   * @throws {ApiError} not_found, forbidden (not an assignee), conflict (not open, or the run ended or
+   *   was cancelled first: nothing of the answer was recorded), invalid_request (answer fails the schema),
+   *   unavailable (Temporal did not take it and the intervention is still open: nothing was recorded)
    */
   async submit(runId: string, name: string, answer: unknown, principal: Principal): Promise<InterventionState> {
     const current = await this.openIntervention(runId, name, principal, "submit");
