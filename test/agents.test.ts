@@ -108,7 +108,12 @@ describe("agent replies", () => {
     const again = await finished(dev, retry.body.runId);
     expect(again).toMatchObject({ status: "completed", retryOf: runId });
     expect(again.published[0].artifactId).not.toBe(first.artifactId);
-    expect((await dev.get(`/api/artifacts/${first.artifactId}`)).status).toBe(404);
+    for (const path of [`/api/artifacts/${first.artifactId}`, `/api/artifacts/${first.artifactId}/versions/1`]) {
+      const gone = await dev.get(path);
+      expect(gone.status, path).toBe(404);
+      expect(gone.body.error, path).toMatchObject({ code: "not_found", message: expect.stringContaining("was withdrawn"), details: { withdrawn: true } });
+    }
+    expect((await alice.get(`/api/artifacts/${first.artifactId}`)).body.error.message).toBe(`No artifact "${first.artifactId}"`); // not the owner: nothing said
     expect((await dev.get(`/api/agent-runs/${runId}`)).body).toMatchObject({ retriedBy: retry.body.runId, published: [{ withdrawn: true }] });
   });
 });

@@ -172,6 +172,15 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
       'index.html line 1: "missing.png" is not a file of this version',
       'deck.css: "bg.png" is not a file of this version',
     ]);
+    // CSS cannot load artifact addresses (the frame rewrites them only in the HTML): refused, with the way that works
+    const target = (await document("# Target\n")).body.artifact.id;
+    const styled = `<html><head><style>.a{background:url(artifact:${target}/document.md)}</style></head><body><section class="slide" style="background-image:url('artifact:${target}/document.md')"></section></body></html>`;
+    const css = await put(`.b{background:url("artifact:${target}/document.md")}`, "deck.css", "text/css");
+    expect(problems(await publish({ kind: "slides", title: "Styled", files: [{ path: "index.html", file: await put(styled, "index.html", "text/html") }, { path: "deck.css", file: css }] }))).toEqual([
+      `index.html line 1: CSS cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
+      `index.html line 1: CSS cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
+      `deck.css: CSS cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
+    ]);
     const empty = await publish({ kind: "slides", title: "Empty", files: [{ path: "index.html", file: await put("<html><body><p>no slides</p></body></html>", "index.html", "text/html") }] });
     expect(problems(empty)).toEqual(['index.html has no <section class="slide">']);
   });

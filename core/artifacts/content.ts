@@ -40,6 +40,8 @@ export interface ContentReference {
   /** How it is used: `link` (navigation), `image`, `embed` (`<svc-embed>`), `style`, `script`, `font`, `media`. */
   use: "link" | "image" | "embed" | "style" | "script" | "font" | "media";
   line?: number;
+  /** True for a `url()` or `@import` of CSS (a stylesheet, a `<style>` element, a `style` attribute). */
+  inCss?: true;
 }
 
 /** A heading of a document: `##` and `###` form the outline (spec 2.9); `slug` as GitHub makes it. */
@@ -246,8 +248,8 @@ export function readDeck(html: string): { slides: Array<{ number: number; title?
         add(el, "src", "embed");
         break;
     }
-    if (el.name === "style") for (const url of cssUrls(DomUtils.textContent(el))) references.push({ file: "index.html", target: url.target, use: url.use, line: lineAt(el.startIndex) });
-    if (el.attribs.style) for (const url of cssUrls(el.attribs.style, "declarationList")) references.push({ file: "index.html", target: url.target, use: url.use, line: lineAt(el.startIndex) });
+    if (el.name === "style") for (const url of cssUrls(DomUtils.textContent(el))) references.push({ file: "index.html", target: url.target, use: url.use, line: lineAt(el.startIndex), inCss: true });
+    if (el.attribs.style) for (const url of cssUrls(el.attribs.style, "declarationList")) references.push({ file: "index.html", target: url.target, use: url.use, line: lineAt(el.startIndex), inCss: true });
   }
   return { slides, references };
 }

@@ -60,9 +60,11 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
     if (deck.slides.length === 0) problems.push({ file: "index.html", message: 'index.html has no <section class="slide">' });
     outline.slides = deck.slides;
     references.push(...deck.references);
-    for (const css of [...paths].filter((p) => p.endsWith(".css"))) for (const url of cssUrls(await text(css))) references.push({ file: css, target: url.target, use: url.use });
+    for (const css of [...paths].filter((p) => p.endsWith(".css"))) for (const url of cssUrls(await text(css))) references.push({ file: css, target: url.target, use: url.use, inCss: true });
     for (const ref of references) {
       const where = classifyReference(ref);
+      // the frame rewrites addresses in the deck's HTML for its reader; CSS reaches only the deck's own files and the CDNs
+      if (where === "address" && ref.inCss) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: CSS cannot load an artifact address ("${ref.target}"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`, value: ref.target });
       if (where === "file" && ref.use !== "link" && !paths.has(resolveRelative(ref.file, ref.target) ?? "")) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: "${ref.target}" is not a file of this version`, value: ref.target });
       if (where === "external" && ref.use !== "link") {
         let host = "";

@@ -92,8 +92,9 @@ export class ArtifactStore {
 
   private async row(reader: ArtifactReader, id: string): Promise<ArtifactRow> {
     const row = await this.db.get<ArtifactRow>("SELECT * FROM artifacts WHERE id = ?", [id]);
+    if (!row || (reader.kind === "identity" && row.owner !== reader.id)) throw new ApiError("not_found", `No artifact "${id}"`);
     // latest_version 0: every version was withdrawn (the reply that published them failed and was retried)
-    if (!row || row.latest_version === 0 || (reader.kind === "identity" && row.owner !== reader.id)) throw new ApiError("not_found", `No artifact "${id}"`);
+    if (row.latest_version === 0) throw new ApiError("not_found", `Artifact ${id} was withdrawn: the reply that published it failed and was retried`, { withdrawn: true });
     return row;
   }
 
