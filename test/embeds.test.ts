@@ -81,10 +81,12 @@ describe("EmbedRenderer.show", () => {
     expect(shown(await embeds.show(dev, `artifact:${ids.sheet}`, opts())).body).toContain("1 sheet, 1 chart · 60 rows");
   });
 
-  it("answers unavailable for another owner's artifact, a part that is gone, and a malformed address, disclosing nothing", async () => {
+  it("answers unavailable for another owner's artifact and a malformed address, disclosing nothing, and missing to its owner for a part that is gone", async () => {
     expect(await embeds.show(dev, `artifact:${ids.alices}`, opts())).toEqual({ state: "unavailable", address: `artifact:${ids.alices}` });
-    expect((await embeds.show(dev, `artifact:${ids.sheet}#chart=Gone`, opts())).state).toBe("unavailable");
+    // the sheet's owner: what is missing and a way to the artifact
+    expect(await embeds.show(dev, `artifact:${ids.sheet}#chart=Gone`, opts())).toEqual({ state: "missing", address: `artifact:${ids.sheet}#chart=Gone`, title: expect.any(String), href: `/artifacts/${ids.sheet}`, message: expect.stringMatching(/Gone.*Trend/) });
     expect((await embeds.show(dev, "artifact:not an address", opts())).state).toBe("unavailable");
     expect((await embeds.show({ kind: "identity", id: "alice" }, `artifact:${ids.sheet}#chart=Trend`, opts())).state).toBe("unavailable");
+    expect((await embeds.show({ kind: "identity", id: "alice" }, `artifact:${ids.sheet}#chart=Gone`, opts())).state).toBe("unavailable");
   });
 });

@@ -89,6 +89,19 @@ describe("sign in and the list", () => {
     expect(res!.status()).toBe(404);
     expect(await page.locator("h1").textContent()).toBe("Not found");
   });
+
+  it("answers a bad address with an HTML page, not the API's JSON: a parameter given twice, a stale list position", async () => {
+    const page = await devPage();
+    for (const path of [`/artifacts/${ids.sheet}?v=2&v=1`, `/artifacts/${ids.sheet}?part=a&part=b`, "/artifacts?kind=sheet&kind=document"]) {
+      const res = await page.goto(`${app.url}${path}`);
+      expect(res!.status(), path).toBe(400);
+      expect(res!.headers()["content-type"], path).toMatch(/^text\/html/);
+      expect(await page.locator(".empty-state p").first().textContent(), path).toMatch(/^The address gives "(v|part|kind)" more than once\.$/);
+    }
+    const stale = await page.goto(`${app.url}/artifacts?after=garbage`);
+    expect(stale!.status()).toBe(400);
+    expect(await page.locator(".empty-state p").first().textContent()).toBe('"after" is not a place in this list (a link from another list, or edited): start again from the first page');
+  });
 });
 
 describe("a document", () => {

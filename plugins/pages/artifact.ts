@@ -106,6 +106,7 @@ async function documentView(s: PageServices, ctx: { reader: Reader; locale: stri
     embed: async (address) => {
       const shown = await s.embeds.show(ctx.reader, address, opts);
       if (shown.state === "unavailable") return `<div class="embed-unavailable" role="note">Unavailable: this shows something you cannot open</div>`;
+      if (shown.state === "missing") return html`<div class="embed-unavailable embed-missing" role="note">No longer there: ${shown.message}. <a href="${shown.href}">Open ${shown.title}</a></div>`.value;
       return `<div class="embed-body embed-${shown.resolution.part?.kind ?? (shown.resolution.file ? "file" : "artifact")}">${shown.body}</div><p class="embed-source">${shown.source}</p>`;
     },
   });

@@ -46,6 +46,17 @@ export function safeNext(next: string | undefined): string {
   }
 }
 
+/**
+ * A page's query parameter: its text, or the list of them when the address repeats it. A page answers
+ * a repeated one with an HTML error page ({@link repeatedParam}), not with the API's JSON 400.
+ */
+const pageParam = v.optional(v.union([v.string(), v.array(v.string())]));
+
+/** The name of the first query parameter the address gives more than once, if any. */
+function repeatedParam(query: Record<string, unknown>): string | undefined {
+  return Object.entries(query).find(([, value]) => Array.isArray(value))?.[0];
+}
+
 /** The sign-in page's body, with an error to show (after a failed form post). */
 function signInBody(next: string, error = "", identity = ""): RawHtml {
   return html`<section class="sign-in" aria-labelledby="sign-in-title">
@@ -132,11 +143,14 @@ export default definePlugin({
       description: "The artifacts you can open, most recently updated first, each with a preview of its latest version (spec 4.1). `kind` filters. Browser session; signed out, it sends you to /sign-in and back.",
       tags: ["pages"],
       auth: "none",
-      query: v.object({ kind: v.optional(v.string()), after: v.optional(v.string()) }),
-      responses: { ...HTML, 400: { description: "An unknown kind: an HTML page saying so", contentType: "text/html" } },
-      handler: async ({ event, query }) => {
+      query: v.object({ kind: pageParam, after: pageParam }),
+      responses: { ...HTML, 400: { description: "An unknown kind, or a query parameter given twice: an HTML page saying so", contentType: "text/html" } },
+      handler: async ({ event, query: raw }) => {
         const session = await sessionOf(event.req);
         if (!session) return signIn(event.url);
+        const twice = repeatedParam(raw);
+        if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, session.user);
+        const query = raw as { kind?: string; after?: string };
         const kind = query.kind === undefined || query.kind === "" ? undefined : (ARTIFACT_KINDS as readonly string[]).includes(query.kind) ? (query.kind as (typeof ARTIFACT_KINDS)[number]) : null;
         if (kind === null) return errorPage(400, "No such kind", `Artifacts are of kind ${ARTIFACT_KINDS.join(", ")}.`, session.user);
         try {
@@ -155,11 +169,14 @@ export default definePlugin({
       tags: ["pages"],
       auth: "none",
       params: v.object({ artifactId: v.string() }),
-      query: v.object({ v: v.optional(v.string()), part: v.optional(v.string()) }),
-      responses: HTML,
-      handler: async ({ event, params, query }) => {
+      query: v.object({ v: pageParam, part: pageParam }),
+      responses: { ...HTML, 400: { description: "A query parameter given twice: an HTML page saying so", contentType: "text/html" } },
+      handler: async ({ event, params, query: raw }) => {
         const session = await sessionOf(event.req);
         if (!session) return signIn(event.url);
+        const twice = repeatedParam(raw);
+        if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, session.user);
+        const query = raw as { v?: string; part?: string };
         const version = query.v === undefined || query.v === "" ? undefined : /^[1-9]\d{0,8}$/.test(query.v) ? Number(query.v) : null;
         if (version === null) return errorPage(404, "Not found", `There is no version "${query.v}": versions are numbered 1, 2, …`, session.user);
         try {

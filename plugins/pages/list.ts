@@ -1,4 +1,4 @@
-import { formatBytes, formatCell, html, raw, workbookChart, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
+import { ApiError, formatBytes, isApiError, formatCell, html, raw, workbookChart, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
 import { extension, screenshotUrl, type PageServices } from "./artifact";
 import { FRAME_PREFIX } from "./frames";
 import { shell, type ShellUser } from "./shell";
@@ -15,7 +15,11 @@ type Reader = { kind: "identity"; id: string };
  * preview of its latest version; `kind` filters; `after` continues (the API's page token).
  */
 export async function listPage(s: PageServices, ctx: { reader: Reader; user: ShellUser; kind?: Artifact["kind"]; after?: string; locale: string }): Promise<string> {
-  const page = await s.artifacts.list(ctx.reader, { kind: ctx.kind, pageSize: LIST_PAGE_SIZE, nextPageToken: ctx.after });
+  const page = await s.artifacts.list(ctx.reader, { kind: ctx.kind, pageSize: LIST_PAGE_SIZE, nextPageToken: ctx.after }).catch((err: unknown) => {
+    // the page's own parameter is `after`: say so, not the API's `nextPageToken`
+    if (ctx.after !== undefined && isApiError(err) && err.code === "invalid_request") throw new ApiError("invalid_request", `"after" is not a place in this list (a link from another list, or edited): start again from the first page`);
+    throw err;
+  });
   const cards = await Promise.all(page.data.map((a) => card(s, ctx, a)));
   const filters = html`<nav class="filters" aria-label="Filter by kind"><ul>${FILTERS.map(([kind, label]) => html`<li><a href="${kind ? `/artifacts?kind=${kind}` : "/artifacts"}" ${raw((ctx.kind ?? "") === kind ? 'aria-current="page"' : "")}>${label}</a></li>`)}</ul></nav>`;
   const empty = html`<section class="empty-state"><h2>No ${ctx.kind ? KIND_LABEL[ctx.kind]!.toLowerCase() + "s" : "artifacts"} yet</h2><p>Artifacts you publish (POST /api/artifacts) or that an agent publishes for you appear here.</p></section>`;

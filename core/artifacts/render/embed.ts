@@ -33,9 +33,15 @@ export interface EmbedOptions {
   links: EmbedLinks;
 }
 
-/** What an address shows: `body` and `source` are safe HTML; `href` opens the target's page. */
+/**
+ * What an address shows: `body` and `source` are safe HTML; `href` opens the target's page. `missing`:
+ * the reader can open the artifact, but what the address names is not in it (any more: a later version
+ * renamed or removed it); `message` says what it has instead (text, not HTML). `unavailable`: anything
+ * else the reader cannot see (nothing of it is disclosed).
+ */
 export type Shown =
   | { state: "unavailable"; address: string }
+  | { state: "missing"; address: string; title: string; href: string; message: string }
   | { state: "shown"; address: string; resolution: Resolution; title: string; href: string; body: string; source: string };
 
 /** The most rows a range or sheet embed shows (the rest are a link away). */
@@ -64,18 +70,25 @@ export class EmbedRenderer {
 
   /**
    * What `address` shows to `reader`. Never throws for a target the reader cannot open or that names
-   * nothing (any more): that is `unavailable`. A malformed address is unavailable too (publishing refuses
-   * those, so only hand-built input has them).
+   * nothing (any more): that is `unavailable`, or `missing` when the reader can open the artifact but not
+   * find the part, file or version in it (with the resolver's message of what it has instead). A
+   * malformed address is unavailable too (publishing refuses those, so only hand-built input has them).
    */
   async show(reader: ArtifactReader, address: string, opts: EmbedOptions): Promise<Shown> {
-    let parsed: ArtifactAddress;
+    let parsed: ArtifactAddress | undefined;
     let resolution: Resolution;
     try {
       parsed = parseAddress(address);
       resolution = await this.artifacts.resolve(reader, parsed);
     } catch (err) {
-      if (isApiError(err) || (err as Error).name === "AddressError") return { state: "unavailable", address };
-      throw err;
+      if (!isApiError(err)) {
+        if ((err as Error).name === "AddressError") return { state: "unavailable", address };
+        throw err;
+      }
+      // the artifact itself, when this reader may open it: then saying what it lacks discloses nothing
+      const artifact = parsed ? await this.artifacts.get(reader, parsed.artifactId).catch(() => undefined) : undefined;
+      if (!artifact) return { state: "unavailable", address };
+      return { state: "missing", address, title: artifact.title, href: pageUrl({ artifactId: artifact.id }), message: err.message };
     }
     const body = await this.body(reader, parsed, resolution, opts);
     const title = resolution.artifact.title;
