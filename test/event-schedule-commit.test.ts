@@ -51,6 +51,16 @@ describe("an event schedule's group commit", () => {
     const spec: HandlerRun = { run: { kind: "schedule", id: `${SCHEDULE_ID}@${entry.id}` }, correlationId: entry.id, key: `schedule:${SCHEDULE_ID}:${entry.id}` };
     return { entry, attempt, startedAt: new Date().toISOString(), spec, ok: true, buffered: await handlers.execute(spec, fn) };
   }
+  /** Resolves once the writer has run no statement for 250 ms (at most 10 s). */
+  async function writerQuiet(): Promise<void> {
+    let last = db.stats().writerStatements;
+    for (let quietFor = 0, waited = 0; quietFor < 250 && waited < 10_000; waited += 50) {
+      await new Promise((r) => setTimeout(r, 50));
+      const now = db.stats().writerStatements;
+      quietFor = now === last ? quietFor + 50 : 0;
+      last = now;
+    }
+  }
   const commit = (batch: Outcome[], window: Entry[]) => writeGroupCommit({ db, events, handlers }, store, schedule, MAX_ATTEMPTS, batch, { window, cursor: undefined, readCursor: () => window.at(-1)?.cursor }, new Date().toISOString());
   const triggeredFor = async (eventId: string) => (await db.all<{ n: number }>("SELECT seq AS n FROM events WHERE type = 'schedule.triggered' AND json_extract(envelope, '$.causationId') = ?", [eventId])).length;
   const customer = (id: string) => db.get<{ properties: string; version: number }>("SELECT properties, version FROM objects WHERE object_type_id = 'customer' AND primary_id = ?", [id]);
@@ -58,6 +68,9 @@ describe("an event schedule's group commit", () => {
   it("writes a batch in seven calls to SQLite whatever its size (its objects read in one and written in one, its keys looked up in one and recorded in one); the keys it records de-duplicate later appends", async () => {
     const window = await read(10);
     const batch = await Promise.all(window.map((e, i) => ran(e, (ctx) => ctx.objects.upsert("customer", `cus_commit_${i}`, { name: `Commit ${i}` }))));
+    // what the append woke (the app's own followers) has written before the count starts: a writer that
+    // joined the commit's group would add its statements to it
+    await writerQuiet();
     const before = db.stats();
     const { results, popped, newCursor } = await commit(batch, window);
     const after = db.stats();
@@ -82,6 +95,7 @@ describe("an event schedule's group commit", () => {
     const batch = await Promise.all(window.map((e) => ran(e, (ctx) => ctx.events.append([{ type: "sync.run.started", payload: { syncId: "probe", runId: `keyed-${e.id}` } }]))));
     const triggeredKey = `schedule.triggered:${SCHEDULE_ID}@${window[0]!.id}`;
     const appendedKey = `schedule:${SCHEDULE_ID}:${window[1]!.id}:event:0`;
+    await writerQuiet(); // the app's followers woken by the append: none of their commits in the count
     const commitsBefore = db.stats().commits;
     // started in the same tick: the append's transaction joins the group the commit's opened, after it
     const committing = commit(batch, window);
