@@ -71,7 +71,7 @@ export { DirectWrites, isObjectOrLinkChange, type DirectChange, type DirectWrite
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QUERY_OPERATORS } from "./ontology/query";
 export { propertyDef } from "./sdk/project";
 export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema } from "./sdk/records";
-export { SLOW_CONSUMER_CLOSE, closeIfSlow, sendFrame, sendFrames, subscriptionSocket } from "./http/socket";
+export { closeIfSlow, sendFrame, sendFrames, subscriptionSocket } from "./http/socket";
 export { readBodyBytes, requestBodyStream } from "./http/body";
 export type { RouteRegistry } from "./http/routes";
 export { TemporalHost } from "./temporal/host";

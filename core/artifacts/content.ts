@@ -9,7 +9,7 @@ import * as csstree from "css-tree/dist/csstree.esm";
 import GithubSlugger from "github-slugger";
 import { parseDocument, DomUtils } from "htmlparser2";
 import type { Element } from "domhandler";
-import type { Paragraph } from "mdast";
+import type { Definition, Paragraph } from "mdast";
 import { toString } from "mdast-util-to-string";
 import { visit } from "unist-util-visit";
 import * as v from "valibot";
@@ -157,8 +157,9 @@ export async function readDocument(markdown: string): Promise<{ title?: string; 
   // a reference (`![alt][id]`, `[text][id]`) stands for the image or link its definition gives, as the
   // renderer reads it (./render/markdown.ts `deref`: upper-cased identifier, the first definition wins);
   // a definition no reference uses is still a link to check
-  const definitions = new Map<string, { url: string; used: boolean }>();
-  visit(tree, "definition", (node) => void (definitions.has(node.identifier.toUpperCase()) || definitions.set(node.identifier.toUpperCase(), { url: node.url, used: false })));
+  const definitions = new Map<string, Definition>();
+  visit(tree, "definition", (node) => void (definitions.has(node.identifier.toUpperCase()) || definitions.set(node.identifier.toUpperCase(), node)));
+  const used = new Set<string>();
   visit(tree, (node) => {
     const line = node.position?.start.line;
     if (node.type === "image") references.push({ file: "document.md", target: node.url, use: "image", line });
@@ -166,16 +167,11 @@ export async function readDocument(markdown: string): Promise<{ title?: string; 
     else if (node.type === "imageReference" || node.type === "linkReference") {
       const def = definitions.get(node.identifier.toUpperCase());
       if (!def) return; // no definition: the text as written, neither image nor link
-      def.used = true;
+      used.add(node.identifier.toUpperCase());
       references.push({ file: "document.md", target: def.url, use: node.type === "imageReference" ? "image" : "link", line });
     }
   });
-  visit(tree, "definition", (node) => {
-    const def = definitions.get(node.identifier.toUpperCase());
-    if (!def || def.used) return;
-    def.used = true; // the first definition of an identifier, once
-    references.push({ file: "document.md", target: node.url, use: "link", line: node.position?.start.line });
-  });
+  for (const [id, def] of definitions) if (!used.has(id)) references.push({ file: "document.md", target: def.url, use: "link", line: def.position?.start.line });
   return { title, lede, sections, references };
 }
 

@@ -270,12 +270,17 @@ export class WorkflowRuns {
     const interventionId = (args as { interventionId?: string }).interventionId;
     const row = interventionId ? await this.db.get<{ status: string; name: string }>("SELECT status, name FROM interventions WHERE id = ?", [interventionId]) : undefined;
     if (row && row.status !== "open") return `Intervention "${row.name}" is already ${row.status}`;
-    try {
-      const { status } = await this.host().client.workflow.getHandle(runId).describe();
-      return status.name === "RUNNING" ? undefined : `Run ${runId} is no longer running (${status.name.toLowerCase()})`;
-    } catch {
-      return undefined;
-    }
+    const closed = await this.closedState(runId).catch(() => undefined);
+    return closed ? `Run ${runId} is no longer running (${closed})` : undefined;
+  }
+
+  /**
+   * How the run's Temporal execution ended, in words (`completed`, `failed`, `timed out`, …), or undefined
+   * while it runs. @throws what the client's `describe` throws (WorkflowNotFoundError, transport errors)
+   */
+  private async closedState(runId: string): Promise<string | undefined> {
+    const { status } = await this.host().client.workflow.getHandle(runId).describe();
+    return status.name === "RUNNING" ? undefined : status.name.toLowerCase().replace(/_/g, " ");
   }
 
   /**
@@ -311,12 +316,10 @@ export class WorkflowRuns {
     if (row && row.start_status !== "started") throw new ApiError("conflict", `Run ${runId} is not running (${row.start_status === "cancelled" ? "cancelled" : "failed"} before it started)`);
     let closed: string | undefined;
     try {
-      const handle = this.host().client.workflow.getHandle(runId);
       // Temporal takes a cancel request for a closed execution without an error: ask first (a run that
       // closes between the two calls ignores the request)
-      const { status } = await handle.describe();
-      if (status.name !== "RUNNING") closed = status.name.toLowerCase().replace(/_/g, " ");
-      else await handle.cancel();
+      closed = await this.closedState(runId);
+      if (!closed) await this.host().client.workflow.getHandle(runId).cancel();
     } catch (err) {
       if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("conflict", `Run ${runId} is not running`);
       throw new ApiError("unavailable", `Temporal did not cancel the run: ${(err as Error).message}`);
