@@ -44,10 +44,35 @@ describeMatrix("objects and queries", (transport) => {
     expect(operator.body.error.details.issues[0].path).toMatch(/where/);
     const shape = await dev.post("/api/objects/query", { objectTypeId: "invoice", where: { amount: { gt: [1] } } });
     expect(shape.body.error.message).toMatch(/an object of operators/);
+    const unknown = await dev.post("/api/objects/query", { objectTypeId: "invoice", where: { colour: "red" } });
+    expect(unknown.body.error.message).toMatch(/"colour" is not a property of invoice \(primaryId, .*amount/);
     const first = await dev.post("/api/objects/query", { objectTypeId: "invoice", pageSize: 1 });
     const other = await dev.post("/api/objects/query", { objectTypeId: "invoice", pageSize: 1, orderBy: { property: "amount" }, nextPageToken: first.body.nextPageToken });
     expect(other.body.error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/another query/) });
     expect((await dev.post("/api/objects/query", { objectTypeId: "ship" })).status).toBe(404);
+  });
+
+  it("refuses a condition whose value is not of its property's type, and one without an operator, with 400", async () => {
+    // before: a number compared with text held for every row (SQLite sorts numbers below text), `{}` for every row
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ amount: { lt: "2000" } }, /where\.amount a condition on amount \(a number property\) is a number or null \(equality\) or an object of operators/],
+      [{ amount: "1200" }, /a condition on amount \(a number property\)/],
+      [{ status: 3 }, /a condition on status \(a string property\) is a string or null/],
+      [{ status: {} }, /where\.status names no operator: give a value \(equality\) or at least one of eq, ne/],
+      [{ amount: { contains: "1" } }, /contains applies to text properties; amount is a number property/],
+      [{ status: { in: ["open", null] } }, /a condition on status/],
+      [{ primaryId: 1001 }, /a condition on primaryId \(the object's id, a string\)/],
+    ];
+    for (const [where, message] of cases) {
+      const res = await dev.post("/api/objects/query", { objectTypeId: "invoice", where });
+      expect(res.status, JSON.stringify(where)).toBe(400);
+      expect(res.body.error.message, JSON.stringify(where)).toMatch(message);
+    }
+    // the typed forms select what they say
+    const below = await dev.post("/api/objects/query", { objectTypeId: "invoice", where: { amount: { lt: 2000 } }, pageSize: 500 });
+    expect(below.status).toBe(200);
+    expect(below.body.data.length).toBeGreaterThan(0);
+    expect(below.body.data.every((o: any) => o.properties.amount < 2000)).toBe(true);
   });
 
   it("reads an object whose primary id holds `/`, `%` or a space at its percent-encoded id", async () => {

@@ -1,6 +1,8 @@
 /**
  * Property: the in-memory evaluator (`matchesWhere`, used by rules) selects exactly the objects the SQL
- * of `POST /api/objects/query` (`compileObjectQuery`) selects, for random objects and random conditions.
+ * of `POST /api/objects/query` (`compileObjectQuery`) selects, for random objects and random conditions
+ * of each property's type (the `json` property `j` holds and is compared with any scalar, across
+ * SQLite's storage classes). And the compiler refuses every condition whose value is of another type.
  */
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -12,7 +14,7 @@ import type { Condition } from "../sdk/context";
 import type { ProjectDefinition } from "../sdk/project";
 import { tempDir } from "../../test/helpers-fs";
 
-const project = { id: "p", objectTypes: { thing: { properties: { s: "string", n: "number", b: "boolean" } } }, identities: {} } as unknown as ProjectDefinition;
+const project = { id: "p", objectTypes: { thing: { properties: { s: "string", n: "number", b: "boolean", j: "json" } } }, identities: {} } as unknown as ProjectDefinition;
 const opened: Database[] = [];
 afterAll(async () => {
   for (const db of opened) await db.close();
@@ -20,14 +22,31 @@ afterAll(async () => {
 
 const str = fc.constantFrom("", "a", "A", "ab", "Ab", "b", "ä", "É", "10", "2", "open", "OPEN", "overdue");
 const num = fc.oneof(fc.constantFrom(-1, 0, 1, 2, 10, 1.5), fc.integer({ min: -5, max: 5 }));
-const scalar = fc.oneof(str, num, fc.boolean(), fc.constant(null));
-const props = fc.record({ s: fc.option(str, { nil: undefined }), n: fc.option(num, { nil: undefined }), b: fc.option(fc.boolean(), { nil: undefined }) }, { requiredKeys: [] });
-const ops = fc.record(
-  { eq: scalar, ne: scalar, gt: scalar, gte: scalar, lt: scalar, lte: scalar, in: fc.array(scalar, { minLength: 1, maxLength: 3 }), contains: str, exists: fc.boolean() },
+const any = fc.oneof(str, num, fc.boolean());
+const props = fc.record(
+  { s: fc.option(str, { nil: undefined }), n: fc.option(num, { nil: undefined }), b: fc.option(fc.boolean(), { nil: undefined }), j: fc.option(any, { nil: undefined }) },
   { requiredKeys: [] },
 );
-const condition: fc.Arbitrary<Condition> = fc.oneof(scalar, ops) as fc.Arbitrary<Condition>;
-const where = fc.dictionary(fc.constantFrom("s", "n", "b", "primaryId"), condition, { maxKeys: 2 });
+/** Conditions whose values are of one type (`null` where it is allowed: equality), at least one operator. */
+const conditionOf = (value: fc.Arbitrary<unknown>, contains: boolean): fc.Arbitrary<Condition> => {
+  const orNull = fc.oneof(value, fc.constant(null));
+  const ops = fc.record(
+    {
+      eq: orNull, ne: orNull, gt: value, gte: value, lt: value, lte: value, in: fc.array(value, { minLength: 1, maxLength: 3 }), exists: fc.boolean(),
+      ...(contains ? { contains: str } : {}),
+    },
+    { requiredKeys: [] },
+  ).filter((o) => Object.keys(o).length > 0);
+  return fc.oneof(orNull, ops) as fc.Arbitrary<Condition>;
+};
+const CONDITIONS: Record<string, fc.Arbitrary<Condition>> = {
+  s: conditionOf(str, true),
+  n: conditionOf(num, false),
+  b: conditionOf(fc.boolean(), false),
+  j: conditionOf(any, true),
+  primaryId: conditionOf(str, true),
+};
+const where = fc.uniqueArray(fc.constantFrom(...Object.keys(CONDITIONS)), { maxLength: 2 }).chain((keys) => (keys.length ? fc.tuple(...keys.map((k) => CONDITIONS[k]!)).map((cs) => Object.fromEntries(keys.map((k, i) => [k, cs[i]]))) : fc.constant({})));
 
 describe("matchesWhere (property)", () => {
   it("agrees with the SQL of compileObjectQuery", async () => {
@@ -55,5 +74,24 @@ describe("matchesWhere (property)", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("compileObjectQuery refuses a condition of another type than its property", () => {
+  const refused = (w: Record<string, unknown>) => () => compileObjectQuery(project, { objectTypeId: "thing", where: w as Record<string, Condition> });
+  it.each([
+    [{ n: { lt: "2000" } }, /where\.n\.lt must be a number \(n is a number property\), not the string "2000"/],
+    [{ n: "7" }, /where\.n must be a number or null/],
+    [{ s: 7 }, /where\.s must be a string or null \(s is a string property\), not the number 7/],
+    [{ b: { eq: "true" } }, /where\.b\.eq must be a boolean or null/],
+    [{ primaryId: 1 }, /where\.primaryId must be a string or null \(primaryId is the object's id, a string\)/],
+    [{ n: { gt: null } }, /where\.n\.gt must be a number \(/],
+    [{ s: { in: ["a", null] } }, /where\.s\.in\[1\] must be a string \(/],
+    [{ n: { contains: "1" } }, /contains applies to text properties; n is a number property/],
+    [{ j: { lt: [1] } }, /where\.j\.lt must be a string, number or boolean \(j is a json property\), not a list/],
+    [{ s: {} }, /where\.s names no operator/],
+    [{ s: { exists: "yes" } }, /where\.s\.exists must be true or false/],
+  ])("%j", (w, message) => {
+    expect(refused(w)).toThrow(message);
   });
 });

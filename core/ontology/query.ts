@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { ApiError } from "../errors";
-import type { ProjectDefinition } from "../sdk/project";
+import { propertyDef, type PropertyType, type ProjectDefinition } from "../sdk/project";
 import type { Condition, ObjectQuery } from "../sdk/context";
 import type { SqlValue } from "../store/db";
 
@@ -15,10 +15,45 @@ interface PageToken {
   id: string; // primaryId of the last row
 }
 
-function bindable(value: unknown, at: string): SqlValue {
+/**
+ * What a condition's values must be for a property of a type (spec 4.3 filter language): `string` for
+ * `string`, `date`, `datetime` and `primaryId`; `number` for `number` and `integer`; `boolean`; `any`
+ * scalar for `json` and `file` (compared as SQLite compares the stored JSON). A value of another kind
+ * would compare across SQLite's storage classes (every number sorts below every text, so
+ * `{ amount: { lt: "2000" } }` held for every invoice): the query is refused instead.
+ */
+export type OperandKind = "string" | "number" | "boolean" | "any";
+
+/** The {@link OperandKind} of a property type, or of `primaryId` (a text column). */
+export function operandKind(type: PropertyType | "primaryId"): OperandKind {
+  switch (type) {
+    case "number":
+    case "integer":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "json":
+    case "file":
+      return "any";
+    default:
+      return "string";
+  }
+}
+
+/** True when `contains` (a case-insensitive substring) applies to a property of this kind: text, or `json`. */
+export const containsApplies = (type: PropertyType | "primaryId") => operandKind(type) === "string" || type === "json";
+
+const KIND_NAMES: Record<OperandKind, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean" };
+
+function bindable(value: unknown, at: string, kind: OperandKind, property: string, type: string, nullable: boolean): SqlValue {
+  const scalar = typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+  const fits = (kind === "any" ? scalar : typeof value === kind) || (nullable && value === null);
+  if (!fits) {
+    const wanted = `${KIND_NAMES[kind]}${nullable ? " or null" : ""}`;
+    throw new ApiError("invalid_request", `${at} must be ${wanted} (${property} is ${type === "primaryId" ? "the object's id, a string" : `a ${type} property`}), not ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `the ${typeof value} ${JSON.stringify(value)}`}`);
+  }
   if (typeof value === "boolean") return value ? 1 : 0;
-  if (typeof value === "string" || typeof value === "number" || value === null) return value;
-  throw new ApiError("invalid_request", `${at} must be a string, number, boolean or null`);
+  return value as SqlValue;
 }
 
 /**
@@ -26,7 +61,12 @@ function bindable(value: unknown, at: string): SqlValue {
  * property (nulls last) then `primaryId`, and `nextPageToken` holds the last row's position, so pages
  * neither skip nor repeat rows when others are inserted meanwhile.
  *
- * @throws {ApiError} invalid_request for unknown properties, operators, or a token of another query
+ * Each condition's values must be of the property's kind ({@link operandKind}): `null` only in `eq` and
+ * `ne` (absent), `contains` only on text and `json` properties, and an operator object names at least
+ * one operator.
+ *
+ * @throws {ApiError} invalid_request for unknown properties or operators, a value of another kind than
+ *   its property's, an empty operator object, or a token of another query; not_found for an unknown type
  */
 export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): { sql: string; params: SqlValue[]; pageSize: number; hash: string } {
   const type = project.objectTypes[q.objectTypeId];
@@ -41,11 +81,15 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
   const where: string[] = ["object_type_id = ?"];
   const params: SqlValue[] = [q.objectTypeId];
   for (const [property, cond] of Object.entries(q.where ?? {})) {
-    const at = `where.${property}`;
     const col = column(property, "where");
-    const ops: Exclude<Condition, string | number | boolean | null> =
-      cond === null || typeof cond !== "object" ? { eq: cond } : cond;
+    const propType = property === "primaryId" ? "primaryId" : propertyDef(type.properties[property]!).type;
+    const kind = operandKind(propType);
+    const bare = cond === null || typeof cond !== "object" || Array.isArray(cond);
+    const ops: Exclude<Condition, string | number | boolean | null> = bare ? { eq: cond } : cond;
+    if (!bare && Object.keys(ops).length === 0) throw new ApiError("invalid_request", `where.${property} names no operator: give a value (equality) or at least one of ${QUERY_OPERATORS.join(", ")}`);
     for (const [op, value] of Object.entries(ops)) {
+      const at = bare ? `where.${property}` : `where.${property}.${op}`;
+      const operand = (x: unknown, nullable = false) => bindable(x, at, kind, property, propType, nullable);
       const add = (sql: string, ...values: SqlValue[]) => {
         where.push(sql.replaceAll("$col", col.expr));
         // each $col occurrence consumes the column's own params first
@@ -56,32 +100,34 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
       switch (op) {
         case "eq":
           if (value === null) add("$col IS NULL");
-          else add("$col = ?", bindable(value, at));
+          else add("$col = ?", operand(value, true));
           break;
         case "ne":
           if (value === null) add("$col IS NOT NULL");
-          else add("($col IS NULL OR $col != ?)", bindable(value, at));
+          else add("($col IS NULL OR $col != ?)", operand(value, true));
           break;
         case "gt":
         case "gte":
         case "lt":
         case "lte":
-          add(`$col ${{ gt: ">", gte: ">=", lt: "<", lte: "<=" }[op]} ?`, bindable(value, at));
+          add(`$col ${{ gt: ">", gte: ">=", lt: "<", lte: "<=" }[op]} ?`, operand(value));
           break;
         case "in": {
-          if (!Array.isArray(value) || value.length === 0 || value.length > 500) throw new ApiError("invalid_request", `${at}.in must be a list of 1 to 500 values`);
-          add(`$col IN (${value.map(() => "?").join(",")})`, ...value.map((x) => bindable(x, at)));
+          if (!Array.isArray(value) || value.length === 0 || value.length > 500) throw new ApiError("invalid_request", `${at} must be a list of 1 to 500 values`);
+          add(`$col IN (${value.map(() => "?").join(",")})`, ...value.map((x, i) => bindable(x, `${at}[${i}]`, kind, property, propType, false)));
           break;
         }
         case "contains":
-          if (typeof value !== "string") throw new ApiError("invalid_request", `${at}.contains must be a string`);
+          if (!containsApplies(propType)) throw new ApiError("invalid_request", `${at}: contains applies to text properties; ${property} is a ${propType} property (use eq, in, or a range)`);
+          if (typeof value !== "string") throw new ApiError("invalid_request", `${at} must be a string`);
           add("instr(lower($col), lower(?)) > 0", value);
           break;
         case "exists":
+          if (typeof value !== "boolean") throw new ApiError("invalid_request", `${at} must be true or false`);
           add(value ? "$col IS NOT NULL" : "$col IS NULL");
           break;
         default:
-          throw new ApiError("invalid_request", `${at}: unknown operator "${op}" (use ${QUERY_OPERATORS.join(", ")})`);
+          throw new ApiError("invalid_request", `where.${property}: unknown operator "${op}" (use ${QUERY_OPERATORS.join(", ")})`);
       }
     }
   }

@@ -1,49 +1,100 @@
 import * as v from "valibot";
-import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, QUERY_OPERATORS, OntologyStore, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, QUERY_OPERATORS, OntologyStore, can, containsApplies, definePlugin, operandKind, propertyDef, requirePermission, type ObjectTypeDefinition, type OperandKind, type Principal, type PropertyType } from "../../core/plugin-api";
 
 const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: v.optional(v.string()) });
 
 const pageSize = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE));
 const scalar = v.union([v.string(), v.number(), v.boolean(), v.null()]);
+const OPERATORS = `(${QUERY_OPERATORS.join(", ")})`;
+const NO_OPERATOR = `names no operator: give a value (equality) or at least one of ${QUERY_OPERATORS.join(", ")}`;
+/** Names the unknown operators of a condition object, if any. */
+const unknownOperators = (input: unknown) =>
+  input !== null && typeof input === "object" && !Array.isArray(input) ? Object.keys(input).filter((k) => !QUERY_OPERATORS.includes(k)) : [];
+const unknownMessage = (unknown: string[]) => `unknown operator ${unknown.map((k) => JSON.stringify(k)).join(", ")} (use ${QUERY_OPERATORS.join(", ")})`;
 /**
- * A `where` condition: a bare value (equality) or an object of operators. When neither fits, the message
- * names the unknown operators, if any (valibot's own union message only lists the shapes it expected).
+ * A `where` condition of an object type this project does not have (the query answers 404): a bare
+ * value (equality) or an object of operators. When neither fits, the message names the unknown
+ * operators, if any (valibot's own union message only lists the shapes it expected).
  */
 const ConditionSchema = v.union(
   [
     scalar,
-    v.strictObject({
-      eq: v.optional(scalar), ne: v.optional(scalar), gt: v.optional(scalar), gte: v.optional(scalar), lt: v.optional(scalar), lte: v.optional(scalar),
-      in: v.optional(v.pipe(v.array(scalar), v.minLength(1), v.maxLength(500))), contains: v.optional(v.string()), exists: v.optional(v.boolean()),
-    }),
+    v.pipe(
+      v.strictObject(
+        {
+          eq: v.optional(scalar), ne: v.optional(scalar), gt: v.optional(scalar), gte: v.optional(scalar), lt: v.optional(scalar), lte: v.optional(scalar),
+          in: v.optional(v.pipe(v.array(scalar), v.minLength(1), v.maxLength(500))), contains: v.optional(v.string()), exists: v.optional(v.boolean()),
+        },
+        ({ input }) => unknownMessage([String(input)]),
+      ),
+      v.minEntries(1, NO_OPERATOR),
+    ),
   ],
   ({ input }) => {
-    const unknown = input !== null && typeof input === "object" && !Array.isArray(input) ? Object.keys(input).filter((k) => !QUERY_OPERATORS.includes(k)) : [];
-    return unknown.length
-      ? `unknown operator ${unknown.map((k) => JSON.stringify(k)).join(", ")} (use ${QUERY_OPERATORS.join(", ")})`
-      : `a condition is a string, number, boolean or null (equality) or an object of operators (${QUERY_OPERATORS.join(", ")}), each with a value of its type`;
+    const unknown = unknownOperators(input);
+    return unknown.length ? unknownMessage(unknown) : `a condition is a string, number, boolean or null (equality) or an object of operators ${OPERATORS}, each with a value of its type`;
   },
 );
+
+const OPERANDS: Record<OperandKind, v.GenericSchema> = { string: v.string(), number: v.number(), boolean: v.boolean(), any: v.union([v.string(), v.number(), v.boolean()]) };
+const KIND_NAMES: Record<OperandKind, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean" };
+
+/**
+ * The `where` condition of one property, typed as {@link compileObjectQuery} checks it (spec 4.3):
+ * values of the property's {@link operandKind}, `null` only in `eq`/`ne`, `contains` only where it
+ * applies, at least one operator. Its messages name the property's type.
+ */
+function conditionFor(property: string, type: PropertyType | "primaryId") {
+  const kind = operandKind(type);
+  const value = OPERANDS[kind];
+  const orNull = v.union([value, v.null()]);
+  const contains = containsApplies(type);
+  const what = type === "primaryId" ? "the object's id, a string" : `a ${type} property`;
+  const refused = (input: unknown) => {
+    const unknown = unknownOperators(input);
+    if (unknown.length) return unknownMessage(unknown);
+    if (!contains && input !== null && typeof input === "object" && "contains" in input) return `contains applies to text properties; ${property} is ${what} (use eq, in, or a range)`;
+    return `a condition on ${property} (${what}) is ${KIND_NAMES[kind]} or null (equality) or an object of operators ${OPERATORS} with ${KIND_NAMES[kind]} as each value (null only in eq and ne; in takes a list of 1 to 500)`;
+  };
+  const operators: v.ObjectEntries = {
+    eq: v.optional(orNull), ne: v.optional(orNull), gt: v.optional(value), gte: v.optional(value), lt: v.optional(value), lte: v.optional(value),
+    in: v.optional(v.pipe(v.array(value), v.minLength(1), v.maxLength(500))),
+    ...(contains ? { contains: v.optional(v.string()) } : {}),
+    exists: v.optional(v.boolean()),
+  };
+  return v.union(
+    [orNull, v.pipe(v.strictObject(operators, ({ input }) => refused({ [String(input)]: true })), v.minEntries(1, NO_OPERATOR))],
+    ({ input }) => refused(input),
+  );
+}
+
 const QueryBody = v.strictObject({
   objectTypeId: v.pipe(v.string(), v.minLength(1), v.description("Object type to query")),
-  where: v.optional(v.pipe(v.record(v.string(), ConditionSchema), v.description("Property filters, all of which must hold. A bare value means equality; operators: eq, ne, gt, gte, lt, lte, in, contains (case-insensitive substring), exists. `primaryId` filters the id."))),
+  where: v.optional(v.pipe(v.record(v.string(), ConditionSchema), v.description("Property filters, all of which must hold. A bare value means equality; operators: eq, ne, gt, gte, lt, lte, in, contains (case-insensitive substring), exists. `primaryId` filters the id. Values are of the property's type: a string for string, date, datetime properties and primaryId, a number for number and integer, a boolean for boolean, any scalar for json and file; null only in eq and ne (absent); contains only on text and json properties."))),
   orderBy: v.optional(v.strictObject({ property: v.string(), direction: v.optional(v.picklist(["asc", "desc"])) })),
   pageSize: v.optional(v.pipe(pageSize, v.description(`Page size, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`))),
   nextPageToken: v.optional(v.pipe(v.string(), v.description("`nextPageToken` of the previous page of the same query (opaque; another value is 400)"))),
 });
 /**
  * The query body of a project: {@link QueryBody}, where for each object type the `where` keys and
- * `orderBy.property` are among its properties (or `primaryId`), as the query compiler requires. Any
- * other `objectTypeId` is well-formed and answered 404 (unknown type).
+ * `orderBy.property` are among its properties (or `primaryId`) and each condition is typed by its
+ * property ({@link conditionFor}), as the query compiler requires. Any other `objectTypeId` is
+ * well-formed and answered 404 (unknown type).
  */
-const queryBodyFor = (objectTypes: Record<string, { properties: Record<string, unknown> }>) => {
+const queryBodyFor = (objectTypes: Record<string, ObjectTypeDefinition>) => {
   const known = Object.keys(objectTypes);
-  const refine = (objectTypeId: v.GenericSchema<string>, property: v.GenericSchema<string>) => v.object({ objectTypeId, where: v.optional(v.record(property, v.unknown())), orderBy: v.optional(v.object({ property })) });
+  const refine = (objectTypeId: v.GenericSchema<string>, where: v.GenericSchema, property: v.GenericSchema<string>) => v.object({ objectTypeId, where: v.optional(where), orderBy: v.optional(v.object({ property })) });
   return v.intersect([
     QueryBody,
     v.variant("objectTypeId", [
-      ...known.map((id) => refine(v.literal(id), v.pipe(v.string(), v.values([...new Set(["primaryId", ...Object.keys(objectTypes[id]!.properties)])], `must be primaryId or a property of ${id}`)))),
-      refine(v.pipe(v.string(), v.notValues(known)), v.string()),
+      ...known.map((id) => {
+        const properties: [string, PropertyType | "primaryId"][] = [["primaryId", "primaryId"], ...Object.entries(objectTypes[id]!.properties).map(([p, d]) => [p, propertyDef(d).type] as [string, PropertyType])];
+        const names = [...new Set(properties.map(([p]) => p))];
+        const notProperty = `must be primaryId or a property of ${id}`;
+        const where = v.strictObject(Object.fromEntries(properties.map(([p, t]) => [p, v.optional(conditionFor(p, t))])), ({ input }) => `"${String(input)}" is not a property of ${id} (${names.join(", ")})`);
+        return refine(v.literal(id), where, v.pipe(v.string(), v.values(names, notProperty)));
+      }),
+      refine(v.pipe(v.string(), v.notValues(known)), v.record(v.string(), v.unknown()), v.string()),
     ]),
   ]);
 };
