@@ -101,4 +101,22 @@ describe("POST /api/events", () => {
     expect(forbidden.status).toBe(403);
     expect(forbidden.body.error.details.permission).toBe("append:events");
   });
+
+  it("refuses catalog fields of the wrong kind, and writes none of the batch", async () => {
+    const before = (await allEvents(dev(), "&topic=workflows")).length;
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ type: "workflow.run.finished", payload: { workflowId: 123, runId: "r-forged" } }, /payload\.workflowId/],
+      [{ type: "workflow.run.finished", payload: { workflowId: "invoice-review", runId: "" } }, /payload\.runId must be a non-empty string/],
+      [{ type: "action.failed", payload: { actionId: "a", runId: "r", error: "boom", finishedAt: "2026-01-01T00:00:00Z" } }, /payload\.error/],
+      [{ type: "action.completed", payload: { actionId: "a", runId: "r", finishedAt: "yesterday" } }, /payload\.finishedAt must be an ISO 8601 timestamp/],
+      [{ type: "rule.triggered", payload: { ruleId: "r", subject: "inv_1001" } }, /payload\.subject/],
+    ];
+    for (const [event, message] of cases) {
+      const valid = { type: "workflow.run.queued", payload: { workflowId: "invoice-review", runId: "r-valid-neighbour" } };
+      const res = await dev().post("/api/events", { events: [valid, event] });
+      expect(res.status, JSON.stringify(event)).toBe(400);
+      expect(res.body.error.message, JSON.stringify(event)).toMatch(message);
+    }
+    expect((await allEvents(dev(), "&topic=workflows")).length).toBe(before);
+  });
 });
