@@ -124,7 +124,7 @@ const half = Math.max(2, max.requests.average / 2);
 // is measured once every path the soak takes has run at full rate
 const load = await runSoak(app, 2 * half, LOAD_SECONDS, false);
 const rssAfterLoad = rssMb(app.child.pid!);
-say(`\nsoak: action runs max ${fmt(max.requests.average)} req/s (5 s, 16 connections); load: the soak's mix at that rate for ${LOAD_SECONDS} s (${load.sent} requests, ${load.errors} errors, p99 ${load.p99.toFixed(1)} ms); half load ${fmt(half)}/s = ${fmt(half / 2, 1)} action runs/s + ${fmt(half / 2, 1)} webhook deliveries/s, one /ws/events subscriber, ${SOAK_SECONDS} s`);
+say(`\nsoak: action runs max ${fmt(max.requests.average)} req/s (5 s, 16 connections); load: the soak's mix at that rate for ${LOAD_SECONDS} s (${load.sent} requests, ${load.errors} errors, p99 ${load.p99.toFixed(1)} ms: more than the service carries, webhook deliveries being slower than action runs, so this p99 is the queue that builds up, by design); half load ${fmt(half)}/s = ${fmt(half / 2, 1)} action runs/s + ${fmt(half / 2, 1)} webhook deliveries/s, one /ws/events subscriber, ${SOAK_SECONDS} s`);
 say(`  RSS at start ${rssStart.toFixed(0)} MB, after the action runs at max ${rssAfterActions.toFixed(0)} MB, after load ${rssAfterLoad.toFixed(0)} MB`);
 const soak = await runSoak(app, half, SOAK_SECONDS, true);
 const rssAfterSoak = rssMb(app.child.pid!);
