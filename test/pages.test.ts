@@ -104,6 +104,27 @@ describe("sign in and the list", () => {
   });
 });
 
+describe("?part= that names nothing in the version", () => {
+  it("says so above the view, naming what the version has, and shows the start; a part that exists shows no notice", async () => {
+    const page = await devPage();
+    const notice = page.locator("[data-part-missing]");
+    const cases: [string, RegExp][] = [
+      [`/artifacts/${ids.document}?part=forecast`, /^This version has no section "forecast" \(its sections: highlights, revenue, by-month, open-invoices\)\. Showing the document from the start\.$/],
+      [`/artifacts/${ids.sheet}?part=Costs`, /^This version has no sheet or chart "Costs" \(it has: .*chart=Revenue by month.*\)\. Showing the first tab\.$/],
+      [`/artifacts/${ids.deck}?part=9`, /^This deck has no slide "9" \(its slides: 1 to 4\)\. Showing slide 4\.$/],
+    ];
+    for (const [path, message] of cases) {
+      expect((await page.goto(`${app.url}${path}`))!.status(), path).toBe(200);
+      expect(await notice.textContent(), path).toMatch(message);
+    }
+    await screenshot(page, "part-missing");
+    for (const path of [`/artifacts/${ids.document}?part=revenue`, `/artifacts/${ids.sheet}?part=${encodeURIComponent("chart=Revenue by month")}`, `/artifacts/${ids.deck}?part=2`, `/artifacts/${ids.document}`]) {
+      await page.goto(`${app.url}${path}`);
+      expect(await notice.count(), path).toBe(0);
+    }
+  });
+});
+
 describe("a document", () => {
   it("renders title, lede, contents, callout, task list, footnote, figure and the two embeds with their source lines", async () => {
     const page = await devPage();

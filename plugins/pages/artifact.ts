@@ -47,26 +47,41 @@ export async function artifactPage(s: PageServices, ctx: { reader: Reader; user:
   let view: RawHtml;
   let styles: string[] = [];
   let scripts: string[] = [];
+  /** Set by a view when `?part=` names nothing in this version: the page says so above the view. */
+  let partMissing: string | undefined;
   switch (version.kind) {
-    case "document":
-      view = await documentView(s, ctx, version, surface, mode ?? "light");
+    case "document": {
+      const shown = await documentView(s, ctx, version, surface, mode ?? "light");
+      view = shown.view;
+      // the page scrolls to the element whose id is `part` (pages.js): every heading has its slug as id
+      if (ctx.part && !shown.html.includes(` id="${ctx.part.replaceAll("&", "&#x26;").replaceAll('"', "&#x22;")}"`)) {
+        const slugs = (version.outline as VersionOutline).sections?.map((x) => x.slug) ?? [];
+        partMissing = `This version has no section "${ctx.part}" (its sections: ${slugs.length ? slugs.join(", ") : "none"}). Showing the document from the start.`;
+      }
       break;
+    }
     case "sheet": {
       view = surface("sheet-surface", await sheetView(s, ctx, version, mode ?? "light"));
+      partMissing = ctx.part ? sheetPartMissing(version.outline as VersionOutline, ctx.part) : undefined;
       styles = ["/assets/pages/sheet.css"];
       scripts = ["/assets/pages/echarts.js", "/assets/pages/sheet.js", "/assets/pages/charts.js"];
       break;
     }
-    case "slides":
+    case "slides": {
       view = deckView(s, ctx, version, theme);
+      const count = (version.outline as VersionOutline).slides?.length ?? 0;
+      if (ctx.part && !(/^[1-9]\d*$/.test(ctx.part) && Number(ctx.part) <= count)) partMissing = `This deck has no slide "${ctx.part}" (its slides: 1 to ${count}). Showing ${/^[1-9]\d*$/.test(ctx.part) ? `slide ${Math.max(1, count)}` : "the first slide"}.`;
       break;
+    }
     default:
       view = surface("file-surface", await fileView(s, version));
+      if (ctx.part) partMissing = `A file artifact has no parts, so "${ctx.part}" names nothing. Showing the file.`;
   }
   const body = html`
 <nav class="crumbs" aria-label="Breadcrumb"><a href="/artifacts">Artifacts</a><span aria-hidden="true">/</span><span aria-current="page">${version.artifactTitle}</span></nav>
 ${head(version, versions, ctx)}
 ${version.version < version.latestVersion ? html`<p class="banner" role="status">You are reading version ${version.version}. <a href="${`/artifacts/${encodeURIComponent(ctx.artifactId)}${ctx.part ? `?part=${encodeURIComponent(ctx.part)}` : ""}`}">Open the latest (version ${version.latestVersion})</a></p>` : ""}
+${partMissing ? html`<p class="banner" role="status" data-part-missing>${partMissing}</p>` : ""}
 ${warningsList(version)}
 ${view}`;
   return shell({ title: version.artifactTitle, user: ctx.user, body, head: raw(themeStyle(theme, "[data-svc-artifact]")), styles, scripts, bodyClass: `kind-${version.kind}` });
@@ -96,7 +111,22 @@ function warningsList(version: Version): RawHtml {
   return html`${warnings.length ? html`<details class="warnings"><summary>${warnings.length} publish ${warnings.length === 1 ? "warning" : "warnings"}</summary><ul>${warnings.map((w) => html`<li><code>${w.code}</code> ${w.message}</li>`)}</ul></details>` : ""}${unchecked ? html`<p class="banner banner-muted" role="note">${unchecked.message}</p>` : ""}`;
 }
 
-async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: "light" | "dark"): Promise<RawHtml> {
+/**
+ * Why `part` names no tab of a sheet (undefined when it names one), as the sheet view selects a tab
+ * (`selected` in core/artifacts/render/sheet-view.ts): `chart=<name>`, a sheet's name, or a sheet's
+ * name followed by `!` and a range.
+ */
+function sheetPartMissing(outline: VersionOutline, part: string): string | undefined {
+  const sheets = outline.sheets?.map((x) => x.name) ?? [];
+  const charts = outline.charts?.map((x) => x.name) ?? [];
+  if (part.startsWith("chart=") && charts.includes(part.slice(6))) return undefined;
+  if (sheets.includes(part)) return undefined;
+  for (let bang = part.lastIndexOf("!"); bang > 0; bang = part.lastIndexOf("!", bang - 1)) if (sheets.includes(part.slice(0, bang))) return undefined;
+  const has = [...sheets, ...charts.map((c) => `chart=${c}`)];
+  return `This version has no sheet or chart "${part}" (it has: ${has.length ? has.join(", ") : "none"}). Showing the first tab.`;
+}
+
+async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: "light" | "dark"): Promise<{ view: RawHtml; html: string }> {
   const md = (await versionText(s, version, "document.md")) ?? "";
   const opts: EmbedOptions = { locale: ctx.locale, mode, links: pageLinks };
   const doc = await renderDocument(md, {
@@ -113,7 +143,7 @@ async function documentView(s: PageServices, ctx: { reader: Reader; locale: stri
   const contents = doc.outline.length
     ? html`<nav class="contents" aria-label="Contents"><h2>Contents</h2><ol>${doc.outline.map((h) => html`<li class="depth-${h.depth}"><a href="#${h.slug}">${h.text}</a></li>`)}</ol></nav>`
     : "";
-  return html`<div class="doc-layout">${contents}${surface("doc-surface", html`<article class="doc">${raw(doc.html)}</article>`)}</div>`;
+  return { view: html`<div class="doc-layout">${contents}${surface("doc-surface", html`<article class="doc">${raw(doc.html)}</article>`)}</div>`, html: doc.html };
 }
 
 async function sheetView(s: PageServices, ctx: { reader: Reader; v?: number; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {
