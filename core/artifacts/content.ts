@@ -8,6 +8,7 @@
 import * as csstree from "css-tree/dist/csstree.esm";
 import GithubSlugger from "github-slugger";
 import { parseDocument, DomUtils } from "htmlparser2";
+import { parseSrcset } from "srcset";
 import type { Element } from "domhandler";
 import type { Definition, Paragraph } from "mdast";
 import { toString } from "mdast-util-to-string";
@@ -42,6 +43,11 @@ export interface ContentReference {
   line?: number;
   /** True for a `url()` or `@import` of CSS (a stylesheet, a `<style>` element, a `style` attribute). */
   inCss?: true;
+  /**
+   * Set where a deck's frame does not rewrite artifact addresses (it rewrites `<img src>`, `<a href>` and
+   * `<svc-embed src>`): a candidate of an `srcset` (`<img>`, `<source>`), an SVG `<image>`'s `href`.
+   */
+  unrewritten?: "an srcset" | "an SVG <image>";
 }
 
 /** A heading of a document: `##` and `###` form the outline (spec 2.9); `slug` as GitHub makes it. */
@@ -187,8 +193,9 @@ export function ledeOf(paragraph: Paragraph): string | undefined {
 
 /**
  * Reads a deck's `index.html` (spec 2.10): its slides (`<section class="slide">`, with each one's first
- * heading as title) and everything it loads or links: stylesheets, scripts, images, media, fonts,
- * `<a href>`, `<svc-embed src>`, and `url()`/`@import` inside `<style>` and `style` attributes.
+ * heading as title) and everything it loads or links: stylesheets, scripts, images (`<img src>`, each
+ * candidate of an `srcset` on `<img>` and `<source>`, SVG `<image href>`), media, fonts, `<a href>`,
+ * `<svc-embed src>`, and `url()`/`@import` inside `<style>` and `style` attributes.
  */
 export function readDeck(html: string): { slides: Array<{ number: number; title?: string }>; references: ContentReference[] } {
   const doc = parseDocument(html, { withStartIndices: true });
@@ -215,6 +222,18 @@ export function readDeck(html: string): { slides: Array<{ number: number; title?
     const value = el.attribs[attr];
     if (value !== undefined && value.trim() !== "") references.push({ file: "index.html", target: value.trim(), use, line: lineAt(el.startIndex) });
   };
+  /** Each candidate URL of the element's `srcset` (parsed as the HTML standard says, by the `srcset` package). */
+  const addSrcset = (el: Element) => {
+    const value = el.attribs.srcset;
+    if (value === undefined || value.trim() === "") return;
+    let candidates: Array<{ url: string }>;
+    try {
+      candidates = parseSrcset(value);
+    } catch {
+      candidates = [];
+    }
+    for (const { url } of candidates) if (url.trim() !== "") references.push({ file: "index.html", target: url.trim(), use: "image", line: lineAt(el.startIndex), unrewritten: "an srcset" });
+  };
   for (const el of DomUtils.findAll(() => true, doc.children)) {
     switch (el.name) {
       case "link":
@@ -225,8 +244,18 @@ export function readDeck(html: string): { slides: Array<{ number: number; title?
         break;
       case "img":
         add(el, "src", "image");
+        addSrcset(el);
         break;
+      case "image": {
+        // SVG (`xlink:href` is SVG 1.1's spelling)
+        const value = (el.attribs.href ?? el.attribs["xlink:href"])?.trim();
+        if (value) references.push({ file: "index.html", target: value, use: "image", line: lineAt(el.startIndex), unrewritten: "an SVG <image>" });
+        break;
+      }
       case "source":
+        addSrcset(el);
+        add(el, "src", "media");
+        break;
       case "video":
       case "audio":
       case "iframe":
