@@ -50,6 +50,12 @@ describe("publishing versions (spec 2.7, 3, 9)", () => {
     const missing = await dev.get(`/api/artifacts/${id}/versions/7`);
     expect(missing).toMatchObject({ status: 404, body: { error: { message: `Artifact ${id} has no version 7; latest is 2` } } });
     for (const method of ["PUT", "PATCH", "DELETE"]) expect((await dev.call(method, `/api/artifacts/${id}/versions/1`)).status).toBe(405);
+    // the message names the path as requested, not the route's template
+    expect((await dev.call("DELETE", `/api/artifacts/${id}/versions/1`)).body.error).toMatchObject({
+      code: "method_not_allowed",
+      message: `DELETE is not allowed on /api/artifacts/${id}/versions/1; use GET`,
+      details: { allow: ["GET"], route: "/api/artifacts/:artifactId/versions/:version" },
+    });
   });
 
   it("serves a version's files by path with the file headers", async () => {
@@ -181,6 +187,24 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
       `index.html line 1: CSS cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
       `deck.css: CSS cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
     ]);
+    // every srcset candidate and an SVG <image> are checked as images; an artifact address there is refused (the frame rewrites <img src> only)
+    const pictures = [
+      `<html><body><section class="slide">`,
+      `<img src="logo.png" srcset="logo.png 1x, logo@2x.png 2x, https://evil.example.com/l.png 3x">`,
+      `<picture><source type="image/avif" srcset="wide.avif 1600w, narrow.avif 800w"><img src="logo.png" alt=""></picture>`,
+      `<svg width="10" height="10"><image href="mark.png" width="10" height="10"/><image xlink:href="artifact:${target}/document.md"/></svg>`,
+      `<img srcset="artifact:${target}/document.md 2x" src="logo.png">`,
+      `</section></body></html>`,
+    ].join("\n");
+    const logo = await put(new Uint8Array([137, 80, 78, 71]), "logo.png", "image/png");
+    expect(problems(await publish({ kind: "slides", title: "Pictures", files: [{ path: "index.html", file: await put(pictures, "index.html", "text/html") }, { path: "logo.png", file: logo }, { path: "narrow.avif", file: logo }] }))).toEqual([
+      'index.html line 2: "logo@2x.png" is not a file of this version',
+      'index.html line 2: a deck loads only its own files and cdn.jsdelivr.net, cdnjs.cloudflare.com, unpkg.com, fonts.googleapis.com, fonts.gstatic.com, not "https://evil.example.com/l.png"',
+      'index.html line 3: "wide.avif" is not a file of this version',
+      'index.html line 4: "mark.png" is not a file of this version',
+      `index.html line 4: an SVG <image> cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
+      `index.html line 5: an srcset cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
+    ]);
     const empty = await publish({ kind: "slides", title: "Empty", files: [{ path: "index.html", file: await put("<html><body><p>no slides</p></body></html>", "index.html", "text/html") }] });
     expect(problems(empty)).toEqual(['index.html has no <section class="slide">']);
   });
@@ -195,6 +219,23 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
       expect.stringMatching(/^theme.json sets --shadow, which is not a settable token/),
     ]);
     expect((await publish({ kind: "file", title: "Just a file", files: [{ path: "theme.json", file: theme }] })).status).toBe(200);
+  });
+
+  it("publishes a sheet with a CSV no sheet names, with a warning naming the file", async () => {
+    const res = await publish({
+      kind: "sheet",
+      title: "Revenue and a stray file",
+      files: [
+        { path: "workbook.json", file: await put(JSON.stringify(WORKBOOK), "workbook.json", "application/json") },
+        { path: "sheets/Revenue.csv", file: await put(CSV, "Revenue.csv", "text/csv") },
+        { path: "sheets/revenue-old.csv", file: await put(CSV, "revenue-old.csv", "text/csv") },
+      ],
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.version.warnings).toEqual([
+      { code: "sheet_file_unused", file: "sheets/revenue-old.csv", message: "sheets/revenue-old.csv is not the file of any sheet in workbook.json (its sheets: Revenue; the sheet named N reads sheets/N.csv): it is kept with the version, but no tab shows it" },
+    ]);
+    expect((await sheet()).body.version.warnings).toEqual([]);
   });
 
   it("publishes a 100,000-row × 20-column sheet, and refuses 100,001 rows naming the limit", async () => {

@@ -21,11 +21,13 @@ export type Artifact = v.InferOutput<typeof ArtifactSchema>;
 /**
  * A warning a version was published with: a dependent that no longer finds what it shows
  * (`dependent_broken`), a deck check's finding on a slide (`overflow`, `footer_overlap`, `text_overlap`,
- * `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`), or `deck_unchecked`.
+ * `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`), `deck_unchecked`, or a
+ * sheet's CSV that no sheet of `workbook.json` names (`sheet_file_unused`, with `file`).
  */
 export const PublishWarningSchema = v.object({
   code: v.string(),
   message: v.string(),
+  file: v.optional(v.string()),
   artifactId: v.optional(v.string()),
   address: v.optional(v.string()),
   slide: v.optional(v.number()),

@@ -158,10 +158,11 @@ export class RouteRegistry {
       app.on(def.method, def.path, (event) => this.dispatch(def, event));
       methods.set(def.path, [...(methods.get(def.path) ?? []), def.method]);
     }
-    // Any other method on a known path: 405 with Allow (method-specific routes match first).
+    // Any other method on a known path: 405 with Allow (method-specific routes match first). The message
+    // names the path as requested (the template stays in `details.route`).
     for (const [path, allowed] of methods) {
       const allow = allowed.join(", ");
-      app.all(path, (event) => errorResponse(new ApiError("method_not_allowed", `${event.req.method} is not allowed on ${path}; use ${allow}`, { allow: allowed }, { allow })));
+      app.all(path, (event) => errorResponse(new ApiError("method_not_allowed", `${event.req.method} is not allowed on ${event.url.pathname}; use ${allow}`, { allow: allowed, route: path }, { allow })));
     }
   }
 
