@@ -7,6 +7,7 @@ import { startDevServer } from "../core/temporal/dev-server";
 import { freePort } from "./setup/global";
 import type { App } from "../core/app";
 import { OntologyStore } from "../core/ontology/store";
+import { EventLog } from "../core/events/log";
 
 let app: App;
 let dev: ReturnType<typeof client>;
@@ -181,6 +182,32 @@ describe("interventions", () => {
       expect(ends).toEqual(["submitted"]);
     } finally {
       store.commit = commit;
+    }
+  });
+
+  it("a submission arriving while a run cancel is being written is refused, and the run ends cancelled", async () => {
+    const runId = await startReview(dev, { invoiceId: "inv_1006", approvalThreshold: 100 });
+    await until(dev, runId, "waiting");
+    // the submission reaches Temporal while the worker writes the intervention's cancellation (the run is
+    // cancelling but has not closed yet)
+    const events = app.container.resolve(EventLog);
+    const envelope = events.envelope.bind(events);
+    let submit: Promise<{ status: number; body: any }> | undefined;
+    events.envelope = ((input: any) => {
+      if (input.type === "workflow.intervention.cancelled" && input.payload?.runId === runId && !submit) submit = dev.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: false } });
+      return envelope(input);
+    }) as typeof events.envelope;
+    try {
+      const cancelled = await dev.post(`/api/workflow-runs/${runId}/cancel`, {});
+      await eventually(async () => submit !== undefined);
+      const submitted = await submit!;
+      expect(submitted.status, JSON.stringify(submitted.body)).toBe(409);
+      expect(submitted.body.error.message).toBe(`Intervention "approve" is already cancelled`);
+      const { state, ends } = await expectOneOutcome(runId, submitted, cancelled);
+      expect(ends).toEqual(["cancelled"]);
+      expect(state.status).toBe("cancelled");
+    } finally {
+      events.envelope = envelope;
     }
   });
 
