@@ -21,7 +21,8 @@ async function open() {
   const lifecycle = new Lifecycle();
   opened.push({ db, lifecycle });
   const output = new AgentOutput(db, { agentOutputRetentionMs: RETENTION_MS } as Config, lifecycle, pino({ level: "silent" }));
-  return { db, output };
+  const epoch = (await db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'stream_epoch'"))!.value;
+  return { db, output, epoch };
 }
 
 afterEach(async () => {
@@ -37,19 +38,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("AgentOutput", () => {
   it("appends in order in one transaction, notifies after commit, and skips a key already stored", async () => {
-    const { output, db } = await open();
+    const { output, db, epoch } = await open();
     let notified = 0;
     output.notifier.on("appended", () => notified++);
     const first = await output.append([text("arun_1", "a", "k1"), text("arun_1", "b", "k2"), text("arun_1", "c")]);
     expect(deltas(first)).toEqual(["a", "b", "c"]);
-    expect(first.map((r) => decodeOutputCursor(r.cursor))).toEqual([1, 2, 3]);
-    expect(first[0]).toEqual({ cursor: encodeOutputCursor(1), runId: "arun_1", kind: "text", data: { delta: "a" }, at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
+    expect(first.map((r) => decodeOutputCursor(epoch, r.cursor))).toEqual([1, 2, 3]);
+    expect(first[0]).toEqual({ cursor: encodeOutputCursor(epoch, 1), runId: "arun_1", kind: "text", data: { delta: "a" }, at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
     expect(notified).toBe(1);
 
     // k1 again (with other data), a new record, and k3 twice in the same batch
     const again = await output.append([text("arun_1", "changed", "k1"), text("arun_1", "d", "k3"), text("arun_1", "e", "k3")]);
     // (an ignored INSERT may still use up a seq: positions are ordered, not dense)
-    expect(decodeOutputCursor(again[1]!.cursor)).toBeGreaterThan(3);
+    expect(decodeOutputCursor(epoch, again[1]!.cursor)).toBeGreaterThan(3);
     expect(again.map((r) => r.cursor)).toEqual([first[0]!.cursor, again[1]!.cursor, again[1]!.cursor]);
     expect(deltas(again)).toEqual(["a", "d", "d"]);
     expect(notified).toBe(2);
@@ -108,7 +109,7 @@ describe("AgentOutput", () => {
   });
 
   it("prunes old output, raises through_seq, and a cursor it passed reads with reset from the earliest retained record (rule 3)", async () => {
-    const { output, db } = await open();
+    const { output, db, epoch } = await open();
     expect(await output.prune()).toEqual({ deleted: 0, throughSeq: 0 });
     const old = await output.append([text("arun_1", "o1"), text("arun_2", "other"), text("arun_1", "o2")]);
     await sleep(5);
@@ -125,7 +126,7 @@ describe("AgentOutput", () => {
     const fromOld = await output.read({ runId: "arun_1" }, old[0]!.cursor, 100);
     expect(fromOld.reset).toBe(true);
     expect(deltas(fromOld.records)).toEqual(["y1", "y2"]);
-    expect((await output.read({ runId: "arun_1" }, encodeOutputCursor(0), 0)).reset).toBe(true);
+    expect((await output.read({ runId: "arun_1" }, encodeOutputCursor(epoch, 0), 0)).reset).toBe(true);
     // the last pruned position itself missed nothing; neither does a read without a cursor
     expect(await output.read({ runId: "arun_1" }, old.at(-1)!.cursor, 100)).toEqual({ records: young, reset: false });
     expect(await output.read({ runId: "arun_1" }, undefined, 100)).toEqual({ records: young, reset: false });
@@ -134,13 +135,13 @@ describe("AgentOutput", () => {
     // a later pass past everything: the mark follows, new appends continue after it
     expect(await output.prune(Date.now() + RETENTION_MS + 1000)).toEqual({ deleted: 2, throughSeq: 5 });
     const next = await output.append([text("arun_1", "n1")]);
-    expect(decodeOutputCursor(next[0]!.cursor)).toBe(6);
+    expect(decodeOutputCursor(epoch, next[0]!.cursor)).toBe(6);
     expect(await output.read({ runId: "arun_1" }, young[1]!.cursor, 100)).toEqual({ records: next, reset: false });
     expect(await output.read({ runId: "arun_1" }, young[0]!.cursor, 100)).toEqual({ records: next, reset: true });
   });
 
   it("refuses malformed cursors with invalid_request", async () => {
-    const { output } = await open();
+    const { output, epoch } = await open();
     await output.append([text("arun_1", "a")]);
     const bad = [
       "",
@@ -151,14 +152,17 @@ describe("AgentOutput", () => {
       Buffer.from("ao1:1.5").toString("base64url"),
       Buffer.from("ao1:1:2").toString("base64url"),
       Buffer.from("ao2:1").toString("base64url"),
+      encodeOutputCursor("0123456789ab", 1), // a cursor of another database (one deleted and made again)
       Buffer.from(`ao1:${"9".repeat(30)}`).toString("base64url"),
     ];
     for (const cursor of bad) {
       const err = await rejection(output.read({ runId: "arun_1" }, cursor, 10));
       expect(isApiError(err) && err.code, cursor).toBe("invalid_request");
-      expect(() => decodeOutputCursor(cursor)).toThrow(/not a cursor of this agent output/);
+      expect(() => decodeOutputCursor(epoch, cursor)).toThrow(/not a cursor of this agent output/);
     }
-    expect(decodeOutputCursor(encodeOutputCursor(42))).toBe(42);
-    expect(encodeOutputCursor(42)).not.toMatch(/42/);
+    expect(decodeOutputCursor(epoch, encodeOutputCursor(epoch, 42))).toBe(42);
+    // the first form, issued before cursors carried the epoch, is still read
+    expect(decodeOutputCursor(epoch, Buffer.from("ao1:7").toString("base64url"))).toBe(7);
+    expect(encodeOutputCursor(epoch, 42)).not.toMatch(/42/);
   });
 });

@@ -79,24 +79,31 @@ export interface AgentRunAccess {
   changes: EventEmitter;
 }
 
-const CURSOR_PREFIX = "ao1";
+const CURSOR_PREFIX = "ao2";
+/** The first cursors (before they carried the database's epoch): still read, never issued. */
+const LEGACY_PREFIX = "ao1";
 
 /**
- * Encodes a position of the agent output as an opaque cursor: base64url of `ao1:<seq>` (not
- * interchangeable with `/ws/events` cursors, which carry the stream's epoch).
+ * Encodes a position of the agent output as an opaque cursor: base64url of `ao2:<epoch>:<seq>`, where
+ * `epoch` is the database's (its `stream_epoch`, made when it was created), so a cursor of another
+ * database (one deleted and made again) is refused instead of silently skipping records. Not
+ * interchangeable with `/ws/events` cursors.
  */
-export function encodeOutputCursor(seq: number): string {
-  return Buffer.from(`${CURSOR_PREFIX}:${seq}`).toString("base64url");
+export function encodeOutputCursor(epoch: string, seq: number): string {
+  return Buffer.from(`${CURSOR_PREFIX}:${epoch}:${seq}`).toString("base64url");
 }
 
 /**
- * Decodes an agent output cursor into its position.
- * @throws {ApiError} invalid_request when the string is not a cursor of the agent output
+ * Decodes an agent output cursor of this database (`epoch`) into its position. A cursor of the first
+ * form (`ao1:<seq>`, issued before cursors carried the epoch) is still read.
+ * @throws {ApiError} invalid_request when the string is not a cursor of this agent output
  */
-export function decodeOutputCursor(cursor: string): number {
+export function decodeOutputCursor(epoch: string, cursor: string): number {
   const parts = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8").split(":") : [];
-  const seq = Number(parts[1]);
-  if (parts.length !== 2 || parts[0] !== CURSOR_PREFIX || !/^\d+$/.test(parts[1]!) || !Number.isSafeInteger(seq)) {
+  const ours = (parts.length === 3 && parts[0] === CURSOR_PREFIX && parts[1] === epoch) || (parts.length === 2 && parts[0] === LEGACY_PREFIX);
+  const digits = parts.at(-1) ?? "";
+  const seq = Number(digits);
+  if (!ours || !/^\d+$/.test(digits) || !Number.isSafeInteger(seq)) {
     throw new ApiError("invalid_request", "afterCursor is not a cursor of this agent output", { afterCursor: cursor });
   }
   return seq;
@@ -111,7 +118,7 @@ interface OutputRow {
 }
 
 const COLUMNS = "seq, run_id, kind, data, created_at";
-const toRecord = (r: OutputRow): OutputRecord => ({ cursor: encodeOutputCursor(r.seq), runId: r.run_id, kind: r.kind, data: JSON.parse(r.data), at: r.created_at });
+const toRecord = (epoch: string, r: OutputRow): OutputRecord => ({ cursor: encodeOutputCursor(epoch, r.seq), runId: r.run_id, kind: r.kind, data: JSON.parse(r.data), at: r.created_at });
 
 /** The WHERE clause of a scope (the activity one matches the partial index `agent_output_activity`). */
 function scopeWhere(scope: OutputScope): { sql: string; params: string[] } {
@@ -167,6 +174,8 @@ export class AgentOutput {
   private tail: TailEntry[] = [];
   private tailFloor: number | undefined;
   private prunedCache: number | undefined;
+  /** The database's epoch, read once (see {@link encodeOutputCursor}). */
+  private epochRead: Promise<string> | undefined;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -231,7 +240,16 @@ export class AgentOutput {
     this.notifier.emit("appended");
   }
 
+  /** The database's `stream_epoch` (meta), read once. */
+  private epoch(): Promise<string> {
+    return (this.epochRead ??= this.db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'stream_epoch'").then((row) => {
+      if (!row) throw new Error("the database has no stream_epoch (meta)");
+      return row.value;
+    }));
+  }
+
   private async insert(tx: SqlWriter, records: OutputRecordInput[]): Promise<{ stored: OutputRecord[]; added: boolean; seqs: Array<number | undefined> }> {
+    const epoch = await this.epoch();
     const stored: OutputRecord[] = [];
     const seqs: Array<number | undefined> = [];
     let added = false;
@@ -248,13 +266,13 @@ export class AgentOutput {
       ]);
       if (changes > 0) {
         added = true;
-        stored.push({ cursor: encodeOutputCursor(lastID), runId: r.runId, kind: r.kind, data: JSON.parse(JSON.stringify(r.data ?? null)), at });
+        stored.push({ cursor: encodeOutputCursor(epoch, lastID), runId: r.runId, kind: r.kind, data: JSON.parse(JSON.stringify(r.data ?? null)), at });
         seqs.push(lastID);
       } else {
         seqs.push(undefined);
         const existing = await tx.get<OutputRow>(`SELECT ${COLUMNS} FROM agent_output WHERE key = ?`, [r.key ?? null]);
         if (!existing) throw new Error(`agent output record was neither written nor found (key ${JSON.stringify(r.key)})`);
-        stored.push(toRecord(existing));
+        stored.push(toRecord(epoch, existing));
       }
     }
     return { stored, added, seqs };
@@ -270,7 +288,8 @@ export class AgentOutput {
    * @throws {ApiError} invalid_request when `afterCursor` is not a cursor of the agent output
    */
   async read(scope: OutputScope, afterCursor: string | undefined, limit: number): Promise<{ records: OutputRecord[]; reset: boolean }> {
-    const after = afterCursor === undefined ? 0 : decodeOutputCursor(afterCursor);
+    const epoch = await this.epoch();
+    const after = afterCursor === undefined ? 0 : decodeOutputCursor(epoch, afterCursor);
     if (afterCursor !== undefined && this.tailFloor !== undefined && after >= this.tailFloor) {
       // a live reader: everything after its cursor is in the tail
       const records: OutputRecord[] = [];
@@ -292,14 +311,14 @@ export class AgentOutput {
     // true for records that were all still there (never a silent gap)
     const rows = limit > 0 ? await this.db.all<OutputRow>(`SELECT ${COLUMNS} FROM agent_output WHERE ${where.sql} AND seq > ? ORDER BY seq LIMIT ?`, [...where.params, after, limit]) : [];
     const reset = afterCursor !== undefined && after < (await this.prunedThrough(this.db));
-    return { records: rows.map(toRecord), reset };
+    return { records: rows.map((r) => toRecord(epoch, r)), reset };
   }
 
   /** The cursor of the scope's newest record, or undefined when it has none (a live-only subscription starts after it). */
   async latestCursor(scope: OutputScope): Promise<string | undefined> {
     const where = scopeWhere(scope);
     const row = await this.db.get<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM agent_output WHERE ${where.sql}`, where.params);
-    return row?.seq ? encodeOutputCursor(row.seq) : undefined;
+    return row?.seq ? encodeOutputCursor(await this.epoch(), row.seq) : undefined;
   }
 
   /**
