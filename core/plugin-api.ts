@@ -69,7 +69,7 @@ export { LOG_LEVELS, LogCapture, LogLineSchema } from "./logs/capture";
 export { OntologyStore } from "./ontology/store";
 export { DirectWrites, isObjectOrLinkChange, type DirectChange, type DirectWriteResult } from "./ontology/writes";
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QUERY_OPERATORS, containsApplies, operandKind, type OperandKind } from "./ontology/query";
-export { propertyDef, type ObjectTypeDefinition, type PropertyType } from "./sdk/project";
+export { own, propertyDef, type ObjectTypeDefinition, type PropertyType } from "./sdk/project";
 export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema } from "./sdk/records";
 export { closeIfSlow, sendFrame, sendFrames, subscriptionSocket } from "./http/socket";
 export { readBodyBytes, requestBodyStream } from "./http/body";

@@ -75,6 +75,24 @@ describeMatrix("objects and queries", (transport) => {
     expect(below.body.data.every((o: any) => o.properties.amount < 2000)).toBe(true);
   });
 
+  it("knows no object type, link type or telemetry named like an Object.prototype member (404 and 400, never 403 or 500)", async () => {
+    for (const name of ["constructor", "toString", "__proto__"]) {
+      expect((await dev.get(`/api/objects?objectTypeId=${name}`)).status, name).toBe(404);
+      expect((await dev.get(`/api/objects/${name}/x`)).status, name).toBe(404);
+      expect((await dev.post("/api/objects/query", { objectTypeId: name, where: { a: 1 } })).status, name).toBe(404);
+      expect((await dev.get(`/api/objects/${name}/x/files/content?path=/properties/a`)).status, name).toBe(404);
+      const writes = await dev.post("/api/ontology/writes", {
+        changes: [
+          { op: "object.create", objectTypeId: name, primaryId: "x", properties: {} },
+          { op: "link.upsert", linkId: name, sourceTypeId: "invoice", sourceId: "inv_1001", targetTypeId: "customer", targetId: "cus_acme" },
+          { op: "telemetry.append", objectTypeId: "invoice", objectId: "inv_1001", propertyId: name, value: 1 },
+        ],
+      });
+      expect(writes.status, name).toBe(400);
+      expect(writes.body.error.message, name).toContain(`"${name}"`);
+    }
+  });
+
   it("reads an object whose primary id holds `/`, `%` or a space at its percent-encoded id", async () => {
     // composite dataset keys look like this: rowKey(["a/b", "c"]) = "a%2Fb/c"
     const ids = [`k/${transport}/a%2Fb/c`, `k-${transport}-50%`, `k-${transport} spaced`, `k-${transport}-%41`];

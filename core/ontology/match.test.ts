@@ -14,7 +14,7 @@ import type { Condition } from "../sdk/context";
 import type { ProjectDefinition } from "../sdk/project";
 import { tempDir } from "../../test/helpers-fs";
 
-const project = { id: "p", objectTypes: { thing: { properties: { s: "string", n: "number", b: "boolean", j: "json" } } }, identities: {} } as unknown as ProjectDefinition;
+const project = { id: "p", objectTypes: { thing: { properties: { s: "string", n: "number", b: "boolean", j: "json", f: "file" } } }, identities: {} } as unknown as ProjectDefinition;
 const opened: Database[] = [];
 afterAll(async () => {
   for (const db of opened) await db.close();
@@ -22,9 +22,11 @@ afterAll(async () => {
 
 const str = fc.constantFrom("", "a", "A", "ab", "Ab", "b", "ä", "É", "10", "2", "open", "OPEN", "overdue");
 const num = fc.oneof(fc.constantFrom(-1, 0, 1, 2, 10, 1.5), fc.integer({ min: -5, max: 5 }));
-const any = fc.oneof(str, num, fc.boolean());
+// numbers whose text SQLite writes apart from JavaScript (`1.0e+21`, `-1.0e-06`) among them
+const any = fc.oneof(str, num, fc.boolean(), fc.constantFrom(1e21, -0.000001, 0.1, 100.0));
+const fileRef = fc.constantFrom({ id: "file_a", name: "a.pdf" }, { id: "file_b", name: "B.PDF" });
 const props = fc.record(
-  { s: fc.option(str, { nil: undefined }), n: fc.option(num, { nil: undefined }), b: fc.option(fc.boolean(), { nil: undefined }), j: fc.option(any, { nil: undefined }) },
+  { s: fc.option(str, { nil: undefined }), n: fc.option(num, { nil: undefined }), b: fc.option(fc.boolean(), { nil: undefined }), j: fc.option(fc.oneof(any, fc.constant({ k: "A" })), { nil: undefined }), f: fc.option(fileRef, { nil: undefined }) },
   { requiredKeys: [] },
 );
 /** Conditions whose values are of one type (`null` where it is allowed: equality), at least one operator. */
@@ -33,7 +35,7 @@ const conditionOf = (value: fc.Arbitrary<unknown>, contains: boolean): fc.Arbitr
   const ops = fc.record(
     {
       eq: orNull, ne: orNull, gt: value, gte: value, lt: value, lte: value, in: fc.array(value, { minLength: 1, maxLength: 3 }), exists: fc.boolean(),
-      ...(contains ? { contains: str } : {}),
+      ...(contains ? { contains: fc.oneof(str, fc.constantFrom("e+2", "1.0", "0.000", "100")) } : {}),
     },
     { requiredKeys: [] },
   ).filter((o) => Object.keys(o).length > 0);
@@ -45,6 +47,7 @@ const CONDITIONS: Record<string, fc.Arbitrary<Condition>> = {
   b: conditionOf(fc.boolean(), false),
   j: conditionOf(any, true),
   primaryId: conditionOf(str, true),
+  f: fc.oneof(fc.constant(null), fc.record({ eq: fc.constant(null), ne: fc.constant(null), exists: fc.boolean() }, { requiredKeys: [] }).filter((o) => Object.keys(o).length > 0)) as fc.Arbitrary<Condition>,
 };
 const where = fc.uniqueArray(fc.constantFrom(...Object.keys(CONDITIONS)), { maxLength: 2 }).chain((keys) => (keys.length ? fc.tuple(...keys.map((k) => CONDITIONS[k]!)).map((cs) => Object.fromEntries(keys.map((k, i) => [k, cs[i]]))) : fc.constant({})));
 
@@ -72,7 +75,8 @@ describe("matchesWhere (property)", () => {
           expect(memIds, JSON.stringify(w)).toEqual(sqlIds);
         }
       }),
-      { numRuns: 300 },
+      // and always: numbers whose SQLite text differs from JavaScript's, under `contains` (text values only)
+      { numRuns: 300, examples: [[[{ j: 1e21 }, { j: -0.000001 }, { j: "1.0e+21" }, { j: { k: "1.0" } }], [{ j: { contains: "1.0" } }, { j: { contains: "e-06" } }, { j: { contains: "0.000001" } }]]] as never },
     );
   });
 });
@@ -91,7 +95,21 @@ describe("compileObjectQuery refuses a condition of another type than its proper
     [{ j: { lt: [1] } }, /where\.j\.lt must be a string, number or boolean \(j is a json property\), not a list/],
     [{ s: {} }, /where\.s names no operator/],
     [{ s: { exists: "yes" } }, /where\.s\.exists must be true or false/],
+    [{ f: "file_a" }, /where\.f: f is a file property; filter it with exists \(or eq\/ne null\)/],
+    [{ n: { gt: Number.NaN } }, /where\.n\.gt must be a finite number, not NaN/],
+    [{ s: { exists: undefined } }, /where\.s names no operator/],
+    [{ constructor: "x" }, /where: "constructor" is not a property of thing/],
+    [{ f: { contains: "a.pdf" } }, /where\.f\.contains: f is a file property/],
+    [{ f: { in: [null] } }, /where\.f\.in\[0\]: f is a file property/],
   ])("%j", (w, message) => {
     expect(refused(w)).toThrow(message);
+  });
+});
+
+describe("compileObjectQuery and Object.prototype's names", () => {
+  it("answers 404 for an object type named like an Object.prototype member", () => {
+    for (const objectTypeId of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+      expect(() => compileObjectQuery(project, { objectTypeId, where: { a: 1 } }), objectTypeId).toThrow(`Unknown object type "${objectTypeId}"`);
+    }
   });
 });

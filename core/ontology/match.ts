@@ -51,6 +51,7 @@ export function matchesWhere(where: Record<string, Condition> | undefined, prima
     const col = isId ? primaryId : sqlValue(properties[property]);
     const ops: Record<string, unknown> = cond === null || typeof cond !== "object" ? { eq: cond } : cond;
     for (const [op, raw] of Object.entries(ops)) {
+      if (raw === undefined) continue; // no operator, as compileObjectQuery reads it
       const value = op === "exists" || op === "contains" ? raw : op === "in" ? (raw as unknown[]).map(operand) : operand(raw);
       if (!test(op, col, value)) return false;
     }
@@ -76,7 +77,8 @@ function test(op: string, col: SqlScalar, value: unknown): boolean {
     case "in":
       return col !== null && (value as SqlScalar[]).some((v) => v !== null && compare(col, v) === 0);
     case "contains":
-      return col !== null && asciiLower(sqlText(col)).includes(asciiLower(String(value)));
+      // text values only (`typeof(col) = 'text'` in the SQL)
+      return typeof col === "string" && asciiLower(col).includes(asciiLower(String(value)));
     case "exists":
       return value ? col !== null : col === null;
     default:

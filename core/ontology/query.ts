@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { ApiError } from "../errors";
-import { propertyDef, type PropertyType, type ProjectDefinition } from "../sdk/project";
+import { own, propertyDef, type PropertyType, type ProjectDefinition } from "../sdk/project";
 import type { Condition, ObjectQuery } from "../sdk/context";
 import type { SqlValue } from "../store/db";
 
@@ -18,11 +18,12 @@ interface PageToken {
 /**
  * What a condition's values must be for a property of a type (spec 4.3 filter language): `string` for
  * `string`, `date`, `datetime` and `primaryId`; `number` for `number` and `integer`; `boolean`; `any`
- * scalar for `json` and `file` (compared as SQLite compares the stored JSON). A value of another kind
- * would compare across SQLite's storage classes (every number sorts below every text, so
+ * scalar for `json` (compared as SQLite compares the stored JSON); `none` for `file` (its value is a
+ * file reference object: only `exists`, or `eq`/`ne` null, say anything about it). A value of another
+ * kind would compare across SQLite's storage classes (every number sorts below every text, so
  * `{ amount: { lt: "2000" } }` held for every invoice): the query is refused instead.
  */
-export type OperandKind = "string" | "number" | "boolean" | "any";
+export type OperandKind = "string" | "number" | "boolean" | "any" | "none";
 
 /** The {@link OperandKind} of a property type, or of `primaryId` (a text column). */
 export function operandKind(type: PropertyType | "primaryId"): OperandKind {
@@ -33,21 +34,28 @@ export function operandKind(type: PropertyType | "primaryId"): OperandKind {
     case "boolean":
       return "boolean";
     case "json":
-    case "file":
       return "any";
+    case "file":
+      return "none";
     default:
       return "string";
   }
 }
 
-/** True when `contains` (a case-insensitive substring) applies to a property of this kind: text, or `json`. */
+/**
+ * True when `contains` (a case-insensitive substring of a text value) applies to a property of this
+ * type: text, or `json` (whose text values, and objects and lists as their JSON text, it searches;
+ * a number or boolean there never contains anything).
+ */
 export const containsApplies = (type: PropertyType | "primaryId") => operandKind(type) === "string" || type === "json";
 
-const KIND_NAMES: Record<OperandKind, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean" };
+const KIND_NAMES: Record<OperandKind, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean", none: "absent" };
 
 function bindable(value: unknown, at: string, kind: OperandKind, property: string, type: string, nullable: boolean): SqlValue {
+  if (typeof value === "number" && !Number.isFinite(value)) throw new ApiError("invalid_request", `${at} must be a finite number, not ${value}`);
   const scalar = typeof value === "string" || typeof value === "number" || typeof value === "boolean";
   const fits = (kind === "any" ? scalar : typeof value === kind) || (nullable && value === null);
+  if (kind === "none" && !fits) throw new ApiError("invalid_request", `${at}: ${property} is a file property; filter it with exists (or eq/ne null)`);
   if (!fits) {
     const wanted = `${KIND_NAMES[kind]}${nullable ? " or null" : ""}`;
     throw new ApiError("invalid_request", `${at} must be ${wanted} (${property} is ${type === "primaryId" ? "the object's id, a string" : `a ${type} property`}), not ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `the ${typeof value} ${JSON.stringify(value)}`}`);
@@ -69,7 +77,7 @@ function bindable(value: unknown, at: string, kind: OperandKind, property: strin
  *   its property's, an empty operator object, or a token of another query; not_found for an unknown type
  */
 export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): { sql: string; params: SqlValue[]; pageSize: number; hash: string } {
-  const type = project.objectTypes[q.objectTypeId];
+  const type = own(project.objectTypes, q.objectTypeId);
   if (!type) throw new ApiError("not_found", `Unknown object type "${q.objectTypeId}"`);
   const pageSize = q.pageSize ?? DEFAULT_PAGE_SIZE;
   const column = (property: string, at: string) => {
@@ -85,7 +93,8 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
     const propType = property === "primaryId" ? "primaryId" : propertyDef(type.properties[property]!).type;
     const kind = operandKind(propType);
     const bare = cond === null || typeof cond !== "object" || Array.isArray(cond);
-    const ops: Exclude<Condition, string | number | boolean | null> = bare ? { eq: cond } : cond;
+    // an operator given as `undefined` (from code: JSON has none) is no operator
+    const ops = Object.fromEntries(Object.entries(bare ? { eq: cond } : cond).filter(([, value]) => value !== undefined));
     if (!bare && Object.keys(ops).length === 0) throw new ApiError("invalid_request", `where.${property} names no operator: give a value (equality) or at least one of ${QUERY_OPERATORS.join(", ")}`);
     for (const [op, value] of Object.entries(ops)) {
       const at = bare ? `where.${property}` : `where.${property}.${op}`;
@@ -118,9 +127,10 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
           break;
         }
         case "contains":
-          if (!containsApplies(propType)) throw new ApiError("invalid_request", `${at}: contains applies to text properties; ${property} is a ${propType} property (use eq, in, or a range)`);
+          if (!containsApplies(propType)) throw new ApiError("invalid_request", kind === "none" ? `${at}: ${property} is a file property; filter it with exists (or eq/ne null)` : `${at}: contains applies to text properties; ${property} is a ${propType} property (use eq, in, or a range)`);
           if (typeof value !== "string") throw new ApiError("invalid_request", `${at} must be a string`);
-          add("instr(lower($col), lower(?)) > 0", value);
+          // text values only: SQLite's text of a REAL (`1.0e+21`) is not JavaScript's, and rules match in memory (match.ts)
+          add("(typeof($col) = 'text' AND instr(lower($col), lower(?)) > 0)", value);
           break;
         case "exists":
           if (typeof value !== "boolean") throw new ApiError("invalid_request", `${at} must be true or false`);

@@ -1,5 +1,5 @@
 import { ApiError } from "../errors";
-import { propertyDef, type PropertyDefinition, type PropertyType, type ProjectDefinition } from "../sdk/project";
+import { own, propertyDef, type PropertyDefinition, type PropertyType, type ProjectDefinition } from "../sdk/project";
 import type { OntologyChange } from "../sdk/context";
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -81,7 +81,7 @@ export function validateChanges(project: ProjectDefinition, changes: readonly On
       case "object.upsert":
       case "object.update":
       case "object.delete": {
-        const type = project.objectTypes[c.objectTypeId];
+        const type = own(project.objectTypes, c.objectTypeId);
         if (!type) problems.push(`${at}: unknown object type "${c.objectTypeId}"`);
         else if (c.op !== "object.delete") problems.push(...checkProperties(type.properties, c.properties, `${at}.properties`, false));
         if (typeof c.primaryId !== "string" || c.primaryId === "") problems.push(`${at}.primaryId must be a non-empty string`);
@@ -89,7 +89,7 @@ export function validateChanges(project: ProjectDefinition, changes: readonly On
       }
       case "link.upsert":
       case "link.delete": {
-        const link = project.linkTypes?.[c.linkId];
+        const link = own(project.linkTypes, c.linkId);
         if (!link) problems.push(`${at}: unknown link type "${c.linkId}"`);
         else if (link.source !== c.sourceTypeId || link.target !== c.targetTypeId) problems.push(`${at}: link "${c.linkId}" goes from ${link.source} to ${link.target}`);
         else if (c.op === "link.upsert" && c.properties) problems.push(...checkProperties(link.properties ?? {}, c.properties, `${at}.properties`, false));
@@ -97,7 +97,7 @@ export function validateChanges(project: ProjectDefinition, changes: readonly On
         break;
       }
       case "telemetry.append": {
-        const t = project.telemetry?.[c.propertyId];
+        const t = own(project.telemetry, c.propertyId);
         if (!t || t.objectTypeId !== c.objectTypeId) problems.push(`${at}: "${c.propertyId}" is not a telemetry property of ${c.objectTypeId}`);
         if (typeof c.value !== "number" || !Number.isFinite(c.value)) problems.push(`${at}.value must be a finite number`);
         if (c.at !== undefined && Number.isNaN(Date.parse(c.at))) problems.push(`${at}.at must be an ISO timestamp`);

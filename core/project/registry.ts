@@ -1,4 +1,4 @@
-import type { ProjectDefinition } from "../sdk/project";
+import { own, type ProjectDefinition } from "../sdk/project";
 import type { ActionDefinition, AgentDefinition, ConnectorDefinition, RuleDefinition, ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
 import { ApiError } from "../errors";
@@ -126,11 +126,11 @@ export class ProjectRegistry {
 
   /** The identity's display name (its id when it has none), or undefined for an unknown identity. */
   identityName(identityId: string): string | undefined {
-    const identity = this.definition.identities[identityId];
+    const identity = own(this.definition.identities, identityId);
     return identity ? (identity.name ?? identityId) : undefined;
   }
 
   identityType(identityId: string): "user" | "serviceAccount" | undefined {
-    return this.definition.identities[identityId]?.type;
+    return own(this.definition.identities, identityId)?.type;
   }
 }

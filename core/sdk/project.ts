@@ -74,6 +74,15 @@ export interface ProjectDefinition {
   devIdentity?: string;
 }
 
+/**
+ * `record[key]` when `key` is the record's own entry, else undefined: an id from a request that names
+ * a member of `Object.prototype` (`constructor`, `toString`, `__proto__`) is no object type, link type,
+ * telemetry property or identity.
+ */
+export function own<T>(record: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
+  return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
 /** Normalizes a property declaration to its object form. */
 export function propertyDef(p: PropertyType | PropertyDefinition): PropertyDefinition {
   return typeof p === "string" ? { type: p } : p;
@@ -81,11 +90,16 @@ export function propertyDef(p: PropertyType | PropertyDefinition): PropertyDefin
 
 /**
  * Declares a project and checks its cross-references (link endpoints, telemetry object types,
- * identities' workflow and action names are free-form).
+ * identities' workflow and action names are free-form) and that no object type has a property named
+ * `primaryId`.
  *
  * @throws Error naming the first dangling reference
  */
 export function defineProject<const P extends ProjectDefinition>(project: P): P {
+  for (const [id, type] of Object.entries(project.objectTypes)) {
+    // `primaryId` names the object's id in queries (`where`, `orderBy`) and writes
+    if (Object.hasOwn(type.properties, "primaryId")) throw new Error(`Object type "${id}" declares a property "primaryId": that name is the object's id in queries; rename the property`);
+  }
   for (const [id, link] of Object.entries(project.linkTypes ?? {})) {
     for (const end of [link.source, link.target]) {
       if (!project.objectTypes[end]) throw new Error(`Link type "${id}" refers to unknown object type "${end}"`);

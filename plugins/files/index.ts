@@ -12,6 +12,7 @@ import {
   definePlugin,
   fileProperties,
   isFileValue,
+  own,
   requirePermission,
   serveFile,
   type Principal,
@@ -59,7 +60,7 @@ export default definePlugin({
     registerUploadRoutes({ routes, hooks, log, config }, files);
     /** The file id an object holds at `path`, after the view check (404 unknown type, 403, 404 no object, 400 not a file property); the ids as the route decoded them. */
     const objectFile = async (principal: Principal, objectTypeId: string, primaryId: string, path: string) => {
-      const type = project.definition.objectTypes[objectTypeId];
+      const type = own(project.definition.objectTypes, objectTypeId);
       if (!type) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);
       requirePermission(principal, can.view(objectTypeId));
       const name = path.slice("/properties/".length);

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, QUERY_OPERATORS, OntologyStore, can, containsApplies, definePlugin, operandKind, propertyDef, requirePermission, type ObjectTypeDefinition, type OperandKind, type Principal, type PropertyType } from "../../core/plugin-api";
+import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, QUERY_OPERATORS, OntologyStore, can, containsApplies, definePlugin, operandKind, own, propertyDef, requirePermission, type ObjectTypeDefinition, type OperandKind, type Principal, type PropertyType } from "../../core/plugin-api";
 
 const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: v.optional(v.string()) });
 
@@ -36,8 +36,8 @@ const ConditionSchema = v.union(
   },
 );
 
-const OPERANDS: Record<OperandKind, v.GenericSchema> = { string: v.string(), number: v.number(), boolean: v.boolean(), any: v.union([v.string(), v.number(), v.boolean()]) };
-const KIND_NAMES: Record<OperandKind, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean" };
+const OPERANDS: Record<Exclude<OperandKind, "none">, v.GenericSchema> = { string: v.string(), number: v.number(), boolean: v.boolean(), any: v.union([v.string(), v.number(), v.boolean()]) };
+const KIND_NAMES: Record<Exclude<OperandKind, "none">, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean" };
 
 /**
  * The `where` condition of one property, typed as {@link compileObjectQuery} checks it (spec 4.3):
@@ -46,6 +46,15 @@ const KIND_NAMES: Record<OperandKind, string> = { string: "a string", number: "a
  */
 function conditionFor(property: string, type: PropertyType | "primaryId") {
   const kind = operandKind(type);
+  if (kind === "none") {
+    // a file reference: present or absent is all a filter can say about it
+    const refusedFile = (input: unknown) => {
+      const unknown = unknownOperators(input);
+      return unknown.length ? unknownMessage(unknown) : `${property} is a file property; filter it with exists (or eq/ne null)`;
+    };
+    const operators = { eq: v.optional(v.null()), ne: v.optional(v.null()), exists: v.optional(v.boolean()) };
+    return v.union([v.null(), v.pipe(v.strictObject(operators, ({ input }) => refusedFile({ [String(input)]: true })), v.minEntries(1, NO_OPERATOR))], ({ input }) => refusedFile(input));
+  }
   const value = OPERANDS[kind];
   const orNull = v.union([value, v.null()]);
   const contains = containsApplies(type);
@@ -70,7 +79,7 @@ function conditionFor(property: string, type: PropertyType | "primaryId") {
 
 const QueryBody = v.strictObject({
   objectTypeId: v.pipe(v.string(), v.minLength(1), v.description("Object type to query")),
-  where: v.optional(v.pipe(v.record(v.string(), ConditionSchema), v.description("Property filters, all of which must hold. A bare value means equality; operators: eq, ne, gt, gte, lt, lte, in, contains (case-insensitive substring), exists. `primaryId` filters the id. Values are of the property's type: a string for string, date, datetime properties and primaryId, a number for number and integer, a boolean for boolean, any scalar for json and file; null only in eq and ne (absent); contains only on text and json properties."))),
+  where: v.optional(v.pipe(v.record(v.string(), ConditionSchema), v.description("Property filters, all of which must hold. A bare value means equality; operators: eq, ne, gt, gte, lt, lte, in, contains (case-insensitive substring), exists. `primaryId` filters the id. Values are of the property's type: a string for string, date, datetime properties and primaryId, a number for number and integer, a boolean for boolean, any string, number or boolean for json; a file property takes only exists (or eq/ne null); null only in eq and ne (absent); contains (text values only) on text and json properties."))),
   orderBy: v.optional(v.strictObject({ property: v.string(), direction: v.optional(v.picklist(["asc", "desc"])) })),
   pageSize: v.optional(v.pipe(pageSize, v.description(`Page size, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`))),
   nextPageToken: v.optional(v.pipe(v.string(), v.description("`nextPageToken` of the previous page of the same query (opaque; another value is 400)"))),
@@ -110,7 +119,7 @@ export default definePlugin({
   setup({ routes, project }, { ontology }) {
     /** 404 for an unknown type, then 403 without view permission. */
     const canView = (principal: Principal, objectTypeId: string) => {
-      if (!project.definition.objectTypes[objectTypeId]) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);
+      if (!own(project.definition.objectTypes, objectTypeId)) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);
       requirePermission(principal, can.view(objectTypeId));
     };
     routes.add({
