@@ -194,6 +194,7 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
       `<picture><source type="image/avif" srcset="wide.avif 1600w, narrow.avif 800w"><img src="logo.png" alt=""></picture>`,
       `<svg width="10" height="10"><image href="mark.png" width="10" height="10"/><image xlink:href="artifact:${target}/document.md"/></svg>`,
       `<img srcset="artifact:${target}/document.md 2x" src="logo.png">`,
+      `<video poster="artifact:${target}/document.md" src="clip.mp4"></video><img srcset="x 2x,\nlogo.png\n3x">`,
       `</section></body></html>`,
     ].join("\n");
     const logo = await put(new Uint8Array([137, 80, 78, 71]), "logo.png", "image/png");
@@ -202,8 +203,11 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
       'index.html line 2: a deck loads only its own files and cdn.jsdelivr.net, cdnjs.cloudflare.com, unpkg.com, fonts.googleapis.com, fonts.gstatic.com, not "https://evil.example.com/l.png"',
       'index.html line 3: "wide.avif" is not a file of this version',
       'index.html line 4: "mark.png" is not a file of this version',
-      `index.html line 4: an SVG <image> cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
-      `index.html line 5: an srcset cannot load an artifact address ("artifact:${target}/document.md"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`,
+      `index.html line 4: an <image xlink:href> cannot load an artifact address ("artifact:${target}/document.md"): addresses work in <img src>, <a href> and <svc-embed src>; add the file to this deck instead`,
+      `index.html line 5: an srcset cannot load an artifact address ("artifact:${target}/document.md"): addresses work in <img src>, <a href> and <svc-embed src>; add the file to this deck instead`,
+      'index.html line 6: "clip.mp4" is not a file of this version',
+      `index.html line 6: a <video poster> cannot load an artifact address ("artifact:${target}/document.md"): addresses work in <img src>, <a href> and <svc-embed src>; add the file to this deck instead`,
+      'index.html line 6: "x" is not a file of this version',
     ]);
     const empty = await publish({ kind: "slides", title: "Empty", files: [{ path: "index.html", file: await put("<html><body><p>no slides</p></body></html>", "index.html", "text/html") }] });
     expect(problems(empty)).toEqual(['index.html has no <section class="slide">']);

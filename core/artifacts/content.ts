@@ -8,7 +8,7 @@
 import * as csstree from "css-tree/dist/csstree.esm";
 import GithubSlugger from "github-slugger";
 import { parseDocument, DomUtils } from "htmlparser2";
-import { parseSrcset } from "srcset";
+import parseSrcset from "parse-srcset";
 import type { Element } from "domhandler";
 import type { Definition, Paragraph } from "mdast";
 import { toString } from "mdast-util-to-string";
@@ -44,10 +44,11 @@ export interface ContentReference {
   /** True for a `url()` or `@import` of CSS (a stylesheet, a `<style>` element, a `style` attribute). */
   inCss?: true;
   /**
-   * Set where a deck's frame does not rewrite artifact addresses (it rewrites `<img src>`, `<a href>` and
-   * `<svc-embed src>`): a candidate of an `srcset` (`<img>`, `<source>`), an SVG `<image>`'s `href`.
+   * Where in a deck's HTML it is written, when that is a place the deck's frame does not rewrite artifact
+   * addresses in (it rewrites `<img src>`, `<a href>` and `<svc-embed src>` only): `a <video poster>`,
+   * `an srcset`, `an SVG <image>`, …, for the refusal of an address there.
    */
-  unrewritten?: "an srcset" | "an SVG <image>";
+  unrewritten?: string;
 }
 
 /** A heading of a document: `##` and `###` form the outline (spec 2.9); `slug` as GitHub makes it. */
@@ -218,21 +219,31 @@ export function readDeck(html: string): { slides: Array<{ number: number; title?
     return { number: i + 1, ...(heading ? { title: DomUtils.textContent(heading).trim() } : {}) };
   });
   const references: ContentReference[] = [];
+  /** `el`'s `attr` as a reference; one the frame does not rewrite addresses in is marked so (see {@link ContentReference.unrewritten}). */
   const add = (el: Element, attr: string, use: ContentReference["use"]) => {
     const value = el.attribs[attr];
-    if (value !== undefined && value.trim() !== "") references.push({ file: "index.html", target: value.trim(), use, line: lineAt(el.startIndex) });
+    if (value === undefined || value.trim() === "") return;
+    const rewritten = (el.name === "img" && attr === "src") || (el.name === "a" && attr === "href") || (el.name === "svc-embed" && attr === "src");
+    const where = `${/^[aeiou]/.test(el.name) ? "an" : "a"} <${el.name} ${attr}>`;
+    references.push({ file: "index.html", target: value.trim(), use, line: lineAt(el.startIndex), ...(rewritten ? {} : { unrewritten: where }) });
   };
-  /** Each candidate URL of the element's `srcset` (parsed as the HTML standard says, by the `srcset` package). */
+  /**
+   * Each candidate URL of the element's `srcset`, parsed by the HTML standard's algorithm (the
+   * `parse-srcset` package, sanitize-html's parser). A candidate with an invalid descriptor is dropped,
+   * as browsers drop it (it loads nothing); the package reports those with `console.log`, silenced here.
+   */
   const addSrcset = (el: Element) => {
     const value = el.attribs.srcset;
     if (value === undefined || value.trim() === "") return;
+    const log = console.log;
+    console.log = () => undefined;
     let candidates: Array<{ url: string }>;
     try {
       candidates = parseSrcset(value);
-    } catch {
-      candidates = [];
+    } finally {
+      console.log = log;
     }
-    for (const { url } of candidates) if (url.trim() !== "") references.push({ file: "index.html", target: url.trim(), use: "image", line: lineAt(el.startIndex), unrewritten: "an srcset" });
+    for (const { url } of candidates) references.push({ file: "index.html", target: url, use: "image", line: lineAt(el.startIndex), unrewritten: "an srcset" });
   };
   for (const el of DomUtils.findAll(() => true, doc.children)) {
     switch (el.name) {
@@ -246,12 +257,9 @@ export function readDeck(html: string): { slides: Array<{ number: number; title?
         add(el, "src", "image");
         addSrcset(el);
         break;
-      case "image": {
-        // SVG (`xlink:href` is SVG 1.1's spelling)
-        const value = (el.attribs.href ?? el.attribs["xlink:href"])?.trim();
-        if (value) references.push({ file: "index.html", target: value, use: "image", line: lineAt(el.startIndex), unrewritten: "an SVG <image>" });
+      case "image": // SVG (`xlink:href` is SVG 1.1's spelling)
+        add(el, el.attribs.href !== undefined ? "href" : "xlink:href", "image");
         break;
-      }
       case "source":
         addSrcset(el);
         add(el, "src", "media");

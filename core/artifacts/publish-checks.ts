@@ -65,7 +65,7 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
       const where = classifyReference(ref);
       // the frame rewrites addresses in the deck's HTML for its reader; CSS reaches only the deck's own files and the CDNs
       if (where === "address" && ref.inCss) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: CSS cannot load an artifact address ("${ref.target}"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`, value: ref.target });
-      if (where === "address" && ref.unrewritten) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: ${ref.unrewritten} cannot load an artifact address ("${ref.target}"): show another artifact's image with <img src="artifact:…">, or add the image to this deck's files`, value: ref.target });
+      if (where === "address" && ref.unrewritten) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: ${ref.unrewritten} cannot load an artifact address ("${ref.target}"): addresses work in <img src>, <a href> and <svc-embed src>; add the file to this deck instead`, value: ref.target });
       if (where === "file" && ref.use !== "link" && !paths.has(resolveRelative(ref.file, ref.target) ?? "")) problems.push({ file: ref.file, line: ref.line, message: `${ref.file}${ref.line ? ` line ${ref.line}` : ""}: "${ref.target}" is not a file of this version`, value: ref.target });
       if (where === "external" && ref.use !== "link") {
         let host = "";

@@ -54,7 +54,7 @@ export async function artifactPage(s: PageServices, ctx: { reader: Reader; user:
       const shown = await documentView(s, ctx, version, surface, mode ?? "light");
       view = shown.view;
       // the page scrolls to the element whose id is `part` (pages.js): every heading has its slug as id
-      if (ctx.part && !shown.html.includes(` id="${ctx.part.replaceAll("&", "&#x26;").replaceAll('"', "&#x22;")}"`)) {
+      if (ctx.part && !shown.ids.includes(ctx.part)) {
         const slugs = (version.outline as VersionOutline).sections?.map((x) => x.slug) ?? [];
         partMissing = `This version has no section "${ctx.part}" (its sections: ${slugs.length ? slugs.join(", ") : "none"}). Showing the document from the start.`;
       }
@@ -126,7 +126,7 @@ function sheetPartMissing(outline: VersionOutline, part: string): string | undef
   return `This version has no sheet or chart "${part}" (it has: ${has.length ? has.join(", ") : "none"}). Showing the first tab.`;
 }
 
-async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: "light" | "dark"): Promise<{ view: RawHtml; html: string }> {
+async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: "light" | "dark"): Promise<{ view: RawHtml; ids: string[] }> {
   const md = (await versionText(s, version, "document.md")) ?? "";
   const opts: EmbedOptions = { locale: ctx.locale, mode, links: pageLinks };
   const doc = await renderDocument(md, {
@@ -143,7 +143,7 @@ async function documentView(s: PageServices, ctx: { reader: Reader; locale: stri
   const contents = doc.outline.length
     ? html`<nav class="contents" aria-label="Contents"><h2>Contents</h2><ol>${doc.outline.map((h) => html`<li class="depth-${h.depth}"><a href="#${h.slug}">${h.text}</a></li>`)}</ol></nav>`
     : "";
-  return { view: html`<div class="doc-layout">${contents}${surface("doc-surface", html`<article class="doc">${raw(doc.html)}</article>`)}</div>`, html: doc.html };
+  return { view: html`<div class="doc-layout">${contents}${surface("doc-surface", html`<article class="doc">${raw(doc.html)}</article>`)}</div>`, ids: doc.ids };
 }
 
 async function sheetView(s: PageServices, ctx: { reader: Reader; v?: number; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {

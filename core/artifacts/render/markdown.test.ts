@@ -185,6 +185,18 @@ describe("renderDocument: headings, title, lede, outline", () => {
   });
 });
 
+describe("renderDocument: ids", () => {
+  it("lists every element id of the HTML, exactly as written there, and no text that looks like one", async () => {
+    const md = "# T\n\nProse with `id=\"forecast\"` in it[^it's].\n\n## By month\n\n### Détails\n\n[^it's]: A note.\n";
+    const r = await renderDocument(md, options().opts);
+    const inHtml = DomUtils.findAll((el) => el.attribs.id !== undefined, dom(r.html).children).map((el) => el.attribs.id!);
+    expect([...r.ids].sort()).toEqual([...inHtml].sort());
+    expect(r.ids).toEqual(expect.arrayContaining(["t", "by-month", "détails", "user-content-fn-it's", "user-content-fnref-it's"]));
+    expect(r.ids).not.toContain("forecast");
+    expect(r.html).toContain('id="forecast"'); // the prose's text, which a search of the HTML would have taken for an id
+  });
+});
+
 describe("renderDocument: footnotes", () => {
   it("links calls and back-references to ids that exist, prefixed once", async () => {
     const out = await html("# T\n\nOne[^a], again[^a], two[^b].\n\n## Footnotes\n\n[^a]: First *note*.\n[^b]: Second note.\n[^unused]: Never called.\n");

@@ -57,6 +57,8 @@ export interface RenderedDocument {
   lede?: string;
   /** `##` and `###` headings in order: { depth: 2 | 3, slug, text } (slugs exactly as readDocument / GitHub make them). */
   outline: Array<{ depth: 2 | 3; slug: string; text: string }>;
+  /** Every element id in `html` (headings' slugs, footnotes' ids), as a page's `#id` or `?part=` finds them; not those inside embeds. */
+  ids: string[];
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -177,8 +179,9 @@ function copy<T extends Nodes>(node: T): T {
 export async function renderDocument(markdown: string, opts: DocumentRenderOptions): Promise<RenderedDocument> {
   const pipeline = await processor();
   const { tree, definitions, title, lede, outline } = parse(pipeline, markdown);
-  const html = await render(pipeline, copy(tree), definitions, opts, true);
-  return { html, ...(title !== undefined ? { title } : {}), ...(lede !== undefined ? { lede } : {}), outline: outline.map((o) => ({ ...o })) };
+  const ids = new Set<string>();
+  const html = await render(pipeline, copy(tree), definitions, opts, true, ids);
+  return { html, ...(title !== undefined ? { title } : {}), ...(lede !== undefined ? { lede } : {}), outline: outline.map((o) => ({ ...o })), ids: [...ids] };
 }
 
 /**
@@ -355,8 +358,11 @@ function prepare(root: Root, definitions: Map<string, Definition>, opts: Documen
 
 const hasClass = (el: Element, name: string) => Array.isArray(el.properties.className) && el.properties.className.includes(name);
 
-/** Runs the pipeline on `root` (already annotated) and returns the HTML; `embeds` false renders every embed as its link card. */
-async function render(processor: Processor, root: Root, definitions: Map<string, Definition>, opts: DocumentRenderOptions, embeds: boolean): Promise<string> {
+/**
+ * Runs the pipeline on `root` (already annotated) and returns the HTML; `embeds` false renders every
+ * embed as its link card; `ids`, when given, collects every element id of the result (not inside embeds).
+ */
+async function render(processor: Processor, root: Root, definitions: Map<string, Definition>, opts: DocumentRenderOptions, embeds: boolean, ids?: Set<string>): Promise<string> {
   const slots = prepare(root, definitions, opts);
   const hast = processor.runSync(root) as HastRoot;
   const markers: Array<{ figure: Element; marker: Element; slot: Slot }> = [];
@@ -364,6 +370,7 @@ async function render(processor: Processor, root: Root, definitions: Map<string,
     for (let i = 0; i < parent.children.length; i++) {
       const node = parent.children[i]!;
       if (node.type !== "element") continue;
+      if (ids && typeof node.properties.id === "string") ids.add(node.properties.id);
       if (node.tagName === "table") parent.children[i] = { type: "element", tagName: "div", properties: { className: ["table-wrap"] }, children: [node] };
       else if (node.tagName === "input" && node.properties.type === "checkbox") {
         // a task list's box is read-only; name it so assistive technology says what it means
