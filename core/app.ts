@@ -263,7 +263,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
     phase("schedules");
 
-    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log);
+    const secureCookies = (req: Request) => req.url.startsWith("https:") || config.publicOrigin.startsWith("https:");
+    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins, secureCookies }), lifecycle, log);
     for (const plugin of opts.plugins) {
       const deps = Object.fromEntries(Object.entries((plugin.deps ?? {}) as PluginDeps).map(([name, token]) => [name, container.resolve(token)])) as ResolvedDeps<PluginDeps>;
       await plugin.setup(

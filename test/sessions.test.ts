@@ -81,14 +81,25 @@ describe("browser sessions (spec 5)", () => {
     const db = app.container.resolve(Database);
     const { body, session } = await signIn("auditor", "auditor-sandbox-password", { origin });
     await db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE identity_id = 'auditor'", [Date.now() + 120_000]));
-    expect((await fetch(`${app.url}/api/auth/session`, { headers: { cookie: session } })).status).toBe(200);
-    await fetch(`${app.url}/api/project`, { headers: { cookie: session } });
+    const used = await fetch(`${app.url}/api/auth/session`, { headers: { cookie: session } });
+    expect(used.status).toBe(200);
     const renewed = await db.get<{ expires_at: number }>("SELECT MAX(expires_at) AS expires_at FROM sessions WHERE identity_id = 'auditor'");
     expect(renewed!.expires_at).toBeGreaterThan(Date.now() + 8 * 3_600_000 - 60_000);
+    // the browser gets the cookie again with a fresh Max-Age (else it drops it at sign-in + TTL however active the user is)
+    expect(used.headers.get("set-cookie")).toBe(`${session}; Path=/; HttpOnly; SameSite=Lax; Max-Age=28800`);
+    // not again within the renewal step (one write a minute at most)
+    expect((await fetch(`${app.url}/api/project`, { headers: { cookie: session } })).headers.get("set-cookie")).toBeNull();
+    // a page renews it too
+    await db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE identity_id = 'auditor' AND ended_at IS NULL", [Date.now() + 120_000]));
+    const page = await fetch(`${app.url}/artifacts`, { headers: { cookie: session }, redirect: "manual" });
+    expect(page.status).toBe(200);
+    expect(page.headers.get("set-cookie")).toBe(`${session}; Path=/; HttpOnly; SameSite=Lax; Max-Age=28800`);
 
+    // sign-out clears the cookie, and a renewal on the same request does not set it again
+    await db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE identity_id = 'auditor' AND ended_at IS NULL", [Date.now() + 120_000]));
     const out = await fetch(`${app.url}/api/auth/sign-out`, { method: "POST", headers: { cookie: session, origin, "x-svc-csrf": body.csrfToken } });
     expect(out.status).toBe(200);
-    expect(out.headers.get("set-cookie")).toMatch(/^svc_session=; .*Max-Age=0/);
+    expect(out.headers.get("set-cookie")).toMatch(/^svc_session=; .*Max-Age=0$/);
     expect((await fetch(`${app.url}/api/project`, { headers: { cookie: session } })).status).toBe(401);
 
     const second = await signIn("auditor", "auditor-sandbox-password", { origin });
@@ -96,6 +107,23 @@ describe("browser sessions (spec 5)", () => {
     const expired = await fetch(`${app.url}/api/project`, { headers: { cookie: second.session } });
     expect(expired.status).toBe(401);
     expect(((await expired.json()) as any).error.message).toMatch(/expired/);
+  });
+
+  it("renews a one-minute session too (a quarter of the TTL behind, not a fixed minute that a one-minute TTL never reaches)", async () => {
+    const short = await startApp({ env: { SVC_SESSION_TTL_MS: "60000" } });
+    try {
+      const res = await fetch(`${short.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json", origin: short.url }, body: JSON.stringify({ identity: "alice", password: "alice-sandbox-password" }) });
+      const session = (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+      const db = short.container.resolve(Database);
+      await db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE identity_id = 'alice'", [Date.now() + 44_000])); // 16 s used
+      const used = await fetch(`${short.url}/api/project`, { headers: { cookie: session } });
+      expect(used.status).toBe(200);
+      expect(used.headers.get("set-cookie")).toBe(`${session}; Path=/; HttpOnly; SameSite=Lax; Max-Age=60`);
+      const row = await db.get<{ expires_at: number }>("SELECT expires_at FROM sessions WHERE identity_id = 'alice'");
+      expect(row!.expires_at).toBeGreaterThan(Date.now() + 55_000);
+    } finally {
+      await short.close();
+    }
   });
 
   it("serves the live event viewer without any external asset", async () => {

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Principal } from "./permissions";
 import type { TokenService } from "./tokens";
-import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService } from "./sessions";
+import { CSRF_HEADER, SESSION_COOKIE, readCookie, sessionCookie, type SessionService } from "./sessions";
 import { ApiError, unauthorized } from "../errors";
 import { errorResponse } from "../http/response";
 
@@ -13,14 +13,21 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *   that does not ("session") refuses it with 401;
  * - otherwise the session cookie. A mutating request authenticated by cookie must come from an allowed
  *   origin (`origin_not_allowed`, 403) and carry the session's CSRF token in `x-svc-csrf`
- *   (`csrf_token_invalid`, 403). HTTP use renews the session.
+ *   (`csrf_token_invalid`, 403). HTTP use renews the session: `renewedCookie` is then the session
+ *   cookie again with a fresh Max-Age, for the response (else the browser would drop it at sign-in + TTL
+ *   however active the user is).
  *
+ * @param deps.secureCookies whether the cookie is `Secure` (https)
  * @throws {ApiError} unauthorized, origin_not_allowed, csrf_token_invalid
  */
-export async function authenticateRequest(req: Request, mode: "bearer" | "session", deps: { tokens: TokenService; sessions: SessionService; allowedOrigins: readonly string[] }): Promise<Principal> {
+export async function authenticateRequest(
+  req: Request,
+  mode: "bearer" | "session",
+  deps: { tokens: TokenService; sessions: SessionService; allowedOrigins: readonly string[]; secureCookies: (req: Request) => boolean },
+): Promise<{ principal: Principal; renewedCookie?: string }> {
   if (req.headers.has("authorization")) {
     if (mode !== "bearer") throw unauthorized("This route does not accept bearer tokens; sign in for a browser session");
-    return deps.tokens.authenticate(req);
+    return { principal: await deps.tokens.authenticate(req) };
   }
   const token = readCookie(req.headers.get("cookie"), SESSION_COOKIE);
   if (!token) throw unauthorized(mode === "bearer" ? "Send an API token as Authorization: Bearer <API_TOKEN>, or sign in" : "Sign in first: this route needs a browser session");
@@ -34,7 +41,7 @@ export async function authenticateRequest(req: Request, mode: "bearer" | "sessio
       throw new ApiError("csrf_token_invalid", `Send the session's CSRF token in the ${CSRF_HEADER} header`);
     }
   }
-  return session.principal;
+  return { principal: session.principal, ...(session.renewed ? { renewedCookie: sessionCookie(token, Math.floor(deps.sessions.ttl / 1000), deps.secureCookies(req)) } : {}) };
 }
 
 /**

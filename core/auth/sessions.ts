@@ -36,7 +36,10 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 export interface Session {
   principal: Principal;
   csrfToken: string;
+  /** Epoch ms. */
   expiresAt: number;
+  /** True when this resolve moved `expiresAt` (HTTP use): the response should carry the cookie again with a fresh Max-Age. */
+  renewed?: true;
 }
 
 /**
@@ -83,8 +86,23 @@ export class SessionService {
   }
 
   /**
-   * The live session of a cookie token, or undefined. `renew` extends its expiry (HTTP use); WebSocket
-   * connects pass false.
+   * How far a session's expiry must have fallen behind a full TTL before HTTP use moves it (ms): at most
+   * one write per session a minute, and a quarter of the TTL when that is shorter (a one-minute TTL
+   * renews every 15 s).
+   */
+  get renewStepMs(): number {
+    return Math.min(60_000, this.ttlMs / 4);
+  }
+
+  /** The session TTL (ms; `SVC_SESSION_TTL_MS`). */
+  get ttl(): number {
+    return this.ttlMs;
+  }
+
+  /**
+   * The live session of a cookie token, or undefined. `renew` extends its expiry to a full TTL from now
+   * (HTTP use) once it has fallen {@link SessionService.renewStepMs} behind, and answers `renewed` then;
+   * WebSocket connects pass false.
    */
   async resolve(token: string, renew: boolean): Promise<Session | undefined> {
     const id = sha256(token);
@@ -92,11 +110,12 @@ export class SessionService {
     const permissions = row ? this.project.identityPermissions(row.identity_id) : undefined;
     if (!row || !permissions || row.expires_at <= Date.now()) return undefined;
     let expiresAt = row.expires_at;
-    if (renew && expiresAt - Date.now() < this.ttlMs - 60_000) {
+    const renewing = renew && expiresAt - Date.now() <= this.ttlMs - this.renewStepMs;
+    if (renewing) {
       expiresAt = Date.now() + this.ttlMs;
       await this.db.transaction((tx) => tx.run("UPDATE sessions SET expires_at = ? WHERE id = ?", [expiresAt, id]));
     }
-    return { principal: { type: "user", id: row.identity_id, permissions }, csrfToken: row.csrf_token, expiresAt };
+    return { principal: { type: "user", id: row.identity_id, permissions }, csrfToken: row.csrf_token, expiresAt, ...(renewing ? { renewed: true as const } : {}) };
   }
 
   /** Ends a session. */

@@ -74,7 +74,8 @@ export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined
 }
 
 /** Resolves the caller of a request for a route's auth mode, or throws `unauthorized` / 403. */
-export type Authenticator = (req: Request, mode: "bearer" | "session") => Promise<Principal>;
+/** Resolves a request's caller; `renewedCookie` is a `Set-Cookie` value the response carries (a renewed session). */
+export type Authenticator = (req: Request, mode: "bearer" | "session") => Promise<{ principal: Principal; renewedCookie?: string }>;
 
 const ErrorBodySchema = v.object({
   error: v.object({ code: v.string(), message: v.string(), details: v.optional(v.unknown()) }),
@@ -186,7 +187,8 @@ export class RouteRegistry {
   private async dispatch(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
     const leave = this.lifecycle.enter();
     try {
-      const principal = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);
+      const caller = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);
+      const principal = caller?.principal;
       // decoded once here (h3 leaves them percent-encoded): handlers get the text the client meant
       const params = def.params ? parseOrThrow(def.params, decodePathParams(event.context.params ?? {}), "path") : undefined;
       const query = def.query ? parseOrThrow(def.query, getQuery(event), "query") : undefined;
@@ -196,8 +198,10 @@ export class RouteRegistry {
       if (typeof byParam === "string" && Object.hasOwn(def.bodyByParam!.bodies, byParam)) parseOrThrow(def.bodyByParam!.bodies[byParam]!, raw, "body");
       const body = def.body ? parseOrThrow(def.body, raw, "body") : undefined;
       const result = await def.handler({ event, principal, params, query, body });
-      if (result instanceof Response) return result;
-      return jsonResponse(result);
+      const response = result instanceof Response ? result : jsonResponse(result);
+      // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
+      if (caller?.renewedCookie && !response.headers.has("set-cookie")) response.headers.append("set-cookie", caller.renewedCookie);
+      return response;
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { H3Event } from "h3";
 import * as v from "valibot";
 import {
   ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie, sessionCookie,
@@ -86,10 +87,15 @@ export default definePlugin({
     const frames = new FrameLinks(config.frameLinkTtlMs);
     const services: PageServices = { artifacts, embeds, sheets, files, frames };
     const signIn = (url: URL) => new Response(null, { status: 303, headers: { location: `/sign-in?${new URLSearchParams({ next: url.pathname + url.search })}`, "cache-control": "no-store" } });
-    /** The browser session's reader and the header's user, or undefined when signed out. */
-    const sessionOf = async (req: Request): Promise<{ principal: Principal; user: ShellUser } | undefined> => {
-      const session = await sessions.resolve(readCookie(req.headers.get("cookie"), SESSION_COOKIE) ?? "", true);
+    /**
+     * The browser session's reader and the header's user, or undefined when signed out. A renewed session's
+     * cookie goes out again with a fresh Max-Age (h3 adds `event.res.headers` to the page's response).
+     */
+    const sessionOf = async (event: H3Event): Promise<{ principal: Principal; user: ShellUser } | undefined> => {
+      const token = readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "";
+      const session = await sessions.resolve(token, true);
       if (!session) return undefined;
+      if (session.renewed) event.res.headers.append("set-cookie", sessionCookie(token, Math.floor(sessions.ttl / 1000), event.url.protocol === "https:" || config.publicOrigin.startsWith("https:")));
       return { principal: session.principal, user: { id: session.principal.id, name: project.identityName(session.principal.id) ?? session.principal.id } };
     };
     const failed = (err: unknown, user?: ShellUser): Response => {
@@ -146,7 +152,7 @@ export default definePlugin({
       query: v.object({ kind: pageParam, after: pageParam }),
       responses: { ...HTML, 400: { description: "An unknown kind, or a query parameter given twice: an HTML page saying so", contentType: "text/html" } },
       handler: async ({ event, query: raw }) => {
-        const session = await sessionOf(event.req);
+        const session = await sessionOf(event);
         if (!session) return signIn(event.url);
         const twice = repeatedParam(raw);
         if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, session.user);
@@ -172,7 +178,7 @@ export default definePlugin({
       query: v.object({ v: pageParam, part: pageParam }),
       responses: { ...HTML, 400: { description: "A query parameter given twice: an HTML page saying so", contentType: "text/html" } },
       handler: async ({ event, params, query: raw }) => {
-        const session = await sessionOf(event.req);
+        const session = await sessionOf(event);
         if (!session) return signIn(event.url);
         const twice = repeatedParam(raw);
         if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, session.user);
