@@ -95,6 +95,9 @@ describe("POST /api/files (spec 4.1, 8)", () => {
     expect((await upload([["file", file("x"), "..\\..\\boot.ini"]])).body.name).toBe("boot.ini");
     expect((await upload([["file", file("x"), "a.txt"], ["name", "late.txt"]])).body.name).toBe("late.txt");
     expect((await upload([["name", "n".repeat(256)], ["file", file("x"), "a.txt"]])).body.error.details.reason).toBe("name_too_long");
+    // an empty name names nothing: the part's filename stays
+    expect((await upload([["file", file("x"), "kept.txt"], ["name", ""]])).body.name).toBe("kept.txt");
+    expect((await upload([["name", " "], ["file", file("x"), "kept.txt"]])).body.name).toBe("kept.txt");
   });
 
   it("stores 0 bytes", async () => {
@@ -184,6 +187,10 @@ describe("POST /api/files (spec 4.1, 8)", () => {
     expect(two).toMatchObject({ status: 400, body: { error: { details: { reason: "several_file_parts" } } } });
     expect((await upload([["attachment", file("x"), "a.txt"]])).body.error.details.reason).toBe("unknown_field");
     expect((await upload([["note", "hi"], ["file", file("x"), "a.txt"]])).body.error.details.reason).toBe("unknown_field");
+    // a file part without a filename is a field to multipart: said so, not "unexpected field"
+    const raw = '--b\r\nContent-Disposition: form-data; name="file"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\r\n--b--\r\n';
+    const nameless = await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "multipart/form-data; boundary=b" }, body: raw });
+    expect(((await nameless.json()) as any).error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/^The "file" part has no filename/), details: { reason: "no_filename" } });
     expect(await stored()).toEqual(before);
     expect((await client(app, null).post("/api/files")).status).toBe(401);
   });
@@ -231,6 +238,11 @@ describe("reading through the owner (spec 4.3)", () => {
     expect(Buffer.from(await part.arrayBuffer())).toEqual(bytes.subarray(5, 15));
     expect((await content("path=/properties/pdf", DEV_TOKEN, { range: `bytes=${bytes.length + 10}-` })).status).toBe(416);
     expect((await content("path=/properties/pdf", DEV_TOKEN, { "if-none-match": `"${sha256(bytes)}"` })).status).toBe(304);
+    // If-None-Match compares weakly (RFC 9110 13.1.2)
+    expect((await content("path=/properties/pdf", DEV_TOKEN, { "if-none-match": `"other", W/"${sha256(bytes)}"` })).status).toBe(304);
+    // a HEAD of a range names it as the GET does (RFC 9110 15.3.7)
+    const head = await fetch(`${app.url}/api/objects/invoice/inv_1002/files/content?path=/properties/pdf`, { method: "HEAD", headers: { authorization: `Bearer ${DEV_TOKEN}`, range: "bytes=5-14" } });
+    expect([head.status, head.headers.get("content-range"), head.headers.get("content-length")]).toEqual([206, `bytes 5-14/${bytes.length}`, "10"]);
     expect((await content("path=/properties/pdf&disposition=inline")).headers.get("content-disposition")).toBe("inline; filename=INV-1002.pdf");
   });
 

@@ -9,7 +9,8 @@ const ACTIVE_CONTENT = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|tex
 
 /**
  * Answers a file's bytes as HTTP (spec 4.1 file content, 2.6 download URLs): `Range` (one range, 206
- * with `Content-Range`; 416 outside the file), `ETag` = the SHA-256 (`If-None-Match` → 304),
+ * with `Content-Range`, for HEAD too; 416 outside the file), `ETag` = the SHA-256 (`If-None-Match`,
+ * weak comparison → 304),
  * `Content-Type`, `Content-Disposition` with a safe filename (RFC 6266 via content-disposition:
  * `filename*` for unicode), `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox` (never
  * a page of this origin) and `Cache-Control: private`. HTML, SVG, XML and scripts (with or without
@@ -38,12 +39,14 @@ export async function serveFile(req: Request, files: FileStore, fileId: string, 
     "cache-control": "private, no-cache",
   };
   const noneMatch = req.headers.get("if-none-match");
-  if (noneMatch && noneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*")) return new Response(null, { status: 304, headers: { etag } });
+  // weak comparison (RFC 9110 13.1.2): `W/"<sha256>"` matches too
+  if (noneMatch && noneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag || t.trim() === "*")) return new Response(null, { status: 304, headers: { etag } });
   const ifRange = req.headers.get("if-range");
   const range = !ifRange || ifRange === etag ? parseRangeHeader(req.headers.get("range"), reference.size) : undefined;
   if (range === "unsatisfiable") throw new ApiError("range_not_satisfiable", `The range is outside the file's ${reference.size} bytes`, { size: reference.size }, { "content-range": `bytes */${reference.size}` });
   const opened = await files.open(fileId, range);
-  const headers = { ...common, "content-length": String(opened.contentLength) };
+  // a 206 always names its range (RFC 9110 15.3.7), a HEAD's too
+  const headers = { ...common, "content-length": String(opened.contentLength), ...(opened.range ? { "content-range": `bytes ${opened.range.start}-${opened.range.end}/${opened.size}` } : {}) };
   if (req.method === "HEAD") {
     opened.stream.destroy();
     return new Response(null, { status: opened.range ? 206 : 200, headers });
@@ -51,6 +54,5 @@ export async function serveFile(req: Request, files: FileStore, fileId: string, 
   // the Node stream as it is: srvx pipes it to the socket with backpressure (no web-stream conversion),
   // answers 500 if it fails before its first byte, and destroys it when the client goes away
   const body = opened.stream as unknown as ReadableStream<Uint8Array>;
-  if (!opened.range) return new FastResponse(body, { status: 200, headers });
-  return new FastResponse(body, { status: 206, headers: { ...headers, "content-range": `bytes ${opened.range.start}-${opened.range.end}/${opened.size}` } });
+  return new FastResponse(body, { status: opened.range ? 206 : 200, headers });
 }

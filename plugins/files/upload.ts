@@ -9,8 +9,8 @@ const MULTIPART_SLACK_BYTES = 64 * 1024;
  * Streams the one file part (named `file`) of a `multipart/form-data` request into the file store (spec
  * 4.1 `POST /api/files`): memory stays flat whatever the size (busboy parses as the bytes arrive; the
  * file store hashes and writes them as they come). An optional `name` field (before or after the file
- * part, at most 255 characters) names the file; otherwise the part's filename does. Any other part is
- * refused.
+ * part, at most 255 characters; empty is absent) names the file; otherwise the part's filename does. Any
+ * other part is refused, and a `file` part without a filename (multipart then calls it a field).
  *
  * Nothing is left in storage when the request is refused: over the limit the store stops and removes
  * what it wrote; a second file part or a malformed body discards the file already stored.
@@ -18,7 +18,7 @@ const MULTIPART_SLACK_BYTES = 64 * 1024;
  * @param maxBytes the largest file, in bytes (spec 8: 25 MiB)
  * @throws {ApiError} unsupported_media_type (415) when the body is not multipart/form-data;
  *   payload_too_large (413) over `maxBytes`, with or without Content-Length; invalid_request (400)
- *   with `details.reason` `no_file_part`, `several_file_parts`, `unknown_field`, `name_too_long` or `malformed`
+ *   with `details.reason` `no_file_part`, `no_filename`, `several_file_parts`, `unknown_field`, `name_too_long` or `malformed`
  */
 export async function receiveFile(req: Request, files: FileStore, maxBytes: number, options: { signal?: AbortSignal; createdBy?: string } = {}): Promise<FileReference> {
   const contentType = req.headers.get("content-type") ?? "";
@@ -67,8 +67,11 @@ export async function receiveFile(req: Request, files: FileStore, maxBytes: numb
       void finish();
     };
     parser.on("field", (field, value) => {
+      // a part without a filename is a field to multipart: the file's own part, sent without one
+      if (field === "file") return fail(invalid("no_filename", 'The "file" part has no filename: send it as a file (Content-Disposition: form-data; name="file"; filename="…")'));
       if (field !== "name") return fail(invalid("unknown_field", `Unexpected form field "${field}": send one file part named "file" and optionally a "name" field`));
       if ([...value].length > 255) return fail(invalid("name_too_long", "The name field has at most 255 characters"));
+      if (value.trim() === "") return; // an empty name names nothing: the part's filename stays
       if (upload) lateName = value;
       else name = value;
     });
