@@ -91,6 +91,9 @@ describe("agent replies", () => {
     const run = await finished(dev, runId);
     expect(run.status).toBe("cancelled");
     expect(run.published[0].withdrawn).toBe(false);
+    // cancelling again, once it has ended: 409, as for a workflow run
+    const again = await dev.post(`/api/agent-runs/${runId}/cancel`, {});
+    expect([again.status, again.body.error]).toEqual([409, { code: "conflict", message: `Run ${runId} is not running (it is cancelled)`, details: { status: "cancelled" } }]);
     expect((await dev.get(`/api/artifacts/${run.published[0].artifactId}/versions/1`)).status).toBe(200);
   });
 

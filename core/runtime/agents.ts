@@ -155,12 +155,13 @@ export class AgentRuns implements AgentRunAccess {
   }
 
   /**
-   * Cancels a queued or running reply: what it already published stays (spec 4.3). A finished run is
-   * answered as it is. @throws {ApiError} not_found
+   * Cancels a queued or running reply: what it already published stays (spec 4.3).
+   * @throws {ApiError} not_found; conflict (409) when the run has ended (as cancelling a workflow run that has ended)
    */
   async cancel(principal: Principal, runId: string): Promise<AgentRunState> {
     const row = await this.runRow(runId, principal);
-    if (row.status === "queued" || row.status === "running") await this.temporal.client.workflow.getHandle(runId).cancel();
+    if (row.status !== "queued" && row.status !== "running") throw new ApiError("conflict", `Run ${runId} is not running (it is ${row.status})`, { status: row.status });
+    await this.temporal.client.workflow.getHandle(runId).cancel();
     return this.toState(row);
   }
 

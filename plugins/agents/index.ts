@@ -96,11 +96,11 @@ export default definePlugin({
       method: "POST",
       path: "/api/agent-runs/:runId/cancel",
       summary: "Cancel a reply",
-      description: `Stops a queued or running reply; what it already published stays published. The run ends \`cancelled\` shortly after (read it again or follow /ws/agents). A finished run is answered as it is. ${OWNER_ONLY}`,
+      description: `Stops a queued or running reply; what it already published stays published. The run ends \`cancelled\` shortly after (read it again or follow /ws/agents). A run that has ended is 409 \`conflict\`. ${OWNER_ONLY}`,
       tags: ["agents"],
       auth: "bearer",
       params: RunParams,
-      responses: { 200: { description: "The run as it was when cancelling", schema: AgentRunStateSchema }, 404: { description: "No such run (or not yours)" } },
+      responses: { 200: { description: "The run as it was when cancelling", schema: AgentRunStateSchema }, 404: { description: "No such run (or not yours)" }, 409: { description: "`conflict`: the run has ended (`details.status`)" } },
       handler: ({ principal, params }) => runs.cancel(principal!, params.runId),
     });
     routes.add({
