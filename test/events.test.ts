@@ -27,6 +27,15 @@ describeMatrix("events (spec 6.4, 5)", (transport) => {
     expect((await dev.get("/api/events?topic=gossip")).status).toBe(400);
   });
 
+  it("refuses a cursor past the newest event (one it never issued), which would skip events in silence", async () => {
+    const latest = (await dev.get("/api/events?limit=1000")).body.events.at(-1).cursor as string;
+    const [tag, epoch, seq] = Buffer.from(latest, "base64url").toString().split(":");
+    const ahead = Buffer.from(`${tag}:${epoch}:${Number(seq) + 1_000_000}`).toString("base64url");
+    const res = await dev.get(`/api/events?afterCursor=${ahead}`);
+    expect([res.status, res.body.error.message]).toEqual([400, "afterCursor is not a cursor of this event stream (it is past the newest event)"]);
+    expect((await dev.get(`/api/events?afterCursor=${latest}`)).status).toBe(200);
+  });
+
   it("names the page after a full one in a Link rel=next header, with the same filters, and none after a short page", async () => {
     const all = (await allEvents(dev)).filter((e) => e.type === "object.created");
     expect(all.length).toBeGreaterThanOrEqual(9);

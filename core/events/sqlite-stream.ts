@@ -77,8 +77,10 @@ export class SqliteEventStream implements EventStream {
   static async open(db: Database, { reader = false }: { reader?: boolean } = {}): Promise<SqliteEventStream> {
     const rows = await db.all<{ key: string; value: string }>("SELECT key, value FROM meta WHERE key IN ('stream_epoch', 'pruned_through')");
     const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
-    const newest = reader ? undefined : ((await db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? 0);
-    return new SqliteEventStream(db, meta.stream_epoch!, Number(meta.pruned_through ?? 0), newest);
+    // retention may have deleted every event: the newest position issued is then the prune mark
+    const prunedThrough = Number(meta.pruned_through ?? 0);
+    const newest = reader ? undefined : Math.max((await db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events"))?.seq ?? 0, prunedThrough);
+    return new SqliteEventStream(db, meta.stream_epoch!, prunedThrough, newest);
   }
 
   async append(envelopes: readonly DomainEventEnvelope[]): Promise<void> {
@@ -288,7 +290,7 @@ export class SqliteEventStream implements EventStream {
    */
   private afterSeq(q: StreamQuery): number | undefined {
     if (q.afterCursor === undefined) return undefined;
-    const seq = decodeCursor(this.epoch, q.afterCursor);
+    const seq = this.seqOf(q.afterCursor);
     if (seq < this.prunedThrough) {
       throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
     }
@@ -337,9 +339,21 @@ export class SqliteEventStream implements EventStream {
     return { sql: `SELECT seq, envelope FROM events ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`, params };
   }
 
-  /** @throws {ApiError} invalid_request when `cursor` is not a cursor of this stream */
+  /**
+   * The position of a cursor of this stream. A position past the newest event this (writing) stream has
+   * published was never issued by it (edited, or of a database restored from an older copy): following
+   * it would skip every event up to there in silence, so it is refused like a cursor of another stream.
+   * @throws {ApiError} invalid_request when `cursor` is not a cursor this stream issued
+   */
+  private seqOf(cursor: string): number {
+    const seq = decodeCursor(this.epoch, cursor);
+    if (this.published !== undefined && seq > this.published) throw new ApiError("invalid_request", "afterCursor is not a cursor of this event stream (it is past the newest event)", { afterCursor: cursor });
+    return seq;
+  }
+
+  /** @throws {ApiError} invalid_request when `cursor` is not a cursor this stream issued */
   checkCursor(cursor: string): void {
-    decodeCursor(this.epoch, cursor);
+    this.seqOf(cursor);
   }
 
   async latestCursor(): Promise<string | undefined> {
