@@ -43,6 +43,14 @@ describe("syncs and pipelines (spec 4.3)", () => {
     expect(types).toEqual(["pipeline.run.started", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.step.started", "pipeline.run.step.finished", "pipeline.run.finished"]);
   });
 
+  it("says why a failed sync failed at its run endpoint, as its sync.run.finished says (not the activity wrapper's 'Activity task failed')", async () => {
+    const { runId } = (await dev.post("/api/syncs/price-list-sync/runs", { input: { rows: [{ sku: "S-1", name: "s", unitPrice: "bad", currency: "USD" }] } })).body;
+    const failed = await until(`/api/sync-runs/${runId}`, "failed");
+    const finished = ((await dev.get("/api/events?topic=syncs&limit=1000")).body.events as any[]).find((e) => e.type === "sync.run.finished" && e.payload.runId === runId);
+    expect(finished.payload.error.message).toMatch(/unitPrice/);
+    expect(failed.error.message).toBe(finished.payload.error.message);
+  });
+
   it("validates input and permissions before queuing", async () => {
     expect((await dev.post("/api/pipelines/monthly-statement/runs", { input: { month: "November" } })).status).toBe(400);
     expect((await dev.post("/api/syncs/nope/runs", {})).status).toBe(404);

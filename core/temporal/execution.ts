@@ -41,7 +41,9 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
         await handle.result();
         return { ...out, status: "failed" };
       } catch (err) {
-        const cause = err instanceof temporalClient().WorkflowFailedError ? err.cause : err;
+        let cause: unknown = err instanceof temporalClient().WorkflowFailedError ? err.cause : err;
+        // an activity's (or child run's) failure wraps what failed in it: "Activity task failed" says nothing
+        while (cause instanceof Error && (cause.name === "ActivityFailure" || cause.name === "ChildWorkflowFailure") && cause.cause instanceof Error) cause = cause.cause;
         return { ...out, status: "failed", error: { message: (cause as Error)?.message ?? String(cause), ...((cause as { type?: string })?.type ? { type: (cause as { type?: string }).type } : {}) } };
       }
   }
