@@ -33,6 +33,20 @@ describe("POST /api/ontology/writes", () => {
     expect(stored.map((e) => e.commitOrdinal).sort()).toEqual([0, 1, 2, 3]);
   });
 
+  it("deletes an object's links with it, both ways, each with link.deleted before the object.deleted", async () => {
+    const invoice = (primaryId: string) => ({ op: "object.create", objectTypeId: "invoice", primaryId, properties: { number: primaryId, customerId: "w-cust-del", amount: 1, currency: "EUR", status: "open" } });
+    const billedTo = (sourceId: string) => ({ op: "link.upsert", linkId: "billedTo", sourceTypeId: "invoice", sourceId, targetTypeId: "customer", targetId: "w-cust-del", properties: { note: sourceId } });
+    expect((await dev().post("/api/ontology/writes", { changes: [customer("w-cust-del"), invoice("w-inv-del-1"), invoice("w-inv-del-2"), billedTo("w-inv-del-1"), billedTo("w-inv-del-2")] })).status).toBe(200);
+    const del = await dev().post("/api/ontology/writes", { changes: [{ op: "object.delete", objectTypeId: "customer", primaryId: "w-cust-del" }] });
+    expect(del.status, del.text).toBe(200);
+    expect(del.body.events.map((e: any) => [e.type, e.payload.sourceId ?? e.payload.primaryId])).toEqual([["link.deleted", "w-inv-del-1"], ["link.deleted", "w-inv-del-2"], ["object.deleted", "w-cust-del"]]);
+    expect(del.body.events[0].payload).toEqual({ sourceTypeId: "invoice", sourceId: "w-inv-del-1", linkId: "billedTo", targetTypeId: "customer", targetId: "w-cust-del", propertyChanges: [{ property: "note", before: "w-inv-del-1" }] });
+    // made again under the same id, it has no link from before; deleting a source takes its link too
+    expect((await dev().post("/api/ontology/writes", { changes: [customer("w-cust-del"), billedTo("w-inv-del-1")] })).body.events.map((e: any) => e.type)).toEqual(["object.created", "link.created"]);
+    const source = await dev().post("/api/ontology/writes", { changes: [{ op: "object.delete", objectTypeId: "invoice", primaryId: "w-inv-del-1" }, { op: "object.delete", objectTypeId: "invoice", primaryId: "w-inv-del-2" }] });
+    expect(source.body.events.map((e: any) => e.type)).toEqual(["link.deleted", "object.deleted", "object.deleted"]);
+  });
+
   it("needs edit:object for objects and links, append:telemetry for telemetry, and writes nothing without them", async () => {
     const telemetry = { op: "telemetry.append", objectTypeId: "customer", objectId: "w-cust-1", propertyId: "apiCalls", value: 1 };
     for (const who of ["alice", "auditor", "opsBot"] as const) {

@@ -16,6 +16,17 @@ import { readObjectRow, toRecord, type ObjectBatch, type ObjectRow } from "./obj
  * A commit's row when its key is not looked up first: unkeyed, or one of the caller's `newKeys` (then
  * a key already there is left as it is). Rows `[commitId, idempotencyKey | null, correlationId, createdAt]`.
  */
+/** A link's row as `object.delete` reads the links it takes with it. */
+interface LinkRow {
+  source_type_id: string;
+  source_id: string;
+  link_id: string;
+  target_type_id: string;
+  target_id: string;
+  properties: string | null;
+}
+const LINK_COLUMNS = "source_type_id, source_id, link_id, target_type_id, target_id, properties";
+
 const COMMIT_ROWS = insertRows<[string, string | null, string, string]>("commits", ["commit_id", "idempotency_key", "correlation_id", "created_at"], { onConflict: "ON CONFLICT DO NOTHING" });
 
 /** Who and what a write is for: copied into every envelope of the commit (spec 2.3). */
@@ -218,6 +229,17 @@ export class OntologyStore {
         case "object.delete": {
           const existing = await existingObject(c.objectTypeId, c.primaryId);
           if (!existing) break;
+          // its links go with it, both ways, each with its link.deleted before the object.deleted: no link
+          // outlives one of its ends (nor comes back with an object made again under the same id)
+          const ends = [c.objectTypeId, c.primaryId, c.objectTypeId, c.primaryId];
+          const links = await tx.all<LinkRow>(`SELECT ${LINK_COLUMNS} FROM links WHERE (source_type_id = ? AND source_id = ?) OR (target_type_id = ? AND target_id = ?) ORDER BY source_type_id, source_id, link_id, target_type_id, target_id`, ends);
+          if (links.length) {
+            await tx.run("DELETE FROM links WHERE (source_type_id = ? AND source_id = ?) OR (target_type_id = ? AND target_id = ?)", ends);
+            for (const l of links) {
+              const ids = { sourceTypeId: l.source_type_id, sourceId: l.source_id, linkId: l.link_id, targetTypeId: l.target_type_id, targetId: l.target_id };
+              emit("link.deleted", { ...ids, propertyChanges: diff(l.properties ? JSON.parse(l.properties) : {}, {}) });
+            }
+          }
           if (this.fileProps.has(c.objectTypeId)) await this.files.removeReferences(tx, { kind: "object", id: `${c.objectTypeId}/${c.primaryId}` });
           if (batch) batch.delete(c.objectTypeId, c.primaryId);
           else await tx.run("DELETE FROM objects WHERE object_type_id = ? AND primary_id = ?", [c.objectTypeId, c.primaryId]);
