@@ -43,6 +43,16 @@ describe("connector schedules on Temporal", () => {
       const writes = all.filter((e: any) => e.correlationId === event.payload.occurrenceKey && e.type === "object.updated" && e.origin.scheduleId === "overdue-scan");
       expect(writes.map((e: any) => e.payload.primaryId)).toEqual(["inv_1002"]);
       expect(writes[0].origin).toMatchObject({ kind: "runtime", connectorId: "billing", scheduleId: "overdue-scan" });
+
+      // two triggers at once are two occurrences, each with its own schedule.triggered (Temporal names a
+      // schedule's runs by the second: the second trigger waits for the next one)
+      const both = await Promise.all([c.post("/api/schedules/overdue-scan/trigger", {}), c.post("/api/schedules/overdue-scan/trigger", {})]);
+      expect(both.map((r) => r.status)).toEqual([200, 200]);
+      const keys = await eventually(async () => {
+        const fired = ((await c.get("/api/events?type=schedule.triggered&limit=1000")).body.events as any[]).filter((e) => e.payload.scheduleId === "overdue-scan");
+        return fired.length >= 3 ? fired.map((e) => e.payload.occurrenceKey) : undefined;
+      });
+      expect(new Set(keys).size).toBe(3);
     } finally {
       await app.close();
     }

@@ -44,6 +44,11 @@ export type ScheduleState = v.InferOutput<typeof TemporalScheduleStateSchema> | 
  */
 @injectable()
 export class ScheduleManager {
+  /** Per schedule, the triggers through the API in order (each waits for the one before). */
+  private readonly triggerChain = new Map<string, Promise<void>>();
+  /** Per schedule, the second (epoch s) of its last trigger through the API. */
+  private readonly triggeredSecond = new Map<string, number>();
+
   constructor(
     @inject(TemporalHost) private readonly host: TemporalHost,
     @inject(ProjectRegistry) private readonly project: ProjectRegistry,
@@ -133,7 +138,10 @@ export class ScheduleManager {
   }
 
   /**
-   * Fires a cron / interval schedule now (even when paused), with its overlap policy.
+   * Fires a cron / interval schedule now (even when paused), with its overlap policy. Temporal names a
+   * schedule's runs, and svc its occurrences (`<scheduleId>@<occurrenceAt>`), by the second: a second
+   * trigger within the same second as the one before waits for the next second, so that each is an
+   * occurrence of its own (two in one second shared one `schedule.triggered` and one key).
    * @throws {ApiError} not_found; conflict for an event schedule (it fires on matching events only)
    */
   async trigger(scheduleId: string): Promise<ScheduleState> {
@@ -141,7 +149,15 @@ export class ScheduleManager {
     if (definition.on) {
       throw new ApiError("conflict", `Schedule "${scheduleId}" is an event schedule: it fires once per matching event (${JSON.stringify(definition.on)}), not on demand. Append a matching event, or retry a dead-lettered one with POST /api/schedules/${scheduleId}/retry`, { scheduleId, on: definition.on });
     }
-    await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).trigger();
+    const fire = async () => {
+      const last = this.triggeredSecond.get(scheduleId);
+      if (last !== undefined && Math.floor(Date.now() / 1000) <= last) await new Promise((r) => setTimeout(r, (last + 1) * 1000 - Date.now() + 5));
+      this.triggeredSecond.set(scheduleId, Math.floor(Date.now() / 1000));
+      await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).trigger();
+    };
+    const fired = (this.triggerChain.get(scheduleId) ?? Promise.resolve()).catch(() => undefined).then(fire);
+    this.triggerChain.set(scheduleId, fired);
+    await fired;
     return this.describe(scheduleId);
   }
 
