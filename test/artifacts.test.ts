@@ -53,9 +53,13 @@ describe("publishing versions (spec 2.7, 3, 9)", () => {
     // the message names the path as requested, not the route's template
     expect((await dev.call("DELETE", `/api/artifacts/${id}/versions/1`)).body.error).toMatchObject({
       code: "method_not_allowed",
-      message: `DELETE is not allowed on /api/artifacts/${id}/versions/1; use GET`,
-      details: { allow: ["GET"], route: "/api/artifacts/:artifactId/versions/:version" },
+      message: `DELETE is not allowed on /api/artifacts/${id}/versions/1; use GET, HEAD`,
+      details: { allow: ["GET", "HEAD"], route: "/api/artifacts/:artifactId/versions/:version" },
     });
+    // HEAD wherever GET is (RFC 9110 9.3.2): the GET's status and headers, no body
+    const head = await fetch(`${app.url}/api/artifacts/${id}/versions/1`, { method: "HEAD", headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect([head.status, head.headers.get("content-type"), await head.text()]).toEqual([200, "application/json; charset=utf-8", ""]);
+    expect((await fetch(`${app.url}/api/artifacts/${id}/versions/7`, { method: "HEAD", headers: { authorization: `Bearer ${DEV_TOKEN}` } })).status).toBe(404);
   });
 
   it("serves a version's files by path with the file headers", async () => {

@@ -159,6 +159,12 @@ export class RouteRegistry {
       app.on(def.method, def.path, (event) => this.dispatch(def, event));
       methods.set(def.path, [...(methods.get(def.path) ?? []), def.method]);
     }
+    // HEAD wherever GET is (RFC 9110 9.3.2): the GET's answer without its body (h3 drops it for HEAD)
+    for (const def of this.routes) {
+      if (def.method !== "GET" || methods.get(def.path)!.includes("HEAD")) continue;
+      app.on("HEAD", def.path, (event) => this.dispatch(def, event));
+      methods.set(def.path, [...methods.get(def.path)!, "HEAD"]);
+    }
     // Any other method on a known path: 405 with Allow (method-specific routes match first). The message
     // names the path as requested (the template stays in `details.route`).
     for (const [path, allowed] of methods) {
