@@ -47,6 +47,14 @@ describe("POST /api/ontology/writes", () => {
     expect(source.body.events.map((e: any) => e.type)).toEqual(["link.deleted", "object.deleted", "object.deleted"]);
   });
 
+  it("says what an unwritable property is: a file property (set by connector code) or no property at all", async () => {
+    const update = (properties: Record<string, unknown>) => dev().post("/api/ontology/writes", { changes: [{ op: "object.update", objectTypeId: "invoice", primaryId: "inv_1001", properties }] });
+    const file = await update({ pdf: { id: "file_x" } });
+    expect([file.status, file.body.error.message]).toEqual([400, expect.stringContaining('pdf is a file property of invoice: connector code sets it (ctx.writes with an uploaded file\'s reference { id: "file_…" }), not a direct write')]);
+    const unknown = await update({ colour: "red" });
+    expect(unknown.body.error.message).toMatch(/"colour" is not a writable property of invoice \(its properties: .*amount/);
+  });
+
   it("needs edit:object for objects and links, append:telemetry for telemetry, and writes nothing without them", async () => {
     const telemetry = { op: "telemetry.append", objectTypeId: "customer", objectId: "w-cust-1", propertyId: "apiCalls", value: 1 };
     for (const who of ["alice", "auditor", "opsBot"] as const) {

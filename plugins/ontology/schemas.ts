@@ -42,16 +42,27 @@ function valueSchema(type: string): v.GenericSchema | undefined {
  * (every property optional; `null` clears an optional one). `file` properties are left out: they are
  * set by connector code, which holds the uploads (spec 2.6).
  */
-function propertiesSchema(declared: Declared, creating: boolean) {
+function propertiesSchema(declared: Declared, creating: boolean, of: string) {
   const entries: Record<string, v.GenericSchema> = {};
+  const files: string[] = [];
   for (const [name, d] of Object.entries(declared)) {
     const def = propertyDef(d);
     const value = valueSchema(def.type);
-    if (!value) continue;
+    if (!value) {
+      files.push(name);
+      continue;
+    }
     if (def.required) entries[name] = creating ? value : v.optional(value);
     else entries[name] = v.optional(v.nullable(value));
   }
-  return v.strictObject(entries);
+  // an unknown key's issue has `expected: "never"` and the key as `input`; the message says what it is
+  const message = (issue: v.BaseIssue<unknown>) => {
+    if (issue.expected !== "never") return `properties must be an object of ${of}'s properties`;
+    const key = String(issue.input);
+    if (files.includes(key)) return `${key} is a file property of ${of}: connector code sets it (ctx.writes with an uploaded file's reference { id: "file_…" }), not a direct write`;
+    return `"${key}" is not a writable property of ${of} (its properties: ${Object.keys(entries).join(", ") || "none"})`;
+  };
+  return v.strictObject(entries, message);
 }
 
 /**
@@ -65,15 +76,15 @@ export function writeBodyFor(project: WriteSchemaSource) {
   const object = (op: string, extra: (id: string, declared: Declared) => Record<string, v.GenericSchema>) =>
     v.variant("objectTypeId", types.map(([id, t]) => v.strictObject({ op: v.literal(op), objectTypeId: v.literal(id), primaryId: nonEmpty, ...extra(id, t.properties) })) as any);
   const options: any[] = [
-    object("object.create", (_, p) => ({ properties: propertiesSchema(p, true) })),
-    object("object.update", (_, p) => ({ properties: propertiesSchema(p, false), expectedVersion: v.optional(version) })),
+    object("object.create", (id, p) => ({ properties: propertiesSchema(p, true, id) })),
+    object("object.update", (id, p) => ({ properties: propertiesSchema(p, false, id), expectedVersion: v.optional(version) })),
     object("object.delete", () => ({ expectedVersion: v.optional(version) })),
   ];
   const links = Object.entries(project.linkTypes ?? {}).filter(([, l]) => Object.values(l.properties ?? {}).every((d) => propertyDef(d).type !== "file"));
   const link = (op: string, withProperties: boolean) =>
     v.variant("linkId", links.map(([id, l]) => v.strictObject({
       op: v.literal(op), linkId: v.literal(id), sourceTypeId: v.literal(l.source), sourceId: nonEmpty, targetTypeId: v.literal(l.target), targetId: nonEmpty,
-      ...(withProperties ? { properties: v.optional(propertiesSchema(l.properties ?? {}, false)) } : {}),
+      ...(withProperties ? { properties: v.optional(propertiesSchema(l.properties ?? {}, false, `link ${id}`)) } : {}),
     })) as any);
   if (links.length) options.push(link("link.upsert", true), link("link.delete", false));
   const telemetry = Object.entries(project.telemetry ?? {}).filter(([, t]) => project.objectTypes[t.objectTypeId]);
