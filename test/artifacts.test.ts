@@ -26,8 +26,8 @@ const WORKBOOK = {
 };
 const CSV = "Month,Revenue,Share,Link\n2026-07-31,214800,0.41,https://example.com/a\n2026-08-31,209900,0.4,https://example.com/b\n2026-09-30,226400,0.43,https://example.com/c\n";
 
-async function sheet(csv = CSV, workbook: unknown = WORKBOOK) {
-  return publish({ kind: "sheet", title: "Revenue", files: [{ path: "workbook.json", file: await put(JSON.stringify(workbook), "workbook.json", "application/json") }, { path: "sheets/Revenue.csv", file: await put(csv, "Revenue.csv", "text/csv") }] });
+async function sheet(csv = CSV, workbook: unknown = WORKBOOK, extra: Array<{ path: string; file: { id: string } }> = []) {
+  return publish({ kind: "sheet", title: "Revenue", files: [{ path: "workbook.json", file: await put(JSON.stringify(workbook), "workbook.json", "application/json") }, { path: "sheets/Revenue.csv", file: await put(csv, "Revenue.csv", "text/csv") }, ...extra] });
 }
 async function document(md: string, extra: Array<{ path: string; file: { id: string } }> = []) {
   return publish({ kind: "document", title: "Review", files: [{ path: "document.md", file: await put(md, "document.md", "text/markdown") }, ...extra] });
@@ -230,15 +230,7 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
   });
 
   it("publishes a sheet with a CSV no sheet names, with a warning naming the file", async () => {
-    const res = await publish({
-      kind: "sheet",
-      title: "Revenue and a stray file",
-      files: [
-        { path: "workbook.json", file: await put(JSON.stringify(WORKBOOK), "workbook.json", "application/json") },
-        { path: "sheets/Revenue.csv", file: await put(CSV, "Revenue.csv", "text/csv") },
-        { path: "sheets/revenue-old.csv", file: await put(CSV, "revenue-old.csv", "text/csv") },
-      ],
-    });
+    const res = await sheet(CSV, WORKBOOK, [{ path: "sheets/revenue-old.csv", file: await put(CSV, "revenue-old.csv", "text/csv") }]);
     expect(res.status, res.text).toBe(200);
     expect(res.body.version.warnings).toEqual([
       { code: "sheet_file_unused", file: "sheets/revenue-old.csv", message: "sheets/revenue-old.csv is not the file of any sheet in workbook.json (its sheets: Revenue; the sheet named N reads sheets/N.csv): it is kept with the version, but no tab shows it" },
