@@ -73,8 +73,10 @@ export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined
   handler(ctx: { event: H3Event; principal: Principal | undefined; params: Out<PS>; query: Out<QS>; body: Out<BS> }): unknown;
 }
 
-/** Resolves the caller of a request for a route's auth mode, or throws `unauthorized` / 403. */
-/** Resolves a request's caller; `renewedCookie` is a `Set-Cookie` value the response carries (a renewed session). */
+/**
+ * Resolves the caller of a request for a route's auth mode, or throws `unauthorized` / 403;
+ * `renewedCookie` is a `Set-Cookie` value the response carries (a renewed session).
+ */
 export type Authenticator = (req: Request, mode: "bearer" | "session") => Promise<{ principal: Principal; renewedCookie?: string }>;
 
 const ErrorBodySchema = v.object({
@@ -206,8 +208,16 @@ export class RouteRegistry {
       const result = await def.handler({ event, principal, params, query, body });
       const response = result instanceof Response ? result : jsonResponse(result);
       // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
-      if (caller?.renewedCookie && !response.headers.has("set-cookie")) response.headers.append("set-cookie", caller.renewedCookie);
-      return response;
+      if (!caller?.renewedCookie || response.headers.has("set-cookie")) return response;
+      try {
+        response.headers.append("set-cookie", caller.renewedCookie);
+        return response;
+      } catch {
+        // a response whose headers are immutable (Response.redirect): the same response, copied
+        const headers = new Headers(response.headers);
+        headers.append("set-cookie", caller.renewedCookie);
+        return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+      }
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
