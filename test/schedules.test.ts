@@ -26,6 +26,9 @@ describe("connector schedules on Temporal", () => {
       expect((await c.post("/api/schedules/overdue-reminder/trigger", {})).body.error.code).toBe("conflict");
       expect((await client(app, await tokenFor(app, "alice")).get("/api/schedules")).status).toBe(403);
 
+      // a trigger records no note: one sent is refused, not dropped in silence
+      const noted = await c.post("/api/schedules/overdue-scan/trigger", { note: "why" });
+      expect([noted.status, noted.body.error.message]).toEqual([400, expect.stringContaining("a trigger takes no fields (send {}): only pause and unpause record a note")]);
       const triggered = await c.post("/api/schedules/overdue-scan/trigger", {});
       expect(triggered.status).toBe(200);
       const event = await eventually(async () => (await c.get("/api/events?type=schedule.triggered")).body.events.find((e: any) => e.payload.scheduleId === "overdue-scan"));

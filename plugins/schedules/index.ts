@@ -26,6 +26,8 @@ export default definePlugin({
       },
     });
     const NoteBody = v.strictObject({ note: v.optional(v.pipe(v.string(), v.maxLength(500))) });
+    // a trigger records no note (Temporal's trigger takes none): `{}` only, so a note is not dropped in silence
+    const TriggerBody = v.strictObject({}, "a trigger takes no fields (send {}): only pause and unpause record a note");
     for (const [verb, summary] of [["pause", "Pause a schedule"], ["unpause", "Unpause a schedule"], ["trigger", "Trigger a schedule now"]] as const) {
       routes.add({
         method: "POST",
@@ -38,7 +40,7 @@ export default definePlugin({
         tags: ["schedules"],
         auth: "bearer",
         params: v.object({ scheduleId: v.string() }),
-        body: NoteBody,
+        body: verb === "trigger" ? TriggerBody : NoteBody,
         responses: {
           200: { description: "The schedule after the change", schema: ScheduleStateSchema },
           404: { description: "`not_found`: no such schedule, or it is not on Temporal" },
@@ -46,7 +48,7 @@ export default definePlugin({
         },
         handler: ({ principal, params, body }) => {
           requirePermission(principal!, can.manage("schedules"));
-          return verb === "trigger" ? manager.trigger(params.scheduleId) : manager[verb](params.scheduleId, body.note);
+          return verb === "trigger" ? manager.trigger(params.scheduleId) : manager[verb](params.scheduleId, (body as { note?: string }).note);
         },
       });
     }
