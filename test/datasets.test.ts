@@ -125,6 +125,29 @@ describe("a dataset's versions and their projection", () => {
     expect((await dev().get(`${P}/versions?pageSize=3&nextPageToken=${versions.body.nextPageToken}`)).body).toEqual({ data: [expect.objectContaining({ version: 1, source: { kind: "seed", id: "seed" } })] });
   }, 120_000);
 
+  it("names the field of a body that is not { transaction, rows } or { transaction, file, format? }", async () => {
+    const file = { id: "file_0123456789ABCDEFGHJKMNPQRS" };
+    const cases: [unknown, string][] = [
+      [{ transaction: "bogus", rows: [] }, 'transaction must be "snapshot" or "append"'],
+      [{ rows: [] }, 'transaction must be "snapshot" or "append" (it is missing)'],
+      [{ transaction: "append", file, format: "xml" }, 'format must be "csv" or "jsonl"'],
+      [{ transaction: "append", rows: [], file }, "gives rows and a file: send one of them"],
+      [{ transaction: "append", rows: [], colour: 1 }, '"colour", which is not a field'],
+      [{ transaction: "append" }, "has neither rows nor file"],
+      [{ transaction: "append", file: "file_1" }, 'file must be { id: "file_…" }'],
+    ];
+    for (const [body, message] of cases) {
+      const res = await dev().post(`${P}/versions`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.message, JSON.stringify(body)).toContain(message);
+    }
+    const rows = await dev().post(`${P}/transactions`, { type: "append" });
+    const version = rows.body.version;
+    const toRows = await dev().post(`${P}/transactions/${version}/rows`, { rows: [], file });
+    expect(toRows.body.error.message).toContain("gives rows and a file: send one of them");
+    expect((await dev().post(`${P}/transactions/${version}/abort`, {})).status).toBe(200);
+  });
+
   it("refuses invalid rows naming row and column, and duplicate keys, committing nothing", async () => {
     const before = (await dev().get(`${P}/versions`)).body.data;
     const events = (await allEvents(dev(), "&topic=datasets")).length;

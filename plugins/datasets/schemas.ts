@@ -11,11 +11,30 @@ export const TransactionTypeSchema = v.pipe(v.picklist(["snapshot", "append"]), 
  */
 const Rows = v.pipe(v.array(v.unknown()), v.description("The rows: each an object of column → value, validated against the dataset's columns (see `GET /api/datasets/{id}`)"));
 
+/**
+ * What is wrong with a rows body (`withTransaction`: a one-shot version's), naming the field: valibot's
+ * union would only say which shapes it expected.
+ */
+function rowsBodyProblem(input: unknown, withTransaction: boolean): string {
+  const shapes = withTransaction ? "{ transaction, rows: [...] } or { transaction, file: { id }, format? }" : "{ rows: [...] } or { file: { id }, format? }";
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return `must be ${shapes}`;
+  const body = input as Record<string, unknown>;
+  const known = [...(withTransaction ? ["transaction"] : []), "rows", "file", "format"];
+  const unknown = Object.keys(body).filter((k) => !known.includes(k));
+  if (unknown.length) return `has ${unknown.map((k) => JSON.stringify(k)).join(", ")}, which ${unknown.length === 1 ? "is" : "are"} not a field: it must be ${shapes}`;
+  if (withTransaction && !v.is(TransactionTypeSchema, body.transaction)) return `transaction must be "snapshot" or "append"${body.transaction === undefined ? " (it is missing)" : ""}`;
+  if ("rows" in body && ("file" in body || "format" in body)) return "gives rows and a file: send one of them";
+  if ("rows" in body) return "rows must be a list of rows (objects of column → value)";
+  if (!("file" in body)) return `has neither rows nor file: it must be ${shapes}`;
+  if (!v.is(FileRefSchema, body.file)) return 'file must be { id: "file_…" } of a file you uploaded';
+  return 'format must be "csv" or "jsonl" (or left out: it is then read from the file\'s type or name)';
+}
+
 /** Rows in the body or a stored file: `{ rows }` or `{ file: { id }, format? }`. */
-export const RowsBodySchema = v.union([v.strictObject({ rows: Rows }), v.strictObject({ file: FileRefSchema, format: v.optional(RowsFormatSchema) })], "must be { rows: [...] } or { file: { id }, format? }");
+export const RowsBodySchema = v.union([v.strictObject({ rows: Rows }), v.strictObject({ file: FileRefSchema, format: v.optional(RowsFormatSchema) })], ({ input }) => rowsBodyProblem(input, false));
 
 /** A one-shot version: `{ transaction, rows }` or `{ transaction, file: { id }, format? }`. */
 export const VersionBodySchema = v.union(
   [v.strictObject({ transaction: TransactionTypeSchema, rows: Rows }), v.strictObject({ transaction: TransactionTypeSchema, file: FileRefSchema, format: v.optional(RowsFormatSchema) })],
-  "must be { transaction, rows: [...] } or { transaction, file: { id }, format? }",
+  ({ input }) => rowsBodyProblem(input, true),
 );
