@@ -100,7 +100,7 @@ describe("an event schedule's group commit", () => {
     // started in the same tick: the append's transaction joins the group the commit's opened, after it
     const committing = commit(batch, window);
     const appending = events.append([
-      { type: "schedule.triggered", idempotencyKey: triggeredKey, payload: { scheduleId: SCHEDULE_ID, occurrenceAt: "t", triggeredAt: "t", occurrenceKey: "client" } },
+      { type: "schedule.triggered", idempotencyKey: triggeredKey, payload: { scheduleId: SCHEDULE_ID, occurrenceAt: "2026-01-01T00:00:00.000Z", triggeredAt: "2026-01-01T00:00:00.000Z", occurrenceKey: "client" } },
       { type: "sync.run.started", idempotencyKey: appendedKey, payload: { syncId: "probe", runId: "client" } },
     ]);
     const [{ results }, appended] = await Promise.all([committing, appending]);

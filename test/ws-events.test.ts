@@ -189,7 +189,7 @@ describe("slow consumers", () => {
       const total = 1500;
       const started = Date.now();
       for (let i = 0; i < total; i += 100) {
-        await events.append(Array.from({ length: 100 }, (_, j) => ({ type: "schedule.triggered" as const, payload: { scheduleId: "slow", occurrenceAt: `${i + j}`, triggeredAt: "t", occurrenceKey: `k${i + j}`, padding } })));
+        await events.append(Array.from({ length: 100 }, (_, j) => ({ type: "schedule.triggered" as const, payload: { scheduleId: "slow", occurrenceAt: new Date(Date.UTC(2026, 0, 1) + (i + j) * 1000).toISOString(), triggeredAt: "2026-01-01T00:00:00.000Z", occurrenceKey: `k${i + j}`, padding } })));
       }
       const writeMs = Date.now() - started;
       slow.ws._socket.resume(); // read again: the frames already sent, then the server's close frame

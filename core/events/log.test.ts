@@ -5,7 +5,7 @@ import { Database } from "../store/db";
 import { SqliteEventStream } from "../events/sqlite-stream";
 import type { EventStream } from "../events/stream";
 import { Outbox } from "../events/outbox";
-import { EventLog } from "../events/log";
+import { EventLog, type AppendInput } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { OntologyStore } from "../ontology/store";
 import { FileStore } from "../files/file-store";
@@ -47,7 +47,7 @@ afterEach(async () => {
   for (const db of opened.splice(0)) await db.close();
 });
 
-const scheduleEvent = (n: number) => ({ type: "schedule.triggered" as const, payload: { scheduleId: "s", occurrenceAt: `t${n}`, triggeredAt: `t${n}`, occurrenceKey: `k${n}` } });
+const scheduleEvent = (n: number) => { const at = new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(); return { type: "schedule.triggered" as const, payload: { scheduleId: "s", occurrenceAt: at, triggeredAt: at, occurrenceKey: `k${n}` } }; };
 
 describe("event log (SQLite files, outbox, stream)", () => {
   it("pages with the last cursor without gaps or repeats, oldest first", async () => {
@@ -88,6 +88,19 @@ describe("event log (SQLite files, outbox, stream)", () => {
     const { events } = await open();
     await expect(events.append([scheduleEvent(1), { type: "object.created", payload: { objectTypeId: "invoice", primaryId: "x" } }])).rejects.toThrow(ApiError);
     await expect(events.append([{ type: "schedule.triggered", payload: { scheduleId: "s" } }])).rejects.toThrow(/lacks occurrenceAt/);
+    expect(await events.read({ limit: 10 })).toHaveLength(0);
+  });
+
+  it("refuses catalog fields of another kind, as POST /api/events does (handlers' ctx.events.append goes through here), writing nothing", async () => {
+    const { events } = await open();
+    const cases: Array<[AppendInput, RegExp]> = [
+      [{ type: "workflow.run.finished", payload: { workflowId: 123, runId: "r" } }, /workflowId must be a non-empty string/],
+      [{ type: "workflow.run.finished", payload: { workflowId: "w", runId: "" } }, /runId must be a non-empty string/],
+      [{ type: "action.failed", payload: { actionId: "a", runId: "r", error: "boom", finishedAt: "2026-01-01T00:00:00Z" } }, /error must be an object with a message/],
+      [{ type: "action.completed", payload: { actionId: "a", runId: "r", finishedAt: "yesterday" } }, /finishedAt must be an ISO 8601 timestamp/],
+      [{ type: "rule.triggered", payload: { ruleId: "r", subject: "inv_1" } }, /subject must be \{ kind: "object", objectTypeId, primaryId \}/],
+    ];
+    for (const [input, message] of cases) await expect(events.append([scheduleEvent(1), input]), input.type).rejects.toThrow(message);
     expect(await events.read({ limit: 10 })).toHaveLength(0);
   });
 

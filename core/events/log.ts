@@ -64,6 +64,19 @@ const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
 };
 for (const t of Object.keys(EVENT_TOPICS) as EventType[]) if (t.startsWith("workflow.")) REQUIRED_FIELDS[t] = ["workflowId", "runId"];
 
+const nonEmpty = (x: unknown) => typeof x === "string" && x !== "";
+/**
+ * What each catalog field holds, as the service writes it (spec 2.4), checked by {@link EventLog.prepare}
+ * (and documented by `POST /api/events`'s schema, plugins/events/append.ts): ids are non-empty strings,
+ * times ISO 8601 timestamps, `subject` an object reference, `error` an object with a `message`.
+ */
+const FIELD_KINDS: Record<string, { is: (x: unknown) => boolean; what: string }> = {
+  ...Object.fromEntries(["actionId", "runId", "scheduleId", "occurrenceKey", "ruleId", "syncId", "pipelineId", "workflowId", "datasetId"].map((f) => [f, { is: nonEmpty, what: "a non-empty string" }])),
+  ...Object.fromEntries(["finishedAt", "occurrenceAt", "triggeredAt"].map((f) => [f, { is: (x: unknown) => typeof x === "string" && /^\d{4}-\d\d-\d\dT/.test(x) && !Number.isNaN(Date.parse(x)), what: "an ISO 8601 timestamp" }])),
+  subject: { is: (x) => x !== null && typeof x === "object" && (x as { kind?: unknown }).kind === "object" && nonEmpty((x as { objectTypeId?: unknown }).objectTypeId) && nonEmpty((x as { primaryId?: unknown }).primaryId), what: '{ kind: "object", objectTypeId, primaryId }' },
+  error: { is: (x) => x !== null && typeof x === "object" && typeof (x as { message?: unknown }).message === "string", what: "an object with a message" },
+};
+
 /**
  * The payload fields an appended event of `type` must carry (spec 2.4), as {@link EventLog.prepare}
  * checks them; empty for types without required fields. Routes use it to document their bodies.
@@ -182,7 +195,8 @@ export class EventLog {
    * (for callers that commit them later in their own transaction with {@link EventLog.writeInTx}).
    *
    * @throws {ApiError} invalid_request for an unknown type, an ontology type (object.*, link.*,
-   *   telemetry.* are emitted only by the service) or a payload missing its catalog fields
+   *   telemetry.* are emitted only by the service) or a payload missing its catalog fields, or holding one
+   *   of another kind (an id that is not a non-empty string, a time that is no ISO timestamp, …)
    */
   prepare(inputs: readonly AppendInput[]): DomainEventEnvelope[] {
     return inputs.map((input, index) => {
@@ -191,8 +205,13 @@ export class EventLog {
       if (ONTOLOGY_TOPICS.has(topic)) {
         throw new ApiError("invalid_request", `"${input.type}" is an ontology event: it is emitted by the service after an ontology write and cannot be appended`, { index, type: input.type });
       }
-      const missing = (REQUIRED_FIELDS[input.type] ?? []).filter((f) => input.payload?.[f] === undefined);
+      const required = REQUIRED_FIELDS[input.type] ?? [];
+      const missing = required.filter((f) => input.payload?.[f] === undefined);
       if (missing.length) throw new ApiError("invalid_request", `Payload of "${input.type}" lacks ${missing.join(", ")}`, { index, missing });
+      for (const f of required) {
+        const kind = FIELD_KINDS[f];
+        if (kind && !kind.is(input.payload[f])) throw new ApiError("invalid_request", `Payload of "${input.type}": ${f} must be ${kind.what}`, { index, field: f });
+      }
       return this.envelope(input);
     });
   }

@@ -45,7 +45,7 @@ const change: fc.Arbitrary<OntologyChange> = fc.oneof(
   id.map((i) => ({ op: "telemetry.append", objectTypeId: "customer", objectId: `cus_${i}`, propertyId: "apiCalls", value: 1 }) as OntologyChange),
 );
 const otherEvent = fc.oneof(
-  id.map((i) => ({ type: "schedule.triggered" as const, payload: { scheduleId: "s", occurrenceAt: i, triggeredAt: i, occurrenceKey: `k${i}${Math.random()}` } })),
+  id.map((i) => ({ type: "schedule.triggered" as const, payload: { scheduleId: "s", occurrenceAt: new Date(Date.UTC(2026, 0, 1) + i.charCodeAt(0) * 1000).toISOString(), triggeredAt: new Date(Date.UTC(2026, 0, 1)).toISOString(), occurrenceKey: `k${i}${Math.random()}` } })),
   id.map((i) => ({ type: "action.requested" as const, payload: { actionId: "diagnostics.noop", runId: `r${i}`, params: {} } })),
   id.map((i) => ({ type: "action.requested" as const, payload: { actionId: "invoice.approve", runId: `r${i}`, params: {}, subject: { kind: "object", objectTypeId: "invoice", primaryId: `inv_${i}` } } })),
   id.map((i) => ({ type: "workflow.run.queued" as const, payload: { workflowId: "invoice-review", runId: `w${i}` } })),
