@@ -20,8 +20,10 @@ describe("connector schedules on Temporal", () => {
       expect(reminder.temporalScheduleId).toBeUndefined();
       await expect(app.temporal.client.schedule.getHandle(`${taskQueue}:overdue-reminder`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
 
-      expect((await c.post("/api/schedules/overdue-scan/pause", { note: "maintenance" })).body).toMatchObject({ paused: true, note: "maintenance" });
-      expect((await c.post("/api/schedules/overdue-scan/unpause", {})).body.paused).toBe(false);
+      // paused, it lists no next runs (it will run at none of them)
+      expect((await c.post("/api/schedules/overdue-scan/pause", { note: "maintenance" })).body).toMatchObject({ paused: true, note: "maintenance", nextRuns: [] });
+      const unpaused = (await c.post("/api/schedules/overdue-scan/unpause", {})).body;
+      expect([unpaused.paused, unpaused.nextRuns.length > 0]).toEqual([false, true]);
       expect((await c.post("/api/schedules/nope/trigger", {})).status).toBe(404);
       expect((await c.post("/api/schedules/overdue-reminder/trigger", {})).body.error.code).toBe("conflict");
       expect((await client(app, await tokenFor(app, "alice")).get("/api/schedules")).status).toBe(403);

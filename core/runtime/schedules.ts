@@ -118,7 +118,8 @@ export class ScheduleManager {
       overlap: definition.overlap ?? "skip",
       paused: d.state.paused,
       ...(d.state.note ? { note: d.state.note } : {}),
-      nextRuns: d.info.nextActionTimes.slice(0, 5).map((t) => t.toISOString()),
+      // a paused schedule runs at none of the times Temporal still computes for it
+      nextRuns: d.state.paused ? [] : d.info.nextActionTimes.slice(0, 5).map((t) => t.toISOString()),
       recentRuns: d.info.recentActions.slice(-5).map((a) => ({ scheduledAt: a.scheduledAt.toISOString(), takenAt: a.takenAt.toISOString(), runId: a.action.workflow.workflowId })),
       temporalScheduleId: this.temporalId(scheduleId),
     };
