@@ -161,6 +161,10 @@ describe("AgentOutput", () => {
       expect(() => decodeOutputCursor(epoch, cursor)).toThrow(/not a cursor of this agent output/);
     }
     expect(decodeOutputCursor(epoch, encodeOutputCursor(epoch, 42))).toBe(42);
+    // a position past the newest record was never issued: refused, not followed past records to come
+    const ahead = await rejection(output.read({ runId: "arun_1" }, encodeOutputCursor(epoch, 1_000_000), 10));
+    expect(isApiError(ahead) && ahead.message).toBe("afterCursor is not a cursor of this agent output (it is past the newest record)");
+    expect((await output.read({ runId: "arun_1" }, encodeOutputCursor(epoch, 1), 10)).records).toEqual([]);
     // the first form, issued before cursors carried the epoch, is still read
     expect(decodeOutputCursor(epoch, Buffer.from("ao1:7").toString("base64url"))).toBe(7);
     expect(encodeOutputCursor(epoch, 42)).not.toMatch(/42/);

@@ -176,6 +176,8 @@ export class AgentOutput {
   private prunedCache: number | undefined;
   /** The database's epoch, read once (see {@link encodeOutputCursor}). */
   private epochRead: Promise<string> | undefined;
+  /** A position every issued cursor is at or below (the newest record's, or the prune mark), raised as records are appended. */
+  private newestKnown = 0;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -209,6 +211,7 @@ export class AgentOutput {
     if (this.tailFloor === undefined) this.tailFloor = floor;
     stored.forEach((record, i) => {
       const seq = seqs[i];
+      if (seq !== undefined && seq > this.newestKnown) this.newestKnown = seq;
       if (seq === undefined || seq <= this.tailFloor!) return;
       const entry = { seq, runId: records[i]!.runId, owner: records[i]!.owner, activity: !!records[i]!.activity, record };
       // commits are serialized but their continuations may run out of order: keep the tail sorted
@@ -290,6 +293,13 @@ export class AgentOutput {
   async read(scope: OutputScope, afterCursor: string | undefined, limit: number): Promise<{ records: OutputRecord[]; reset: boolean }> {
     const epoch = await this.epoch();
     const after = afterCursor === undefined ? 0 : decodeOutputCursor(epoch, afterCursor);
+    if (after > this.newestKnown) {
+      // past every position known here: read the newest from the store, and refuse a cursor past it (never
+      // issued: following it would skip records in silence)
+      const row = await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM agent_output");
+      this.newestKnown = Math.max(this.newestKnown, row?.seq ?? 0, await this.prunedThrough(this.db));
+      if (after > this.newestKnown) throw new ApiError("invalid_request", "afterCursor is not a cursor of this agent output (it is past the newest record)", { afterCursor });
+    }
     if (afterCursor !== undefined && this.tailFloor !== undefined && after >= this.tailFloor) {
       // a live reader: everything after its cursor is in the tail
       const records: OutputRecord[] = [];
