@@ -194,7 +194,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // finds the browser up
     if (config.deckChecks) lifecycle.hook("ready", () => lifecycle.after(DECK_WARM_DELAY_MS, () => decks.warm()));
     container.register(DeckCheckProcess, { useValue: decks });
-    container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs) });
+    container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs, config.publicOrigin) });
     for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers, RunStarter]) {
       container.registerSingleton(service as never, service as never);
     }
@@ -263,8 +263,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
     phase("schedules");
 
-    const secureCookies = (req: Request) => req.url.startsWith("https:") || config.publicOrigin.startsWith("https:");
-    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins, secureCookies }), lifecycle, log);
+    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log);
     for (const plugin of opts.plugins) {
       const deps = Object.fromEntries(Object.entries((plugin.deps ?? {}) as PluginDeps).map(([name, token]) => [name, container.resolve(token)])) as ResolvedDeps<PluginDeps>;
       await plugin.setup(

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Principal } from "./permissions";
 import type { TokenService } from "./tokens";
-import { CSRF_HEADER, SESSION_COOKIE, readCookie, sessionCookie, type SessionService } from "./sessions";
+import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService } from "./sessions";
 import { ApiError, unauthorized } from "../errors";
 import { errorResponse } from "../http/response";
 
@@ -17,13 +17,12 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *   cookie again with a fresh Max-Age, for the response (else the browser would drop it at sign-in + TTL
  *   however active the user is).
  *
- * @param deps.secureCookies whether the cookie is `Secure` (https)
  * @throws {ApiError} unauthorized, origin_not_allowed, csrf_token_invalid
  */
 export async function authenticateRequest(
   req: Request,
   mode: "bearer" | "session",
-  deps: { tokens: TokenService; sessions: SessionService; allowedOrigins: readonly string[]; secureCookies: (req: Request) => boolean },
+  deps: { tokens: TokenService; sessions: SessionService; allowedOrigins: readonly string[] },
 ): Promise<{ principal: Principal; renewedCookie?: string }> {
   if (req.headers.has("authorization")) {
     if (mode !== "bearer") throw unauthorized("This route does not accept bearer tokens; sign in for a browser session");
@@ -41,7 +40,7 @@ export async function authenticateRequest(
       throw new ApiError("csrf_token_invalid", `Send the session's CSRF token in the ${CSRF_HEADER} header`);
     }
   }
-  return { principal: session.principal, ...(session.renewed ? { renewedCookie: sessionCookie(token, Math.floor(deps.sessions.ttl / 1000), deps.secureCookies(req)) } : {}) };
+  return { principal: session.principal, ...(session.renewed ? { renewedCookie: deps.sessions.cookie(token, req) } : {}) };
 }
 
 /**

@@ -50,11 +50,33 @@ export interface Session {
 export class SessionService {
   private dummyHash: Promise<string> | undefined;
 
+  /**
+   * @param ttlMs a session's lifetime (`SVC_SESSION_TTL_MS`)
+   * @param publicOrigin the API's public origin (`SVC_API_PUBLIC_ORIGIN`): its cookies are `Secure` when it is https
+   */
   constructor(
     private readonly db: Database,
     private readonly project: ProjectRegistry,
     private readonly ttlMs: number,
+    private readonly publicOrigin = "",
   ) {}
+
+  /**
+   * The `Set-Cookie` of a live session's token answering `req`: Max-Age a full TTL (at sign-in, and when
+   * HTTP use renewed it), `Secure` when `req` came over https or the public origin is https.
+   */
+  cookie(token: string, req: Request): string {
+    return sessionCookie(token, Math.floor(this.ttlMs / 1000), this.secure(req));
+  }
+
+  /** The `Set-Cookie` that clears the session cookie (sign-out). */
+  clearingCookie(req: Request): string {
+    return sessionCookie("", 0, this.secure(req));
+  }
+
+  private secure(req: Request): boolean {
+    return req.url.startsWith("https:") || this.publicOrigin.startsWith("https:");
+  }
 
   /** Sets an identity's password. @throws Error for unknown identities or service accounts */
   async setPassword(identityId: string, password: string): Promise<void> {
@@ -92,11 +114,6 @@ export class SessionService {
    */
   get renewStepMs(): number {
     return Math.min(60_000, this.ttlMs / 4);
-  }
-
-  /** The session TTL (ms; `SVC_SESSION_TTL_MS`). */
-  get ttl(): number {
-    return this.ttlMs;
   }
 
   /**

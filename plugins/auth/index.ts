@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, jsonResponse, readCookie, sessionCookie } from "../../core/plugin-api";
+import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, jsonResponse, readCookie } from "../../core/plugin-api";
 
 const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.string() }), csrfToken: v.string(), expiresAt: v.string() });
 
@@ -11,8 +11,6 @@ export default definePlugin({
   name: "auth",
   deps: { sessions: SessionService },
   setup({ routes, config }, { sessions }) {
-    const cookie = sessionCookie;
-    const isHttps = (url: URL) => url.protocol === "https:" || config.publicOrigin.startsWith("https:");
     routes.add({
       method: "POST",
       path: "/api/auth/sign-in",
@@ -26,7 +24,7 @@ export default definePlugin({
         if (event.req.headers.has("origin")) assertAllowedOrigin(event.req, config.allowedOrigins);
         const { token, session } = await sessions.signIn(body.identity, body.password);
         const answer = { identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
-        return jsonResponse(answer, 200, { "set-cookie": cookie(token, Math.floor(config.sessionTtlMs / 1000), isHttps(event.url)), "cache-control": "no-store" });
+        return jsonResponse(answer, 200, { "set-cookie": sessions.cookie(token, event.req), "cache-control": "no-store" });
       },
     });
     routes.add({
@@ -52,7 +50,7 @@ export default definePlugin({
       responses: { 200: { description: "Signed out", schema: v.object({ signedOut: v.boolean() }) } },
       handler: async ({ event }) => {
         await sessions.signOut(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "");
-        return jsonResponse({ signedOut: true }, 200, { "set-cookie": cookie("", 0, isHttps(event.url)) });
+        return jsonResponse({ signedOut: true }, 200, { "set-cookie": sessions.clearingCookie(event.req) });
       },
     });
   },

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { H3Event } from "h3";
 import * as v from "valibot";
 import {
-  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie, sessionCookie,
+  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie,
   type Principal, type RawHtml,
 } from "../../core/plugin-api";
 import { artifactPage, type PageServices } from "./artifact";
@@ -95,7 +95,7 @@ export default definePlugin({
       const token = readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "";
       const session = await sessions.resolve(token, true);
       if (!session) return undefined;
-      if (session.renewed) event.res.headers.append("set-cookie", sessionCookie(token, Math.floor(sessions.ttl / 1000), event.url.protocol === "https:" || config.publicOrigin.startsWith("https:")));
+      if (session.renewed) event.res.headers.append("set-cookie", sessions.cookie(token, event.req));
       return { principal: session.principal, user: { id: session.principal.id, name: project.identityName(session.principal.id) ?? session.principal.id } };
     };
     const failed = (err: unknown, user?: ShellUser): Response => {
@@ -134,7 +134,7 @@ export default definePlugin({
         const identity = form.get("identity") ?? "";
         try {
           const { token } = await sessions.signIn(identity, form.get("password") ?? "");
-          return new Response(null, { status: 303, headers: { location: next, "set-cookie": sessionCookie(token, Math.floor(config.sessionTtlMs / 1000), event.url.protocol === "https:" || config.publicOrigin.startsWith("https:")), "cache-control": "no-store" } });
+          return new Response(null, { status: 303, headers: { location: next, "set-cookie": sessions.cookie(token, event.req), "cache-control": "no-store" } });
         } catch (err) {
           if (!isApiError(err)) throw err;
           return page(shell({ title: "Sign in", body: signInBody(next, "Wrong identity or password.", identity), bodyClass: "signed-out" }), { status: 401 });
