@@ -68,7 +68,7 @@ export { cursorPump } from "./events/pump";
 export { LOG_LEVELS, LogCapture, LogLineSchema } from "./logs/capture";
 export { OntologyStore } from "./ontology/store";
 export { DirectWrites, isObjectOrLinkChange, type DirectChange, type DirectWriteResult } from "./ontology/writes";
-export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QUERY_OPERATORS, containsApplies, operandKind, type OperandKind } from "./ontology/query";
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QUERY_OPERATORS, QUERY_WORDING, containsApplies, operandKind, type OperandKind } from "./ontology/query";
 export { own, propertyDef, type ObjectTypeDefinition, type PropertyType } from "./sdk/project";
 export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema } from "./sdk/records";
 export { closeIfSlow, sendFrame, sendFrames, subscriptionSocket } from "./http/socket";

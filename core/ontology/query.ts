@@ -49,16 +49,31 @@ export function operandKind(type: PropertyType | "primaryId"): OperandKind {
  */
 export const containsApplies = (type: PropertyType | "primaryId") => operandKind(type) === "string" || type === "json";
 
-const KIND_NAMES: Record<OperandKind, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean", none: "absent" };
+/**
+ * The words the query compiler and the request body's schema (plugins/objects, the OpenAPI) both use
+ * in their refusals, so a condition is refused in the same terms either way.
+ */
+export const QUERY_WORDING = {
+  /** What a value of each kind is, in words. */
+  kindNames: { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean", none: "absent" } as Record<OperandKind, string>,
+  /** After `where.<property>`: an operator object with no operator. */
+  noOperator: `names no operator: give a value (equality) or at least one of ${QUERY_OPERATORS.join(", ")}`,
+  /** What a property is: `a number property`, or the id. */
+  property: (type: PropertyType | "primaryId") => (type === "primaryId" ? "the object's id, a string" : `a ${type} property`),
+  /** A condition on a file property that is not `exists` (or `eq`/`ne` null). */
+  fileProperty: (property: string) => `${property} is a file property; filter it with exists (or eq/ne null)`,
+  /** `contains` on a property that is not text or json. */
+  containsNotText: (property: string, type: PropertyType | "primaryId") => `contains applies to text properties; ${property} is ${QUERY_WORDING.property(type)} (use eq, in, or a range)`,
+};
 
-function bindable(value: unknown, at: string, kind: OperandKind, property: string, type: string, nullable: boolean): SqlValue {
+function bindable(value: unknown, at: string, kind: OperandKind, property: string, type: PropertyType | "primaryId", nullable: boolean): SqlValue {
   if (typeof value === "number" && !Number.isFinite(value)) throw new ApiError("invalid_request", `${at} must be a finite number, not ${value}`);
   const scalar = typeof value === "string" || typeof value === "number" || typeof value === "boolean";
   const fits = (kind === "any" ? scalar : typeof value === kind) || (nullable && value === null);
-  if (kind === "none" && !fits) throw new ApiError("invalid_request", `${at}: ${property} is a file property; filter it with exists (or eq/ne null)`);
+  if (kind === "none" && !fits) throw new ApiError("invalid_request", `${at}: ${QUERY_WORDING.fileProperty(property)}`);
   if (!fits) {
-    const wanted = `${KIND_NAMES[kind]}${nullable ? " or null" : ""}`;
-    throw new ApiError("invalid_request", `${at} must be ${wanted} (${property} is ${type === "primaryId" ? "the object's id, a string" : `a ${type} property`}), not ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `the ${typeof value} ${JSON.stringify(value)}`}`);
+    const wanted = `${QUERY_WORDING.kindNames[kind]}${nullable ? " or null" : ""}`;
+    throw new ApiError("invalid_request", `${at} must be ${wanted} (${property} is ${QUERY_WORDING.property(type)}), not ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `the ${typeof value} ${JSON.stringify(value)}`}`);
   }
   if (typeof value === "boolean") return value ? 1 : 0;
   return value as SqlValue;
@@ -95,7 +110,7 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
     const bare = cond === null || typeof cond !== "object" || Array.isArray(cond);
     // an operator given as `undefined` (from code: JSON has none) is no operator
     const ops = Object.fromEntries(Object.entries(bare ? { eq: cond } : cond).filter(([, value]) => value !== undefined));
-    if (!bare && Object.keys(ops).length === 0) throw new ApiError("invalid_request", `where.${property} names no operator: give a value (equality) or at least one of ${QUERY_OPERATORS.join(", ")}`);
+    if (!bare && Object.keys(ops).length === 0) throw new ApiError("invalid_request", `where.${property} ${QUERY_WORDING.noOperator}`);
     for (const [op, value] of Object.entries(ops)) {
       const at = bare ? `where.${property}` : `where.${property}.${op}`;
       const operand = (x: unknown, nullable = false) => bindable(x, at, kind, property, propType, nullable);
@@ -127,7 +142,7 @@ export function compileObjectQuery(project: ProjectDefinition, q: ObjectQuery): 
           break;
         }
         case "contains":
-          if (!containsApplies(propType)) throw new ApiError("invalid_request", kind === "none" ? `${at}: ${property} is a file property; filter it with exists (or eq/ne null)` : `${at}: contains applies to text properties; ${property} is a ${propType} property (use eq, in, or a range)`);
+          if (!containsApplies(propType)) throw new ApiError("invalid_request", `${at}: ${kind === "none" ? QUERY_WORDING.fileProperty(property) : QUERY_WORDING.containsNotText(property, propType)}`);
           if (typeof value !== "string") throw new ApiError("invalid_request", `${at} must be a string`);
           // text values only: SQLite's text of a REAL (`1.0e+21`) is not JavaScript's, and rules match in memory (match.ts)
           add("(typeof($col) = 'text' AND instr(lower($col), lower(?)) > 0)", value);

@@ -1,12 +1,12 @@
 import * as v from "valibot";
-import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, QUERY_OPERATORS, OntologyStore, can, containsApplies, definePlugin, operandKind, own, propertyDef, requirePermission, type ObjectTypeDefinition, type OperandKind, type Principal, type PropertyType } from "../../core/plugin-api";
+import { ApiError, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ObjectRecordSchema, QUERY_OPERATORS, OntologyStore, QUERY_WORDING, can, containsApplies, definePlugin, operandKind, own, propertyDef, requirePermission, type ObjectTypeDefinition, type OperandKind, type Principal, type PropertyType } from "../../core/plugin-api";
 
 const PageSchema = v.object({ data: v.array(ObjectRecordSchema), nextPageToken: v.optional(v.string()) });
 
 const pageSize = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE));
 const scalar = v.union([v.string(), v.number(), v.boolean(), v.null()]);
 const OPERATORS = `(${QUERY_OPERATORS.join(", ")})`;
-const NO_OPERATOR = `names no operator: give a value (equality) or at least one of ${QUERY_OPERATORS.join(", ")}`;
+const NO_OPERATOR = QUERY_WORDING.noOperator;
 /** Names the unknown operators of a condition object, if any. */
 const unknownOperators = (input: unknown) =>
   input !== null && typeof input === "object" && !Array.isArray(input) ? Object.keys(input).filter((k) => !QUERY_OPERATORS.includes(k)) : [];
@@ -37,7 +37,6 @@ const ConditionSchema = v.union(
 );
 
 const OPERANDS: Record<Exclude<OperandKind, "none">, v.GenericSchema> = { string: v.string(), number: v.number(), boolean: v.boolean(), any: v.union([v.string(), v.number(), v.boolean()]) };
-const KIND_NAMES: Record<Exclude<OperandKind, "none">, string> = { string: "a string", number: "a number", boolean: "a boolean", any: "a string, number or boolean" };
 
 /**
  * The `where` condition of one property, typed as {@link compileObjectQuery} checks it (spec 4.3):
@@ -50,7 +49,7 @@ function conditionFor(property: string, type: PropertyType | "primaryId") {
     // a file reference: present or absent is all a filter can say about it
     const refusedFile = (input: unknown) => {
       const unknown = unknownOperators(input);
-      return unknown.length ? unknownMessage(unknown) : `${property} is a file property; filter it with exists (or eq/ne null)`;
+      return unknown.length ? unknownMessage(unknown) : QUERY_WORDING.fileProperty(property);
     };
     const operators = { eq: v.optional(v.null()), ne: v.optional(v.null()), exists: v.optional(v.boolean()) };
     return v.union([v.null(), v.pipe(v.strictObject(operators, ({ input }) => refusedFile({ [String(input)]: true })), v.minEntries(1, NO_OPERATOR))], ({ input }) => refusedFile(input));
@@ -58,12 +57,13 @@ function conditionFor(property: string, type: PropertyType | "primaryId") {
   const value = OPERANDS[kind];
   const orNull = v.union([value, v.null()]);
   const contains = containsApplies(type);
-  const what = type === "primaryId" ? "the object's id, a string" : `a ${type} property`;
+  const what = QUERY_WORDING.property(type);
+  const kindName = QUERY_WORDING.kindNames[kind];
   const refused = (input: unknown) => {
     const unknown = unknownOperators(input);
     if (unknown.length) return unknownMessage(unknown);
-    if (!contains && input !== null && typeof input === "object" && "contains" in input) return `contains applies to text properties; ${property} is ${what} (use eq, in, or a range)`;
-    return `a condition on ${property} (${what}) is ${KIND_NAMES[kind]} or null (equality) or an object of operators ${OPERATORS} with ${KIND_NAMES[kind]} as each value (null only in eq and ne; in takes a list of 1 to 500)`;
+    if (!contains && input !== null && typeof input === "object" && "contains" in input) return QUERY_WORDING.containsNotText(property, type);
+    return `a condition on ${property} (${what}) is ${kindName} or null (equality) or an object of operators ${OPERATORS} with ${kindName} as each value (null only in eq and ne; in takes a list of 1 to 500)`;
   };
   const operators: v.ObjectEntries = {
     eq: v.optional(orNull), ne: v.optional(orNull), gt: v.optional(value), gte: v.optional(value), lt: v.optional(value), lte: v.optional(value),
