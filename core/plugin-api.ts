@@ -62,7 +62,7 @@ export { LOGGER, type Logger } from "./logger";
 export { Lifecycle } from "./lifecycle";
 export { Database } from "./store/db";
 export { EVENT_TOPICS, EVENT_TYPES, ONTOLOGY_TOPICS, TOPICS, eventSubject, type EventType, type StoredDomainEvent, type Topic } from "./events/catalog";
-export { EventLog, requiredPayloadFields } from "./events/log";
+export { CATALOG_FIELDS, EventLog, requiredPayloadFields } from "./events/log";
 export { Outbox } from "./events/outbox";
 export { cursorPump } from "./events/pump";
 export { LOG_LEVELS, LogCapture, LogLineSchema } from "./logs/capture";

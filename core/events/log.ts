@@ -1,4 +1,6 @@
+import * as v from "valibot";
 import { inject, injectable } from "../di";
+import { SubjectSchema } from "../sdk/records";
 import { Database, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { Outbox } from "./outbox";
@@ -64,17 +66,20 @@ const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
 };
 for (const t of Object.keys(EVENT_TOPICS) as EventType[]) if (t.startsWith("workflow.")) REQUIRED_FIELDS[t] = ["workflowId", "runId"];
 
-const nonEmpty = (x: unknown) => typeof x === "string" && x !== "";
+const ID = { schema: v.pipe(v.string(), v.minLength(1, "must be a non-empty string")), what: "a non-empty string" };
+const TIMESTAMP = { schema: v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp (2026-01-01T00:00:00Z)")), what: "an ISO 8601 timestamp" };
 /**
- * What each catalog field holds, as the service writes it (spec 2.4), checked by {@link EventLog.prepare}
- * (and documented by `POST /api/events`'s schema, plugins/events/append.ts): ids are non-empty strings,
- * times ISO 8601 timestamps, `subject` an object reference, `error` an object with a `message`.
+ * What each catalog field holds, as the service writes it (spec 2.4): ids are non-empty strings, times
+ * ISO 8601 timestamps, `subject` an object reference, `error` an object with a `message`; `what` says
+ * it in words. {@link EventLog.prepare} checks every append with these schemas, and `POST /api/events`
+ * (plugins/events/append.ts) validates and documents its body with them. A field not named here
+ * (`params`) may hold any value.
  */
-const FIELD_KINDS: Record<string, { is: (x: unknown) => boolean; what: string }> = {
-  ...Object.fromEntries(["actionId", "runId", "scheduleId", "occurrenceKey", "ruleId", "syncId", "pipelineId", "workflowId", "datasetId"].map((f) => [f, { is: nonEmpty, what: "a non-empty string" }])),
-  ...Object.fromEntries(["finishedAt", "occurrenceAt", "triggeredAt"].map((f) => [f, { is: (x: unknown) => typeof x === "string" && /^\d{4}-\d\d-\d\dT/.test(x) && !Number.isNaN(Date.parse(x)), what: "an ISO 8601 timestamp" }])),
-  subject: { is: (x) => x !== null && typeof x === "object" && (x as { kind?: unknown }).kind === "object" && nonEmpty((x as { objectTypeId?: unknown }).objectTypeId) && nonEmpty((x as { primaryId?: unknown }).primaryId), what: '{ kind: "object", objectTypeId, primaryId }' },
-  error: { is: (x) => x !== null && typeof x === "object" && typeof (x as { message?: unknown }).message === "string", what: "an object with a message" },
+export const CATALOG_FIELDS: Readonly<Record<string, { schema: v.GenericSchema; what: string }>> = {
+  actionId: ID, runId: ID, scheduleId: ID, occurrenceKey: ID, ruleId: ID, syncId: ID, pipelineId: ID, workflowId: ID, datasetId: ID,
+  finishedAt: TIMESTAMP, occurrenceAt: TIMESTAMP, triggeredAt: TIMESTAMP,
+  subject: { schema: SubjectSchema, what: '{ kind: "object", objectTypeId, primaryId }' },
+  error: { schema: v.looseObject({ message: v.string() }), what: "an object with a message" },
 };
 
 /**
@@ -209,8 +214,8 @@ export class EventLog {
       const missing = required.filter((f) => input.payload?.[f] === undefined);
       if (missing.length) throw new ApiError("invalid_request", `Payload of "${input.type}" lacks ${missing.join(", ")}`, { index, missing });
       for (const f of required) {
-        const kind = FIELD_KINDS[f];
-        if (kind && !kind.is(input.payload[f])) throw new ApiError("invalid_request", `Payload of "${input.type}": ${f} must be ${kind.what}`, { index, field: f });
+        const field = CATALOG_FIELDS[f];
+        if (field && !v.is(field.schema, input.payload[f])) throw new ApiError("invalid_request", `Payload of "${input.type}": ${f} must be ${field.what}`, { index, field: f });
       }
       return this.envelope(input);
     });

@@ -1,24 +1,10 @@
 import * as v from "valibot";
-import { EVENT_TOPICS, EVENT_TYPES, ONTOLOGY_TOPICS, EventLog, SubjectSchema, can, newId, requirePermission, requiredPayloadFields, type EventType, type RouteRegistry } from "../../core/plugin-api";
+import { EVENT_TOPICS, EVENT_TYPES, ONTOLOGY_TOPICS, CATALOG_FIELDS, EventLog, can, newId, requirePermission, requiredPayloadFields, type EventType, type RouteRegistry } from "../../core/plugin-api";
 
 /** Event types a caller may append (spec 6.2): every catalog type outside the ontology topics. */
 export const APPENDABLE_TYPES = EVENT_TYPES.filter((t) => !ONTOLOGY_TOPICS.has(EVENT_TOPICS[t]));
 
 const REFUSED = "object.*, link.* and telemetry.* events are emitted by the service after an ontology write and cannot be appended (spec 6.2); write the change with POST /api/ontology/writes";
-
-const id = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
-const timestamp = v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp (2026-01-01T00:00:00Z)"));
-/**
- * What each catalog field (spec 2.4) holds, as the service writes it: ids are non-empty strings,
- * times ISO 8601 timestamps, `subject` an object reference, `error` an object with a `message`.
- * A field not named here (`params`) may hold any value.
- */
-const PAYLOAD_FIELDS: Record<string, v.GenericSchema> = {
-  actionId: id, runId: id, scheduleId: id, occurrenceKey: id, ruleId: id, syncId: id, pipelineId: id, workflowId: id, datasetId: id,
-  finishedAt: timestamp, occurrenceAt: timestamp, triggeredAt: timestamp,
-  subject: SubjectSchema,
-  error: v.looseObject({ message: v.string() }),
-};
 
 /** One event: a variant on `type` whose payload must carry the type's catalog fields (spec 2.4), each of its kind. */
 const EventInput = v.variant(
@@ -26,7 +12,7 @@ const EventInput = v.variant(
   APPENDABLE_TYPES.map((type) =>
     v.strictObject({
       type: v.literal(type),
-      payload: v.pipe(v.looseObject(Object.fromEntries(requiredPayloadFields(type).map((f) => [f, PAYLOAD_FIELDS[f] ?? v.unknown()]))), v.check((p) => !Array.isArray(p), "must be an object")),
+      payload: v.pipe(v.looseObject(Object.fromEntries(requiredPayloadFields(type).map((f) => [f, CATALOG_FIELDS[f]?.schema ?? v.unknown()]))), v.check((p) => !Array.isArray(p), "must be an object")),
       partitionKey: v.optional(v.pipe(v.string(), v.minLength(1))),
       idempotencyKey: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.description("An event whose key was appended before is skipped"))),
     }),
