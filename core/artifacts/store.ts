@@ -322,8 +322,8 @@ export class ArtifactStore {
 
     // a CSV under sheets/ that no sheet of workbook.json names is kept with the version, but no tab shows it
     if (kind === "sheet") {
-      const named = new Set((outline.sheets ?? []).map((x) => `sheets/${x.name}.csv`));
       const names = (outline.sheets ?? []).map((x) => x.name);
+      const named = new Set(names.map((name) => `sheets/${name}.csv`));
       for (const { path } of entries) {
         if (!path.startsWith("sheets/") || !path.toLowerCase().endsWith(".csv") || named.has(path)) continue;
         warnings.push({ code: "sheet_file_unused", file: path, message: `${path} is not the file of any sheet in workbook.json (its sheets: ${names.length ? names.join(", ") : "none"}; the sheet named N reads sheets/N.csv): it is kept with the version, but no tab shows it` });

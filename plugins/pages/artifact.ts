@@ -70,7 +70,8 @@ export async function artifactPage(s: PageServices, ctx: { reader: Reader; user:
     case "slides": {
       view = deckView(s, ctx, version, theme);
       const count = (version.outline as VersionOutline).slides?.length ?? 0;
-      if (ctx.part && !(/^[1-9]\d*$/.test(ctx.part) && Number(ctx.part) <= count)) partMissing = `This deck has no slide "${ctx.part}" (its slides: 1 to ${count}). Showing ${/^[1-9]\d*$/.test(ctx.part) ? `slide ${Math.max(1, count)}` : "the first slide"}.`;
+      const shown = deckSlide(ctx.part, count);
+      if (ctx.part && String(shown) !== ctx.part) partMissing = `This deck has no slide "${ctx.part}" (its slides: 1 to ${count}). Showing ${/^[1-9]\d*$/.test(ctx.part) ? `slide ${shown}` : "the first slide"}.`;
       break;
     }
     default:
@@ -156,12 +157,15 @@ async function sheetView(s: PageServices, ctx: { reader: Reader; v?: number; par
   return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, pinned: ctx.v !== undefined, sheets, charts, part: ctx.part, locale: ctx.locale }));
 }
 
+/** The slide a deck opens at for `part` (`?part=`): the one it names, the last for a number past them, else the first. */
+const deckSlide = (part: string | undefined, count: number) => (part && /^[1-9]\d*$/.test(part) ? Math.min(Number(part), Math.max(1, count)) : 1);
+
 function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin: string }, version: Version, theme: Theme | undefined): RawHtml {
   const modes = theme?.mode ? `${theme.mode} mode (the theme pins it)` : "light and dark mode";
   const outline = version.outline as VersionOutline;
   const slides = outline.slides ?? [];
   const token = s.frames.mint({ artifactId: version.artifactId, version: version.version, reader: ctx.reader.id });
-  const part = ctx.part && /^[1-9]\d*$/.test(ctx.part) ? Math.min(Number(ctx.part), Math.max(1, slides.length)) : 1;
+  const part = deckSlide(ctx.part, slides.length);
   const src = `${FRAME_PREFIX}${token}/index.html?part=${part}`;
   const checks = outline.checks;
   const bySlide = new Map<number, typeof version.warnings>();
