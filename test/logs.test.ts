@@ -41,6 +41,36 @@ describe("handler logs (spec 2.5)", () => {
     expect((await dev.get(`/api/logs?afterCursor=${encodeURIComponent(eventCursor)}`)).status).toBe(400);
   });
 
+  it("refuses a cursor past the newest line (one it never issued), which would skip lines in silence, on GET and on /ws/logs", async () => {
+    await approve("inv_1002", "logs-approve-ahead");
+    const latest = (await dev.get("/api/logs?limit=1000")).body.logs.at(-1).cursor as string;
+    const [tag, epoch, seq] = Buffer.from(latest, "base64url").toString().split(":");
+    const ahead = Buffer.from(`${tag}:${epoch}:${Number(seq) + 1_000}`).toString("base64url");
+    const res = await dev.get(`/api/logs?afterCursor=${ahead}`);
+    expect([res.status, res.body.error.message]).toEqual([400, "afterCursor is not a cursor of this log (it is past the newest line)"]);
+    expect((await dev.get(`/api/logs?afterCursor=${latest}`)).body).toMatchObject({ count: 0 });
+    // the lines written after it are read from it, and its successor is accepted once they exist
+    await approve("inv_1004", "logs-approve-after");
+    const after = await eventually(async () => {
+      const page = (await dev.get(`/api/logs?afterCursor=${latest}`)).body;
+      return page.count > 0 ? page.logs : undefined;
+    });
+    expect(after.map((l: any) => l.run.id)).toContain("logs-approve-after");
+    const next = Buffer.from(`${tag}:${epoch}:${Number(seq) + 1}`).toString("base64url");
+    expect((await dev.get(`/api/logs?afterCursor=${next}`)).status).toBe(200);
+
+    const cookie = ((await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: "dev", password: "dev-sandbox-password" }) })).headers.get("set-cookie") ?? "").split(";")[0]!;
+    const Ctor = NodeWebSocket as unknown as new (url: string, protocols: string[], opts: object) => any;
+    const ws = new Ctor(`${app.url.replace(/^http/, "ws")}/ws/logs`, [], { headers: { cookie }, origin: app.url });
+    sockets.push(ws);
+    const frames: any[] = [];
+    ws.on("message", (d: Buffer) => frames.push(JSON.parse(String(d))));
+    await eventually(async () => frames.some((f) => f.type === "connected"));
+    ws.send(JSON.stringify({ type: "subscribe", afterCursor: Buffer.from(`${tag}:${epoch}:${Number(seq) + 1_000_000}`).toString("base64url") }));
+    await eventually(async () => frames.some((f) => f.type === "error" && f.message === "afterCursor is not a cursor of this log (it is past the newest line)"));
+    expect(frames.some((f) => f.type === "subscribed")).toBe(false);
+  });
+
   it("captures workflow code's logs through a sink, under the workflow run", async () => {
     const { runId } = (await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1003", waitMs: 0 } })).body;
     const lines = await eventually(async () => {

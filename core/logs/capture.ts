@@ -47,6 +47,12 @@ export class LogCapture {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private prunedThrough = 0;
+  /**
+   * The newest seq this capture answers: the newest line read back after each flush's commit (the
+   * prune mark when retention deleted every line). Reads stop there and a cursor past it is refused,
+   * so a cursor never issued (one that would skip the lines written up to it) is not taken in silence.
+   */
+  private newest = 0;
 
   constructor(
     private readonly db: Database,
@@ -61,6 +67,7 @@ export class LogCapture {
     const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
     const capture = new LogCapture(db, `${meta.stream_epoch}-logs`);
     capture.prunedThrough = Number(meta.logs_pruned_through ?? 0);
+    capture.newest = Math.max(await capture.maxSeq(), capture.prunedThrough);
     return capture;
   }
 
@@ -104,23 +111,34 @@ export class LogCapture {
       .then(async () => {
         const now = Date.now();
         await this.db.transaction(async (tx) => tx.defer(insertLines, lines.map((l) => [l.at, now, l.level, l.message, JSON.stringify(l.fields), l.run.kind, l.run.id])));
+        // the insert's seqs are not handed back (a deferred statement): the newest is read after the
+        // commit (flushes run one at a time, and the read connection sees a commit once it is made)
+        this.newest = Math.max(this.newest, await this.maxSeq());
         this.notifier.emit("appended");
       })
       .catch(() => undefined);
     return this.flushing;
   }
 
-  /** Checks that `cursor` is a cursor of this log (not whether it is still retained). @throws {ApiError} invalid_request when it is not */
-  checkCursor(cursor: string): void {
-    decodeCursor(this.epoch, cursor, "log");
+  /**
+   * Checks that `cursor` is a cursor of this log (not whether it is still retained) and answers its seq.
+   * @throws {ApiError} invalid_request when it is not one, or is past the newest line (never issued)
+   */
+  checkCursor(cursor: string): number {
+    const seq = decodeCursor(this.epoch, cursor, "log");
+    if (seq > this.newest) throw new ApiError("invalid_request", "afterCursor is not a cursor of this log (it is past the newest line)", { afterCursor: cursor });
+    return seq;
   }
 
-  /** Reads lines oldest first. @throws {ApiError} invalid_request (foreign cursor), cursor_expired */
+  /**
+   * Reads lines oldest first, up to the newest line this capture has read back (see `newest`).
+   * @throws {ApiError} invalid_request (a foreign cursor, or one past the newest line), cursor_expired
+   */
   async read(q: LogQuery): Promise<LogLine[]> {
-    const where: string[] = [];
-    const params: SqlParams = [];
+    const where: string[] = ["seq <= ?"];
+    const params: SqlParams = [this.newest];
     if (q.afterCursor !== undefined) {
-      const seq = decodeCursor(this.epoch, q.afterCursor, "log");
+      const seq = this.checkCursor(q.afterCursor);
       if (seq < this.prunedThrough) throw new ApiError("cursor_expired", "The cursor points before the retained logs", { afterCursor: q.afterCursor });
       where.push("seq > ?");
       params.push(seq);
@@ -138,16 +156,20 @@ export class LogCapture {
       params.push(...q.levels);
     }
     const rows = await this.db.all<{ seq: number; at: string; level: LogLevel; message: string; fields: string; run_kind: string; run_id: string }>(
-      `SELECT * FROM logs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`,
+      `SELECT * FROM logs WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
       [...params, q.limit] as SqlParams,
     );
     return rows.map((r) => ({ message: r.message, level: r.level, fields: JSON.parse(r.fields), run: { kind: r.run_kind, id: r.run_id }, at: r.at, cursor: encodeCursor(this.epoch, r.seq) }));
   }
 
-  /** The newest line's cursor, or undefined. */
+  /** The newest position's cursor (the newest line's, or the prune mark's when retention deleted every line), or undefined when the log has none. */
   async latestCursor(): Promise<string | undefined> {
-    const row = await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM logs");
-    return row?.seq ? encodeCursor(this.epoch, row.seq) : undefined;
+    return this.newest > 0 ? encodeCursor(this.epoch, this.newest) : undefined;
+  }
+
+  /** `MAX(seq)` of the stored lines (0 when there are none). */
+  private async maxSeq(): Promise<number> {
+    return (await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM logs"))?.seq ?? 0;
   }
 
   /** Drops lines older than `retentionMs` (the events' retention). */

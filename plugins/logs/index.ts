@@ -62,7 +62,7 @@ export default definePlugin({
           return principal;
         },
         schema: Subscribe,
-        // a cursor of another log is refused before anything is acknowledged or stopped
+        // a cursor of another log, or past its newest line, is refused before anything is acknowledged or stopped
         check: (sub) => sub.afterCursor === undefined || logs.checkCursor(sub.afterCursor),
         async start(peer, _principal, sub, onReadError) {
           await logs.flush();
