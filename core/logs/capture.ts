@@ -48,9 +48,12 @@ export class LogCapture {
   private flushing: Promise<void> = Promise.resolve();
   private prunedThrough = 0;
   /**
-   * The newest seq this capture answers: the newest line read back after each flush's commit (the
-   * prune mark when retention deleted every line). Reads stop there and a cursor past it is refused,
-   * so a cursor never issued (one that would skip the lines written up to it) is not taken in silence.
+   * The newest seq this capture answers: `sqlite_sequence`'s at open (the last seq the table gave, also
+   * when retention deleted every line), then moved on by each flush's line count once it commits: this
+   * capture is the `logs` table's one writer and a flush one multi-row INSERT, so AUTOINCREMENT gives its
+   * lines the next seqs in order (a rolled-back flush gives none and moves nothing). Reads stop there and
+   * a cursor past it is refused, so a cursor never issued (one that would skip the lines written up to
+   * it) is not taken in silence.
    */
   private newest = 0;
 
@@ -67,7 +70,8 @@ export class LogCapture {
     const meta = Object.fromEntries(rows.map((r) => [r.key, r.value]));
     const capture = new LogCapture(db, `${meta.stream_epoch}-logs`);
     capture.prunedThrough = Number(meta.logs_pruned_through ?? 0);
-    capture.newest = Math.max(await capture.maxSeq(), capture.prunedThrough);
+    const sequence = await db.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'logs'");
+    capture.newest = Math.max(sequence?.seq ?? 0, capture.prunedThrough);
     return capture;
   }
 
@@ -110,10 +114,10 @@ export class LogCapture {
     this.flushing = this.flushing
       .then(async () => {
         const now = Date.now();
-        await this.db.transaction(async (tx) => tx.defer(insertLines, lines.map((l) => [l.at, now, l.level, l.message, JSON.stringify(l.fields), l.run.kind, l.run.id])));
-        // the insert's seqs are not handed back (a deferred statement): the newest is read after the
-        // commit (flushes run one at a time, and the read connection sees a commit once it is made)
-        this.newest = Math.max(this.newest, await this.maxSeq());
+        await this.db.transaction(async (tx) => {
+          tx.defer(insertLines, lines.map((l) => [l.at, now, l.level, l.message, JSON.stringify(l.fields), l.run.kind, l.run.id]));
+          tx.afterCommit(() => void (this.newest += lines.length));
+        });
         this.notifier.emit("appended");
       })
       .catch(() => undefined);
@@ -165,11 +169,6 @@ export class LogCapture {
   /** The newest position's cursor (the newest line's, or the prune mark's when retention deleted every line), or undefined when the log has none. */
   async latestCursor(): Promise<string | undefined> {
     return this.newest > 0 ? encodeCursor(this.epoch, this.newest) : undefined;
-  }
-
-  /** `MAX(seq)` of the stored lines (0 when there are none). */
-  private async maxSeq(): Promise<number> {
-    return (await this.db.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM logs"))?.seq ?? 0;
   }
 
   /** Drops lines older than `retentionMs` (the events' retention). */
