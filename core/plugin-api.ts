@@ -71,6 +71,7 @@ export { DirectWrites, isObjectOrLinkChange, type DirectChange, type DirectWrite
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QUERY_OPERATORS, QUERY_WORDING, containsApplies, operandKind, type OperandKind } from "./ontology/query";
 export { own, propertyDef, type ObjectTypeDefinition, type PropertyType } from "./sdk/project";
 export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema } from "./sdk/records";
+export { dateSchema, timestampSchema, isTimestamp, isCalendarDate } from "./sdk/time";
 export { closeIfSlow, sendFrame, sendFrames, subscriptionSocket } from "./http/socket";
 export { readBodyBytes, requestBodyStream } from "./http/body";
 export type { RouteRegistry } from "./http/routes";

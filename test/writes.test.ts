@@ -55,6 +55,20 @@ describe("POST /api/ontology/writes", () => {
     expect(unknown.body.error.message).toMatch(/"colour" is not a writable property of invoice \(its properties: .*amount/);
   });
 
+  it("takes dates and timestamps in the one grammar the connector path uses (a real day, a time zone), and documents it", async () => {
+    const update = (properties: Record<string, unknown>) => dev().post("/api/ontology/writes", { changes: [{ op: "object.update", objectTypeId: "invoice", primaryId: "inv_1001", properties }] });
+    for (const properties of [{ dueDate: "2026-02-30" }, { reviewedAt: "2026-02-30T00:00:00Z" }, { reviewedAt: "2026-01-01T00:00:00" }]) {
+      const res = await update(properties);
+      expect([JSON.stringify(properties), res.status, res.body.error?.message]).toEqual([JSON.stringify(properties), 400, expect.stringMatching(/must be (a date YYYY-MM-DD|an ISO 8601 timestamp with a time zone)/)]);
+    }
+    expect((await update({ dueDate: "2028-02-29", reviewedAt: "2026-01-31T13:00:00.5+01:00" })).status).toBe(200);
+    const runs = await dev().get("/api/workflow-runs?startedAfter=2026-02-30T00:00:00Z");
+    expect([runs.status, runs.body.error?.message]).toEqual([400, expect.stringContaining("must be an ISO 8601 timestamp with a time zone")]);
+    const doc = (await dev().get("/docs/openapi.json")).body;
+    const startedAfter = doc.paths["/api/workflow-runs"].get.parameters.find((p: any) => p.name === "startedAfter");
+    expect(new RegExp(startedAfter.schema.pattern).test("2026-01-31T12:00:00Z") && !new RegExp(startedAfter.schema.pattern).test("2026-01-31 12:00:00Z")).toBe(true);
+  });
+
   it("needs edit:object for objects and links, append:telemetry for telemetry, and writes nothing without them", async () => {
     const telemetry = { op: "telemetry.append", objectTypeId: "customer", objectId: "w-cust-1", propertyId: "apiCalls", value: 1 };
     for (const who of ["alice", "auditor", "opsBot"] as const) {

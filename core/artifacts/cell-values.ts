@@ -30,23 +30,8 @@ export function isPlainNumber(s: string): boolean {
   return i !== start && i === n && Number.isFinite(Number(s));
 }
 
-const DAYS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-/** `YYYY-MM-DD`, a real Gregorian date, years 0001–9999. */
-export function isCalendarDate(s: string): boolean {
-  if (s.length !== 10 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45) return false;
-  let year = 0;
-  for (let i = 0; i < 4; i++) {
-    const d = s.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return false;
-    year = year * 10 + d;
-  }
-  const m1 = s.charCodeAt(5) - 48, m2 = s.charCodeAt(6) - 48, d1 = s.charCodeAt(8) - 48, d2 = s.charCodeAt(9) - 48;
-  if (m1 < 0 || m1 > 9 || m2 < 0 || m2 > 9 || d1 < 0 || d1 > 9 || d2 < 0 || d2 > 9) return false;
-  const month = m1 * 10 + m2, day = d1 * 10 + d2;
-  if (year === 0 || month < 1 || month > 12 || day < 1) return false;
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  return day <= (month === 2 && leap ? 29 : DAYS[month]!);
-}
+/** `YYYY-MM-DD`, a real Gregorian date, years 0001–9999 (the grammar of every date in svc: core/sdk/time.ts). */
+export { isCalendarDate } from "../sdk/time";
 
 /** A complete `http://` or `https://` address: a host, no whitespace or control characters. */
 export function isWebAddress(s: string): boolean {

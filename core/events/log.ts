@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { SubjectSchema } from "../sdk/records";
+import { timestampSchema, TIMESTAMP_WORDS } from "../sdk/time";
 import { Database, type SqlWriter } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import { Outbox } from "./outbox";
@@ -67,7 +68,7 @@ const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
 for (const t of Object.keys(EVENT_TOPICS) as EventType[]) if (t.startsWith("workflow.")) REQUIRED_FIELDS[t] = ["workflowId", "runId"];
 
 const ID = { schema: v.pipe(v.string(), v.minLength(1, "must be a non-empty string")), what: "a non-empty string" };
-const TIMESTAMP = { schema: v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp (2026-01-01T00:00:00Z)")), what: "an ISO 8601 timestamp" };
+const TIMESTAMP = { schema: timestampSchema(), what: TIMESTAMP_WORDS };
 /**
  * What each catalog field holds, as the service writes it (spec 2.4): ids are non-empty strings, times
  * ISO 8601 timestamps, `subject` an object reference, `error` an object with a `message`; `what` says

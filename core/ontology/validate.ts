@@ -1,8 +1,8 @@
 import { ApiError } from "../errors";
 import { own, propertyDef, type PropertyDefinition, type PropertyType, type ProjectDefinition } from "../sdk/project";
 import type { OntologyChange } from "../sdk/context";
+import { isCalendarDate, isTimestamp, TIMESTAMP_WORDS } from "../sdk/time";
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 function typeMatches(type: PropertyType, value: unknown): boolean {
   switch (type) {
@@ -15,9 +15,9 @@ function typeMatches(type: PropertyType, value: unknown): boolean {
     case "boolean":
       return typeof value === "boolean";
     case "date":
-      return typeof value === "string" && DATE.test(value) && !Number.isNaN(Date.parse(value));
+      return typeof value === "string" && isCalendarDate(value);
     case "datetime":
-      return typeof value === "string" && !Number.isNaN(Date.parse(value)) && value.includes("T");
+      return typeof value === "string" && isTimestamp(value);
     case "json":
       return true;
     case "file":
@@ -100,7 +100,7 @@ export function validateChanges(project: ProjectDefinition, changes: readonly On
         const t = own(project.telemetry, c.propertyId);
         if (!t || t.objectTypeId !== c.objectTypeId) problems.push(`${at}: "${c.propertyId}" is not a telemetry property of ${c.objectTypeId}`);
         if (typeof c.value !== "number" || !Number.isFinite(c.value)) problems.push(`${at}.value must be a finite number`);
-        if (c.at !== undefined && Number.isNaN(Date.parse(c.at))) problems.push(`${at}.at must be an ISO timestamp`);
+        if (c.at !== undefined && !isTimestamp(c.at)) problems.push(`${at}.at must be ${TIMESTAMP_WORDS}`);
         break;
       }
       default:

@@ -3,8 +3,9 @@
  * connector declares, and the one row validator built from it.
  */
 import * as v from "valibot";
+import { dateSchema, timestampSchema } from "./time";
 
-/** Types of dataset columns: `date` is `YYYY-MM-DD`, `datetime` an ISO 8601 timestamp with a `T`. */
+/** Types of dataset columns: `date` is `YYYY-MM-DD`, `datetime` an ISO 8601 timestamp with a time zone (the grammars of core/sdk/time.ts). */
 export const DATASET_COLUMN_TYPES = ["string", "number", "integer", "boolean", "date", "datetime"] as const;
 export type DatasetColumnType = (typeof DATASET_COLUMN_TYPES)[number];
 
@@ -74,7 +75,6 @@ export interface CompiledDataset {
   check(row: unknown): { ok: true; key: string; values: Record<string, unknown>; data: string } | { ok: false; problems: RowProblem[] };
 }
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The valibot schema of one column type (the same checks as the ontology's property types). */
 function columnSchema(type: DatasetColumnType): v.GenericSchema<unknown, unknown> {
@@ -88,9 +88,9 @@ function columnSchema(type: DatasetColumnType): v.GenericSchema<unknown, unknown
     case "boolean":
       return v.boolean();
     case "date":
-      return v.pipe(v.string(), v.isoDate("must be a date YYYY-MM-DD"), v.check((s) => DATE.test(s) && !Number.isNaN(Date.parse(s)), "must be a date YYYY-MM-DD"));
+      return dateSchema();
     case "datetime":
-      return v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp"), v.check((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 timestamp"));
+      return timestampSchema();
   }
 }
 

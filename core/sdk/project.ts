@@ -5,7 +5,8 @@ import { can } from "../auth/permissions";
 import { TOPICS } from "../events/catalog";
 
 /**
- * Property types of object and link properties. `date` is `YYYY-MM-DD`, `datetime` ISO 8601. `file`
+ * Property types of object and link properties. `date` is `YYYY-MM-DD`, `datetime` an ISO 8601 timestamp with
+ * a time zone (the grammars of core/sdk/time.ts: `2026-02-30` is no date). `file`
  * holds a file reference (spec 2.6): write `{ id: "file_…" }` of an uploaded file; the stored value is
  * the whole reference `{ id, name, contentType, size, sha256 }`, and the file is read through the object
  * (`GET /api/objects/:type/:id/files/content?path=/properties/<name>`). File properties exist on object

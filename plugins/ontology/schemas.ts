@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { propertyDef } from "../../core/plugin-api";
+import { dateSchema, propertyDef, timestampSchema } from "../../core/plugin-api";
 
 type Declared = Record<string, Parameters<typeof propertyDef>[0]>;
 
@@ -12,8 +12,6 @@ export interface WriteSchemaSource {
 
 const nonEmpty = v.pipe(v.string(), v.minLength(1));
 const version = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(Number.MAX_SAFE_INTEGER), v.description("The object's `version` this change was based on; another stored version is 409 `conflict` with `details.currentVersion`"));
-/** ISO timestamps as `Date.parse` and the ontology validator read them (a `T` between date and time). */
-const timestamp = v.pipe(v.string(), v.regex(/^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/), v.description("ISO 8601 timestamp, e.g. 2026-01-31T12:00:00Z"));
 
 /** The schema of one property value as the ontology validator accepts it; `undefined` for `file` (not writable here). */
 function valueSchema(type: string): v.GenericSchema | undefined {
@@ -27,9 +25,9 @@ function valueSchema(type: string): v.GenericSchema | undefined {
     case "boolean":
       return v.boolean();
     case "date":
-      return v.pipe(v.string(), v.regex(/^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/), v.description("YYYY-MM-DD"));
+      return dateSchema();
     case "datetime":
-      return timestamp;
+      return timestampSchema();
     case "json":
       return v.unknown();
     default:
@@ -91,7 +89,7 @@ export function writeBodyFor(project: WriteSchemaSource) {
   if (telemetry.length) {
     options.push(v.variant("propertyId", telemetry.map(([id, t]) => v.strictObject({
       op: v.literal("telemetry.append"), objectTypeId: v.literal(t.objectTypeId), objectId: nonEmpty, propertyId: v.literal(id),
-      value: v.number(), unit: v.optional(v.string()), at: v.optional(timestamp),
+      value: v.number(), unit: v.optional(v.string()), at: v.optional(timestampSchema()),
     })) as any));
   }
   return v.strictObject({

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 /**
  * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once durably queued
@@ -71,8 +71,8 @@ export default definePlugin({
       query: v.object({
         workflowId: v.optional(v.string()),
         status: v.optional(v.picklist(["running", "completed", "failed", "cancelled", "timed_out"])),
-        startedAfter: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO timestamp"))),
-        startedBefore: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO timestamp"))),
+        startedAfter: v.optional(timestampSchema()),
+        startedBefore: v.optional(timestampSchema()),
         pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 500, description: "1 to 500, default 50" })),
       }),
       responses: { 200: { description: "Runs", schema: v.object({ data: v.array(WorkflowRunSummarySchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
