@@ -1,7 +1,7 @@
 /** The one grammar of dates and timestamps (core/sdk/time.ts) and the places that must all use it. */
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
-import { dateSchema, isCalendarDate, isTimestamp, timestampSchema } from "./time";
+import { DATE_PATTERN, TIMESTAMP_PATTERN, dateSchema, isCalendarDate, isTimestamp, timestampSchema } from "./time";
 import { validateChanges } from "../ontology/validate";
 import { CATALOG_FIELDS } from "../events/log";
 import { compileDataset } from "./datasets";
@@ -34,6 +34,20 @@ describe("dates and timestamps (core/sdk/time.ts)", () => {
     for (const s of TIMESTAMPS_NOT) expect([s, isTimestamp(s), v.is(timestampSchema(), s)]).toEqual([s, false, false]);
     for (const s of DATES_OK) expect([s, isCalendarDate(s), v.is(dateSchema(), s)]).toEqual([s, true, true]);
     for (const s of DATES_NOT) expect([s, isCalendarDate(s), v.is(dateSchema(), s)]).toEqual([s, false, false]);
+  });
+
+  it("writes the calendar into its pattern exactly as isCalendarDate counts it (every day of years around the leap rules)", () => {
+    for (const year of [0, 1, 4, 100, 400, 1600, 1900, 2000, 2023, 2024, 2100, 9996, 9999]) {
+      for (let month = 0; month <= 13; month++) {
+        for (let day = 0; day <= 32; day++) {
+          const s = `${String(year).padStart(4, "0")}-${String(month).padStart(2, "0")}-${String(day).padStart(2, "0")}`;
+          const date = new Date(0);
+          date.setUTCFullYear(year, month - 1, day); // not Date.UTC, which reads years 0–99 as 1900–1999
+          const real = year > 0 && month >= 1 && month <= 12 && day >= 1 && date.getUTCDate() === day && date.getUTCMonth() === month - 1;
+          expect([s, isCalendarDate(s), DATE_PATTERN.test(s), TIMESTAMP_PATTERN.test(`${s}T00:00:00Z`)]).toEqual([s, real, real, real]);
+        }
+      }
+    }
   });
 
   it("is the grammar of datetime and date properties written by connector code, of telemetry times, of the catalog's times and of dataset columns", () => {
