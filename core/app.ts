@@ -271,12 +271,18 @@ export async function createApp(opts: AppOptions): Promise<App> {
         deps,
       );
     }
+    /** h3's mark on an event whose path does not percent-decode (`kMalformedURL`, a registered symbol h3 v2 does not export). */
+    const MALFORMED_URL = Symbol.for("h3.internal.event.malformed");
     const h3 = new H3({
       onError: (error, event) => {
         const cause = (error as { cause?: unknown }).cause;
         if (error.status === 404) return errorResponse(new ApiError("not_found", `No route ${event.req.method} ${event.url.pathname}`));
         if (error.status === 405) return errorResponse(new ApiError("method_not_allowed", `Method ${event.req.method} is not allowed here`));
         if (error.status >= 500) log.error({ err: cause ?? error, path: event.url.pathname }, "request failed");
+        // h3 refuses a path whose percent-escapes do not decode (`%zz`, `%E0%A4%A`, a lone `%`) before routing, as a bare "Bad Request"
+        if (error.status === 400 && (event as unknown as Record<symbol, unknown>)[MALFORMED_URL]) {
+          return errorResponse(new ApiError("invalid_request", `The request path ${event.url.pathname} has a malformed percent-escape: each % must start %XX (two hex digits) and the bytes must be UTF-8`));
+        }
         return errorResponse(error.status === 400 ? new ApiError("invalid_request", error.message) : cause ?? error);
       },
     });

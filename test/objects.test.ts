@@ -107,4 +107,11 @@ describeMatrix("objects and queries", (transport) => {
     expect((await dev.get(`/api/objects/customer/${encodeURIComponent(encodeURIComponent(ids[0]!))}`)).status).toBe(404);
     expect((await dev.get(`/api/objects/customer/${encodeURIComponent(`k/${transport}/a`)}`)).status).toBe(404);
   });
+
+  it("says what is wrong with a path whose percent-escapes do not decode (h3 refuses it before routing as a bare Bad Request)", async () => {
+    for (const path of ["/api/objects/customer/%zz", "/api/objects/customer/%E0%A4%A", "/api/objects/customer/50%"]) {
+      const res = await dev.get(path);
+      expect([path, res.status, res.body.error]).toEqual([path, 400, { code: "invalid_request", message: expect.stringContaining(`has a malformed percent-escape: each % must start %XX`) }]);
+    }
+  });
 });
