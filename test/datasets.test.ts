@@ -170,7 +170,7 @@ describe("a dataset's versions and their projection", () => {
     const again = await dev().post(`${P}/transactions/${open}/rows`, { rows: [product("D-3"), product("D-1", 2)] });
     expect(again.status).toBe(400);
     expect(again.body.error.details).toMatchObject({ row: 2, column: "sku" });
-    expect((await dev().post(`${P}/transactions/${open}/abort`)).body).toMatchObject({ status: "aborted", rowCount: 1 });
+    expect((await dev().post(`${P}/transactions/${open}/abort`)).body).toMatchObject({ status: "aborted", rowCount: 1, abortReason: "requested" });
     // nothing committed: the versions are the same plus the aborted one, no event
     const after = (await dev().get(`${P}/versions`)).body.data;
     expect(after.slice(1)).toEqual(before);
@@ -342,7 +342,11 @@ describe("an open transaction nobody finishes (SVC_DATASET_TRANSACTION_IDLE_MS, 
     const next = await dev().post(`${P}/transactions`, { type: "append" });
     expect(next.status, next.text).toBe(201);
     expect(next.body.version).toBe(n + 1);
-    expect(await versionOf(n)).toMatchObject({ status: "aborted", abortedAt: expect.any(String) });
+    expect(await versionOf(n)).toMatchObject({ status: "aborted", abortedAt: expect.any(String), abortReason: "idle" });
+    // its writer, back, is told why it is gone
+    const late = await dev().post(`${P}/transactions/${n}/rows`, { rows: [product("IDLE-LATE")] });
+    expect([late.status, late.body.error.details.abortReason]).toEqual([409, "idle"]);
+    expect(late.body.error.message).toContain(`is aborted, not open (aborted at ${(await versionOf(n)).abortedAt}: it received no rows for ${HOUR} ms, SVC_DATASET_TRANSACTION_IDLE_MS; open a new transaction)`);
     // the staged row went with it
     expect((await dev().post(`${P}/transactions/${n + 1}/commit`)).status).toBe(200);
     expect((await dev().get(`${P}/versions/${n + 1}/rows?pageSize=1000`)).body.data.map((r: any) => r.sku)).not.toContain("IDLE-1");
@@ -354,8 +358,8 @@ describe("an open transaction nobody finishes (SVC_DATASET_TRANSACTION_IDLE_MS, 
     const store = suite.app.container.resolve(DatasetStore);
     expect(await store.expireIdle()).toEqual([]);
     expect(await store.expireIdle(Date.now() + HOUR + 1000)).toEqual([{ datasetId: "price-list", version: n }]);
-    expect(await versionOf(n)).toMatchObject({ status: "aborted" });
+    expect(await versionOf(n)).toMatchObject({ status: "aborted", abortReason: "idle" });
     expect((await dev().get(P)).body.openTransaction).toBeUndefined();
-    expect((await dev().post(`${P}/transactions/${n}/commit`)).status).toBe(409);
+    expect((await dev().post(`${P}/transactions/${n}/commit`)).body.error.details).toMatchObject({ status: "aborted", abortReason: "idle" });
   });
 });

@@ -17,7 +17,9 @@ export type DatasetSource = v.InferOutput<typeof DatasetSourceSchema>;
 /**
  * One version of a dataset: a transaction `snapshot` (the whole content) or `append` (rows added or
  * replaced by key), `open` → `committed` or `aborted`. `rowCount` is the rows the transaction received;
- * `totalRows` the rows in the dataset as of this version (set at commit).
+ * `totalRows` the rows in the dataset as of this version (set at commit). An aborted version says why:
+ * `abortReason` `requested` (its writer aborted it) or `idle` (no rows for `SVC_DATASET_TRANSACTION_IDLE_MS`;
+ * absent on versions aborted before svc recorded it).
  */
 export const DatasetVersionSchema = v.object({
   datasetId: v.string(),
@@ -30,6 +32,7 @@ export const DatasetVersionSchema = v.object({
   openedAt: v.string(),
   committedAt: v.optional(v.string()),
   abortedAt: v.optional(v.string()),
+  abortReason: v.optional(v.picklist(["requested", "idle"])),
   /** The principal that opened it over HTTP; absent for connector code. */
   openedBy: v.optional(v.object({ type: v.string(), id: v.string() })),
 });

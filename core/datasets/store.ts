@@ -29,6 +29,8 @@ interface VersionRow {
   touched_at: string | null;
   committed_at: string | null;
   aborted_at: string | null;
+  /** Why it was aborted (migration 017); NULL when open, committed or aborted before that. */
+  abort_reason: "requested" | "idle" | null;
   opened_by: string | null;
 }
 
@@ -44,6 +46,7 @@ function toVersion(r: VersionRow): DatasetVersion {
     openedAt: r.opened_at,
     ...(r.committed_at ? { committedAt: r.committed_at } : {}),
     ...(r.aborted_at ? { abortedAt: r.aborted_at } : {}),
+    ...(r.abort_reason ? { abortReason: r.abort_reason } : {}),
     ...(r.opened_by ? { openedBy: JSON.parse(r.opened_by) } : {}),
   };
 }
@@ -177,7 +180,7 @@ export class DatasetStore {
     this.dataset(datasetId);
     return this.db.transaction(async (tx) => {
       await this.openVersion(tx, datasetId, version);
-      await this.abortInTx(tx, datasetId, version);
+      await this.abortInTx(tx, datasetId, version, "requested");
       return toVersion((await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]))!);
     });
   }
@@ -192,7 +195,7 @@ export class DatasetStore {
     const cutoff = new Date(nowMs - this.config.datasetTransactionIdleMs).toISOString();
     return this.db.transaction(async (tx) => {
       const idle = await tx.all<{ dataset_id: string; version: number }>("SELECT dataset_id, version FROM dataset_versions WHERE status = 'open' AND COALESCE(touched_at, opened_at) < ?", [cutoff]);
-      for (const v of idle) await this.abortInTx(tx, v.dataset_id, v.version);
+      for (const v of idle) await this.abortInTx(tx, v.dataset_id, v.version, "idle");
       return idle.map((v) => ({ datasetId: v.dataset_id, version: v.version }));
     });
   }
@@ -202,11 +205,11 @@ export class DatasetStore {
     return new Date(Date.parse(row.touched_at ?? row.opened_at) + this.config.datasetTransactionIdleMs).toISOString();
   }
 
-  /** Drops the staged rows and file references of open `version` and marks it aborted (in `tx`). */
-  private async abortInTx(tx: SqlWriter, datasetId: string, version: number): Promise<void> {
+  /** Drops the staged rows and file references of open `version` and marks it aborted for `reason` (in `tx`). */
+  private async abortInTx(tx: SqlWriter, datasetId: string, version: number, reason: "requested" | "idle"): Promise<void> {
     await tx.run("DELETE FROM dataset_staged_rows WHERE dataset_id = ? AND version = ?", [datasetId, version]);
     await this.files.removeReferences(tx, { kind: "dataset", id: `${datasetId}@${version}` });
-    await tx.run("UPDATE dataset_versions SET status = 'aborted', aborted_at = ? WHERE dataset_id = ? AND version = ?", [nowIso(), datasetId, version]);
+    await tx.run("UPDATE dataset_versions SET status = 'aborted', aborted_at = ?, abort_reason = ? WHERE dataset_id = ? AND version = ?", [nowIso(), reason, datasetId, version]);
   }
 
   /** Opens, writes and commits one version in one SQLite transaction, then drains (`POST /api/datasets/:id/versions`). @throws as {@link DatasetStore.commitInTx} */
@@ -236,12 +239,12 @@ export class DatasetStore {
     if (open) {
       const expiresAt = this.expiresAt(open);
       // idle past the limit: aborted here, and this transaction goes on
-      if (expiresAt <= nowIso()) await this.abortInTx(tx, datasetId, open.version);
+      if (expiresAt <= nowIso()) await this.abortInTx(tx, datasetId, open.version, "idle");
       else throw new ApiError("conflict", `Dataset "${datasetId}" has an open transaction: version ${open.version} (${open.transaction_type}, opened ${open.opened_at}); commit or abort it first (idle, it may be aborted from ${expiresAt}: rows written to it push that back)`, { datasetId, openVersion: open.version, expiresAt });
     }
     const { next } = (await tx.get<{ next: number }>("SELECT COALESCE(MAX(version), 0) + 1 AS next FROM dataset_versions WHERE dataset_id = ?", [datasetId]))!;
     const openedAt = nowIso();
-    const row: VersionRow = { dataset_id: datasetId, version: next, transaction_type: transaction, status: "open", row_count: 0, total_rows: null, source: JSON.stringify(source), opened_at: openedAt, touched_at: openedAt, committed_at: null, aborted_at: null, opened_by: actor ? JSON.stringify(actor) : null };
+    const row: VersionRow = { dataset_id: datasetId, version: next, transaction_type: transaction, status: "open", row_count: 0, total_rows: null, source: JSON.stringify(source), opened_at: openedAt, touched_at: openedAt, committed_at: null, aborted_at: null, abort_reason: null, opened_by: actor ? JSON.stringify(actor) : null };
     await tx.run("INSERT INTO dataset_versions (dataset_id, version, transaction_type, status, row_count, source, idempotency_key, opened_at, touched_at, opened_by) VALUES (?, ?, ?, 'open', 0, ?, ?, ?, ?, ?)", [
       datasetId, next, transaction, row.source, idempotencyKey ?? null, row.opened_at, row.touched_at, row.opened_by,
     ]);
@@ -252,7 +255,10 @@ export class DatasetStore {
   private async openVersion(tx: SqlReader, datasetId: string, version: number): Promise<VersionRow> {
     const row = await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]);
     if (!row) throw new ApiError("not_found", `Dataset "${datasetId}" has no version ${version}`, { datasetId, version });
-    if (row.status !== "open") throw new ApiError("conflict", `Version ${version} of dataset "${datasetId}" is ${row.status}, not open`, { datasetId, version, status: row.status });
+    if (row.status !== "open") {
+      const why = row.abort_reason === "idle" ? ` (aborted at ${row.aborted_at}: it received no rows for ${this.config.datasetTransactionIdleMs} ms, SVC_DATASET_TRANSACTION_IDLE_MS; open a new transaction)` : "";
+      throw new ApiError("conflict", `Version ${version} of dataset "${datasetId}" is ${row.status}, not open${why}`, { datasetId, version, status: row.status, ...(row.abort_reason ? { abortReason: row.abort_reason } : {}) });
+    }
     return row;
   }
 
