@@ -190,11 +190,13 @@ describe("tus upload sessions (local storage)", () => {
     expect((await fetch(endpoint, { method: "POST", headers: { ...TUS, "upload-length": "10" } })).status).toBe(401);
     expect((await fetch(url)).status).toBe(401);
 
-    // nothing of that reached the upload; its owner carries on
-    expect((await head(url)).headers.get("upload-offset")).toBe("0");
+    // nothing of that reached the upload; its owner carries on, and sees the metadata it sent (not svc's own keys)
+    const during = await head(url);
+    expect([during.headers.get("upload-offset"), during.headers.get("upload-metadata")]).toEqual(["0", `filename ${Buffer.from("mine.txt").toString("base64")}`]);
     expect((await patch(AUTH)).status).toBe(204);
     const last = await patch(AUTH, "56789", 5);
     expect([last.status, last.headers.get("upload-offset")]).toEqual([200, "10"]);
+    expect((await head(url)).headers.get("upload-metadata")).toBe(`filename ${Buffer.from("mine.txt").toString("base64")}`);
     expect((await json(last)).size).toBe(10);
     // and alice's own upload is hers alone
     const hers = send(Buffer.from("alice's"), { endpoint, headers: alice });

@@ -49,6 +49,8 @@ const JSON_TYPE = "application/json; charset=utf-8";
 type Meta = Record<string, string | null>;
 
 const ownerOf = (principal: Principal) => `${principal.type}:${principal.id}`;
+/** `Upload-Metadata` as the client sent it: the record's metadata without svc's own `svc_*` keys (owner, file id). */
+const clientMetadata = (meta: Meta | undefined): string => Metadata.stringify(Object.fromEntries(Object.entries(meta ?? {}).filter(([k]) => !k.startsWith("svc_")))) ?? "";
 const metaValue = (meta: Meta | undefined, ...keys: string[]) => keys.map((k) => meta?.[k]).find((x): x is string => typeof x === "string" && x !== "");
 
 /** What one request carries through tus's hooks (keyed by the Request object tus passes them). */
@@ -262,7 +264,7 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
     }
     Object.assign(headers, { "Upload-Offset": String(size), [FILE_ID_HEADER]: fileId, "Cache-Control": "no-store" });
     if (req.method === "HEAD") {
-      return new Response(null, { status: 200, headers: { ...headers, "Upload-Length": String(size), "Upload-Metadata": Metadata.stringify(rec.metadata as Meta) ?? "" } });
+      return new Response(null, { status: 200, headers: { ...headers, "Upload-Length": String(size), "Upload-Metadata": clientMetadata(rec.metadata as Meta) } });
     }
     // PATCH: a repeated final request (its answer was lost) gets the same answer again
     if (req.headers.get("upload-offset") !== String(size)) throw new ApiError("conflict", `The upload is complete at offset ${size}`, { offset: size }, headers);
@@ -300,6 +302,12 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
         if ((rec?.metadata as Meta | undefined)?.[FILE_ID_KEY]) return answerConverted(req, call.key, rec!);
       }
       return structured(res, call, method);
+    }
+    // tus answers a HEAD with the record's whole metadata, svc's keys among it
+    if (method === "HEAD" && res.headers.has("upload-metadata")) {
+      const shown = clientMetadata(Metadata.parse(res.headers.get("upload-metadata") ?? undefined) as Meta);
+      if (shown) res.headers.set("Upload-Metadata", shown);
+      else res.headers.delete("Upload-Metadata");
     }
     // tus computes a PATCH's Upload-Expires from the activity before this chunk
     if (method === "PATCH" && res.headers.has("upload-expires")) res.headers.set("Upload-Expires", new Date(Date.now() + ttlMs).toUTCString());
