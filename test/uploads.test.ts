@@ -215,7 +215,9 @@ describe("tus upload sessions (local storage)", () => {
     expect(noVersion.headers.get("tus-version")).toBe("1.0.0");
     expect((await json(noVersion)).error.code).toBe("precondition_failed");
     const noLength = await fetch(endpoint, { method: "POST", headers: { ...AUTH, ...TUS } });
-    expect([noLength.status, (await json(noLength)).error.code]).toEqual([400, "invalid_request"]);
+    expect([noLength.status, (await json(noLength)).error]).toEqual([400, expect.objectContaining({ code: "invalid_request", message: "Send Upload-Length (the size in bytes), or Upload-Defer-Length: 1 to tell the size later" })]);
+    const bothLengths = await fetch(endpoint, { method: "POST", headers: { ...AUTH, ...TUS, "upload-length": "4", "upload-defer-length": "1" } });
+    expect([bothLengths.status, (await json(bothLengths)).error]).toEqual([400, expect.objectContaining({ code: "invalid_request", message: expect.stringContaining("not both") })]);
     const badType = await fetch(endpoint, { method: "POST", headers: { ...AUTH, ...TUS, "upload-length": "4", "upload-metadata": `filetype ${Buffer.from("not a type").toString("base64")}` } });
     expect([badType.status, (await json(badType)).error.code]).toEqual([400, "invalid_request"]);
     const wrongOffset = await patch({ "upload-offset": "3" });

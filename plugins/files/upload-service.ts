@@ -281,6 +281,12 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
         throw new ApiError("precondition_failed", `Send Tus-Resumable: ${TUS_RESUMABLE} (the tus protocol version this server speaks)`, { supported: [TUS_RESUMABLE] }, { "Tus-Resumable": TUS_RESUMABLE, "Tus-Version": TUS_RESUMABLE });
       }
     }
+    if (method === "POST" && urlId === undefined) {
+      // tus answers both headers, or neither, with "Upload-Length or Upload-Defer-Length header required"
+      const length = req.headers.get("upload-length"), deferred = req.headers.get("upload-defer-length");
+      if (length !== null && deferred !== null) throw new ApiError("invalid_request", "Send Upload-Length (the size in bytes) or Upload-Defer-Length: 1 (size told later), not both", { field: "Upload-Defer-Length" });
+      if (length === null && deferred === null) throw new ApiError("invalid_request", "Send Upload-Length (the size in bytes), or Upload-Defer-Length: 1 to tell the size later", { field: "Upload-Length" });
+    }
     const call: Call = { principal: principal! };
     if (urlId !== undefined && method !== "OPTIONS") {
       const { key, rec } = await ownRecord(principal!, urlId);
