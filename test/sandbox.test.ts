@@ -67,6 +67,20 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     expect(await exited).toBe(0);
   });
 
+  it("shuts down gracefully on a SIGTERM sent to npm start's process alone (a supervisor's stop: sh execs the service, so the signal is passed on)", async () => {
+    const { port, env } = await sandboxEnv("info");
+    const child = spawn("npm", ["start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
+    const output = await bannerOf(child);
+    expect(output()).toContain("Dev token");
+    process.kill(child.pid!, "SIGTERM");
+    const stopped = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000))]);
+    const serving = await fetch(`http://127.0.0.1:${port}/api/status`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } }).then(() => true, () => false);
+    if (serving) process.kill(-child.pid!, "SIGKILL");
+    expect([stopped, serving], output().split("\n").slice(-20).join("\n")).toEqual([true, false]);
+    expect(output()).toContain('"msg":"stopped"');
+  });
+
   it("shuts down gracefully when one Ctrl-C reaches npm start's process group twice (the terminal, then tsx relaying it)", async () => {
     const { port, env } = await sandboxEnv("debug");
     // its own process group, as a terminal's foreground job: npm, sh, tsx and node all receive the SIGINT
