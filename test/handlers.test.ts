@@ -29,6 +29,22 @@ async function writeAndAppend(ctx: SystemContext, who: string) {
 const probe = defineConnector({
   id: "handler-probe",
   actions: {
+    // writes once before it returns, then again from a timer after it returned (a floating call)
+    "probe.late": defineAction({
+      params: v.object({}),
+      run: (ctx) => {
+        ctx.objects.upsert("customer", "cus_late", { name: "before return" });
+        const properties: Record<string, unknown> = { name: "changed after the call" };
+        ctx.objects.upsert("customer", "cus_late_copy", properties);
+        properties.name = 42;
+        setImmediate(() => {
+          ctx.objects.update("customer", "cus_late", { name: 42 });
+          ctx.objects.upsert("no-such-type", "x", {});
+          void ctx.events.append([{ type: "rule.triggered", payload: { ruleId: "late", subject: { kind: "object", objectTypeId: "customer", primaryId: "cus_late" } } }]);
+        });
+        return "returned";
+      },
+    }),
     "probe.effect": defineAction({ params: v.object({}), run: () => ({ ok: true }), effect: (ctx) => writeAndAppend(ctx, "effect") }),
     // what the store holds of its own run before and after a ctx.artifacts call (which commits on its own)
     "probe.store": defineAction({
@@ -108,6 +124,24 @@ describe("a retried activity writes and appends once (spec 6.2: ids and keys sta
       throw new Error("handler failed after appending");
     })).rejects.toThrow("handler failed after appending");
     expect(await eventsOf("throws-run")).toEqual([]);
+  });
+});
+
+describe("writes a handler makes after it returned", () => {
+  it("are dropped with a warning naming each call, never committed unchecked; a buffered object is a copy", async () => {
+    const dev = client(app);
+    const res = await dev.post("/api/actions/probe.late", { params: {}, runId: "late-1" });
+    expect([res.status, res.body.status, res.body.result]).toEqual([200, "succeeded", "returned"]);
+    const lines = await eventually(async () => {
+      const got = (await dev.get("/api/logs?runKind=action&runId=late-1&levels=warn")).body.logs;
+      return got.length >= 3 ? got : undefined;
+    });
+    expect(lines.map((l: any) => l.fields.call).sort()).toEqual(["ctx.events.append", "ctx.objects.update", "ctx.objects.upsert"]);
+    expect(lines[0].message).toContain("was called after the handler returned: dropped");
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await dev.get("/api/objects/customer/cus_late")).body.properties.name).toBe("before return");
+    expect((await dev.get("/api/objects/customer/cus_late_copy")).body.properties.name).toBe("changed after the call");
+    expect((await dev.get("/api/events?types=rule.triggered&limit=1000")).body.events.filter((e: any) => e.payload.ruleId === "late")).toEqual([]);
   });
 });
 

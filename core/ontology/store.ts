@@ -289,16 +289,32 @@ export class OntologyStore {
  */
 export class WriteBuffer implements OntologyWrites {
   readonly changes: OntologyChange[] = [];
+  /** Set by {@link WriteBuffer.close}: what a write after it does instead of buffering (it drops the change). */
+  private closedBy: ((change: OntologyChange) => void) | undefined;
+  private add(change: OntologyChange): void {
+    if (this.closedBy) this.closedBy(change);
+    else this.changes.push(change);
+  }
   readonly objects: OntologyWrites["objects"] = {
-    upsert: (objectTypeId, primaryId, properties) => void this.changes.push({ op: "object.upsert", objectTypeId, primaryId, properties }),
-    update: (objectTypeId, primaryId, properties) => void this.changes.push({ op: "object.update", objectTypeId, primaryId, properties }),
-    delete: (objectTypeId, primaryId) => void this.changes.push({ op: "object.delete", objectTypeId, primaryId }),
+    // the properties copied (one level): a handler that changes its object after the call changes nothing buffered
+    upsert: (objectTypeId, primaryId, properties) => this.add({ op: "object.upsert", objectTypeId, primaryId, properties: { ...properties } }),
+    update: (objectTypeId, primaryId, properties) => this.add({ op: "object.update", objectTypeId, primaryId, properties: { ...properties } }),
+    delete: (objectTypeId, primaryId) => this.add({ op: "object.delete", objectTypeId, primaryId }),
   };
   readonly links: OntologyWrites["links"] = {
-    upsert: (link) => void this.changes.push({ op: "link.upsert", ...link }),
-    delete: (link) => void this.changes.push({ op: "link.delete", ...link }),
+    upsert: (link) => this.add({ op: "link.upsert", ...link }),
+    delete: (link) => this.add({ op: "link.delete", ...link }),
   };
   readonly telemetry: OntologyWrites["telemetry"] = {
-    append: (point) => void this.changes.push({ op: "telemetry.append", ...point }),
+    append: (point) => this.add({ op: "telemetry.append", ...point }),
   };
+
+  /**
+   * Ends buffering: `changes` holds what was written until now and no more. A write after this (a handler's
+   * floating promise or timer, after the handler returned) is handed to `late` and dropped: it was
+   * neither validated nor committed with the rest, and committing it later would skip both.
+   */
+  close(late: (change: OntologyChange) => void): void {
+    this.closedBy = late;
+  }
 }

@@ -204,13 +204,31 @@ export class HandlerRunner {
       log,
       blobs: guardStores("ctx.blobs", blobs, ["createDownloadUrl", "revokeDownloadUrl"], options),
       artifacts: guardStores("ctx.artifacts", artifacts, ["upload", "publish", "publishVersion"], options),
-      events: eventsApi(this.events, async (list) => void appended.push(...list.map((e) => ({ ...e, type: e.type as EventType })))),
+      events: eventsApi(this.events, async (list) => {
+        if (returned) return late("ctx.events.append", list[0]?.type);
+        appended.push(...list.map((e) => ({ ...e, type: e.type as EventType })));
+      }),
       datasets: {
-        snapshot: (datasetId, rows) => void datasetCalls.push({ datasetId, transaction: "snapshot", rows: [...rows] }),
-        append: (datasetId, rows) => void datasetCalls.push({ datasetId, transaction: "append", rows: [...rows] }),
+        snapshot: (datasetId, rows) => void (returned ? late("ctx.datasets.snapshot", datasetId) : datasetCalls.push({ datasetId, transaction: "snapshot", rows: [...rows] })),
+        append: (datasetId, rows) => void (returned ? late("ctx.datasets.append", datasetId) : datasetCalls.push({ datasetId, transaction: "append", rows: [...rows] })),
       },
     };
-    const result = await fn(ctx);
+    // a write the handler makes after it returned (a floating promise, a timer) is dropped with a warning:
+    // what is validated and committed is what it wrote before its promise settled
+    let returned = false;
+    const late = (call: string, what: unknown) =>
+      log.warn({ call, what }, `${call} was called after the handler returned: dropped (await every call before returning)`);
+    let result: T;
+    try {
+      result = await fn(ctx);
+    } finally {
+      returned = true;
+      buffer.close((change) => {
+        const [area, method] = change.op.split(".") as [string, string];
+        const { properties: _values, ...named } = change as OntologyChange & { properties?: unknown };
+        late(`ctx.${area === "object" ? "objects" : area === "link" ? "links" : "telemetry"}.${method}`, named);
+      });
+    }
     validateChanges(this.project.definition, buffer.changes);
     // Object.assign, not a spread with new properties after it (see handlerContext)
     const events = this.events.prepare(appended.map((e, i) => Object.assign({}, e, { correlationId: spec.correlationId, idempotencyKey: e.idempotencyKey ?? `${spec.key}:event:${i}` })));
