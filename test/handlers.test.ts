@@ -40,7 +40,8 @@ const probe = defineConnector({
         setImmediate(() => {
           ctx.objects.update("customer", "cus_late", { name: 42 });
           ctx.objects.upsert("no-such-type", "x", {});
-          void ctx.events.append([{ type: "rule.triggered", payload: { ruleId: "late", subject: { kind: "object", objectTypeId: "customer", primaryId: "cus_late" } } }]);
+          // an action's typed context has no events.append, the system context under it does (effects, syncs, …)
+          void (ctx as unknown as SystemContext).events.append([{ type: "rule.triggered", payload: { ruleId: "late", subject: { kind: "object", objectTypeId: "customer", primaryId: "cus_late" } } }]);
         });
         return "returned";
       },
