@@ -64,3 +64,18 @@ describe("shutdownSignals", () => {
     expect(classify()).toBe("again");
   });
 });
+
+describe("logUnhandledRejections", () => {
+  it("keeps the process running and logs the reason of a promise rejected with no handler (Node alone exits)", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const script = (install: boolean) =>
+      `import { logUnhandledRejections } from ${JSON.stringify(new URL("./lifecycle.ts", import.meta.url).pathname)};` +
+      (install ? `logUnhandledRejections({ error: (obj, msg) => console.log("LOGGED", obj.err.message, "|", msg) });` : "") +
+      `void Promise.reject(new Error("a stray rejection")); setTimeout(() => console.log("STILL RUNNING"), 100);`;
+    const run = (install: boolean) => spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "--eval", script(install)], { encoding: "utf8", timeout: 30_000 });
+    const kept = run(true);
+    expect([kept.status, kept.stdout.trim().split("\n")]).toEqual([0, ["LOGGED a stray rejection | a promise rejected with no handler (connector code's stray promise?); the service goes on", "STILL RUNNING"]]);
+    const bare = run(false);
+    expect([bare.status, bare.stdout.includes("STILL RUNNING")]).toEqual([1, false]);
+  });
+});

@@ -164,3 +164,16 @@ export function shutdownSignals(repeatMs: number = SIGNAL_REPEAT_MS, now: () => 
     return at - first < repeatMs ? "repeat" : "again";
   };
 }
+
+/**
+ * Keeps a service process running when a promise rejects with no handler (Node's default since 15 is to
+ * exit): connector code's stray promise (`void somePromise()` that rejects after the handler returned)
+ * would otherwise take every run, delivery and socket of the service down with it. Each such rejection
+ * is logged at error level with its reason (`err`) instead. An exception thrown synchronously outside a
+ * handler (a timer's callback) still ends the process, as Node decides: state after it is unknown.
+ * Called once by a service's entry point (`sandbox/main.ts`); adding it twice logs twice.
+ * @param log where the rejections go (the service's logger)
+ */
+export function logUnhandledRejections(log: { error(obj: object, msg: string): void }): void {
+  process.on("unhandledRejection", (reason) => log.error({ err: reason }, "a promise rejected with no handler (connector code's stray promise?); the service goes on"));
+}

@@ -13,7 +13,7 @@ import { deckCheckProcessFor, type DeckCheckProcess } from "../core/artifacts/de
 import { ConfigError, databaseFile, loadConfig } from "../core/config";
 import { createLogger } from "../core/logger";
 import { applyHeapGrowingPercent, mallocArenaAdvice } from "../core/heap";
-import { shutdownSignals } from "../core/lifecycle";
+import { logUnhandledRejections, shutdownSignals } from "../core/lifecycle";
 import { TemporalCliError } from "../core/temporal/cli";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "../core/temporal/embedded";
 import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
@@ -69,6 +69,7 @@ try {
   process.off("SIGINT", signalledWhileStarting);
   process.off("SIGTERM", signalledWhileStarting);
   installSignalHandlers(app);
+  logUnhandledRejections(log);
   const lines = [
     "",
     `  svc sandbox is up (${((Date.now() - started) / 1000).toFixed(1)} s)`,
