@@ -46,6 +46,8 @@ const probe = defineConnector({
         return "returned";
       },
     }),
+    // never settles and ignores its ctx.signal
+    "probe.forever": defineAction({ params: v.object({}), run: () => new Promise(() => undefined) }),
     "probe.effect": defineAction({ params: v.object({}), run: () => ({ ok: true }), effect: (ctx) => writeAndAppend(ctx, "effect") }),
     // what the store holds of its own run before and after a ctx.artifacts call (which commits on its own)
     "probe.store": defineAction({
@@ -144,6 +146,26 @@ describe("writes a handler makes after it returned", () => {
     expect((await dev.get("/api/objects/customer/cus_late_copy")).body.properties.name).toBe("changed after the call");
     expect((await dev.get("/api/events?types=rule.triggered&limit=1000")).body.events.filter((e: any) => e.payload.ruleId === "late")).toEqual([]);
   });
+});
+
+describe("a handler that ignores its ctx.signal and never settles", () => {
+  it("does not hold the shutdown: its run fails shutting_down a grace period after the handlers are given up on, and close completes", async () => {
+    const own = await startApp({ project, env: { SVC_SHUTDOWN_TIMEOUT_MS: "200" } });
+    let closed = false;
+    try {
+      const pending = client(own).post("/api/actions/probe.forever", { params: {}, runId: "forever-1" });
+      await eventually(async () => (await own.container.resolve(ActionRunner)["inFlight"].size) > 0);
+      const started = Date.now();
+      const closing = own.close().then(() => (closed = true));
+      const res = await pending;
+      expect([res.status, res.body.status, res.body.error?.code]).toEqual([200, "failed", "shutting_down"]);
+      await Promise.race([closing, new Promise((r) => setTimeout(r, 10_000))]);
+      expect(closed).toBe(true);
+      expect(Date.now() - started).toBeLessThan(8_000);
+    } finally {
+      if (!closed) void own.close();
+    }
+  }, 30_000);
 });
 
 describe("when an action run is recorded (SVC_RECORD_RUNNING_AFTER_MS)", () => {

@@ -16,6 +16,7 @@ import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/ca
 import type { ArtifactsApi, BlobsApi, HandlerLogger, OntologyChange, OntologyReads, SystemContext } from "../sdk/context";
 import { eventsApi, ontologyAccess, ontologyReads } from "./context";
 import { ApiError, isApiError } from "../errors";
+import { SHUTTING_DOWN } from "../lifecycle";
 import { DatasetStore } from "../datasets/store";
 import type { StagedRow } from "../datasets/rows";
 
@@ -220,7 +221,7 @@ export class HandlerRunner {
       log.warn({ call, what }, `${call} was called after the handler returned: dropped (await every call before returning)`);
     let result: T;
     try {
-      result = await fn(ctx);
+      result = await (options.signal ? settledOrAbandoned(fn(ctx), options.signal) : fn(ctx));
     } finally {
       returned = true;
       buffer.close((change) => {
@@ -280,6 +281,37 @@ export class HandlerRunner {
     await this.events.drain();
     return buffered.result;
   }
+}
+
+/** How long a handler given up on (its `ctx.signal` aborted) may take to settle before its caller stops waiting (ms). */
+export const ABANDON_GRACE_MS = 1000;
+
+/**
+ * `work`, or a rejection once `signal` has been aborted for {@link ABANDON_GRACE_MS} without `work`
+ * settling: a handler that ignores its `ctx.signal` (or hangs for ever) cannot hold its caller (a run in
+ * flight, the shutdown waiting for it) past that. The rejection is an {@link ApiError} `shutting_down` when
+ * the signal's reason is the shutdown's, else a plain Error naming the reason. What the handler does
+ * afterwards is dropped (its buffer is closed by `execute`).
+ */
+function settledOrAbandoned<T>(work: T | Promise<T>, signal: AbortSignal): Promise<T> {
+  if (!(work instanceof Promise)) return Promise.resolve(work);
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const giveUp = () => {
+      timer = setTimeout(() => {
+        const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
+        const message = `The handler did not stop within ${ABANDON_GRACE_MS} ms of being given up on (${reason}); what it writes is dropped`;
+        reject(reason === SHUTTING_DOWN ? new ApiError("shutting_down", message) : new Error(message));
+      }, ABANDON_GRACE_MS);
+      timer.unref();
+    };
+    if (signal.aborted) giveUp();
+    else signal.addEventListener("abort", giveUp, { once: true });
+    work.then(
+      (value) => (clearTimeout(timer), signal.removeEventListener("abort", giveUp), resolve(value)),
+      (err) => (clearTimeout(timer), signal.removeEventListener("abort", giveUp), reject(err)),
+    );
+  });
 }
 
 /**
