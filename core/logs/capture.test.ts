@@ -20,6 +20,26 @@ async function openCapture(): Promise<{ db: Database; capture: LogCapture }> {
 }
 
 describe("LogCapture", () => {
+  it("never throws for what a handler logs: circular objects, BigInts, undefined, nested errors with causes (logging must not fail a run)", async () => {
+    const { capture } = await openCapture();
+    const log = capture.logger(pino({ level: "info", enabled: false }), { kind: "action", id: "run_odd" });
+    const circular: Record<string, unknown> = { name: "loop" };
+    circular.self = circular;
+    circular.list = [circular, 1];
+    expect(() => log.info({ req: circular }, "circular")).not.toThrow();
+    expect(() => log.info({ big: 12345678901234567890n, fn: () => 1, sym: Symbol("s"), nan: Number.NaN, when: new Date(0) }, "odd values")).not.toThrow();
+    expect(() => log.info(undefined as unknown as object)).not.toThrow();
+    expect(() => log.warn({ detail: { cause: new Error("outer", { cause: new TypeError("inner") }) } }, "nested error")).not.toThrow();
+    await capture.flush();
+    const lines = await capture.read({ run: { kind: "action", id: "run_odd" }, limit: 10 });
+    expect(lines.map((l) => [l.message, l.fields])).toEqual([
+      ["circular", { req: { name: "loop", self: "[Circular]", list: ["[Circular]", 1] } }],
+      ["odd values", { big: "12345678901234567890", nan: null, when: "1970-01-01T00:00:00.000Z" }],
+      ["", {}],
+      ["nested error", { detail: { cause: { type: "Error", message: "outer", cause: { type: "TypeError", message: "inner" } } } }],
+    ]);
+  });
+
   it("stores a flush's lines in their order, exactly as logged, in one call to SQLite", async () => {
     const { db, capture } = await openCapture();
     const silent = pino({ level: "silent" });
