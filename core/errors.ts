@@ -71,9 +71,33 @@ export class ApiError extends Error {
   }
 }
 
-/** True when `err` is an {@link ApiError} (also across module copies). */
+/**
+ * True when `err` is an {@link ApiError} (also across module copies: an Error named `ApiError` whose
+ * `code` is one of {@link ERROR_STATUS}'s; an Error that only looks like one, with a code of its own, is not).
+ */
 export function isApiError(err: unknown): err is ApiError {
-  return err instanceof ApiError || (err instanceof Error && err.name === "ApiError" && "code" in err);
+  if (err instanceof ApiError) return true;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return err instanceof Error && err.name === "ApiError" && typeof code === "string" && Object.hasOwn(ERROR_STATUS, code);
+}
+
+/**
+ * The message of anything thrown, as a run's error shows it: an Error's `message` (its name when empty),
+ * a string as it is, an object's string `message`, else its JSON text; `undefined`/`null` say they were
+ * thrown. (workflows/ keeps its own copy: the workflow isolate may not import this module.)
+ */
+export function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === "string") return err;
+  if (typeof err === "object" && err !== null && typeof (err as { message?: unknown }).message === "string") return (err as { message: string }).message;
+  if (err === undefined || err === null) return `${err} was thrown (throw an Error with a message)`;
+  try {
+    const json = JSON.stringify(err);
+    if (json !== undefined) return json;
+  } catch {
+    // a BigInt or a cycle: its String below
+  }
+  return String(err);
 }
 
 /** `unauthorized` (401) with the `WWW-Authenticate: Bearer` challenge. */

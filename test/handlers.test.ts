@@ -46,6 +46,16 @@ const probe = defineConnector({
         return "returned";
       },
     }),
+    // throws what its params say: not always an Error
+    "probe.throws": defineAction({
+      params: v.object({ what: v.picklist(["object", "undefined", "fake-api-error", "json"]) }),
+      run: (ctx) => {
+        if (ctx.params.what === "object") throw { code: "not_found", message: "object message" };
+        if (ctx.params.what === "undefined") throw undefined;
+        if (ctx.params.what === "json") throw { reason: "no message here" };
+        throw Object.assign(new Error("looks like one"), { name: "ApiError", code: "made_up" });
+      },
+    }),
     // never settles and ignores its ctx.signal
     "probe.forever": defineAction({ params: v.object({}), run: () => new Promise(() => undefined) }),
     "probe.effect": defineAction({ params: v.object({}), run: () => ({ ok: true }), effect: (ctx) => writeAndAppend(ctx, "effect") }),
@@ -145,6 +155,17 @@ describe("writes a handler makes after it returned", () => {
     expect((await dev.get("/api/objects/customer/cus_late")).body.properties.name).toBe("before return");
     expect((await dev.get("/api/objects/customer/cus_late_copy")).body.properties.name).toBe("changed after the call");
     expect((await dev.get("/api/events?types=rule.triggered&limit=1000")).body.events.filter((e: any) => e.payload.ruleId === "late")).toEqual([]);
+  });
+});
+
+describe("what a handler throws", () => {
+  it("becomes a run error with a readable message, whatever was thrown; only a real error code passes as the run's code", async () => {
+    const dev = client(app);
+    const errorOf = async (what: string) => (await dev.post("/api/actions/probe.throws", { params: { what } })).body.error;
+    expect(await errorOf("object")).toEqual({ code: "action_failed", message: "object message" });
+    expect(await errorOf("undefined")).toEqual({ code: "action_failed", message: "undefined was thrown (throw an Error with a message)" });
+    expect(await errorOf("json")).toEqual({ code: "action_failed", message: '{"reason":"no message here"}' });
+    expect(await errorOf("fake-api-error")).toEqual({ code: "action_failed", message: "looks like one" });
   });
 });
 

@@ -44,15 +44,32 @@ export async function scheduleFiring(input: { scheduleId: string }): Promise<voi
   await activities.runSchedule({ scheduleId: input.scheduleId, occurrenceAt, triggeredAt: info.startTime.toISOString(), occurrenceKey: `${input.scheduleId}@${occurrenceAt}` });
 }
 
+/**
+ * The message of anything workflow code threw: an Error's message, a string, an object's string
+ * `message`, else its JSON text (the same rule as core/errors.ts `messageOf`, which the isolate may not import).
+ */
+function thrownMessage(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === "string") return err;
+  if (typeof err === "object" && err !== null && typeof (err as { message?: unknown }).message === "string") return (err as { message: string }).message;
+  if (err === undefined || err === null) return `${err} was thrown (throw an Error with a message)`;
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
+  }
+}
+
 /** A failure the run reports and ends with (a plain Error would only fail the workflow task and retry forever). */
 function failRun(err: unknown): never {
   if (err instanceof TemporalFailure) throw err;
-  throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), err instanceof Error ? err.name : "Error");
+  throw ApplicationFailure.nonRetryable(thrownMessage(err), err instanceof Error ? err.name : "Error");
 }
 
+/** The message a failed activity or child run reports: its cause's (what failed inside), else the error's own. */
 const messageOf = (err: unknown) => {
   const cause = (err as { cause?: unknown })?.cause;
-  return (cause instanceof Error ? cause.message : undefined) ?? (err instanceof Error ? err.message : String(err));
+  return (cause instanceof Error ? cause.message : undefined) ?? thrownMessage(err);
 };
 
 /** A sync run (spec 4.3): workflow id = runId; `sync.run.started`, the handler as an activity, `sync.run.finished`. */
@@ -169,7 +186,7 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
       await finished({ status: "cancelled" });
       throw err;
     }
-    const message = err instanceof Error ? err.message : String(err);
+    const message = thrownMessage(err);
     await finished({ status: "failed", error: { message } });
     if (err instanceof TemporalFailure) throw err;
     // A designer's error fails the run (a plain Error would only fail the workflow task and retry it forever).

@@ -1,3 +1,4 @@
+import { messageOf } from "../errors";
 import { inject, injectable } from "../di";
 import { Database, type SqlReader, type SqlWriter } from "../store/db";
 import { ProjectRegistry, type RegisteredDataset } from "../project/registry";
@@ -131,7 +132,7 @@ export class DatasetProjector {
       } catch (err) {
         this.failing = true;
         this.log.error({ err, datasetId: dataset.id }, "dataset projection failed; it resumes from its stored progress");
-        const message = err instanceof Error ? err.message : String(err);
+        const message = messageOf(err);
         await this.db.transaction((tx) => this.saveProgress(tx, dataset.id, undefined, { last_error: message })).catch(() => undefined);
       }
     }

@@ -15,7 +15,7 @@ import { insertRows, rowsStatement, type SqlWriter } from "../store/db";
 import { BatchedLookup } from "../store/batched-lookup";
 import type { Actor } from "../events/catalog";
 import type { ActionContext, ActionRunRecord, Subject } from "../sdk/context";
-import { ApiError, isApiError } from "../errors";
+import { ApiError, isApiError, messageOf } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
 import { handlerContext, HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
@@ -226,7 +226,7 @@ export class ActionRunner {
       const signal = this.lifecycle.closeTimeout;
       buffered = await this.handlers.execute(spec, (ctx) => definition.run(handlerContext<ActionContext<unknown>>(ctx, { actionId: req.actionId, runId, subject, params, actor: req.actor, signal })), { signal, beforeStore: recording.now });
     } catch (err) {
-      failure = { code: isApiError(err) ? err.code : "action_failed", message: err instanceof Error ? err.message : String(err) };
+      failure = { code: isApiError(err) ? err.code : "action_failed", message: messageOf(err) };
       this.handlers.logger(spec).warn({ err }, "action run failed");
     }
     // a run recorded on its own is finished by an UPDATE in a later group (never in the group of its

@@ -1,3 +1,4 @@
+import { messageOf } from "../errors";
 import type { BufferedHandler, HandlerRun } from "./handler";
 import type { DomainEventEnvelope } from "../events/catalog";
 import { ObjectBatch } from "../ontology/object-batch";
@@ -42,7 +43,6 @@ export interface CommitView {
   readCursor: () => string | undefined;
 }
 
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
  * Writes one group commit in ONE transaction: per successful handler, its buffered writes

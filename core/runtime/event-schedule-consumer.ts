@@ -1,6 +1,6 @@
 import { compileEventFilter, eventFacts, scanEvents, topicsOf, type EventFacts, type StreamQuery, type StreamScan } from "../events/stream";
 import type { StoredDomainEvent, Topic } from "../events/catalog";
-import { ApiError, isApiError } from "../errors";
+import { ApiError, isApiError, messageOf } from "../errors";
 import { nowIso } from "../ids";
 import { SHUTTING_DOWN } from "../lifecycle";
 import { SerialPass } from "../serial-pass";
@@ -16,7 +16,6 @@ export const MAX_BACKLOG = 10_000;
 /** A cursor move over non-matching events only is written at most this often (a crash re-reads them). */
 const CURSOR_FLUSH_MS = 1000;
 
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
  * The durable stream consumer of ONE event schedule (spec 6.1). See `EventScheduleConsumers` for the

@@ -10,7 +10,7 @@ import { LOGGER, type Logger } from "../logger";
 import { CONFIG, type Config } from "../config";
 import { compileObjectQuery } from "../ontology/query";
 import { matchesWhere } from "../ontology/match";
-import { isApiError } from "../errors";
+import { isApiError, messageOf } from "../errors";
 import { nowIso } from "../ids";
 import { SerialPass } from "../serial-pass";
 import { SubjectSchema } from "../sdk/records";
@@ -135,7 +135,7 @@ export class RuleEngine {
       try {
         compileObjectQuery(project.definition, { objectTypeId: rule.definition.objectTypeId, where: rule.definition.where });
       } catch (err) {
-        throw new Error(`Rule "${rule.id}" of connector "${rule.connectorId}": ${err instanceof Error ? err.message : String(err)}`);
+        throw new Error(`Rule "${rule.id}" of connector "${rule.connectorId}": ${messageOf(err)}`);
       }
       this.byType.set(rule.definition.objectTypeId, [...(this.byType.get(rule.definition.objectTypeId) ?? []), rule]);
     }

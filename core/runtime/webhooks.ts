@@ -6,7 +6,7 @@ import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
 import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/connector";
-import { ApiError } from "../errors";
+import { ApiError, messageOf } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
 import { handlerContext, HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
@@ -308,7 +308,7 @@ export class WebhookDeliveries {
 
   /** Marks the attempt and run failed: an UPDATE of a recorded run, else the run recorded failed. */
   private async fail(row: WebhookRunRow, attempt: number, err: unknown, recorded: boolean): Promise<void> {
-    const error = JSON.stringify({ message: err instanceof Error ? err.message : String(err) });
+    const error = JSON.stringify({ message: messageOf(err) });
     const now = nowIso();
     await this.db.transaction(async (tx) => {
       if (!recorded) return tx.defer(insertRuns, [runColumns(row, ["failed", now, null, error])]);
