@@ -41,6 +41,7 @@ import { ArtifactStore } from "./artifacts/store";
 import { SheetData } from "./artifacts/sheet-data";
 import { EmbedRenderer } from "./artifacts/render/embed";
 import { DeckCheckProcess, deckCheckProcessFor } from "./artifacts/deck-check-process";
+import { DataDirLock } from "./store/data-dir-lock";
 import { AgentOutput } from "./agents/output";
 import { ApiError } from "./errors";
 import { errorResponse } from "./http/response";
@@ -82,6 +83,11 @@ export interface AppOptions {
    * the modules load. The app owns it from the call on (closes it at close, or when the start fails).
    */
   deckCheckProcess?: DeckCheckProcess;
+  /**
+   * The data directory's lock ({@link DataDirLock}), already taken by an entry point that starts the
+   * Temporal dev server first. The app takes it itself otherwise, and releases it last at close.
+   */
+  dataDirLock?: DataDirLock;
 }
 
 /** A running service. */
@@ -128,6 +134,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
   /** The worker's start, under way while the seed and the stream followers start (see below). */
   let startingWorker: Promise<TemporalHost> | undefined;
   try {
+    // one service process per data directory: released last (close hooks run in reverse)
+    const lock = opts.dataDirLock ?? (await DataDirLock.acquire(config.dataDir));
+    lifecycle.hook("close", () => lock.release());
     // one process and one browser for every deck check (spec 4.3), stopped when idle; nothing starts
     // while checks are off. A seed to run may publish decks, and on a fresh data dir its deck check is
     // what start-up waits for: the process is started now (unless the entry point did, earlier), its

@@ -11,6 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import { deckCheckProcessFor, type DeckCheckProcess } from "../core/artifacts/deck-check-process";
 import { ConfigError, databaseFile, loadConfig } from "../core/config";
+import { DataDirLock } from "../core/store/data-dir-lock";
 import { createLogger } from "../core/logger";
 import { applyHeapGrowingPercent, mallocArenaAdvice } from "../core/heap";
 import { logUnhandledRejections, shutdownSignals } from "../core/lifecycle";
@@ -21,6 +22,7 @@ import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
 const started = Date.now();
 let temporal: Promise<EmbeddedTemporal> | undefined;
 let decks: DeckCheckProcess | undefined;
+let dataDirLock: DataDirLock | undefined;
 /** Whether createApp owns the dev server (it stops it when it fails). */
 let handedOver = false;
 /**
@@ -50,6 +52,9 @@ try {
   applyHeapGrowingPercent(config.heapGrowingPercent);
   const arenaAdvice = mallocArenaAdvice();
   if (arenaAdvice) log.warn(arenaAdvice);
+  // one service process per data directory, taken before its Temporal dev server starts (which stops a
+  // dev server this data directory's previous run left behind: with the lock held, that is an orphan)
+  dataDirLock = await DataDirLock.acquire(config.dataDir);
   if (!config.temporal.address) {
     temporal = startEmbeddedTemporal(config, (line) => log.info(line));
     temporal.catch(() => undefined); // observed by createApp, which reports it
@@ -65,7 +70,7 @@ try {
     import("./project"),
   ]);
   handedOver = true;
-  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults, logger: log, temporalDevServer: temporal, deckCheckProcess: decks });
+  const app = await createApp({ project: sandboxProject, plugins: builtinPlugins, workflowEngine: WORKFLOW_ENGINE, env, defaults, logger: log, temporalDevServer: temporal, deckCheckProcess: decks, dataDirLock });
   process.off("SIGINT", signalledWhileStarting);
   process.off("SIGTERM", signalledWhileStarting);
   installSignalHandlers(app);
@@ -85,7 +90,7 @@ try {
   ];
   process.stdout.write(lines.join("\n") + "\n");
 } catch (err) {
-  if (!handedOver) await Promise.all([temporal?.then((e) => e.server.stop(), () => undefined), decks?.close()]);
+  if (!handedOver) await Promise.all([temporal?.then((e) => e.server.stop(), () => undefined), decks?.close(), dataDirLock?.release()]);
   if (err instanceof ConfigError || err instanceof TemporalCliError) {
     process.stderr.write(`\n${err.message}\n`);
     process.exit(2);

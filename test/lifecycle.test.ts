@@ -8,6 +8,17 @@ import { sandboxProject } from "../sandbox/project";
 import { ensureChromium } from "./setup/chromium";
 
 describe("graceful shutdown", () => {
+  it("refuses a second app on a data directory an app is using (SVC_DATA_DIR named), and takes it once that one has closed", async () => {
+    const first = await startApp();
+    try {
+      await expect(startApp({ dataDir: first.dataDir })).rejects.toThrow(`SVC_DATA_DIR ${first.dataDir} is in use by another svc process`);
+    } finally {
+      await first.close();
+    }
+    const second = await startApp({ dataDir: first.dataDir });
+    await second.close();
+  });
+
   it("lets in-flight runs finish, answers new action runs 503 and starts nothing, then stops", async () => {
     const app = await startApp();
     const c = client(app);
