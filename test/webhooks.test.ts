@@ -217,6 +217,18 @@ describe("webhook delivery table (spec 3)", () => {
     run = after;
   });
 
+  it("fails an attempt whose answer HTTP cannot carry before anything of it is written (status, a body with 204, a header name, a BigInt)", async () => {
+    for (const badAnswer of ["status", "body204", "header", "bigint"]) {
+      const d = standardDelivery({ customerId: `cus_bad_${badAnswer}`, name: "Bad answer", badAnswer });
+      const res = await post(probeUrl(), d.payload, d.headers);
+      expect([badAnswer, res.status, ((await res.json()) as any).error.message]).toEqual([badAnswer, 500, "The webhook handler's answer was invalid; nothing was written"]);
+      const [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+      expect(run, badAnswer).toMatchObject({ status: "failed", attempts: [{ attempt: 1, status: "failed", error: { message: expect.stringContaining("The webhook handler's answer cannot be sent: ") } }] });
+      expect(await eventsOf(run.executionId), badAnswer).toHaveLength(0);
+      expect((await dev.get(`/api/objects/customer/cus_bad_${badAnswer}`)).status, badAnswer).toBe(404);
+    }
+  });
+
   it("answers with the handler's response, and lets handlers start workflows and append events once per delivery", async () => {
     const d = standardDelivery({ customerId: "cus_resp", name: "Resp", respond: true, startReview: "inv_1003", appendEvent: true, failTimes: 0 });
     const res = await post(probeUrl(), d.payload, d.headers);

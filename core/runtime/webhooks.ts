@@ -289,6 +289,15 @@ export class WebhookDeliveries {
 
     const result = buffered.result;
     const response = result ? { status: result.status ?? 200, headers: result.headers ?? {}, body: result.body } : { status: 202, headers: {}, body: undefined };
+    // an answer HTTP cannot carry fails the attempt before anything of it is written (it was found only
+    // while being sent, after the commit: the provider got a 500 for a delivery stored completed)
+    const invalid = problemOfAnswer(response);
+    if (invalid) {
+      const err = new Error(`The webhook handler's answer cannot be sent: ${invalid}`);
+      this.handlers.logger(spec).error({ err }, "webhook handler answered something HTTP cannot carry; nothing of the attempt was written");
+      await this.fail(row, attempt, err, recorded);
+      return answer(500, { error: { code: "internal", message: "The webhook handler's answer was invalid; nothing was written", details: { runId: row.id } } });
+    }
     try {
       await this.db.transaction(async (tx) => {
         const ending: RunEnding = ["completed", nowIso(), JSON.stringify(response), null];
@@ -356,4 +365,27 @@ export class WebhookDeliveries {
     const data = await Promise.all(page.map((r) => this.get(r.id)));
     return { data, ...(rows.length > q.pageSize ? { nextPageToken: page[page.length - 1]!.id } : {}) };
   }
+}
+
+/**
+ * What is wrong with a handler's answer for HTTP, or undefined when it can be sent (spec 2.12: status,
+ * headers, body): a status outside 200–599 or not whole, a body with 204, 205 or 304, a header name or
+ * value `Headers` refuses, a body that is not a string, bytes or JSON-serializable (a BigInt, a cycle).
+ */
+export function problemOfAnswer(response: { status: number; headers: Record<string, string>; body: unknown }): string | undefined {
+  if (!Number.isInteger(response.status) || response.status < 200 || response.status > 599) return `its status ${String(response.status)} is not a whole number in 200-599`;
+  if (response.body !== undefined && (response.status === 204 || response.status === 205 || response.status === 304)) return `a ${response.status} answer cannot have a body`;
+  try {
+    new Headers(response.headers);
+  } catch (err) {
+    return `its headers are not valid HTTP headers (${messageOf(err)})`;
+  }
+  if (response.body !== undefined && typeof response.body !== "string" && !(response.body instanceof Uint8Array)) {
+    try {
+      if (JSON.stringify(response.body) === undefined) return "its body is not a JSON value (a function or a symbol)";
+    } catch (err) {
+      return `its body cannot be written as JSON (${messageOf(err)})`;
+    }
+  }
+  return undefined;
 }

@@ -2,9 +2,10 @@ import * as v from "valibot";
 import { FastResponse, WebhookDeliveries, WebhookRunSchema, can, definePlugin, readBodyBytes, requirePermission, type WebhookAnswer } from "../../core/plugin-api";
 
 /**
- * The provider's answer as HTTP: strings and bytes as they are, anything else as JSON. Checked as
- * `new Response` would (FastResponse checks nothing, and a bad status or header would fail only while
- * being written, with no error answer or log).
+ * The provider's answer as HTTP: strings and bytes as they are, anything else as JSON. The answer was
+ * checked before its attempt was committed (`problemOfAnswer`, core/runtime/webhooks.ts); the checks here
+ * stay as a guard, since FastResponse checks nothing and a bad status or header would otherwise fail only
+ * while being written.
  * @throws {RangeError} a status outside 200–599; {TypeError} an invalid header, or a body with 204, 205 or 304
  */
 function toResponse(answer: WebhookAnswer): Response {
