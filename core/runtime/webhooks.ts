@@ -291,7 +291,7 @@ export class WebhookDeliveries {
     const response = result ? { status: result.status ?? 200, headers: result.headers ?? {}, body: result.body } : { status: 202, headers: {}, body: undefined };
     // an answer HTTP cannot carry fails the attempt before anything of it is written (it was found only
     // while being sent, after the commit: the provider got a 500 for a delivery stored completed)
-    const invalid = problemOfAnswer(response);
+    const invalid = result ? problemOfAnswer(response) : undefined; // the plain 202 needs no check
     if (invalid) {
       const err = new Error(`The webhook handler's answer cannot be sent: ${invalid}`);
       this.handlers.logger(spec).error({ err }, "webhook handler answered something HTTP cannot carry; nothing of the attempt was written");
