@@ -80,4 +80,24 @@ describe("connector schedules on Temporal", () => {
       await second.close();
     }
   });
+
+  it("with SVC_SCHEDULES=false and nothing created on Temporal: lists every schedule, says which are not on Temporal and why, and refuses pause, unpause and trigger with 409", async () => {
+    const taskQueue = `sched-off-${Math.random().toString(36).slice(2)}`;
+    const app = await startApp({ taskQueue });
+    try {
+      const c = client(app);
+      const listed = await c.get("/api/schedules");
+      expect(listed.status).toBe(200);
+      const temporal = listed.body.data.filter((s: any) => s.cron !== undefined || s.every !== undefined);
+      expect(temporal.length).toBeGreaterThan(0);
+      for (const s of temporal) expect(s).toMatchObject({ onTemporal: false, nextRuns: [], recentRuns: [], note: expect.stringContaining("SVC_SCHEDULES=false") });
+      const id = temporal[0].scheduleId;
+      for (const action of ["pause", "unpause", "trigger"]) {
+        const res = await c.post(`/api/schedules/${id}/${action}`, {});
+        expect([action, res.status, res.body.error?.code, res.body.error?.message]).toEqual([action, 409, "conflict", expect.stringContaining("not on Temporal")]);
+      }
+    } finally {
+      await app.close();
+    }
+  });
 });

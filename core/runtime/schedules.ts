@@ -9,15 +9,23 @@ import { ApiError } from "../errors";
 import { EventScheduleConsumers, EventScheduleStateSchema, type DeadLetter, type EventScheduleState } from "./event-schedules";
 import { temporalClient } from "../temporal/sdk";
 
+/** Why a declared cron / interval schedule has no Temporal schedule, as its state and a refusal say it. */
+const NOT_ON_TEMPORAL = "not on Temporal: the service started with SVC_SCHEDULES=false, which leaves Temporal's schedules as they are, and this one was never created there; start once with SVC_SCHEDULES=true to create it";
+
 /** A declared overlap policy as Temporal's. */
 const overlapPolicy = (overlap: OverlapPolicy): ScheduleOverlapPolicy => {
   const { ScheduleOverlapPolicy: P } = temporalClient();
   return { skip: P.SKIP, bufferOne: P.BUFFER_ONE, bufferAll: P.BUFFER_ALL, cancelOther: P.CANCEL_OTHER, terminateOther: P.TERMINATE_OTHER, allowAll: P.ALLOW_ALL }[overlap];
 };
 
-/** A cron or interval schedule as operators read it (`GET /api/schedules`): Temporal's state, next five and recent runs. */
+/**
+ * A cron or interval schedule as operators read it (`GET /api/schedules`): Temporal's state, next five and
+ * recent runs. `onTemporal` false: declared but not on Temporal (a start with `SVC_SCHEDULES=false` never
+ * created it); it fires nothing, lists no runs and says why in `note`.
+ */
 export const TemporalScheduleStateSchema = v.object({
   scheduleId: v.string(),
+  onTemporal: v.boolean(),
   connectorId: v.string(),
   cron: v.optional(v.string()),
   every: v.optional(v.number()),
@@ -104,14 +112,16 @@ export class ScheduleManager {
     const { connectorId, definition } = this.declared(scheduleId);
     if (definition.on) return this.eventSchedules.describe(scheduleId);
     let d;
+    const declared = { scheduleId, connectorId, ...(definition.cron ? { cron: definition.cron } : { every: definition.every }), timezone: definition.timezone ?? "UTC", overlap: definition.overlap ?? "skip" };
     try {
       d = await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).describe();
     } catch (err) {
-      if (err instanceof temporalClient().ScheduleNotFoundError) throw new ApiError("not_found", `Schedule "${scheduleId}" is not on Temporal (yet)`);
-      throw err;
+      if (!(err instanceof temporalClient().ScheduleNotFoundError)) throw err;
+      return { ...declared, onTemporal: false, paused: false, note: NOT_ON_TEMPORAL, nextRuns: [], recentRuns: [], temporalScheduleId: this.temporalId(scheduleId) };
     }
     return {
       scheduleId,
+      onTemporal: true,
       connectorId,
       ...(definition.cron ? { cron: definition.cron } : { every: definition.every }),
       timezone: definition.timezone ?? "UTC",
@@ -128,14 +138,27 @@ export class ScheduleManager {
   /** Pauses a schedule (firings stop until unpaused). */
   async pause(scheduleId: string, note?: string): Promise<ScheduleState> {
     if (this.declared(scheduleId).definition.on) return this.eventSchedules.pause(scheduleId, note);
-    await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).pause(note ?? "paused through the API");
+    await this.onTemporal(scheduleId, (handle) => handle.pause(note ?? "paused through the API"));
     return this.describe(scheduleId);
   }
 
   async unpause(scheduleId: string, note?: string): Promise<ScheduleState> {
     if (this.declared(scheduleId).definition.on) return this.eventSchedules.unpause(scheduleId, note);
-    await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).unpause(note ?? "unpaused through the API");
+    await this.onTemporal(scheduleId, (handle) => handle.unpause(note ?? "unpaused through the API"));
     return this.describe(scheduleId);
+  }
+
+  /**
+   * `act` on the schedule's Temporal handle.
+   * @throws {ApiError} conflict when the schedule is not on Temporal (see {@link NOT_ON_TEMPORAL})
+   */
+  private async onTemporal(scheduleId: string, act: (handle: ReturnType<TemporalHost["client"]["schedule"]["getHandle"]>) => Promise<void>): Promise<void> {
+    try {
+      await act(this.host.client.schedule.getHandle(this.temporalId(scheduleId)));
+    } catch (err) {
+      if (err instanceof temporalClient().ScheduleNotFoundError) throw new ApiError("conflict", `Schedule "${scheduleId}": ${NOT_ON_TEMPORAL}`, { scheduleId, onTemporal: false });
+      throw err;
+    }
   }
 
   /**
@@ -154,7 +177,7 @@ export class ScheduleManager {
       const last = this.triggeredSecond.get(scheduleId);
       if (last !== undefined && Math.floor(Date.now() / 1000) <= last) await new Promise((r) => setTimeout(r, (last + 1) * 1000 - Date.now() + 5));
       this.triggeredSecond.set(scheduleId, Math.floor(Date.now() / 1000));
-      await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).trigger();
+      await this.onTemporal(scheduleId, (handle) => handle.trigger());
     };
     const fired = (this.triggerChain.get(scheduleId) ?? Promise.resolve()).catch(() => undefined).then(fire);
     this.triggerChain.set(scheduleId, fired);
