@@ -63,10 +63,15 @@ describe("status", () => {
       await db.transaction((tx) => tx.run("INSERT INTO outbox (event_id, envelope, created_at) VALUES (?, ?, ?)", [envelope.id, JSON.stringify(envelope), new Date(Date.now() - 10_000).toISOString()]));
       const degraded = (await c.get("/api/status")).body;
       expect(degraded.status).toBe("degraded");
+      // the probe without a token: the word and a 503, no detail
+      const probe = await fetch(`${app.url}/health`);
+      expect([probe.status, await probe.json()]).toEqual([503, { status: "degraded" }]);
       expect(degraded.parts.outbox).toMatchObject({ status: "unhealthy", backlog: 1, oldestAgeMs: expect.any(Number) });
       expect(degraded.parts.outbox.oldestAgeMs).toBeGreaterThanOrEqual(10_000);
       // the recovery pass (every SVC_OUTBOX_RECOVERY_MS) delivers it
       await eventually(async () => (await c.get("/api/status")).body.status === "ok");
+      const healthy = await fetch(`${app.url}/health`);
+      expect([healthy.status, await healthy.json()]).toEqual([200, { status: "ok" }]);
       expect((await c.get("/api/events?type=schedule.triggered")).body.events.map((e: any) => e.id)).toEqual([envelope.id]);
     } finally {
       await app.close();

@@ -18,11 +18,47 @@ const StatusSchema = v.object({
  * says which and why. The `runStarts` part counts workflow, sync and pipeline runs answered as queued
  * but not started on Temporal yet (`pending`, `oldestPendingAgeMs`, `inFlight`) and is unhealthy once
  * the oldest waited more than `SVC_RUN_START_MAX_AGE_MS` (e.g. during a Temporal outage).
+ * `GET /health` answers the same status word without a token, as 200 (`ok`) or 503, for probes.
  */
 export default definePlugin({
   name: "status",
   deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers, starter: RunStarter },
   setup({ routes, config }, { db, lifecycle, outbox, temporal, eventSchedules, starter }) {
+    /** The health report: every part checked now. */
+    const report = async () => {
+      const started = Date.now();
+      const store = await db.get("SELECT 1 AS ok").then(
+        () => ({ status: "ok" as const, latencyMs: Date.now() - started }),
+        (err: Error) => ({ status: "unhealthy" as const, error: err.message }),
+      );
+      const stats = await outbox.stats();
+      const outboxHealthy = stats.consecutiveFailures < Outbox.DEGRADED_AFTER && (stats.oldestAgeMs ?? 0) < 2 * config.outboxRecoveryMs;
+      const parts = {
+        store,
+        temporal: await temporal.health(),
+        outbox: { status: outboxHealthy ? ("ok" as const) : ("unhealthy" as const), ...stats },
+        schedules: eventSchedules.health(),
+        runStarts: await starter.health(),
+      };
+      const healthy = Object.values(parts).every((p) => p.status === "ok");
+      return { status: lifecycle.shuttingDown ? ("shutting_down" as const) : healthy ? ("ok" as const) : ("degraded" as const), parts, checkedAt: new Date().toISOString() };
+    };
+    routes.add({
+      method: "GET",
+      path: "/health",
+      summary: "Health probe for load balancers and orchestrators",
+      description: "The status word of `GET /api/status` with its HTTP status: 200 `ok`, 503 `degraded` or `shutting_down`. No token (a probe has none) and no detail (the parts need a token: `GET /api/status`).",
+      tags: ["status"],
+      auth: "none",
+      responses: {
+        200: { description: "Serving, every part healthy", schema: v.object({ status: v.literal("ok") }) },
+        503: { description: "A part is unhealthy (`degraded`), or the service is shutting down (`shutting_down`)", schema: v.object({ status: v.picklist(["degraded", "shutting_down"]) }) },
+      },
+      async handler() {
+        const { status } = await report();
+        return new Response(JSON.stringify({ status }), { status: status === "ok" ? 200 : 503, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
+      },
+    });
     routes.add({
       method: "GET",
       path: "/api/status",
@@ -31,24 +67,7 @@ export default definePlugin({
       tags: ["status"],
       auth: "bearer",
       responses: { 200: { description: "Health report", schema: StatusSchema } },
-      async handler() {
-        const started = Date.now();
-        const store = await db.get("SELECT 1 AS ok").then(
-          () => ({ status: "ok" as const, latencyMs: Date.now() - started }),
-          (err: Error) => ({ status: "unhealthy" as const, error: err.message }),
-        );
-        const stats = await outbox.stats();
-        const outboxHealthy = stats.consecutiveFailures < Outbox.DEGRADED_AFTER && (stats.oldestAgeMs ?? 0) < 2 * config.outboxRecoveryMs;
-        const parts = {
-          store,
-          temporal: await temporal.health(),
-          outbox: { status: outboxHealthy ? ("ok" as const) : ("unhealthy" as const), ...stats },
-          schedules: eventSchedules.health(),
-          runStarts: await starter.health(),
-        };
-        const healthy = Object.values(parts).every((p) => p.status === "ok");
-        return { status: lifecycle.shuttingDown ? "shutting_down" : healthy ? "ok" : "degraded", parts, checkedAt: new Date().toISOString() };
-      },
+      handler: report,
     });
   },
 });
