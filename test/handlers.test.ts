@@ -56,6 +56,18 @@ const probe = defineConnector({
         throw Object.assign(new Error("looks like one"), { name: "ApiError", code: "made_up" });
       },
     }),
+    // a result or a payload JSON cannot carry
+    "probe.bigint": defineAction({
+      params: v.object({ where: v.picklist(["result", "payload"]) }),
+      run: async (ctx) => {
+        ctx.objects.upsert("customer", "cus_bigint", { name: "written with it" });
+        if (ctx.params.where === "payload") {
+          await (ctx as unknown as SystemContext).events.append([{ type: "rule.triggered", payload: { ruleId: "big", subject: { kind: "object", objectTypeId: "customer", primaryId: "cus_bigint" }, n: 1n } }]);
+          return "ok";
+        }
+        return { n: 1n };
+      },
+    }),
     // never settles and ignores its ctx.signal
     "probe.forever": defineAction({ params: v.object({}), run: () => new Promise(() => undefined) }),
     "probe.effect": defineAction({ params: v.object({}), run: () => ({ ok: true }), effect: (ctx) => writeAndAppend(ctx, "effect") }),
@@ -166,6 +178,17 @@ describe("what a handler throws", () => {
     expect(await errorOf("undefined")).toEqual({ code: "action_failed", message: "undefined was thrown (throw an Error with a message)" });
     expect(await errorOf("json")).toEqual({ code: "action_failed", message: '{"reason":"no message here"}' });
     expect(await errorOf("fake-api-error")).toEqual({ code: "action_failed", message: "looks like one" });
+  });
+});
+
+describe("a value JSON cannot carry", () => {
+  it("in an action's result or in what it appends fails the run saying so, and nothing of it is written", async () => {
+    const dev = client(app);
+    const result = await dev.post("/api/actions/probe.bigint", { params: { where: "result" } });
+    expect([result.body.status, result.body.error]).toEqual(["failed", { code: "action_failed", message: "The action's result cannot be written as JSON: Do not know how to serialize a BigInt" }]);
+    const payload = await dev.post("/api/actions/probe.bigint", { params: { where: "payload" } });
+    expect([payload.body.status, payload.body.error]).toEqual(["failed", { code: "action_failed", message: expect.stringMatching(/^The run's writes hold a value JSON cannot carry \(Do not know how to serialize a BigInt\); nothing was written$/) }]);
+    expect((await dev.get("/api/objects/customer/cus_bigint")).status).toBe(404);
   });
 });
 

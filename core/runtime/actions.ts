@@ -229,6 +229,16 @@ export class ActionRunner {
       failure = { code: isApiError(err) ? err.code : "action_failed", message: messageOf(err) };
       this.handlers.logger(spec).warn({ err }, "action run failed");
     }
+    // a result JSON cannot carry (a BigInt, a cycle) fails the run by name, before anything is written
+    let resultText: string | null = null;
+    if (!failure && buffered?.result !== undefined) {
+      try {
+        resultText = JSON.stringify(buffered.result) ?? null;
+      } catch (err) {
+        failure = { code: "action_failed", message: `The action's result cannot be written as JSON: ${messageOf(err)}` };
+        this.handlers.logger(spec).warn({ err }, "action run failed");
+      }
+    }
     // a run recorded on its own is finished by an UPDATE in a later group (never in the group of its
     // INSERT: the group runs deferred statements by statement, not by caller)
     const separately = await recording.ended();
@@ -241,7 +251,7 @@ export class ActionRunner {
     };
     const finish = async (fail: typeof failure) => {
       const finishedAt = nowIso();
-      const result = !fail && buffered?.result !== undefined ? (JSON.stringify(buffered.result) ?? null) : null;
+      const result = fail ? null : resultText;
       const ending: RunEnding = [fail ? "failed" : "succeeded", finishedAt, result, fail ? JSON.stringify(fail) : null, !fail && definition.effect ? "pending" : null];
       await this.db.transaction(async (tx) => {
         if (!separately) await recordInTx(tx, ending);
@@ -267,7 +277,13 @@ export class ActionRunner {
       // of the handler was written (a run recorded with its completion is recorded again, failed).
       // A store error's text stays in the log, never in the record or the response.
       if (!isApiError(err)) this.handlers.logger(spec).error({ err }, "committing the action run failed");
-      failure = isApiError(err) ? { code: err.code, message: err.message } : { code: "commit_failed", message: "The run's writes could not be committed; nothing was written" };
+      // a value JSON cannot carry in what it wrote (a BigInt or a cycle in a property or an event payload) is the handler's to fix: said so
+      const json = err instanceof TypeError && /BigInt|circular structure/i.test(err.message);
+      failure = isApiError(err)
+        ? { code: err.code, message: err.message }
+        : json
+          ? { code: "action_failed", message: `The run's writes hold a value JSON cannot carry (${err.message.split("\n")[0]}); nothing was written` }
+          : { code: "commit_failed", message: "The run's writes could not be committed; nothing was written" };
       await finish(failure);
     }
     await this.events.drain();
