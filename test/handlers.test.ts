@@ -82,7 +82,11 @@ const probe = defineConnector({
     }),
   },
   schedules: { "probe-schedule": defineSchedule({ every: 3_600_000, paused: true, run: (ctx) => writeAndAppend(ctx, "schedule") }) },
-  syncs: { "probe-sync": defineSync({ run: async (ctx) => (await writeAndAppend(ctx, "sync"), { ok: true }) }) },
+  syncs: {
+    "probe-sync": defineSync({ run: async (ctx) => (await writeAndAppend(ctx, "sync"), { ok: true }) }),
+    // writes, then answers a result Temporal cannot carry as JSON
+    "probe-bigint-sync": defineSync({ run: async (ctx) => (ctx.objects.upsert("customer", "cus_bigsync", { name: "written with it" }), { n: 1n }) }),
+  },
   pipelines: { "probe-pipeline": definePipeline({ steps: [{ name: "only", run: async (ctx) => (await writeAndAppend(ctx, "pipeline"), { ok: true }) }] }) },
 });
 const project = defineProject({ ...sandboxProject, connectors: [...sandboxProject.connectors, probe] });
@@ -189,6 +193,19 @@ describe("a value JSON cannot carry", () => {
     const payload = await dev.post("/api/actions/probe.bigint", { params: { where: "payload" } });
     expect([payload.body.status, payload.body.error]).toEqual(["failed", { code: "action_failed", message: expect.stringMatching(/^The run's writes hold a value JSON cannot carry \(Do not know how to serialize a BigInt\); nothing was written$/) }]);
     expect((await dev.get("/api/objects/customer/cus_bigint")).status).toBe(404);
+  });
+});
+
+describe("a sync whose result JSON cannot carry", () => {
+  it("fails at once, saying why, and writes nothing (Temporal's conversion after the commit retried the run for minutes with its writes in)", async () => {
+    const dev = client(app);
+    const { runId } = (await dev.post("/api/syncs/probe-bigint-sync/runs", { input: {} })).body;
+    const failed = await eventually(async () => {
+      const r = await dev.get(`/api/sync-runs/${runId}`);
+      return r.body.status === "failed" ? r.body : undefined;
+    }, 20_000);
+    expect(failed.error.message).toBe("The sync handler's result cannot be written as JSON: Do not know how to serialize a BigInt");
+    expect((await dev.get("/api/objects/customer/cus_bigsync")).status).toBe(404);
   });
 });
 

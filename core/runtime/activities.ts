@@ -10,7 +10,7 @@ import type { ProjectRegistry } from "../project/registry";
 import type { Actor, DomainEventEnvelope, EventType } from "../events/catalog";
 import { handlerContext, type HandlerRunner, type HandlerCommit, type HandlerRun } from "./handler";
 import type { SystemContext } from "../sdk/context";
-import { isApiError } from "../errors";
+import { ApiError, isApiError, messageOf } from "../errors";
 import { nowIso } from "../ids";
 import { temporalCommon } from "../temporal/sdk";
 
@@ -33,10 +33,24 @@ function toFailure(err: unknown): unknown {
  */
 export function createActivities(deps: { db: Database; events: EventLog; ontology: OntologyStore; actions: ActionRunner; project: ProjectRegistry; handlers: HandlerRunner }): SvcActivities {
   const { db, events, ontology, actions, project, handlers } = deps;
-  /** Runs connector code and commits its buffered writes and events once per `spec.key`. */
+  /**
+   * Runs connector code and commits its buffered writes and events once per `spec.key`. Its result must
+   * be JSON (Temporal carries it as a JSON payload): one that is not (a BigInt, a cycle) fails the
+   * activity for good before anything is committed; Temporal's conversion after the commit failed every
+   * retry of a run whose writes were already in.
+   */
   const runHandler = async <T>(spec: HandlerRun, origin: HandlerCommit["origin"], fn: (ctx: SystemContext) => T | Promise<T>): Promise<T> => {
+    const checked = async (ctx: SystemContext) => {
+      const result = await fn(ctx);
+      try {
+        JSON.stringify(result);
+      } catch (err) {
+        throw new ApiError("invalid_request", `The ${spec.run.kind} handler's result cannot be written as JSON: ${messageOf(err)}`);
+      }
+      return result;
+    };
     try {
-      return await handlers.run(spec, { origin, idempotencyKey: spec.key }, fn);
+      return await handlers.run(spec, { origin, idempotencyKey: spec.key }, checked);
     } catch (err) {
       throw toFailure(err);
     }
