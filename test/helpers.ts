@@ -23,8 +23,11 @@ import { tempDir } from "./helpers-fs";
  * Temporal dev server, on a task queue of its own. `logger` replaces the silent one (for a test that
  * reads what the app logs).
  */
-export async function startApp(opts: { dataDir?: string; env?: Record<string, string>; project?: ProjectDefinition; taskQueue?: string; logger?: Logger } = {}): Promise<App & { dataDir: string }> {
-  process.env.SVC_WORKFLOW_BUNDLE = inject("workflowBundle");
+export async function startApp(opts: { dataDir?: string; env?: Record<string, string>; project?: ProjectDefinition; taskQueue?: string; logger?: Logger; ownWorkflowBundle?: boolean } = {}): Promise<App & { dataDir: string }> {
+  // the suite's shared bundle holds the sandbox's workflows; a project with workflows of its own
+  // (`ownWorkflowBundle`) is bundled from its workflowsModule, a few seconds
+  if (opts.ownWorkflowBundle) delete process.env.SVC_WORKFLOW_BUNDLE;
+  else process.env.SVC_WORKFLOW_BUNDLE = inject("workflowBundle");
   const dataDir = opts.dataDir ?? tempDir();
   const app = await createApp({
     project: opts.project ?? sandboxProject,

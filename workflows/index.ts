@@ -179,6 +179,13 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
   await records.record(workflowEvent({ type: "workflow.run.started", workflowId, runId, key: `${runId}:started` }, true));
   try {
     const result = await definition.run(createContext(workflowId, runId, records, mode), input);
+    // a result Temporal cannot carry (its payloads are JSON) would fail the closing task for ever after
+    // `finished` said completed: it fails the run here instead, by name
+    try {
+      JSON.stringify(result);
+    } catch (err) {
+      throw new Error(`The workflow's result cannot be written as JSON: ${thrownMessage(err)}`);
+    }
     await finished({ status: "completed" });
     return result;
   } catch (err) {
