@@ -90,6 +90,17 @@ export interface AppOptions {
   dataDirLock?: DataDirLock;
 }
 
+/**
+ * The development token (`SVC_DEV_TOKEN`, else the project's default, of the project's `devIdentity`) at a
+ * start: `active` (it works), `revoked` (revoked earlier: a revocation sticks across starts), `disabled`
+ * (`SVC_DEV_TOKEN=none`: the one stored earlier, if any, is revoked now), `none` (no value, or the project
+ * has no development identity).
+ */
+export type DevTokenStatus = "active" | "revoked" | "disabled" | "none";
+
+/** The name the development token is stored under (`npm run svc -- tokens list` shows it). */
+const DEV_TOKEN_NAME = "development";
+
 /** A running service. */
 export interface App {
   url: string;
@@ -97,6 +108,8 @@ export interface App {
   container: DependencyContainer;
   temporal: TemporalHost;
   log: Logger;
+  /** The development token at this start (see {@link DevTokenStatus}). */
+  devTokenStatus: DevTokenStatus;
   /** Dispatches a request in-process through the same h3 app the server runs (no socket). */
   fetch(request: Request): Promise<Response>;
   /** Graceful shutdown (idempotent): see {@link createApp}. */
@@ -238,10 +251,15 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // check); start-up goes on once both are done, and fails with the first error.
     const tokens = container.resolve(TokenService);
     const sessions = container.resolve(SessionService);
-    const credentials = Promise.all([
-      config.devToken && opts.project.devIdentity ? tokens.ensure(config.devToken, opts.project.devIdentity, "development") : undefined,
-      ...Object.entries(opts.project.identities).map(([id, identity]) => identity.devPassword && sessions.ensurePassword(id, identity.devPassword)),
-    ]);
+    const devToken: Promise<DevTokenStatus> = config.devTokenDisabled
+      ? tokens.revokeNamed(DEV_TOKEN_NAME).then((revoked) => {
+          if (revoked > 0) log.info({ revoked }, "SVC_DEV_TOKEN=none: revoked the development token stored by an earlier start");
+          return "disabled";
+        })
+      : config.devToken && opts.project.devIdentity
+        ? tokens.ensure(config.devToken, opts.project.devIdentity, DEV_TOKEN_NAME)
+        : Promise.resolve("none");
+    const credentials = Promise.all([devToken, ...Object.entries(opts.project.identities).map(([id, identity]) => identity.devPassword && sessions.ensurePassword(id, identity.devPassword))]);
     const seed = (async () => {
       // Anything committed but not drained before the last stop (crash between commit and drain).
       await outbox.drain();
@@ -249,6 +267,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await container.resolve(EventLog).drain();
     })();
     for (const settled of await Promise.allSettled([seed, credentials])) if (settled.status === "rejected") throw settled.reason;
+    const devTokenStatus = await devToken;
+    if (devTokenStatus === "revoked") log.warn("the development token was revoked and stays so: requests with it are refused (set SVC_DEV_TOKEN to a new value to have one again)");
 
     phase("recovery drain, seed, tokens");
     // dataset projections catch up with every committed version (the seed's included; waited for up to 5 s), then follow the stream
@@ -329,7 +349,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
         await lifecycle.run("close", logError("close hook failed"));
         log.info("stopped");
       })());
-    return { url, config, container, temporal, log, fetch: (request) => Promise.resolve(h3.fetch(request)), close };
+    return { url, config, container, temporal, log, devTokenStatus, fetch: (request) => Promise.resolve(h3.fetch(request)), close };
   } catch (err) {
     seedDone(); // a connect still waiting for the seed goes on (the close hooks then shut it down)
     await startingWorker?.catch(() => undefined); // the close hooks then stop a worker it started

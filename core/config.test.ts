@@ -40,6 +40,19 @@ describe("config (valibot, from the environment)", () => {
     expect((error as Error).message).toMatch(message);
   });
 
+  it("SVC_DEV_TOKEN=none disables the development token (the project's default does not return); empty is unset", () => {
+    const defaults = { dataDir: "/tmp/x", devToken: "svc_dev_sandbox_token" };
+    const devToken = (env: Record<string, string>, d: { dataDir: string; devToken?: string } = defaults) => {
+      const c = loadConfig(env, d);
+      return [c.devToken, c.devTokenDisabled];
+    };
+    expect(devToken({ SVC_DEV_TOKEN: "none" })).toEqual([undefined, true]);
+    expect(devToken({ SVC_DEV_TOKEN: "NONE" })).toEqual([undefined, true]);
+    expect(devToken({ SVC_DEV_TOKEN: "" })).toEqual(["svc_dev_sandbox_token", false]);
+    expect(devToken({ SVC_DEV_TOKEN: "a-token-of-my-own-123" })).toEqual(["a-token-of-my-own-123", false]);
+    expect(devToken({}, { dataDir: "/tmp/x" })).toEqual([undefined, false]);
+  });
+
   it("requires a data dir when the project has no default", () => {
     expect(() => loadConfig({})).toThrow(/SVC_DATA_DIR/);
   });

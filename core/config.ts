@@ -13,7 +13,7 @@ import { defaultChromiumPath } from "./artifacts/chromium";
  * | `HOST` | 127.0.0.1 | interface to bind |
  * | `LOG_LEVEL` | info | pino level |
  * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB, local blobs and upload sessions; one service process per directory (its locks are in-process) |
- * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission |
+ * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission (at least 16 characters); `none`: no development token, and one stored by an earlier start is revoked. A revoked development token stays revoked at later starts |
  * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links |
  * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |
  * | `TEMPORAL_NAMESPACE` | default | namespace on that cluster |
@@ -54,7 +54,10 @@ export interface Config {
   host: string;
   logLevel: string;
   dataDir: string;
+  /** The development token (`SVC_DEV_TOKEN`, else the project's default); unset when there is none or it is disabled. */
   devToken?: string;
+  /** `SVC_DEV_TOKEN=none`: no development token, and the one an earlier start stored is revoked. */
+  devTokenDisabled: boolean;
   publicOrigin: string;
   /** `SVC_API_PUBLIC_ORIGIN` exactly as configured (no default): download URLs need it (spec 4.3). */
   apiPublicOrigin?: string;
@@ -119,6 +122,9 @@ export class ConfigError extends Error {
   }
 }
 
+/** The `SVC_DEV_TOKEN` value that disables the development token (any case). */
+export const DEV_TOKEN_NONE = "none";
+
 const intIn = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`));
 const bool = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(["true", "false", "1", "0", "yes", "no"], "must be true or false"), v.transform((s) => ["true", "1", "yes"].includes(s)));
@@ -129,7 +135,7 @@ const EnvSchema = v.object({
   HOST: v.optional(nonEmpty, "127.0.0.1"),
   LOG_LEVEL: v.optional(v.picklist(["trace", "debug", "info", "warn", "error", "fatal", "silent"], "must be one of trace, debug, info, warn, error, fatal, silent"), "info"),
   SVC_DATA_DIR: v.optional(nonEmpty),
-  SVC_DEV_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.minLength(16, "must be at least 16 characters"))),
+  SVC_DEV_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.check((s) => s.length >= 16 || s.toLowerCase() === DEV_TOKEN_NONE, `must be at least 16 characters (or ${DEV_TOKEN_NONE}: no development token)`))),
   SVC_API_PUBLIC_ORIGIN: v.optional(v.pipe(v.string(), v.url("must be a URL such as https://api.example.com"))),
   TEMPORAL_ADDRESS: v.optional(v.pipe(nonEmpty, v.regex(/^[^\s:]+:\d+$/, "must be host:port"))),
   TEMPORAL_NAMESPACE: v.optional(nonEmpty, "default"),
@@ -165,6 +171,13 @@ const EnvSchema = v.object({
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
+/** `SVC_DEV_TOKEN` (validated) over the project's default: `none` disables the development token. */
+function devTokenOf(variable: string | undefined, fallback: string | undefined): Pick<Config, "devToken" | "devTokenDisabled"> {
+  if (variable?.toLowerCase() === DEV_TOKEN_NONE) return { devTokenDisabled: true };
+  const devToken = variable ?? fallback;
+  return devToken ? { devToken, devTokenDisabled: false } : { devTokenDisabled: false };
+}
+
 /** The SQLite database file of a data dir (`<dataDir>/svc.db`): the store (`Database.open`) and what checks for it. */
 export function databaseFile(dataDir: string): string {
   return path.join(dataDir, "svc.db");
@@ -197,7 +210,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     logLevel: e.LOG_LEVEL,
     dataDir: path.resolve(dataDir),
-    devToken: e.SVC_DEV_TOKEN ?? defaults.devToken,
+    ...devTokenOf(e.SVC_DEV_TOKEN, defaults.devToken),
     publicOrigin: (e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
     ...(e.SVC_API_PUBLIC_ORIGIN ? { apiPublicOrigin: e.SVC_API_PUBLIC_ORIGIN.replace(/\/$/, "") } : {}),
     temporal: {

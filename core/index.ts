@@ -4,6 +4,6 @@
  */
 export * from "./sdk/index";
 export { createApp, installSignalHandlers } from "./app";
-export type { App, AppOptions, WorkflowEngine } from "./app";
+export type { App, AppOptions, DevTokenStatus, WorkflowEngine } from "./app";
 export { definePlugin } from "./plugin-api";
 export type { Plugin, PluginContext } from "./plugin-api";

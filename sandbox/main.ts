@@ -17,6 +17,7 @@ import { applyHeapGrowingPercent, mallocArenaAdvice } from "../core/heap";
 import { logUnhandledRejections, shutdownSignals } from "../core/lifecycle";
 import { TemporalCliError } from "../core/temporal/cli";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "../core/temporal/embedded";
+import { sandboxBanner } from "./banner";
 import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
 
 const started = Date.now();
@@ -75,20 +76,7 @@ try {
   process.off("SIGTERM", signalledWhileStarting);
   installSignalHandlers(app);
   logUnhandledRejections(log);
-  const lines = [
-    "",
-    `  svc sandbox is up (${((Date.now() - started) / 1000).toFixed(1)} s)`,
-    `  API          ${app.url}`,
-    `  Docs         ${app.url}/docs`,
-    `  Artifacts    ${app.url}/artifacts (sign in as dev / dev-sandbox-password)`,
-    `  Agent        npm run chat -- "Write a report titled Q4 outlook"`,
-    `  Temporal UI  ${app.temporal.uiUrl ?? `(not served; cluster ${app.temporal.address})`}`,
-    `  Public URL   ${app.config.apiPublicOrigin} (SVC_API_PUBLIC_ORIGIN, used in download URLs; local addresses are unreachable for external services)`,
-    `  Dev token    ${app.config.devToken}`,
-    `  Try          curl -H "Authorization: Bearer ${app.config.devToken}" ${app.url}/api/status`,
-    "",
-  ];
-  process.stdout.write(lines.join("\n") + "\n");
+  process.stdout.write(sandboxBanner(app, { seconds: (Date.now() - started) / 1000, devIdentity: sandboxProject.devIdentity ?? "dev" }));
 } catch (err) {
   if (!handedOver) await Promise.all([temporal?.then((e) => e.server.stop(), () => undefined), decks?.close(), dataDirLock?.release()]);
   if (err instanceof ConfigError || err instanceof TemporalCliError) {

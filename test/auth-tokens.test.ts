@@ -1,6 +1,6 @@
 /** API tokens and permissions (spec 5), in-process and over HTTP. */
-import { expect, it } from "vitest";
-import { DEV_TOKEN, client, describeMatrix, sandboxSuite } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { DEV_TOKEN, client, describeMatrix, sandboxSuite, startApp, tempDir } from "./helpers";
 import { Database } from "../core/store/db";
 import { TokenService } from "../core/auth/tokens";
 
@@ -39,5 +39,63 @@ describeMatrix("authentication and permissions (spec 5)", (transport) => {
     expect((await client(suite.app, token, transport).get("/api/project")).status).toBe(200);
     await service.revoke(info.id);
     expect((await client(suite.app, token, transport).get("/api/project")).status).toBe(401);
+  });
+});
+
+describe("the development token across starts", () => {
+  /** The app's answer to a request with the sandbox's development token. */
+  const devTokenAnswer = async (app: Awaited<ReturnType<typeof startApp>>) => (await client(app, DEV_TOKEN).get("/api/project")).status;
+  const revokeDevelopmentToken = async (app: Awaited<ReturnType<typeof startApp>>) => {
+    const service = app.container.resolve(TokenService);
+    const dev = (await service.list()).find((t) => t.name === "development" && !t.revokedAt);
+    expect(dev).toBeDefined();
+    expect(await service.revoke(dev!.id)).toBe(true);
+  };
+
+  it("a revoked development token stays revoked at the next start (the start does not restore it)", async () => {
+    const dataDir = tempDir();
+    const first = await startApp({ dataDir });
+    try {
+      expect(first.devTokenStatus).toBe("active");
+      await revokeDevelopmentToken(first);
+      expect(await devTokenAnswer(first)).toBe(401);
+    } finally {
+      await first.close();
+    }
+    const second = await startApp({ dataDir });
+    try {
+      expect(second.devTokenStatus).toBe("revoked");
+      expect(await devTokenAnswer(second)).toBe(401);
+    } finally {
+      await second.close();
+    }
+    // a new value is a new token, which works (the revoked one stays revoked)
+    const renewed = await startApp({ dataDir, env: { SVC_DEV_TOKEN: "svc_dev_second_value_0123" } });
+    try {
+      expect(renewed.devTokenStatus).toBe("active");
+      expect((await client(renewed, "svc_dev_second_value_0123").get("/api/project")).status).toBe(200);
+      expect(await devTokenAnswer(renewed)).toBe(401);
+    } finally {
+      await renewed.close();
+    }
+  });
+
+  it("SVC_DEV_TOKEN=none runs without one, and the development token an earlier start stored stops working", async () => {
+    const dataDir = tempDir();
+    const first = await startApp({ dataDir });
+    try {
+      expect(await devTokenAnswer(first)).toBe(200);
+    } finally {
+      await first.close();
+    }
+    const without = await startApp({ dataDir, env: { SVC_DEV_TOKEN: "none" } });
+    try {
+      expect(without.devTokenStatus).toBe("disabled");
+      expect(without.config.devToken).toBeUndefined();
+      expect(await devTokenAnswer(without)).toBe(401);
+      expect((await without.container.resolve(TokenService).list()).filter((t) => t.name === "development").every((t) => t.revokedAt)).toBe(true);
+    } finally {
+      await without.close();
+    }
   });
 });

@@ -4,6 +4,9 @@ import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { freePort } from "./setup/global";
 import { tempDir } from "./helpers";
+import { loadConfig } from "../core/config";
+import { sandboxBanner, type BannerApp } from "../sandbox/banner";
+import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "../sandbox/defaults";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");
@@ -23,6 +26,28 @@ async function bannerOf(child: ChildProcess): Promise<() => string> {
   const deadline = Date.now() + 60_000;
   while (!out.includes("Dev token") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   return () => out;
+}
+
+/** Spawns the sandbox (`tsx sandbox/main.ts`) with `env` and answers once its banner is out; `stop` SIGTERMs it and answers its exit code. */
+async function startSandbox(env: NodeJS.ProcessEnv): Promise<{ output: () => string; stop: () => Promise<number | null> }> {
+  const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  const output = await bannerOf(child);
+  return {
+    output,
+    stop: () => {
+      child.kill("SIGTERM");
+      return exited;
+    },
+  };
+}
+
+/** Runs `npm run svc -- <args>` (sandbox/cli.ts) with `env`; answers its exit code and output. */
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  return run(TSX, ["sandbox/cli.ts", ...args], { cwd: ROOT, env }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
 }
 
 /** `diagnostics.sleep` for 1 s as the dev token, sent 200 ms before this answers: a request in flight. */
@@ -120,5 +145,63 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     };
     for (const end = Date.now() + 5_000; groupAlive() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
     expect(groupAlive()).toBe(false);
+  });
+
+  it("keeps a development token revoked with the CLI revoked at the next start, and its banner says so instead of offering it", async () => {
+    const { port, env } = await sandboxEnv("warn");
+    const status = () => fetch(`http://127.0.0.1:${port}/api/status`, { headers: { authorization: `Bearer ${SANDBOX_DEV_TOKEN}` } }).then((r) => r.status);
+    const first = await startSandbox(env);
+    expect(await status()).toBe(200);
+    const listed = await cli(["tokens", "list"], env);
+    const id = /^(tok_\S+)\s+dev\s+development\b/m.exec(listed.stdout)?.[1];
+    expect(id, listed.stdout).toBeDefined();
+    expect((await cli(["tokens", "revoke", id!], env)).code).toBe(0);
+    expect(await first.stop()).toBe(0);
+
+    const second = await startSandbox(env);
+    try {
+      const banner = second.output();
+      expect(banner).toMatch(/Dev token .*revoked/);
+      expect(banner).toContain("npm run svc -- tokens create --identity dev");
+      expect(banner).not.toContain(`Bearer ${SANDBOX_DEV_TOKEN}`);
+      expect(await status()).toBe(401);
+      expect((await cli(["tokens", "list"], env)).stdout).toMatch(new RegExp(`^${id}\\s.*revoked`, "m"));
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  });
+});
+
+describe("the sandbox's start banner", () => {
+  /** A running app as the banner sees it, with the given config environment and development token status. */
+  const appWith = (env: Record<string, string>, devTokenStatus: BannerApp["devTokenStatus"]): BannerApp => ({
+    url: "http://127.0.0.1:3002",
+    config: loadConfig({ SVC_API_PUBLIC_ORIGIN: "http://localhost:3002", ...env }, { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN }),
+    devTokenStatus,
+    temporal: { uiUrl: "http://localhost:8233", address: "127.0.0.1:7233" },
+  });
+  const banner = (env: Record<string, string>, status: BannerApp["devTokenStatus"]) => sandboxBanner(appWith(env, status), { seconds: 1.2, devIdentity: "dev" });
+
+  it("offers the development token and a first curl when it works", () => {
+    const shown = banner({}, "active");
+    expect(shown).toContain(`Dev token    ${SANDBOX_DEV_TOKEN}`);
+    expect(shown).toContain(`curl -H "Authorization: Bearer ${SANDBOX_DEV_TOKEN}" http://127.0.0.1:3002/api/status`);
+  });
+
+  it("says a revoked development token is revoked and how to make a new one, and offers no curl with it", () => {
+    const shown = banner({}, "revoked");
+    expect(shown).toMatch(/Dev token .*revoked/);
+    expect(shown).toContain("npm run svc -- tokens create --identity dev");
+    expect(shown).toContain("SVC_DEV_TOKEN");
+    expect(shown).not.toContain(`Bearer ${SANDBOX_DEV_TOKEN}`);
+    expect(shown).toContain('Bearer <token>"');
+  });
+
+  it("says SVC_DEV_TOKEN=none leaves no development token, and how to make a token; a data dir of its own is named in the command", () => {
+    const shown = banner({ SVC_DEV_TOKEN: "none" }, "disabled");
+    expect(shown).toContain("Dev token    none (SVC_DEV_TOKEN=none)");
+    expect(shown).toContain("New token    npm run svc -- tokens create --identity dev");
+    expect(shown).not.toContain(SANDBOX_DEV_TOKEN);
+    expect(banner({ SVC_DEV_TOKEN: "none", SVC_DATA_DIR: "/srv/svc data" }, "disabled")).toContain("New token    SVC_DATA_DIR='/srv/svc data' npm run svc -- tokens create --identity dev");
   });
 });

@@ -52,15 +52,27 @@ export class TokenService {
   }
 
   /**
-   * Makes `token` a valid token of `identityId` under the fixed `name` (the sandbox's development
-   * token); a previous token of that name is replaced.
+   * Stores `token` as the token of `identityId` under the fixed `name` (the sandbox's development token)
+   * and answers whether it works. A token of that name with another value is replaced (deleted), unless
+   * it was revoked: a revocation sticks, so `token` itself stays revoked (`"revoked"`) when it was
+   * revoked before (`npm run svc -- tokens revoke`, or {@link revokeNamed}); a new value makes a new token.
    */
-  async ensure(token: string, identityId: string, name: string): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.run("DELETE FROM api_tokens WHERE name = ? AND token_hash != ?", [name, hashToken(token)]);
-      await tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO UPDATE SET identity_id = excluded.identity_id, revoked_at = NULL", [newId("tok"), hashToken(token), identityId, name, nowIso()]);
+  async ensure(token: string, identityId: string, name: string): Promise<"active" | "revoked"> {
+    const tokenHash = hashToken(token);
+    const revokedAt = await this.db.transaction(async (tx) => {
+      await tx.run("DELETE FROM api_tokens WHERE name = ? AND token_hash != ? AND revoked_at IS NULL", [name, tokenHash]);
+      await tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO UPDATE SET identity_id = excluded.identity_id", [newId("tok"), tokenHash, identityId, name, nowIso()]);
+      return (await tx.get<{ revoked_at: string | null }>("SELECT revoked_at FROM api_tokens WHERE token_hash = ?", [tokenHash]))?.revoked_at ?? null;
     });
     this.cache.clear();
+    return revokedAt === null ? "active" : "revoked";
+  }
+
+  /** Revokes every token stored under the fixed `name` (the development token, when it is disabled); answers how many were active. */
+  async revokeNamed(name: string): Promise<number> {
+    const { changes } = await this.db.transaction((tx) => tx.run("UPDATE api_tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", [nowIso(), name]));
+    this.cache.clear();
+    return changes;
   }
 
   async list(): Promise<TokenInfo[]> {
