@@ -1,10 +1,11 @@
 /**
  * The banner `npm start` prints once the sandbox is up (sandbox/main.ts): where the API, the docs, the
- * pages and the Temporal UI are, and the development token with a first `curl`. A revoked or disabled
- * token is said to be so, with how to make one.
+ * pages and the Temporal UI are, and the development token with a first `curl`. The token's value is
+ * shown only when it is the sandbox's well-known default; one set by `SVC_DEV_TOKEN` is a secret of the
+ * operator's, named but not printed. A revoked or disabled token is said to be so, with how to make one.
  */
 import type { App } from "../core";
-import { SANDBOX_DATA_DIR } from "./defaults";
+import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "./defaults";
 
 /** What the banner shows of a running app. */
 export type BannerApp = Pick<App, "url" | "config" | "devTokenStatus"> & { temporal: Pick<App["temporal"], "uiUrl" | "address"> };
@@ -33,15 +34,18 @@ export function sandboxBanner(app: BannerApp, opts: { seconds: number; devIdenti
 /** The banner's development token lines: the token (or what it is) and a first request. */
 function devTokenLines(app: BannerApp, devIdentity: string): string[] {
   const status = `${app.url}/api/status`;
+  const wellKnown = app.config.devToken === SANDBOX_DEV_TOKEN;
   const dataDir = app.config.dataDir === SANDBOX_DATA_DIR ? "" : `SVC_DATA_DIR=${shellWord(app.config.dataDir)} `;
   const create = `New token    ${dataDir}npm run svc -- tokens create --identity ${devIdentity}`;
   const withToken = `Try          curl -H "Authorization: Bearer <token>" ${status}`;
   switch (app.devTokenStatus) {
     case "active":
-      return [`Dev token    ${app.config.devToken}`, `Try          curl -H "Authorization: Bearer ${app.config.devToken}" ${status}`];
+      return wellKnown
+        ? [`Dev token    ${SANDBOX_DEV_TOKEN}`, `Try          curl -H "Authorization: Bearer ${SANDBOX_DEV_TOKEN}" ${status}`]
+        : ["Dev token    set by SVC_DEV_TOKEN (not shown)", `Try          curl -H "Authorization: Bearer $SVC_DEV_TOKEN" ${status}`];
     case "revoked":
       return [
-        "Dev token    revoked (a revocation sticks): requests with it are refused",
+        `Dev token    ${wellKnown ? SANDBOX_DEV_TOKEN : "the one set by SVC_DEV_TOKEN"} is revoked (a revocation sticks): requests with it are refused`,
         `${create} (or set SVC_DEV_TOKEN to a new value of 16+ characters)`,
         withToken,
       ];

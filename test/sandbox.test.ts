@@ -147,6 +147,19 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     expect(groupAlive()).toBe(false);
   });
 
+  it("does not print a development token set by SVC_DEV_TOKEN, which works", async () => {
+    const { port, env } = await sandboxEnv("warn");
+    const secret = "svc_operator_secret_7d1e0b";
+    const sandbox = await startSandbox({ ...env, SVC_DEV_TOKEN: secret });
+    try {
+      expect(sandbox.output()).not.toContain(secret);
+      expect(sandbox.output()).toContain('Bearer $SVC_DEV_TOKEN"');
+      expect((await fetch(`http://127.0.0.1:${port}/api/status`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(200);
+    } finally {
+      expect(await sandbox.stop()).toBe(0);
+    }
+  });
+
   it("keeps a development token revoked with the CLI revoked at the next start, and its banner says so instead of offering it", async () => {
     const { port, env } = await sandboxEnv("warn");
     const status = () => fetch(`http://127.0.0.1:${port}/api/status`, { headers: { authorization: `Bearer ${SANDBOX_DEV_TOKEN}` } }).then((r) => r.status);
@@ -186,6 +199,18 @@ describe("the sandbox's start banner", () => {
     const shown = banner({}, "active");
     expect(shown).toContain(`Dev token    ${SANDBOX_DEV_TOKEN}`);
     expect(shown).toContain(`curl -H "Authorization: Bearer ${SANDBOX_DEV_TOKEN}" http://127.0.0.1:3002/api/status`);
+  });
+
+  it("never prints a development token set by SVC_DEV_TOKEN (a secret of the operator's): it names the variable, in the curl too", () => {
+    const secret = "svc_operator_secret_4f9a2c";
+    for (const status of ["active", "revoked"] as const) {
+      const shown = banner({ SVC_DEV_TOKEN: secret }, status);
+      expect(shown).not.toContain(secret);
+      expect(shown).toContain("SVC_DEV_TOKEN");
+    }
+    expect(banner({ SVC_DEV_TOKEN: secret }, "active")).toContain('curl -H "Authorization: Bearer $SVC_DEV_TOKEN" http://127.0.0.1:3002/api/status');
+    // the sandbox's well-known default, set explicitly, is no secret
+    expect(banner({ SVC_DEV_TOKEN: SANDBOX_DEV_TOKEN }, "active")).toContain(`Dev token    ${SANDBOX_DEV_TOKEN}`);
   });
 
   it("says a revoked development token is revoked and how to make a new one, and offers no curl with it", () => {
