@@ -17,7 +17,9 @@
  *   (config, logger, the CLI); the rest of the service in chunks beside it (`sandbox/<name>-<hash>.js`),
  *   imported once the dev server is starting (code splitting). Each module's `import.meta.url` is rewritten to the place
  *   its source has under dist/ (`core/store/db.ts` → `dist/core/store/db.js`), so code that reads files
- *   beside its source keeps working;
+ *   beside its source keeps working; except `sandbox/defaults.ts`'s, which stays on its source file, so
+ *   that the compiled sandbox's default data dir is the source tree's `sandbox/.data`, as for `npm start`
+ *   and `npm run svc` (see `SOURCE_TREE_URLS`);
  * - those files, copied to the same places: every file of core/, plugins/, connectors/, workflows/ and
  *   sandbox/ that is not TypeScript, Markdown or a tsconfig (SQL migrations, the pages' and the slides
  *   kit's CSS/JS, `deck-check.page.js`, the viewer);
@@ -27,7 +29,8 @@
  *   without `sourcesContent` (stack traces are still mapped; see `withoutSourcesContent`);
  * - `package.json` `{ "type": "module" }` (the outdir may be outside this package).
  * A `node_modules` must be reachable from the outdir (it is for `dist/`; elsewhere link it).
- * The outdir is emptied first, except `sandbox/.data` (the compiled sandbox's data dir) and `node_modules`.
+ * The outdir is emptied first, except `sandbox/.data` (where builds before the shared default data dir
+ * kept the compiled sandbox's data: `SVC_DATA_DIR=dist/sandbox/.data` goes on with it) and `node_modules`.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -42,6 +45,14 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 const SOURCE_FOLDERS = ["core", "plugins", "connectors", "workflows", "sandbox"];
 const ENTRY = "sandbox/main.ts";
 const DECK_CHECK_CHILD = "core/artifacts/deck-check-child.ts";
+
+/**
+ * Our modules whose `import.meta.url` stays the URL of their source file (reached from the bundle's own
+ * URL, so a checkout that moves as a whole keeps working) instead of becoming their place under the
+ * outdir: `sandbox/defaults.ts` names the default data dir, the source tree's `sandbox/.data`, which the
+ * compiled start shares with `npm start` and the CLI (`npm run svc`, which runs from source).
+ */
+const SOURCE_TREE_URLS = new Set(["sandbox/defaults.ts"]);
 
 /** A further entry point bundled with the service (`in`: path from the repository root; `out`: output path in `outdir`, no extension). */
 export interface ExtraEntry {
@@ -142,7 +153,8 @@ function copyAssets(from: string, to: string): void {
 
 /**
  * An esbuild plugin: in each of our modules, `import.meta.url` (and `.dirname`, `.filename`) becomes the
- * URL its source has under `outdir`, computed from the bundle's own URL at run time (so dist/ can move).
+ * URL its source has under `outdir`, computed from the bundle's own URL at run time (so dist/ can move);
+ * in those of {@link SOURCE_TREE_URLS}, the URL of the source file itself, computed the same way.
  */
 function mirrorImportMeta(outdir: string, outfile: string): Plugin {
   return {
@@ -152,7 +164,8 @@ function mirrorImportMeta(outdir: string, outfile: string): Plugin {
         if (args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined;
         const source = await fs.promises.readFile(args.path, "utf8");
         if (!source.includes("import.meta.")) return { contents: source, loader: "ts" };
-        const mirrored = path.join(outdir, path.relative(ROOT, args.path)).replace(/\.ts$/, ".js");
+        const fromRoot = path.relative(ROOT, args.path);
+        const mirrored = SOURCE_TREE_URLS.has(fromRoot.split(path.sep).join("/")) ? args.path : path.join(outdir, fromRoot).replace(/\.ts$/, ".js");
         const relative = path.relative(path.dirname(outfile), mirrored).split(path.sep).join("/");
         const url = `new URL(${JSON.stringify(relative)}, import.meta.url)`;
         const contents = source

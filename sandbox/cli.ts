@@ -6,8 +6,11 @@
  *   tokens revoke <tokenId>                         revoke a token
  *   identities                                      list identities and their permissions
  *
- * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data), running or not.
+ * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data: the same for
+ * `npm start` and the compiled `npm run start:prod`), running or not. The tokens commands refuse a data
+ * directory that holds no svc database (a misspelt SVC_DATA_DIR), rather than make an empty one.
  */
+import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { databaseFile } from "../core/config";
@@ -39,7 +42,13 @@ async function main(argv: string[]): Promise<number> {
     console.error(`unknown command "${group}"\n${USAGE}`);
     return 2;
   }
-  const db = await Database.open(databaseFile(path.resolve(process.env.SVC_DATA_DIR || SANDBOX_DATA_DIR)));
+  const dataDir = path.resolve(process.env.SVC_DATA_DIR || SANDBOX_DATA_DIR);
+  if (!fs.existsSync(databaseFile(dataDir))) {
+    const which = process.env.SVC_DATA_DIR ? `SVC_DATA_DIR ${dataDir}` : `the default data dir ${dataDir} (SVC_DATA_DIR is unset)`;
+    console.error(`${which} holds no svc database (${path.basename(databaseFile(dataDir))}): start the service on it once (npm start), or set SVC_DATA_DIR to the data dir the service uses`);
+    return 2;
+  }
+  const db = await Database.open(databaseFile(dataDir));
   const tokens = new TokenService(db, registry);
   try {
     switch (command) {

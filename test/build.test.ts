@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, inject, it } from "vitest";
 import { buildSandbox } from "../sandbox/build";
 import { ensureChromium } from "./setup/chromium";
@@ -33,6 +34,16 @@ function staticGraph(entry: string): { files: Set<string>; packages: Set<string>
 }
 
 describe("the compiled production start (npm run build, npm run start:prod)", () => {
+  it("defaults to the data dir npm start and npm run svc use, the source tree's sandbox/.data (not one under the outdir)", async () => {
+    const outdir = tempDir("svc-build-");
+    fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(outdir, "node_modules"), "dir");
+    // sandbox/defaults.ts as the compiled start bundles it (the same import.meta rewrite), as an entry of its own to read it
+    await buildSandbox(outdir, () => undefined, [{ in: "sandbox/defaults.ts", out: "sandbox/defaults-probe" }]);
+    const compiled = (await import(pathToFileURL(path.join(outdir, "sandbox/defaults-probe.js")).href)) as typeof import("../sandbox/defaults");
+    expect(compiled.SANDBOX_DATA_DIR).toBe(path.join(ROOT, "sandbox", ".data"));
+    expect((await import("../sandbox/defaults")).SANDBOX_DATA_DIR).toBe(path.join(ROOT, "sandbox", ".data"));
+  });
+
   it("builds into a directory of its own and serves from it with plain node: status, an action run, a workflow on the prebuilt bundle, the seed's deck checked by the deck-check process, assets; SIGTERM stops it", async () => {
     ensureChromium(); // the seed's deck is checked
     const outdir = tempDir("svc-build-");

@@ -1,4 +1,5 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
@@ -61,6 +62,14 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
   it("boots, prints the banner, serves with a CLI-made token, and shuts down gracefully on SIGTERM", async () => {
     const { port, env } = await sandboxEnv("warn");
 
+    const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const output = await bannerOf(child);
+    const out = output();
+    expect(out).toContain(`http://127.0.0.1:${port}/docs`);
+    expect(out).toContain("svc_dev_sandbox_token");
+
+    // the CLI works on the running service's data dir
     const created = await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "alice"], { cwd: ROOT, env });
     const token = /^\s+(svc_\S+)$/m.exec(created.stdout)?.[1];
     expect(token).toBeDefined();
@@ -70,13 +79,6 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     ));
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/Unknown identity "mallory"/);
-
-    const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    const output = await bannerOf(child);
-    const out = output();
-    expect(out).toContain(`http://127.0.0.1:${port}/docs`);
-    expect(out).toContain("svc_dev_sandbox_token");
 
     const base = `http://127.0.0.1:${port}`;
     const project = await fetch(`${base}/api/project`, { headers: { authorization: `Bearer ${token}` } });
@@ -145,6 +147,21 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     };
     for (const end = Date.now() + 5_000; groupAlive() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
     expect(groupAlive()).toBe(false);
+  });
+
+  it("the CLI refuses a data dir that holds no svc database (a misspelt SVC_DATA_DIR), naming SVC_DATA_DIR, and makes none there", async () => {
+    const { env } = await sandboxEnv("warn");
+    const cases: [string, string[]][] = [
+      [tempDir(), ["tokens", "create", "--identity", "alice"]],
+      [path.join(tempDir(), "typo"), ["tokens", "list"]],
+    ];
+    for (const [dataDir, args] of cases) {
+      const answer = await cli(args, { ...env, SVC_DATA_DIR: dataDir });
+      expect(answer.code, answer.stderr).toBe(2);
+      expect(answer.stderr).toContain(`SVC_DATA_DIR ${dataDir} holds no svc database (svc.db)`);
+      expect(answer.stdout).not.toMatch(/Created token/);
+      expect(fs.existsSync(path.join(dataDir, "svc.db"))).toBe(false);
+    }
   });
 
   it("does not print a development token set by SVC_DEV_TOKEN, which works", async () => {
