@@ -1,7 +1,7 @@
 import { container as rootContainer, type DependencyContainer } from "./di";
 import { H3, serve } from "h3";
 import { plugin as webSocketPlugin } from "crossws/server/node";
-import { CONFIG, databaseFile, loadConfig, type Config } from "./config";
+import { CONFIG, ConfigError, dataDirError, databaseFile, listenError, loadConfig, type Config } from "./config";
 import { LOGGER, createLogger, type Logger } from "./logger";
 import { Database } from "./store/db";
 import { EVENT_STREAM, type EventStream } from "./events/stream";
@@ -127,8 +127,10 @@ export interface App {
  * abort signal fires); the server stops listening; timers stop; `close` hooks run in reverse order of
  * registration (plugins, runs, worker and dev server, outbox drain, log flush, stream, database).
  *
- * @throws {ConfigError} on a bad environment variable; Error when the store, Temporal or the port fail
- *   (whatever was opened is closed again)
+ * @throws {ConfigError} on a bad environment variable, and naming the variable when what it names cannot
+ *   be used: a data dir that is a file or not writable, a port in use, a host that does not resolve, no
+ *   Temporal server at `TEMPORAL_ADDRESS`, no NATS server at `NATS_URL` (logged once); Error when the
+ *   store, Temporal or the port fail otherwise (whatever was opened is closed again)
  */
 export async function createApp(opts: AppOptions): Promise<App> {
   const config = loadConfig(opts.env ?? process.env, opts.defaults);
@@ -156,7 +158,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // browser's launch (about a second, on the other core) beside the rest of start-up
     const decks = opts.deckCheckProcess ?? deckCheckProcessFor(config, log);
     lifecycle.hook("close", () => decks.close());
-    const db = await Database.open(databaseFile(config.dataDir));
+    const db = await Database.open(databaseFile(config.dataDir)).catch((err: unknown) => {
+      throw dataDirError(err, config.dataDir);
+    });
     phase("store (open, migrations)");
     lifecycle.hook("close", () => db.close());
     const seeding = opts.project.seed !== undefined && !(await seeded(db));
@@ -318,7 +322,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     phase("plugins");
     routes.mount(h3);
     const server = serve(h3, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false, plugins: [webSocketPlugin({})] });
-    await server.ready();
+    await server.ready().catch((err: unknown) => {
+      throw listenError(err, config.port, config.host);
+    });
     const url = (server.url ?? `http://${config.host}:${config.port}/`).replace(/\/$/, "");
     if (!(opts.env ?? process.env).SVC_ALLOWED_ORIGINS) {
       // the default allows this server's own origins, on the port actually bound (PORT=0 picks one)
@@ -351,6 +357,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
       })());
     return { url, config, container, temporal, log, devTokenStatus, fetch: (request) => Promise.resolve(h3.fetch(request)), close };
   } catch (err) {
+    // a setting the service cannot start with (a data dir it cannot use, a port in use, no Temporal or
+    // NATS server at the configured address): logged once here, thrown for the entry point to report
+    if (err instanceof ConfigError) log.error({ variable: err.variable }, err.message);
     seedDone(); // a connect still waiting for the seed goes on (the close hooks then shut it down)
     await startingWorker?.catch(() => undefined); // the close hooks then stop a worker it started
     await lifecycle.stopTimers();

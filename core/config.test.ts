@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CHROMIUM_PATH, defaultChromiumPath, HEADLESS_SHELL_PATH } from "./artifacts/chromium";
-import { ConfigError, loadConfig } from "./config";
+import { ConfigError, dataDirError, listenError, loadConfig } from "./config";
 
 describe("config (valibot, from the environment)", () => {
   it("applies defaults: port 3002, the project's data dir, embedded Temporal", () => {
@@ -60,5 +60,44 @@ describe("config (valibot, from the environment)", () => {
   it("uses an existing cluster when TEMPORAL_ADDRESS is set", () => {
     const c = loadConfig({ TEMPORAL_ADDRESS: "temporal.internal:7233", TEMPORAL_NAMESPACE: "billing" }, { dataDir: "/tmp/x" });
     expect(c.temporal).toMatchObject({ address: "temporal.internal:7233", namespace: "billing" });
+  });
+
+  /** An error with a `code`, as Node's system errors and sqlite3's carry. */
+  const coded = (code: string, message = code) => Object.assign(new Error(message), { code });
+
+  it("explains a data dir the service cannot use as a ConfigError of SVC_DATA_DIR naming it and the cause, in one line", () => {
+    const cases: [string, RegExp][] = [
+      ["EEXIST", /SVC_DATA_DIR \/srv\/svc is a file, not a directory \(EEXIST\)$/],
+      ["ENOTDIR", /SVC_DATA_DIR \/srv\/svc is not a directory .*\(ENOTDIR\)$/],
+      ["EACCES", /SVC_DATA_DIR \/srv\/svc cannot be written by this process \(permission denied\) \(EACCES\)$/],
+      ["EROFS", /SVC_DATA_DIR \/srv\/svc is on a read-only file system \(EROFS\)$/],
+      ["SQLITE_READONLY", /SVC_DATA_DIR \/srv\/svc holds a database this process may only read.*\(SQLITE_READONLY\)$/],
+      ["SQLITE_CANTOPEN", /SVC_DATA_DIR \/srv\/svc holds a database SQLite cannot open.*\(SQLITE_CANTOPEN\)$/],
+    ];
+    for (const [code, message] of cases) {
+      const err = dataDirError(coded(code), "/srv/svc");
+      expect(err, code).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe("SVC_DATA_DIR");
+      expect((err as Error).message).toMatch(message);
+    }
+    const other = coded("SQLITE_CORRUPT");
+    expect(dataDirError(other, "/srv/svc")).toBe(other);
+  });
+
+  it("explains a listen failure as a ConfigError of PORT or HOST naming the value", () => {
+    const cases: [string, string, RegExp][] = [
+      ["EADDRINUSE", "PORT", /PORT 3002 is already in use on 0\.0\.0\.0 \(EADDRINUSE\)/],
+      ["EACCES", "PORT", /PORT 3002 may not be listened on by this process \(EACCES\)/],
+      ["ENOTFOUND", "HOST", /HOST 0\.0\.0\.0 does not resolve to an address \(ENOTFOUND\)/],
+      ["EADDRNOTAVAIL", "HOST", /HOST 0\.0\.0\.0 is not an address of this machine \(EADDRNOTAVAIL\)/],
+    ];
+    for (const [code, variable, message] of cases) {
+      const err = listenError(coded(code), 3002, "0.0.0.0");
+      expect(err, code).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe(variable);
+      expect((err as Error).message).toMatch(message);
+    }
+    const other = new Error("something else");
+    expect(listenError(other, 3002, "0.0.0.0")).toBe(other);
   });
 });

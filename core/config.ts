@@ -114,7 +114,11 @@ export interface Config {
 /** DI token of the runtime {@link Config}. */
 export const CONFIG = Symbol("svc.Config") as InjectionToken<Config>;
 
-/** Thrown when an environment variable has a bad value; `variable` names it. */
+/**
+ * Thrown when an environment variable has a bad value, or one the service cannot start with (a data dir
+ * it cannot use, a port in use, no server at `TEMPORAL_ADDRESS` or `NATS_URL`); `variable` names it.
+ * Entry points report it as one line (the sandbox exits 2).
+ */
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
     super(`Invalid configuration: ${variable} ${message}`);
@@ -170,6 +174,56 @@ const EnvSchema = v.object({
   SVC_RUN_START_MAX_AGE_MS: v.optional(intIn(100, 30 * 86_400_000), "60000"),
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
+
+/** The `code` of an error (Node's system errors: `EACCES`, …; sqlite3's: `SQLITE_READONLY`, …), if it has one. */
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** What a failure to use the data dir means, by the error's code (see {@link dataDirError}). */
+const DATA_DIR_FAILURES: Record<string, string> = {
+  EEXIST: "is a file, not a directory",
+  ENOTDIR: "is not a directory (a part of its path is a file)",
+  EACCES: "cannot be written by this process (permission denied)",
+  EPERM: "cannot be written by this process (operation not permitted)",
+  EROFS: "is on a read-only file system",
+  SQLITE_READONLY: "holds a database this process may only read: make the directory and its files writable by it",
+  SQLITE_CANTOPEN: "holds a database SQLite cannot open: the directory or its files are not writable by this process, or one of them is not a file",
+};
+
+/**
+ * `err`, met while making or opening the data dir (`<dataDir>` itself, its lock, its SQLite database),
+ * as the {@link ConfigError} of `SVC_DATA_DIR` that says in one line why the directory cannot be used
+ * (a file in its place, no permission, a read-only file system or database); any other error as it is.
+ */
+export function dataDirError(err: unknown, dataDir: string): unknown {
+  const code = codeOf(err);
+  const failure = code === undefined ? undefined : DATA_DIR_FAILURES[code];
+  return failure ? new ConfigError("SVC_DATA_DIR", `${dataDir} ${failure} (${code})`) : err;
+}
+
+/**
+ * `err`, met when the HTTP server began to listen on `host`:`port`, as the {@link ConfigError} of `PORT`
+ * (in use, or privileged) or `HOST` (not resolving, not an address of this machine) that says so in one
+ * line; any other error as it is.
+ */
+export function listenError(err: unknown, port: number, host: string): unknown {
+  const code = codeOf(err);
+  switch (code) {
+    case "EADDRINUSE":
+      return new ConfigError("PORT", `${port} is already in use on ${host} (EADDRINUSE): stop what listens there, or choose another PORT`);
+    case "EACCES":
+      return new ConfigError("PORT", `${port} may not be listened on by this process (EACCES): ports below 1024 need privileges; choose another PORT`);
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return new ConfigError("HOST", `${host} does not resolve to an address (${code}): use an address of this machine, such as 127.0.0.1 or 0.0.0.0`);
+    case "EADDRNOTAVAIL":
+      return new ConfigError("HOST", `${host} is not an address of this machine (EADDRNOTAVAIL): use one of its addresses, such as 127.0.0.1 or 0.0.0.0`);
+    default:
+      return err;
+  }
+}
 
 /** `SVC_DEV_TOKEN` (validated) over the project's default: `none` disables the development token. */
 function devTokenOf(variable: string | undefined, fallback: string | undefined): Pick<Config, "devToken" | "devTokenDisabled"> {

@@ -12,7 +12,7 @@ import os from "node:os";
 import { deckCheckProcessFor, type DeckCheckProcess } from "../core/artifacts/deck-check-process";
 import { ConfigError, databaseFile, loadConfig } from "../core/config";
 import { DataDirLock } from "../core/store/data-dir-lock";
-import { createLogger } from "../core/logger";
+import { createLogger, type Logger } from "../core/logger";
 import { applyHeapGrowingPercent, mallocArenaAdvice } from "../core/heap";
 import { logUnhandledRejections, shutdownSignals } from "../core/lifecycle";
 import { TemporalCliError } from "../core/temporal/cli";
@@ -24,6 +24,8 @@ const started = Date.now();
 let temporal: Promise<EmbeddedTemporal> | undefined;
 let decks: DeckCheckProcess | undefined;
 let dataDirLock: DataDirLock | undefined;
+/** The process's logger, once the config has given its level. */
+let logger: Logger | undefined;
 /** Whether createApp owns the dev server (it stops it when it fails). */
 let handedOver = false;
 /**
@@ -49,7 +51,7 @@ try {
   const env = { ...process.env, SVC_API_PUBLIC_ORIGIN: process.env.SVC_API_PUBLIC_ORIGIN || `http://localhost:${process.env.PORT || 3002}` };
   const defaults = { dataDir: SANDBOX_DATA_DIR, devToken: SANDBOX_DEV_TOKEN };
   const config = loadConfig(env, defaults);
-  const log = createLogger(config.logLevel);
+  const log = (logger = createLogger(config.logLevel));
   applyHeapGrowingPercent(config.heapGrowingPercent);
   const arenaAdvice = mallocArenaAdvice();
   if (arenaAdvice) log.warn(arenaAdvice);
@@ -79,6 +81,8 @@ try {
   process.stdout.write(sandboxBanner(app, { seconds: (Date.now() - started) / 1000, devIdentity: sandboxProject.devIdentity ?? "dev" }));
 } catch (err) {
   if (!handedOver) await Promise.all([temporal?.then((e) => e.server.stop(), () => undefined), decks?.close(), dataDirLock?.release()]);
+  // a setting the service cannot start with (createApp logs those it meets itself)
+  if (!handedOver && err instanceof ConfigError) logger?.error({ variable: err.variable }, err.message);
   if (err instanceof ConfigError || err instanceof TemporalCliError) {
     process.stderr.write(`\n${err.message}\n`);
     process.exit(2);

@@ -1,11 +1,15 @@
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
+import pino from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { client, eventually, startApp, tempDir } from "./helpers";
 import { Database } from "../core/store/db";
 import { EventLog } from "../core/events/log";
 import { sandboxProject } from "../sandbox/project";
 import { ensureChromium } from "./setup/chromium";
+import { freePort } from "./setup/global";
+import { ConfigError } from "../core/config";
 
 describe("graceful shutdown", () => {
   it("refuses a second app on a data directory an app is using (SVC_DATA_DIR named), and takes it once that one has closed", async () => {
@@ -160,4 +164,64 @@ describe("start-up that fails", () => {
       await app.close();
     }
   }, 60_000);
+
+  describe("a setting the service cannot start with is a ConfigError naming the variable and its value, logged once, and what was started is stopped", () => {
+    /** Starts an app on `dataDir` with `env`; answers what it threw and the error lines it logged. */
+    const failedStart = async (env: Record<string, string>, dataDir = tempDir()) => {
+      const lines: { level: number; msg: string; variable?: string }[] = [];
+      const logger = pino({ level: "error" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const error = await startApp({ dataDir, env, logger }).then(
+        async (app) => {
+          await app.close();
+          throw new Error("the app started");
+        },
+        (err: unknown) => err,
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      return { error: error as ConfigError, logged: lines.filter((l) => l.level >= 50) };
+    };
+    const expectOneLine = ({ error, logged }: Awaited<ReturnType<typeof failedStart>>, variable: string, text: string) => {
+      expect(error.variable).toBe(variable);
+      expect(error.message).toContain(`Invalid configuration: ${variable} ${text}`);
+      expect(error.message).not.toContain("\n");
+      expect(logged).toEqual([expect.objectContaining({ variable, msg: error.message })]);
+    };
+
+    it("SVC_DATA_DIR: a file (EEXIST), a path through a file (ENOTDIR), a svc.db SQLite cannot open (SQLITE_CANTOPEN)", async () => {
+      const file = path.join(tempDir(), "a-file");
+      fs.writeFileSync(file, "");
+      expectOneLine(await failedStart({}, file), "SVC_DATA_DIR", `${file} is a file, not a directory (EEXIST)`);
+      expectOneLine(await failedStart({}, path.join(file, "data")), "SVC_DATA_DIR", `${path.join(file, "data")} is not a directory`);
+      const dataDir = tempDir();
+      fs.mkdirSync(path.join(dataDir, "svc.db"));
+      const cantOpen = await failedStart({}, dataDir);
+      expectOneLine(cantOpen, "SVC_DATA_DIR", `${dataDir} holds a database SQLite cannot open`);
+      expect(cantOpen.error.message).toContain("(SQLITE_CANTOPEN)");
+      // the data dir's lock went with the failed start: an app takes the directory once svc.db is a file again
+      fs.rmdirSync(path.join(dataDir, "svc.db"));
+      await (await startApp({ dataDir })).close();
+    });
+
+    it("PORT in use (EADDRINUSE) and HOST that does not resolve (ENOTFOUND), at listen, after everything else started", async () => {
+      const busy = net.createServer();
+      await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+      const port = (busy.address() as net.AddressInfo).port;
+      const dataDir = tempDir();
+      try {
+        expectOneLine(await failedStart({ PORT: String(port) }, dataDir), "PORT", `${port} is already in use on 127.0.0.1 (EADDRINUSE)`);
+      } finally {
+        busy.close();
+      }
+      const host = await failedStart({ HOST: "no-such-host.invalid" }, dataDir);
+      expectOneLine(host, "HOST", "no-such-host.invalid does not resolve to an address");
+      // everything started was stopped: the data dir is free for the next app
+      await (await startApp({ dataDir })).close();
+    });
+
+    it("TEMPORAL_ADDRESS where no Temporal server answers, NATS_URL where no NATS server answers", async () => {
+      const nowhere = await freePort();
+      expectOneLine(await failedStart({ TEMPORAL_ADDRESS: `127.0.0.1:${nowhere}` }), "TEMPORAL_ADDRESS", `127.0.0.1:${nowhere} has no Temporal server answering (connection refused)`);
+      expectOneLine(await failedStart({ SVC_EVENT_STREAM: "nats", NATS_URL: `nats://127.0.0.1:${nowhere}` }), "NATS_URL", `nats://127.0.0.1:${nowhere} has no NATS server answering (connection refused`);
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
@@ -161,6 +162,33 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
       expect(answer.stderr).toContain(`SVC_DATA_DIR ${dataDir} holds no svc database (svc.db)`);
       expect(answer.stdout).not.toMatch(/Created token/);
       expect(fs.existsSync(path.join(dataDir, "svc.db"))).toBe(false);
+    }
+  });
+
+  it("a data dir it cannot use or a port in use ends the start with one line naming the variable and its value, exit 2, no stack trace", async () => {
+    const { port, env } = await sandboxEnv("warn");
+    /** Runs the sandbox to its end; answers its exit code and what it wrote to stderr. */
+    const failedStart = (extra: NodeJS.ProcessEnv) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env: { ...env, ...extra }, stdio: ["ignore", "ignore", "pipe"] });
+        let stderr = "";
+        child.stderr!.on("data", (d) => (stderr += d));
+        child.on("exit", (code) => resolve({ code, stderr }));
+      });
+    const file = path.join(tempDir(), "a-file");
+    fs.writeFileSync(file, "");
+    const notADir = await failedStart({ SVC_DATA_DIR: file });
+    expect(notADir.code, notADir.stderr).toBe(2);
+    expect(notADir.stderr.trim()).toBe(`Invalid configuration: SVC_DATA_DIR ${file} is a file, not a directory (EEXIST)`);
+
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(port, "127.0.0.1", resolve));
+    try {
+      const inUse = await failedStart({});
+      expect(inUse.code, inUse.stderr).toBe(2);
+      expect(inUse.stderr.trim()).toBe(`Invalid configuration: PORT ${port} is already in use on 127.0.0.1 (EADDRINUSE): stop what listens there, or choose another PORT`);
+    } finally {
+      busy.close();
     }
   });
 

@@ -6,6 +6,7 @@ import { compileEventFilter, eventFacts, type EventStream, type StreamQuery, typ
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
 import { ApiError } from "../errors";
+import { ConfigError } from "../config";
 
 /** Options of the NATS JetStream stream. */
 export interface NatsStreamOptions {
@@ -44,11 +45,16 @@ export class NatsEventStream implements EventStream {
   }
 
   /**
-   * Connects (reconnecting forever) and creates the stream when missing.
-   * @throws when the server cannot be reached at startup
+   * Connects (reconnecting forever once connected) and creates the stream when missing.
+   * @throws {ConfigError} naming `NATS_URL` (the service's setting of `servers`) when no server answers
+   *   there at startup (connection refused, a host that does not resolve)
    */
   static async open(opts: NatsStreamOptions): Promise<NatsEventStream> {
-    const nc = await connect({ servers: opts.servers, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "svc" });
+    const nc = await connect({ servers: opts.servers, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "svc" }).catch((err: unknown) => {
+      const cause = (err as { cause?: { code?: unknown } }).cause?.code;
+      const why = `${err instanceof Error ? err.message : String(err)}${typeof cause === "string" ? `, ${cause}` : ""}`;
+      throw new ConfigError("NATS_URL", `${opts.servers} has no NATS server answering (${why}): start nats-server there, or set NATS_URL to one`);
+    });
     const jsm = await jetstreamManager(nc);
     let info;
     try {

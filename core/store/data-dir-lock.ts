@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import sqlite3 from "sqlite3";
-import { ConfigError } from "../config";
+import { ConfigError, dataDirError } from "../config";
 import { openConnection, type Connection } from "./sql";
 
 /**
@@ -21,18 +21,24 @@ export class DataDirLock {
 
   /**
    * Takes the lock of `dataDir` (created if needed).
-   * @throws {ConfigError} `SVC_DATA_DIR` when another process (or another app of this one) holds it
+   * @throws {ConfigError} `SVC_DATA_DIR` when another process (or another app of this one) holds it,
+   *   or when the directory cannot be used (a file in its place, no permission: {@link dataDirError})
    */
   static async acquire(dataDir: string): Promise<DataDirLock> {
-    fs.mkdirSync(dataDir, { recursive: true });
     const file = path.join(dataDir, "svc.lock");
     const pidFile = `${file}.pid`;
-    const connection = await openConnection(file, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE);
+    let connection: Connection;
+    try {
+      fs.mkdirSync(dataDir, { recursive: true });
+      connection = await openConnection(file, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE);
+    } catch (err) {
+      throw dataDirError(err, dataDir);
+    }
     try {
       await connection.exec("PRAGMA busy_timeout = 0; PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (pid INTEGER); DELETE FROM holder; INSERT INTO holder (pid) VALUES (" + process.pid + ");");
     } catch (err) {
       await connection.close().catch(() => undefined);
-      if ((err as { code?: string }).code !== "SQLITE_BUSY") throw err;
+      if ((err as { code?: string }).code !== "SQLITE_BUSY") throw dataDirError(err, dataDir);
       let holder = "";
       try {
         holder = ` (pid ${fs.readFileSync(pidFile, "utf8").trim()})`;

@@ -1,6 +1,6 @@
 import type { Client } from "@temporalio/client";
 import type { InjectedSinks, NativeConnection } from "@temporalio/worker";
-import type { Config } from "../config";
+import { ConfigError, type Config } from "../config";
 import type { Logger } from "../logger";
 import type { WorkflowBundle } from "./bundle";
 import type { DevServer } from "./dev-server";
@@ -16,6 +16,18 @@ export interface TemporalHealth {
   namespace: string;
   embedded: boolean;
   error?: string;
+}
+
+/**
+ * Why a connection to Temporal failed, in a few words: the SDK's transport error reads
+ * `tonic::transport::Error(Transport, ConnectError(…Connection refused…))`.
+ */
+function connectFailure(err: unknown): string {
+  const message = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
+  if (/connection refused/i.test(message)) return "connection refused";
+  if (/dns error|failed to lookup|name or service not known/i.test(message)) return "the host does not resolve";
+  if (/timed? ?out|deadline/i.test(message)) return "timed out";
+  return message;
 }
 
 let runtimeInstalled = false;
@@ -62,8 +74,9 @@ export class TemporalHost {
    * `opts.loadAfter`, when given, is awaited before the SDK is loaded (about a second of this thread's
    * time; it must settle, and never reject: createApp settles it when the seed's deck check has been
    * handed to the checker, or the seed is done, or start-up failed).
-   * @throws {TemporalCliError} when the CLI cannot be found or built; Error when the server cannot
-   *   start or does not answer (the dev server is stopped again then)
+   * @throws {TemporalCliError} when the CLI cannot be found or built; {@link ConfigError} naming
+   *   `TEMPORAL_ADDRESS` when no server answers at the configured address; Error when the dev server
+   *   cannot start or does not answer (it is stopped again then)
    */
   static async connect(opts: { config: Config; log: Logger; devServer?: Promise<EmbeddedTemporal>; loadAfter?: Promise<unknown> }): Promise<TemporalHost> {
     const { config, log } = opts;
@@ -82,7 +95,9 @@ export class TemporalHost {
       await opts.loadAfter;
       const sdk = await import("@temporalio/worker");
       installRuntime(sdk, log);
-      const connection = await sdk.NativeConnection.connect({ address });
+      const connection = await sdk.NativeConnection.connect({ address }).catch((err: unknown) => {
+        throw t.address ? new ConfigError("TEMPORAL_ADDRESS", `${t.address} has no Temporal server answering (${connectFailure(err)}): start one there, or unset TEMPORAL_ADDRESS to run the embedded dev server`) : err;
+      });
       const client = new (temporalClient().Client)({ connection, namespace: t.namespace });
       return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log);
     } catch (err) {
