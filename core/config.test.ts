@@ -57,6 +57,22 @@ describe("config (valibot, from the environment)", () => {
     expect(() => loadConfig({})).toThrow(/SVC_DATA_DIR/);
   });
 
+  it("refuses an SVC_TEMPORAL_PORT whose UI port (+ 1000) is past 65535 while SVC_TEMPORAL_UI is on", () => {
+    let error: unknown;
+    try {
+      loadConfig({ SVC_TEMPORAL_PORT: "65000" }, { dataDir: "/tmp/x" });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe("SVC_TEMPORAL_PORT");
+    expect((error as Error).message).toMatch(/SVC_TEMPORAL_PORT must be at most 64535 while SVC_TEMPORAL_UI is on.*\(got "65000"\).*SVC_TEMPORAL_UI=false/);
+    expect(loadConfig({ SVC_TEMPORAL_PORT: "64535" }, { dataDir: "/tmp/x" }).temporal.devServerPort).toBe(64535);
+    // without the UI, or with a cluster of its own (no embedded server), the port may go to 65535
+    expect(loadConfig({ SVC_TEMPORAL_PORT: "65000", SVC_TEMPORAL_UI: "false" }, { dataDir: "/tmp/x" }).temporal.devServerPort).toBe(65000);
+    expect(loadConfig({ SVC_TEMPORAL_PORT: "65000", TEMPORAL_ADDRESS: "temporal.internal:7233" }, { dataDir: "/tmp/x" }).temporal.devServerPort).toBe(65000);
+  });
+
   it("uses an existing cluster when TEMPORAL_ADDRESS is set", () => {
     const c = loadConfig({ TEMPORAL_ADDRESS: "temporal.internal:7233", TEMPORAL_NAMESPACE: "billing" }, { dataDir: "/tmp/x" });
     expect(c.temporal).toMatchObject({ address: "temporal.internal:7233", namespace: "billing" });

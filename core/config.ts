@@ -19,7 +19,7 @@ import { defaultChromiumPath } from "./artifacts/chromium";
  * | `TEMPORAL_NAMESPACE` | default | namespace on that cluster |
  * | `SVC_TEMPORAL_CLI` | fetched or built into the svc cache | path of an existing `temporal` binary |
  * | `SVC_CACHE_DIR` | `$XDG_CACHE_HOME/svc` (`~/.cache/svc`) | where the fetched or built Temporal CLI is cached (read by `core/temporal/go-install.ts`); an empty directory makes the next start fetch it again |
- * | `SVC_TEMPORAL_PORT` | 7233 | gRPC port of the embedded dev server |
+ * | `SVC_TEMPORAL_PORT` | 7233 | gRPC port of the embedded dev server (at most 64535 while `SVC_TEMPORAL_UI` is on) |
  * | `SVC_TEMPORAL_UI` | true | serve the Temporal UI (gRPC port + 1000) |
  * | `SVC_TASK_QUEUE` | svc | Temporal task queue of this runtime's worker |
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
@@ -125,6 +125,9 @@ export class ConfigError extends Error {
     this.name = "ConfigError";
   }
 }
+
+/** How far above `SVC_TEMPORAL_PORT` the embedded dev server serves the Temporal UI (`SVC_TEMPORAL_UI`). */
+const TEMPORAL_UI_PORT_OFFSET = 1000;
 
 /** The `SVC_DEV_TOKEN` value that disables the development token (any case). */
 export const DEV_TOKEN_NONE = "none";
@@ -257,6 +260,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(input[variable] ?? "")})`);
   }
   const e = result.output;
+  // the embedded dev server's UI listens on its gRPC port + 1000 (core/temporal/dev-server.ts)
+  if (!e.TEMPORAL_ADDRESS && e.SVC_TEMPORAL_UI && e.SVC_TEMPORAL_PORT + TEMPORAL_UI_PORT_OFFSET > 65535) {
+    throw new ConfigError("SVC_TEMPORAL_PORT", `must be at most ${65535 - TEMPORAL_UI_PORT_OFFSET} while SVC_TEMPORAL_UI is on: the Temporal UI listens on this port + ${TEMPORAL_UI_PORT_OFFSET} (got ${JSON.stringify(input.SVC_TEMPORAL_PORT)}); choose a lower port, or set SVC_TEMPORAL_UI=false`);
+  }
   const dataDir = e.SVC_DATA_DIR ?? defaults.dataDir;
   if (!dataDir) throw new ConfigError("SVC_DATA_DIR", "must be set (no default data directory for this project)");
   return {
