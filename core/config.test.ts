@@ -73,6 +73,27 @@ describe("config (valibot, from the environment)", () => {
     expect(loadConfig({ SVC_TEMPORAL_PORT: "65000", TEMPORAL_ADDRESS: "temporal.internal:7233" }, { dataDir: "/tmp/x" }).temporal.devServerPort).toBe(65000);
   });
 
+  it("refuses a provider's model without its endpoint or key (SVC_AGENT_BASE_URL, ANTHROPIC_API_KEY) instead of failing every agent run", () => {
+    const refused = (env: Record<string, string>) => {
+      try {
+        loadConfig(env, { dataDir: "/tmp/x" });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return err as ConfigError;
+      }
+      throw new Error("accepted");
+    };
+    const noBaseUrl = refused({ SVC_AGENT_MODEL: "openai-compatible:foo" });
+    expect(noBaseUrl.variable).toBe("SVC_AGENT_BASE_URL");
+    expect(noBaseUrl.message).toMatch(/SVC_AGENT_BASE_URL must be set when SVC_AGENT_MODEL is openai-compatible:foo/);
+    expect(refused({ SVC_AGENT_MODEL: "openai-compatible:foo", SVC_AGENT_BASE_URL: "" }).variable).toBe("SVC_AGENT_BASE_URL");
+    expect(refused({ SVC_AGENT_MODEL: "openai-compatible:foo", SVC_AGENT_BASE_URL: "localhost 11434" }).message).toMatch(/SVC_AGENT_BASE_URL must be a URL/);
+    expect(loadConfig({ SVC_AGENT_MODEL: "openai-compatible:foo", SVC_AGENT_BASE_URL: "http://127.0.0.1:11434/v1" }, { dataDir: "/tmp/x" }).agentModel).toBe("openai-compatible:foo");
+    expect(refused({ SVC_AGENT_MODEL: "anthropic:claude-sonnet-4-5" }).variable).toBe("ANTHROPIC_API_KEY");
+    expect(loadConfig({ SVC_AGENT_MODEL: "anthropic:claude-sonnet-4-5", SVC_AGENT_API_KEY: "k" }, { dataDir: "/tmp/x" }).agentModel).toBe("anthropic:claude-sonnet-4-5");
+    expect(loadConfig({ SVC_AGENT_MODEL: "anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY: "k" }, { dataDir: "/tmp/x" }).agentModel).toBe("anthropic:claude-sonnet-4-5");
+  });
+
   it("uses an existing cluster when TEMPORAL_ADDRESS is set", () => {
     const c = loadConfig({ TEMPORAL_ADDRESS: "temporal.internal:7233", TEMPORAL_NAMESPACE: "billing" }, { dataDir: "/tmp/x" });
     expect(c.temporal).toMatchObject({ address: "temporal.internal:7233", namespace: "billing" });

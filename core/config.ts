@@ -40,7 +40,10 @@ import { defaultChromiumPath } from "./artifacts/chromium";
  * | `SVC_DECK_CHECKS` | true | lay out published decks in headless Chromium and warn per slide (spec 4.3); false: publish decks unchecked |
  * | `SVC_CHROMIUM_PATH` | /usr/lib/chromium/chromium-headless-shell when installed, else /usr/bin/chromium | the Chromium the deck checks launch (Debian's `chromium-headless-shell` or `chromium` package) |
  * | `SVC_DECK_CHECK_IDLE_MS` | 600000 (10 min) | the deck-check process and its Chromium exit after this long without a check (the next check starts them again, about a second); 0: they stay up |
- * | `SVC_AGENT_MODEL` | scripted | the agents' model: `scripted` (deterministic, no network), `openai-compatible:<model>` (with `SVC_AGENT_BASE_URL`, `SVC_AGENT_API_KEY`) or `anthropic:<model>` (with `ANTHROPIC_API_KEY`) |
+ * | `SVC_AGENT_MODEL` | scripted | the agents' model: `scripted` (deterministic, no network), `openai-compatible:<model>` (with `SVC_AGENT_BASE_URL`, `SVC_AGENT_API_KEY`) or `anthropic:<model>` (with `ANTHROPIC_API_KEY`); a provider's model without its base URL or key is refused at start |
+ * | `SVC_AGENT_BASE_URL` | unset | the OpenAI-compatible endpoint's base URL, e.g. `http://127.0.0.1:11434/v1`; required with `openai-compatible:<model>` |
+ * | `SVC_AGENT_API_KEY` | unset | the key sent to the OpenAI-compatible endpoint; Anthropic's when `ANTHROPIC_API_KEY` is unset |
+ * | `ANTHROPIC_API_KEY` | unset | Anthropic's key; `anthropic:<model>` needs it or `SVC_AGENT_API_KEY` |
  * | `SVC_FRAME_LINK_TTL_MS` | 1800000 (30 min) | how long a deck frame's short-lived link works (spec 2.10); reloading the page makes a new one |
  * | `SVC_EVENT_SCHEDULE_MAX_LAG_MS` | 60000 | `/api/status` reports the event schedules unhealthy when an unpaused one's oldest unfinished event is older than this |
  * | `SVC_RUN_START_MAX_AGE_MS` | 60000 | `/api/status` reports run starts unhealthy when a queued workflow, sync or pipeline run has waited longer than this to be started on Temporal |
@@ -168,6 +171,7 @@ const EnvSchema = v.object({
   // setTimeout's largest delay (2^31 - 1 ms, ~24.8 days): a longer one would fire at once
   SVC_DECK_CHECK_IDLE_MS: v.optional(intIn(0, 2_147_483_647), "600000"),
   SVC_HEAP_GROWING_PERCENT: v.optional(intIn(0, 1000), "100"),
+  SVC_AGENT_BASE_URL: v.optional(v.pipe(v.string(), v.trim(), v.url("must be a URL such as http://127.0.0.1:11434/v1"))),
   SVC_AGENT_MODEL: v.optional(v.pipe(v.string(), v.regex(/^(scripted|openai-compatible:\S+|anthropic:\S+)$/, "must be scripted, openai-compatible:<model> or anthropic:<model>")), "scripted"),
   SVC_FRAME_LINK_TTL_MS: v.optional(intIn(10_000, 86_400_000), String(30 * 60_000)),
   SVC_AGENT_OUTPUT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(7 * 86_400_000)),
@@ -263,6 +267,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // the embedded dev server's UI listens on its gRPC port + 1000 (core/temporal/dev-server.ts)
   if (!e.TEMPORAL_ADDRESS && e.SVC_TEMPORAL_UI && e.SVC_TEMPORAL_PORT + TEMPORAL_UI_PORT_OFFSET > 65535) {
     throw new ConfigError("SVC_TEMPORAL_PORT", `must be at most ${65535 - TEMPORAL_UI_PORT_OFFSET} while SVC_TEMPORAL_UI is on: the Temporal UI listens on this port + ${TEMPORAL_UI_PORT_OFFSET} (got ${JSON.stringify(input.SVC_TEMPORAL_PORT)}); choose a lower port, or set SVC_TEMPORAL_UI=false`);
+  }
+  // a provider's model without its endpoint or key would start, and fail every agent run (core/agents/providers.ts)
+  if (e.SVC_AGENT_MODEL.startsWith("openai-compatible:") && !e.SVC_AGENT_BASE_URL) {
+    throw new ConfigError("SVC_AGENT_BASE_URL", `must be set when SVC_AGENT_MODEL is ${e.SVC_AGENT_MODEL}: the OpenAI-compatible endpoint's base URL, such as http://127.0.0.1:11434/v1`);
+  }
+  if (e.SVC_AGENT_MODEL.startsWith("anthropic:") && !env.ANTHROPIC_API_KEY?.trim() && !env.SVC_AGENT_API_KEY?.trim()) {
+    throw new ConfigError("ANTHROPIC_API_KEY", `(or SVC_AGENT_API_KEY) must be set when SVC_AGENT_MODEL is ${e.SVC_AGENT_MODEL}`);
   }
   const dataDir = e.SVC_DATA_DIR ?? defaults.dataDir;
   if (!dataDir) throw new ConfigError("SVC_DATA_DIR", "must be set (no default data directory for this project)");
