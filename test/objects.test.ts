@@ -7,6 +7,12 @@ const suite = sandboxSuite();
 describeMatrix("objects and queries", (transport) => {
   const dev = client(() => suite.app, DEV_TOKEN, transport);
 
+  it("says a missing required query parameter is required, naming it", async () => {
+    const res = await dev.get("/api/objects?pageSize=2");
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: "invalid_request", message: "Invalid query: query.objectTypeId is required", details: { issues: [{ path: "query.objectTypeId", message: "is required" }] } });
+  });
+
   it("lists objects of a type page by page without gaps or repeats", async () => {
     const ids: string[] = [];
     let token: string | undefined;

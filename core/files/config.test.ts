@@ -62,4 +62,10 @@ describe("file storage configuration", () => {
       expect(err.message).not.toContain("top-secret-value");
     }
   });
+
+  it("says an unset SVC_S3_BUCKET must be set with s3 (not valibot's 'Invalid key: Expected … but received undefined')", () => {
+    for (const env of [{ SVC_FILE_STORAGE: "s3" }, { SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "" }]) {
+      expect(configError(() => fileStorageConfigFromEnv(env, "/data")).message).toBe("Invalid configuration: SVC_S3_BUCKET must be set when SVC_FILE_STORAGE=s3");
+    }
+  });
 });

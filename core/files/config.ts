@@ -16,6 +16,7 @@
 import path from "node:path";
 import * as v from "valibot";
 import { ConfigError } from "../config";
+import { isMissingKey } from "../http/validation";
 import type { BlobStore } from "./blob-store";
 import { LocalBlobStore } from "./local-blob-store";
 // the S3 blob store (and with it the AWS SDK: ~280 ms to load on its own; 11 MB of heap in the running
@@ -33,8 +34,9 @@ const KindSchema = v.object({
 });
 
 const S3Schema = v.object({
+  // required: its absence is the object's issue, which `parse` words (`whenMissing`)
   SVC_S3_BUCKET: v.pipe(
-    v.string("must be set when SVC_FILE_STORAGE=s3"),
+    v.string(),
     v.trim(),
     v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, "must be a bucket name: 3 to 63 lowercase letters, digits, dots or hyphens"),
   ),
@@ -47,7 +49,11 @@ const S3Schema = v.object({
 
 const SECRET_VARIABLES = new Set(["SVC_S3_SECRET_ACCESS_KEY"]);
 
-function parse<S extends v.GenericSchema>(schema: S, input: Record<string, string>): v.InferOutput<S> {
+/**
+ * `input` parsed with `schema`, or the {@link ConfigError} of its first issue; a required variable that
+ * is unset reads `whenMissing` (valibot's own words would be `Invalid key: Expected "…" but received undefined`).
+ */
+function parse<S extends v.GenericSchema>(schema: S, input: Record<string, string>, whenMissing = "must be set"): v.InferOutput<S> {
   const result = v.safeParse(schema, input);
   if (!result.success) {
     const issue = result.issues[0]!;
@@ -55,7 +61,7 @@ function parse<S extends v.GenericSchema>(schema: S, input: Record<string, strin
     const got = input[variable];
     // never echo a secret back
     const shown = got === undefined || SECRET_VARIABLES.has(variable) ? "" : ` (got ${JSON.stringify(got)})`;
-    throw new ConfigError(variable, `${issue.message}${shown}`);
+    throw new ConfigError(variable, `${isMissingKey(issue) ? whenMissing : issue.message}${shown}`);
   }
   return result.output;
 }
@@ -82,7 +88,7 @@ export function fileStorageConfigFromEnv(env: Record<string, string | undefined>
   const { SVC_FILE_STORAGE: kind } = parse(KindSchema, present(env, ["SVC_FILE_STORAGE"]));
   if (kind === "local") return { kind: "local", dir: path.resolve(dataDir, "blobs") };
   const raw = present(env, Object.keys(S3Schema.entries));
-  const e = parse(S3Schema, raw);
+  const e = parse(S3Schema, raw, "must be set when SVC_FILE_STORAGE=s3");
   if ((e.SVC_S3_ACCESS_KEY_ID === undefined) !== (e.SVC_S3_SECRET_ACCESS_KEY === undefined)) {
     const missing = e.SVC_S3_ACCESS_KEY_ID === undefined ? "SVC_S3_ACCESS_KEY_ID" : "SVC_S3_SECRET_ACCESS_KEY";
     throw new ConfigError(missing, "must be set together with the other S3 credential variable (or leave both unset to use the AWS SDK's default credentials)");

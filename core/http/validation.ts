@@ -7,11 +7,22 @@ export interface IssueDetail {
   message: string;
 }
 
-/** Flattens valibot issues to `{ path, message }` (never echoes the input value). */
+/**
+ * Whether `issue` is an object schema's for a required key the input lacks (valibot's default message
+ * for it reads `Invalid key: Expected "<key>" but received undefined`).
+ */
+export function isMissingKey(issue: v.BaseIssue<unknown>): boolean {
+  return issue.kind === "schema" && issue.input === undefined && issue.path?.at(-1)?.origin === "key";
+}
+
+/**
+ * Flattens valibot issues to `{ path, message }` (never echoes the input value); a required key that
+ * is missing reads `is required`.
+ */
 export function formatIssues(issues: readonly v.BaseIssue<unknown>[], root: string): IssueDetail[] {
   return issues.map((issue) => {
     const sub = v.getDotPath(issue);
-    return { path: sub ? `${root}.${sub}` : root, message: issue.message };
+    return { path: sub ? `${root}.${sub}` : root, message: isMissingKey(issue) ? "is required" : issue.message };
   });
 }
 
@@ -20,7 +31,8 @@ const OBJECT_SCHEMAS = new Set(["object", "loose_object", "strict_object", "obje
 
 /**
  * Parses `input` with `schema`.
- * @throws {ApiError} invalid_request with `details.issues`
+ * @throws {ApiError} invalid_request with `details.issues` ({@link formatIssues}); its message names the
+ *   first, e.g. `Invalid query: query.objectTypeId is required`
  */
 export function parseOrThrow<S extends v.GenericSchema<unknown, any>>(schema: S, input: unknown, root: string): v.InferOutput<S> {
   // valibot's object schemas take an array as an object without keys (`[]` would pass as `{}`)
