@@ -32,13 +32,53 @@ function connectFailure(err: unknown): string {
 
 let runtimeInstalled = false;
 
-/** Installs the SDK's Rust runtime once per process, logging through pino at WARN. */
+/** Keys of the SDK's log metadata that are never logged: an activity's task token completes the activity. */
+const SECRET_META_KEYS = new Set(["taskToken", "base64TaskToken"]);
+
+/** `value` without {@link SECRET_META_KEYS}, at any depth of plain objects and arrays (Errors and other instances as they are). */
+function withoutSecrets(value: unknown, depth = 0): unknown {
+  if (depth > 5 || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((v) => withoutSecrets(v, depth + 1));
+  if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value;
+  return Object.fromEntries(Object.entries(value).filter(([k]) => !SECRET_META_KEYS.has(k)).map(([k, v]) => [k, withoutSecrets(v, depth + 1)]));
+}
+
+/**
+ * The pino fields of a line the Temporal SDK logs (its `LogEntry.meta`): the metadata under `temporal`,
+ * without activity task tokens, and the Error it carries (`error`, as in "Activity failed", or `err`,
+ * `failure`) at `err`, the one field pino serializes an Error in (type, message, stack; nested
+ * elsewhere an Error logs as `{}`).
+ */
+export function temporalLogFields(meta: Record<string, unknown> | undefined): { temporal?: unknown; err?: unknown } {
+  if (!meta) return {};
+  const rest: Record<string, unknown> = { ...meta };
+  let err: unknown;
+  for (const key of ["error", "err", "failure"]) {
+    if (err === undefined && rest[key] instanceof Error) {
+      err = rest[key];
+      delete rest[key];
+    }
+  }
+  const temporal = withoutSecrets(rest) as Record<string, unknown>;
+  return { ...(Object.keys(temporal).length > 0 ? { temporal } : {}), ...(err !== undefined ? { err } : {}) };
+}
+
+/** Where the SDK's log lines go (its `DefaultLogger`'s function): pino, at error for ERROR, else warn, with {@link temporalLogFields}. */
+export function temporalLogFunction(log: Logger): (entry: { level: string; message: string; meta?: Record<string, unknown> }) => void {
+  return (entry) => {
+    const fields = temporalLogFields(entry.meta);
+    if (entry.level === "ERROR") log.error(fields, entry.message);
+    else log.warn(fields, entry.message);
+  };
+}
+
+/** Installs the SDK's Rust runtime once per process, logging through pino at WARN ({@link temporalLogFunction}). */
 function installRuntime({ Runtime, DefaultLogger }: typeof import("@temporalio/worker"), log: Logger): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
     // shutdownSignals: [] — the app owns SIGINT/SIGTERM (installSignalHandlers) and drains the worker itself
-    Runtime.install({ logger: new DefaultLogger("WARN", (entry) => log.warn({ temporal: entry.meta }, entry.message)), shutdownSignals: [] });
+    Runtime.install({ logger: new DefaultLogger("WARN", temporalLogFunction(log)), shutdownSignals: [] });
   } catch {
     // already installed in this process
   }
