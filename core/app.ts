@@ -41,6 +41,7 @@ import { ArtifactStore } from "./artifacts/store";
 import { SheetData } from "./artifacts/sheet-data";
 import { EmbedRenderer } from "./artifacts/render/embed";
 import { DeckCheckProcess, deckCheckProcessFor } from "./artifacts/deck-check-process";
+import { chromiumPathWarning } from "./artifacts/chromium";
 import { DataDirLock } from "./store/data-dir-lock";
 import { AgentOutput } from "./agents/output";
 import { ApiError } from "./errors";
@@ -157,6 +158,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // what start-up waits for: the process is started now (unless the entry point did, earlier), its
     // browser's launch (about a second, on the other core) beside the rest of start-up
     const decks = opts.deckCheckProcess ?? deckCheckProcessFor(config, log);
+    // a Chromium that cannot be launched is otherwise found only by a publish, which answers unchecked
+    const chromiumWarning = config.deckChecks ? chromiumPathWarning(config.chromiumPath, Boolean((opts.env ?? process.env).SVC_CHROMIUM_PATH)) : undefined;
+    if (chromiumWarning) log.warn({ chromiumPath: config.chromiumPath }, chromiumWarning);
     lifecycle.hook("close", () => decks.close());
     const db = await Database.open(databaseFile(config.dataDir)).catch((err: unknown) => {
       throw dataDirError(err, config.dataDir);

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { CHROMIUM_PATH, defaultChromiumPath, HEADLESS_SHELL_PATH } from "./artifacts/chromium";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { CHROMIUM_PATH, chromiumPathWarning, defaultChromiumPath, HEADLESS_SHELL_PATH } from "./artifacts/chromium";
 import { ConfigError, dataDirError, listenError, loadConfig } from "./config";
 
 describe("config (valibot, from the environment)", () => {
@@ -19,6 +22,22 @@ describe("config (valibot, from the environment)", () => {
     expect(defaultChromiumPath(() => false)).toBe(CHROMIUM_PATH);
     expect(loadConfig({}, { dataDir: "/tmp/x" }).chromiumPath).toBe(defaultChromiumPath());
     expect(loadConfig({ SVC_CHROMIUM_PATH: "/opt/chrome/chrome" }, { dataDir: "/tmp/x" }).chromiumPath).toBe("/opt/chrome/chrome");
+  });
+
+  it("warns at start of a Chromium path that cannot be launched, naming it and SVC_CHROMIUM_PATH", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "svc-chromium-"));
+    try {
+      const missing = path.join(dir, "chromium");
+      expect(chromiumPathWarning(missing, true)).toMatch(new RegExp(`^SVC_CHROMIUM_PATH ${missing} does not exist: published decks will not be checked .*SVC_DECK_CHECKS=false`));
+      expect(chromiumPathWarning(missing, false)).toMatch(new RegExp(`${missing} \\(the default; SVC_CHROMIUM_PATH is unset\\) does not exist`));
+      expect(chromiumPathWarning(dir, true)).toMatch(/is not a file/);
+      fs.writeFileSync(missing, "#!/bin/sh\n", { mode: 0o644 });
+      expect(chromiumPathWarning(missing, true)).toMatch(/is not executable/);
+      fs.chmodSync(missing, 0o755);
+      expect(chromiumPathWarning(missing, true)).toBeUndefined();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it.each([

@@ -225,3 +225,18 @@ describe("start-up that fails", () => {
     });
   });
 });
+
+describe("start-up warnings", () => {
+  it("warns once at start when the deck checks' Chromium (SVC_CHROMIUM_PATH) does not exist, and not with deck checks off", async () => {
+    const warnings = async (env: Record<string, string>) => {
+      const lines: { level: number; msg: string; chromiumPath?: string }[] = [];
+      const app = await startApp({ env, logger: pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line)) }) });
+      await app.close();
+      return lines.filter((l) => l.msg.includes("SVC_CHROMIUM_PATH"));
+    };
+    const missing = path.join(tempDir(), "no-chromium-here");
+    const warned = await warnings({ SVC_DECK_CHECKS: "true", SVC_CHROMIUM_PATH: missing });
+    expect(warned).toEqual([expect.objectContaining({ level: 40, chromiumPath: missing, msg: expect.stringContaining(`SVC_CHROMIUM_PATH ${missing} does not exist`) })]);
+    expect(await warnings({ SVC_DECK_CHECKS: "false", SVC_CHROMIUM_PATH: missing })).toEqual([]);
+  }, 60_000);
+});

@@ -22,3 +22,22 @@ export const CHROMIUM_PATH = "/usr/bin/chromium";
 export function defaultChromiumPath(exists: (file: string) => boolean = fs.existsSync): string {
   return exists(HEADLESS_SHELL_PATH) ? HEADLESS_SHELL_PATH : CHROMIUM_PATH;
 }
+
+/**
+ * A warning for the start when the deck checks' Chromium cannot be launched: `chromiumPath` does not
+ * exist, is not a file or is not executable (then every deck publishes unchecked, saying why, and
+ * nothing else said so). `undefined` when it is an executable file.
+ * @param configured whether `SVC_CHROMIUM_PATH` set the path (else it is {@link defaultChromiumPath}'s)
+ */
+export function chromiumPathWarning(chromiumPath: string, configured: boolean): string | undefined {
+  let problem: string | undefined;
+  try {
+    if (!fs.statSync(chromiumPath).isFile()) problem = "is not a file";
+    else fs.accessSync(chromiumPath, fs.constants.X_OK);
+  } catch (err) {
+    problem = (err as { code?: string }).code === "ENOENT" ? "does not exist" : "is not executable";
+  }
+  if (!problem) return undefined;
+  const which = configured ? `SVC_CHROMIUM_PATH ${chromiumPath}` : `The deck checks' Chromium ${chromiumPath} (the default; SVC_CHROMIUM_PATH is unset)`;
+  return `${which} ${problem}: published decks will not be checked (they publish unchecked); set SVC_CHROMIUM_PATH to a Chromium (Debian's chromium-headless-shell or chromium), or SVC_DECK_CHECKS=false`;
+}
