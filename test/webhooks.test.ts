@@ -92,6 +92,15 @@ describe("webhook delivery table (spec 3)", () => {
     expect((await runs()).length).toBe(before);
   });
 
+  it("answers 404 for webhook ids named like Object.prototype members, before verify, and stores nothing", async () => {
+    const before = (await runs("stripe")).length;
+    for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      const res = await post(`${app.url}/api/webhooks/stripe/${name}`, "{}", { "content-type": "application/json" });
+      expect([name, res.status, ((await res.json()) as any).error.message]).toEqual([name, 404, `No webhook "${name}" on connector "stripe"`]);
+    }
+    expect((await runs("stripe")).length).toBe(before);
+  });
+
   it("completes each of many concurrent deliveries (group-committed together) with its one attempt", async () => {
     const sent = Array.from({ length: 16 }, (_, i) => standardDelivery({ customerId: `cus_many${i}`, name: `Many ${i}` }));
     expect((await Promise.all(sent.map((d) => post(probeUrl(), d.payload, d.headers)))).map((r) => r.status)).toEqual(sent.map(() => 202));

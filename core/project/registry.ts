@@ -57,10 +57,14 @@ export class ProjectRegistry {
     return this.definition.id;
   }
 
-  /** An agent by its global id, with its connector. @throws {ApiError} not_found */
+  /**
+   * An agent by its global id, with its connector. An id named like an `Object.prototype` member
+   * (`constructor`, `toString`) is no agent ({@link own}): ids come from request paths.
+   * @throws {ApiError} not_found
+   */
   agent(id: string): { id: string; connectorId: string; definition: AgentDefinition } {
     for (const connector of this.connectors.values()) {
-      const definition = connector.agents?.[id];
+      const definition = own(connector.agents, id);
       if (definition) return { id, connectorId: connector.id, definition };
     }
     throw new ApiError("not_found", `No agent "${id}"`);
@@ -103,12 +107,13 @@ export class ProjectRegistry {
   }
 
   /**
-   * A sync or pipeline by id, with its connector.
+   * A sync or pipeline by id, with its connector. An id named like an `Object.prototype` member
+   * (`constructor`, `toString`) is none ({@link own}): ids come from request paths.
    * @throws {ApiError} not_found
    */
   connectorRun<K extends "syncs" | "pipelines">(kind: K, id: string): { connectorId: string; definition: NonNullable<ConnectorDefinition[K]>[string] } {
     for (const c of this.connectors.values()) {
-      const def = c[kind]?.[id];
+      const def = own(c[kind] as Record<string, unknown> | undefined, id);
       if (def) return { connectorId: c.id, definition: def as NonNullable<ConnectorDefinition[K]>[string] };
     }
     throw new ApiError("not_found", `No ${kind === "syncs" ? "sync" : "pipeline"} "${id}"`);

@@ -6,6 +6,7 @@ import { EventLog } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
 import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/connector";
+import { own } from "../sdk/project";
 import { ApiError, messageOf } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
@@ -158,8 +159,13 @@ export class WebhookDeliveries {
     }
   }
 
+  /**
+   * The webhook a delivery names. Its id comes from the request's path: one named like an
+   * `Object.prototype` member (`constructor`, `toString`, `__proto__`) is no webhook ({@link own}).
+   * @throws {ApiError} not_found
+   */
   private definition(connectorId: string, webhookId: string): WebhookDefinition<unknown> {
-    const def = this.project.connectors.get(connectorId)?.webhooks?.[webhookId];
+    const def = own(this.project.connectors.get(connectorId)?.webhooks, webhookId);
     if (!def) throw new ApiError("not_found", `No webhook "${webhookId}" on connector "${connectorId}"`);
     return def;
   }
