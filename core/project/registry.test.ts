@@ -24,3 +24,12 @@ describe("ProjectRegistry lookups by id", () => {
     }
   });
 });
+
+describe("ProjectRegistry at registration", () => {
+  it("refuses two connectors with the same id, naming it", () => {
+    const first = defineConnector({ id: "dup", actions: {} });
+    const second = defineConnector({ id: "dup", webhooks: {} });
+    expect(() => new ProjectRegistry({ ...base, connectors: [first, second] })).toThrow('Connector id "dup" is declared twice');
+    expect(() => new ProjectRegistry({ ...base, connectors: [first, defineConnector({ id: "other" })] })).not.toThrow();
+  });
+});

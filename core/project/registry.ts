@@ -17,8 +17,9 @@ export interface RegisteredAction {
  * The project as the runtime indexes it: actions by global id, connectors, workflows, and each
  * identity's permission set.
  *
- * @throws Error at construction when two connectors declare the same action id (or schedule, sync,
- *   pipeline, agent, rule, dataset id), or a dataset's declaration or projection is wrong (see `registerDatasets`)
+ * @throws Error at construction when two connectors share an id, when two connectors declare the same
+ *   action id (or schedule, sync, pipeline, agent, rule, dataset id), or a dataset's declaration or
+ *   projection is wrong (see `registerDatasets`)
  */
 export class ProjectRegistry {
   readonly actions = new Map<string, RegisteredAction>();
@@ -28,7 +29,13 @@ export class ProjectRegistry {
   private readonly datasetsById: ReadonlyMap<string, RegisteredDataset>;
 
   constructor(readonly definition: ProjectDefinition) {
-    this.connectors = new Map((definition.connectors ?? []).map((c) => [c.id, c]));
+    const connectors = new Map<string, ConnectorDefinition>();
+    for (const connector of definition.connectors ?? []) {
+      // one id, one connector: the index kept the last of two, while the first one's actions still ran
+      if (connectors.has(connector.id)) throw new Error(`Connector id "${connector.id}" is declared twice: connector ids are unique within a project`);
+      connectors.set(connector.id, connector);
+    }
+    this.connectors = connectors;
     this.workflows = new Map(Object.entries(definition.workflows ?? {}));
     for (const connector of definition.connectors ?? []) {
       for (const [id, def] of Object.entries(connector.actions ?? {})) {
