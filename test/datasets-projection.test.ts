@@ -179,6 +179,12 @@ describe("checks at app start", () => {
     expect(() => defineDataset({ columns: { a: "text" as never }, primaryKey: "a" })).toThrow('unknown type "text"');
     expect(() => defineDataset({ primaryKey: "a" })).toThrow("exactly one of columns or schema");
   });
+
+  it("refuses projections naming an object type, property or link type like an Object.prototype member", () => {
+    expect(() => withStock({ ...stock.projection, objectTypeId: "constructor" })).toThrow('its projection names unknown object type "constructor"');
+    expect(() => withStock({ ...stock.projection, properties: { ...stock.projection!.properties, toString: "sku" } })).toThrow('unknown property "toString"');
+    expect(() => withStock({ ...stock.projection, links: [{ linkId: "hasOwnProperty", targetTypeId: "warehouse", targetId: "warehouse" }] })).toThrow('unknown link type "hasOwnProperty"');
+  });
 });
 
 describe("a process killed in the middle of a projection", () => {

@@ -322,6 +322,11 @@ describe("declaring an event schedule", () => {
     const bad = defineConnector({ id: "bad", schedules: { typo: defineSchedule({ on: { types: ["object.created"], objectTypeId: "invoices" }, run }) } });
     await expect(startApp({ project: { ...eventScheduleProject, connectors: [...eventScheduleProject.connectors, bad] } })).rejects.toThrow('Schedule "typo" of connector "bad": unknown object type "invoices"');
   });
+
+  it("refuses, at startup, an event selector's object type named like an Object.prototype member", async () => {
+    const bad = defineConnector({ id: "bad", schedules: { proto: defineSchedule({ on: { types: ["object.created"], objectTypeId: "constructor" }, run }) } });
+    await expect(startApp({ project: { ...eventScheduleProject, connectors: [...eventScheduleProject.connectors, bad] } })).rejects.toThrow('Schedule "proto" of connector "bad": unknown object type "constructor"');
+  });
 });
 
 describe("event schedules across restarts", () => {

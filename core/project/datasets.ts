@@ -1,4 +1,4 @@
-import { propertyDef, type ProjectDefinition, type PropertyType } from "../sdk/project";
+import { own, propertyDef, type ProjectDefinition, type PropertyType } from "../sdk/project";
 import { compileDataset, type CompiledDataset, type DatasetColumn, type DatasetDefinition } from "../sdk/datasets";
 
 /** A dataset with the connector that declares it and its compiled row validator. */
@@ -41,14 +41,14 @@ export function registerDatasets(project: ProjectDefinition): Map<string, Regist
       };
       const projection = definition.projection;
       if (projection) {
-        const type = project.objectTypes[projection.objectTypeId];
+        const type = own(project.objectTypes, projection.objectTypeId);
         if (!type) fail(`its projection names unknown object type "${projection.objectTypeId}"`);
         const other = owners.get(projection.objectTypeId);
         if (other) fail(`object type "${projection.objectTypeId}" is already projected from dataset "${other}"`);
         owners.set(projection.objectTypeId, id);
         const columns = new Map(compiled.columns.map((c) => [c.name, c]));
         for (const [property, source] of Object.entries(projection.properties)) {
-          const declared = type!.properties[property];
+          const declared = own(type!.properties, property);
           if (!declared) fail(`its projection maps unknown property "${property}" of object type "${projection.objectTypeId}"`);
           const decl = propertyDef(declared!);
           if (decl.type === "file") fail(`its projection maps "${property}", a file property: files cannot be projected`);
@@ -64,7 +64,7 @@ export function registerDatasets(project: ProjectDefinition): Map<string, Regist
           if (typeof source === "string" && !columns.get(source)!.required) fail(`its projection maps required property "${property}" from column "${source}", which rows may leave out`);
         }
         for (const link of projection.links ?? []) {
-          const linkType = project.linkTypes?.[link.linkId];
+          const linkType = own(project.linkTypes, link.linkId);
           if (!linkType) fail(`its projection names unknown link type "${link.linkId}"`);
           if (linkType!.source !== projection.objectTypeId || linkType!.target !== link.targetTypeId) fail(`link "${link.linkId}" goes from ${linkType!.source} to ${linkType!.target}, not from ${projection.objectTypeId} to ${link.targetTypeId}`);
           if (!columns.has(link.targetId)) fail(`its projection's link "${link.linkId}" takes targetId from unknown column "${link.targetId}"`);

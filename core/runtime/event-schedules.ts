@@ -6,6 +6,7 @@ import { EventLog } from "../events/log";
 import { EVENT_STREAM, type EventStream } from "../events/stream";
 import { EVENT_TYPES, TOPICS } from "../events/catalog";
 import { ProjectRegistry } from "../project/registry";
+import { own } from "../sdk/project";
 import { Lifecycle } from "../lifecycle";
 import { LOGGER, type Logger } from "../logger";
 import { CONFIG, type Config } from "../config";
@@ -128,7 +129,7 @@ export class EventScheduleConsumers {
     this.schedules = project.schedules().filter((s): s is RegisteredEventSchedule => s.definition.on !== undefined);
     for (const s of this.schedules) {
       const type = s.definition.on.objectTypeId;
-      if (type !== undefined && !project.definition.objectTypes[type]) throw new Error(`Schedule "${s.scheduleId}" of connector "${s.connectorId}": unknown object type "${type}" in its event selector`);
+      if (type !== undefined && !own(project.definition.objectTypes, type)) throw new Error(`Schedule "${s.scheduleId}" of connector "${s.connectorId}": unknown object type "${type}" in its event selector`);
     }
     lifecycle.every(config.outboxRecoveryMs, () => {
       for (const c of this.consumers.values()) c.poke();

@@ -101,15 +101,16 @@ export function defineProject<const P extends ProjectDefinition>(project: P): P 
     // `primaryId` names the object's id in queries (`where`, `orderBy`) and writes
     if (Object.hasOwn(type.properties, "primaryId")) throw new Error(`Object type "${id}" declares a property "primaryId": that name is the object's id in queries; rename the property`);
   }
+  // references name the records' own entries: "constructor" or "hasOwnProperty" is no object type or identity
   for (const [id, link] of Object.entries(project.linkTypes ?? {})) {
     for (const end of [link.source, link.target]) {
-      if (!project.objectTypes[end]) throw new Error(`Link type "${id}" refers to unknown object type "${end}"`);
+      if (!own(project.objectTypes, end)) throw new Error(`Link type "${id}" refers to unknown object type "${end}"`);
     }
   }
   for (const [id, t] of Object.entries(project.telemetry ?? {})) {
-    if (!project.objectTypes[t.objectTypeId]) throw new Error(`Telemetry "${id}" refers to unknown object type "${t.objectTypeId}"`);
+    if (!own(project.objectTypes, t.objectTypeId)) throw new Error(`Telemetry "${id}" refers to unknown object type "${t.objectTypeId}"`);
   }
-  if (project.devIdentity && !project.identities[project.devIdentity]) throw new Error(`devIdentity "${project.devIdentity}" is not an identity`);
+  if (project.devIdentity !== undefined && !own(project.identities, project.devIdentity)) throw new Error(`devIdentity "${project.devIdentity}" is not an identity`);
   return project;
 }
 
