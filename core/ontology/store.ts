@@ -214,7 +214,7 @@ export class OntologyStore {
           const after = merge(before, await this.resolveFiles(tx, c.objectTypeId, c.primaryId, c.properties));
           const changed = diff(before, after);
           if (!existing) {
-            const problems = checkProperties(this.project.objectTypes[c.objectTypeId]!.properties, after, "properties", true);
+            const problems = checkProperties(this.project.objectTypes[c.objectTypeId]!.properties, after, "properties", true, c.objectTypeId);
             if (problems.length) throw new ApiError("invalid_request", `Invalid ${c.objectTypeId} "${c.primaryId}": ${problems[0]}`, { problems });
             if (batch) batch.put(c.objectTypeId, c.primaryId, after, now);
             else await tx.run("INSERT INTO objects (object_type_id, primary_id, properties, version, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)", [c.objectTypeId, c.primaryId, JSON.stringify(after), now, now]);

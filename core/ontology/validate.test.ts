@@ -32,4 +32,26 @@ describe("validateChanges", () => {
       expect(message, name).toContain(`\\"${name}\\" is not a telemetry property of a`);
     }
   });
+
+  it("refuses properties named like Object.prototype members as properties the type does not declare", () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ toString: "y" }, 'changes[0].properties.toString is not a property of a'],
+      [{ constructor: null }, "changes[0].properties.constructor is not a property of a"],
+      [JSON.parse('{"__proto__": 1}'), "changes[0].properties.__proto__ is not a property of a"],
+      [{ hasOwnProperty: 2 }, "changes[0].properties.hasOwnProperty is not a property of a"],
+    ];
+    for (const [properties, problem] of cases) {
+      let details: unknown;
+      expect(() => {
+        try {
+          validateChanges(project, [{ op: "object.upsert", objectTypeId: "a", primaryId: "x", properties } as unknown as OntologyChange]);
+        } catch (err) {
+          details = (err as { details?: unknown }).details;
+          throw err;
+        }
+      }, problem).toThrow(`Invalid ontology write: ${problem}`);
+      expect(details).toEqual({ problems: [problem] });
+    }
+    expect(() => validateChanges(project, [{ op: "link.upsert", linkId: "ab", sourceTypeId: "a", sourceId: "x", targetTypeId: "b", targetId: "y", properties: { constructor: "z" } } as unknown as OntologyChange])).toThrow("changes[0].properties.constructor is not a property of link ab");
+  });
 });

@@ -47,16 +47,18 @@ export function fileProperties(declared: Record<string, PropertyType | PropertyD
 
 /**
  * Checks properties against their declarations. `null` clears a property (not allowed for required
- * ones on create).
+ * ones on create). A name the type does not declare is refused, also one named like an
+ * `Object.prototype` member (`constructor`, `toString`): only the declaration's own entries count.
  *
+ * @param of what declares them, for the messages: the object type's id, or `link <linkId>`
  * @returns a list of problems, empty when valid
  */
-export function checkProperties(declared: Record<string, PropertyType | PropertyDefinition>, properties: Record<string, unknown>, path: string, creating: boolean): string[] {
+export function checkProperties(declared: Record<string, PropertyType | PropertyDefinition>, properties: Record<string, unknown>, path: string, creating: boolean, of: string): string[] {
   const problems: string[] = [];
   if (typeof properties !== "object" || properties === null || Array.isArray(properties)) return [`${path} must be an object`];
   for (const [name, value] of Object.entries(properties)) {
-    const decl = declared[name];
-    if (!decl) problems.push(`${path}.${name} is not a declared property`);
+    const decl = own(declared, name);
+    if (!decl) problems.push(`${path}.${name} is not a property of ${of}`);
     else if (value !== null && !typeMatches(propertyDef(decl).type, value)) problems.push(propertyDef(decl).type === "file" ? `${path}.${name} must be a file reference { id: "file_…" }` : `${path}.${name} must be of type ${propertyDef(decl).type}`);
   }
   if (creating) {
@@ -83,7 +85,7 @@ export function validateChanges(project: ProjectDefinition, changes: readonly On
       case "object.delete": {
         const type = own(project.objectTypes, c.objectTypeId);
         if (!type) problems.push(`${at}: unknown object type "${c.objectTypeId}"`);
-        else if (c.op !== "object.delete") problems.push(...checkProperties(type.properties, c.properties, `${at}.properties`, false));
+        else if (c.op !== "object.delete") problems.push(...checkProperties(type.properties, c.properties, `${at}.properties`, false, c.objectTypeId));
         if (typeof c.primaryId !== "string" || c.primaryId === "") problems.push(`${at}.primaryId must be a non-empty string`);
         break;
       }
@@ -92,7 +94,7 @@ export function validateChanges(project: ProjectDefinition, changes: readonly On
         const link = own(project.linkTypes, c.linkId);
         if (!link) problems.push(`${at}: unknown link type "${c.linkId}"`);
         else if (link.source !== c.sourceTypeId || link.target !== c.targetTypeId) problems.push(`${at}: link "${c.linkId}" goes from ${link.source} to ${link.target}`);
-        else if (c.op === "link.upsert" && c.properties) problems.push(...checkProperties(link.properties ?? {}, c.properties, `${at}.properties`, false));
+        else if (c.op === "link.upsert" && c.properties) problems.push(...checkProperties(link.properties ?? {}, c.properties, `${at}.properties`, false, `link ${c.linkId}`));
         if (link && fileProperties(link.properties ?? {}).length) problems.push(`${at}: link "${c.linkId}" declares file properties; files are held by objects only`);
         break;
       }
