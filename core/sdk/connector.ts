@@ -333,11 +333,16 @@ function checkEventSelector(on: EventSelector): void {
   }
 }
 
+/** A connector id: a lowercase slug (a-z, 0-9 and `-`, starting with a letter). */
+const CONNECTOR_ID = /^[a-z][a-z0-9-]*$/;
+
 /**
  * Declares a connector.
- * @throws Error when the id is not a lowercase slug
+ * @throws Error when the id is not a string, or not a lowercase slug
  */
 export function defineConnector<const C extends ConnectorDefinition>(def: C): C {
-  if (!/^[a-z][a-z0-9-]*$/.test(def.id)) throw new Error(`Connector id "${def.id}" must be a lowercase slug`);
+  // RegExp.test converts what it is given to a string: `undefined` passed as "undefined"
+  if (typeof def.id !== "string") throw new Error(`A connector's id must be a string (a lowercase slug), not ${def.id === null ? "null" : typeof def.id}`);
+  if (!CONNECTOR_ID.test(def.id)) throw new Error(`Connector id "${def.id}" must be a lowercase slug`);
   return def;
 }
