@@ -2,7 +2,8 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { ProjectRegistry } from "./registry";
-import { defineAgent, defineConnector, definePipeline, defineSync } from "../sdk/connector";
+import { defineAction, defineAgent, defineConnector, definePipeline, defineSync, type ConnectorDefinition } from "../sdk/connector";
+import { defineWorkflow } from "../sdk/workflow";
 import type { ProjectDefinition } from "../sdk/project";
 
 const base: ProjectDefinition = { id: "p", name: "P", objectTypes: { thing: { properties: { n: "number" } } }, identities: {} };
@@ -31,5 +32,30 @@ describe("ProjectRegistry at registration", () => {
     const second = defineConnector({ id: "dup", webhooks: {} });
     expect(() => new ProjectRegistry({ ...base, connectors: [first, second] })).toThrow('Connector id "dup" is declared twice');
     expect(() => new ProjectRegistry({ ...base, connectors: [first, defineConnector({ id: "other" })] })).not.toThrow();
+  });
+
+  it("refuses an action whose subject names no object type of the project, naming the connector, the action and the type", () => {
+    const withSubject = (objectTypeId: string) => defineConnector({ id: "crm", actions: { "contact.tag": defineAction({ params: v.object({}), subject: { objectTypeId }, run: () => undefined }) } });
+    expect(() => new ProjectRegistry({ ...base, connectors: [withSubject("thing")] })).not.toThrow();
+    for (const type of ["nope", "constructor", "toString"]) {
+      expect(() => new ProjectRegistry({ ...base, connectors: [withSubject(type)] }), type).toThrow(`Action "contact.tag" of connector "crm": its subject's objectTypeId "${type}" is no object type of the project (object types: thing)`);
+    }
+  });
+
+  it("checks connectors made without defineConnector as defineConnector does", () => {
+    const plain = (connector: object) => () => new ProjectRegistry({ ...base, connectors: [connector as ConnectorDefinition] });
+    expect(plain({ id: undefined })).toThrow("A connector's id must be a string");
+    expect(plain({ id: "crm", actions: { "": { params: v.object({}), run: () => undefined } } })).toThrow('Action "" of connector "crm": an action id is lowercase slugs joined by dots');
+    expect(plain({ id: "crm", actions: { "contact.tag": { params: v.object({}) } } })).toThrow('Action "contact.tag" of connector "crm": its run must be a function');
+    expect(plain({ id: "crm", actions: { "contact.tag": { params: { tag: "string" }, run: () => undefined } } })).toThrow('Action "contact.tag" of connector "crm": its params must be a valibot schema');
+    expect(plain({ id: "crm", webhooks: { events: { format: "json" } } })).toThrow('Webhook "events" of connector "crm": its handle must be a function');
+    expect(plain({ id: "crm", webhooks: { events: { format: "xml", handle: () => undefined } } })).toThrow('Webhook "events" of connector "crm": its format must be one of json, text, raw, not "xml"');
+  });
+
+  it("refuses workflows declared without the workflowsModule the worker bundles them from", () => {
+    const workflows = { review: defineWorkflow({ input: v.object({}), run: async () => undefined }) };
+    expect(() => new ProjectRegistry({ ...base, workflows })).toThrow('Project "p" declares workflows (review) but no workflowsModule');
+    expect(() => new ProjectRegistry({ ...base, workflows, workflowsModule: "/abs/workflows.ts" })).not.toThrow();
+    expect(() => new ProjectRegistry({ ...base, workflows: {} })).not.toThrow();
   });
 });

@@ -1,5 +1,5 @@
 import { own, type ProjectDefinition } from "../sdk/project";
-import type { ActionDefinition, AgentDefinition, ConnectorDefinition, RuleDefinition, ScheduleDefinition } from "../sdk/connector";
+import { checkConnector, type ActionDefinition, type AgentDefinition, type ConnectorDefinition, type RuleDefinition, type ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
 import { ApiError } from "../errors";
 import { registerDatasets, type RegisteredDataset } from "./datasets";
@@ -17,9 +17,11 @@ export interface RegisteredAction {
  * The project as the runtime indexes it: actions by global id, connectors, workflows, and each
  * identity's permission set.
  *
- * @throws Error at construction when two connectors share an id, when two connectors declare the same
- *   action id (or schedule, sync, pipeline, agent, rule, dataset id), or a dataset's declaration or
- *   projection is wrong (see `registerDatasets`)
+ * @throws Error at construction when a connector is malformed (see `checkConnector`), two connectors
+ *   share an id, two connectors declare the same action id (or schedule, sync, pipeline, agent, rule,
+ *   dataset id), an action's subject names no object type of the project, the project declares
+ *   workflows but no `workflowsModule`, or a dataset's declaration or projection is wrong (see
+ *   `registerDatasets`)
  */
 export class ProjectRegistry {
   readonly actions = new Map<string, RegisteredAction>();
@@ -31,16 +33,24 @@ export class ProjectRegistry {
   constructor(readonly definition: ProjectDefinition) {
     const connectors = new Map<string, ConnectorDefinition>();
     for (const connector of definition.connectors ?? []) {
+      // what defineConnector checks, also for a connector made without it
+      checkConnector(connector);
       // one id, one connector: the index kept the last of two, while the first one's actions still ran
       if (connectors.has(connector.id)) throw new Error(`Connector id "${connector.id}" is declared twice: connector ids are unique within a project`);
       connectors.set(connector.id, connector);
     }
     this.connectors = connectors;
     this.workflows = new Map(Object.entries(definition.workflows ?? {}));
+    // the worker runs the workflows the module names (bundled into Temporal's isolate); without one it
+    // bundles none, and every run of a declared workflow would fail "This worker has no workflow"
+    if (this.workflows.size > 0 && !definition.workflowsModule) throw new Error(`Project "${definition.id}" declares workflows (${[...this.workflows.keys()].join(", ")}) but no workflowsModule: name the module that exports them (its absolute path); the worker bundles the workflows from it`);
     for (const connector of definition.connectors ?? []) {
       for (const [id, def] of Object.entries(connector.actions ?? {})) {
         const other = this.actions.get(id);
         if (other) throw new Error(`Action "${id}" is declared by both "${other.connectorId}" and "${connector.id}"`);
+        // a subject type the project lacks made every run a 403 ("lacks view:object:<type>"), as no one can hold it
+        const subjectType = def.subject?.objectTypeId;
+        if (subjectType !== undefined && !own(definition.objectTypes, subjectType)) throw new Error(`Action "${id}" of connector "${connector.id}": its subject's objectTypeId "${subjectType}" is no object type of the project (object types: ${Object.keys(definition.objectTypes).join(", ") || "none"})`);
         this.actions.set(id, { id, connectorId: connector.id, definition: def });
       }
     }

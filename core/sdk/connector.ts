@@ -337,12 +337,76 @@ function checkEventSelector(on: EventSelector): void {
 const CONNECTOR_ID = /^[a-z][a-z0-9-]*$/;
 
 /**
- * Declares a connector.
- * @throws Error when the id is not a string, or not a lowercase slug
+ * An action id: lowercase slugs (as connector ids) joined by dots, e.g. `invoice.approve`,
+ * `invoice.attach-pdf`. It is a path segment (`/api/actions/<id>`) and part of a permission string
+ * (`run:action:<id>`): no spaces, no `/`, never empty.
  */
-export function defineConnector<const C extends ConnectorDefinition>(def: C): C {
+const ACTION_ID = /^[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*$/;
+
+/** The body formats a webhook may declare (spec 2.12). */
+const WEBHOOK_FORMATS: readonly WebhookFormat[] = ["json", "text", "raw"];
+
+/**
+ * Whether `x` is a synchronous valibot schema (what `v.object(…)`, `v.string()`, `v.pipe(…)` make):
+ * an object of kind `schema` that valibot can run. An async one (`v.objectAsync`) is not: the runtime
+ * parses with `v.safeParse`, which runs synchronously.
+ */
+export function isValibotSchema(x: unknown): x is v.GenericSchema {
+  if (typeof x !== "object" || x === null) return false;
+  const schema = x as { kind?: unknown; async?: unknown; "~run"?: unknown };
+  return schema.kind === "schema" && schema.async !== true && typeof schema["~run"] === "function";
+}
+
+/** What a value is, for a refusal's message: `undefined`, `null`, `an array`, `an async valibot schema`, `an object`, `a string`, … */
+function what(x: unknown): string {
+  if (x === undefined || x === null) return String(x);
+  if (Array.isArray(x)) return "an array";
+  if (typeof x === "object") return (x as { async?: unknown }).async === true ? "an async valibot schema (…Async)" : "an object";
+  return `a ${typeof x}`; // a string, number, bigint, boolean, symbol or function
+}
+
+/**
+ * Checks what a connector declares that the runtime would otherwise find only when a request comes:
+ * its id (a lowercase slug), each action's id, `run` and `params` (and `subject`'s shape, `effect`),
+ * each webhook's `format`, `handle` (and `schema`, `verify`, `idempotencyKey` when given). Called by
+ * {@link defineConnector}, and by the project registry at start for connectors made without it.
+ * @throws Error naming the connector and the action or webhook, and what is wrong with it
+ */
+export function checkConnector(def: ConnectorDefinition): void {
   // RegExp.test converts what it is given to a string: `undefined` passed as "undefined"
   if (typeof def.id !== "string") throw new Error(`A connector's id must be a string (a lowercase slug), not ${def.id === null ? "null" : typeof def.id}`);
   if (!CONNECTOR_ID.test(def.id)) throw new Error(`Connector id "${def.id}" must be a lowercase slug`);
+  for (const [id, action] of Object.entries(def.actions ?? {})) {
+    const fail = (problem: string): never => {
+      throw new Error(`Action "${id}" of connector "${def.id}": ${problem}`);
+    };
+    if (!ACTION_ID.test(id)) fail("an action id is lowercase slugs joined by dots (a-z, 0-9 and -, each part starting with a letter, e.g. invoice.approve): no spaces, no /, not empty");
+    if (typeof action !== "object" || action === null) fail(`is ${what(action)}, not an action definition (declare it with defineAction)`);
+    if (typeof action.run !== "function") fail(`its run must be a function (the handler), not ${what(action.run)}`);
+    if (!isValibotSchema(action.params)) fail(`its params must be a valibot schema (e.g. v.object({ … })), not ${what(action.params)}`);
+    if (action.subject !== undefined && (typeof action.subject !== "object" || action.subject === null || typeof action.subject.objectTypeId !== "string" || action.subject.objectTypeId === "")) fail("its subject must be { objectTypeId: <an object type of the project> }");
+    if (action.effect !== undefined && typeof action.effect !== "function") fail(`its effect must be a function, not ${what(action.effect)}`);
+  }
+  for (const [id, webhook] of Object.entries(def.webhooks ?? {})) {
+    const fail = (problem: string): never => {
+      throw new Error(`Webhook "${id}" of connector "${def.id}": ${problem}`);
+    };
+    if (typeof webhook !== "object" || webhook === null) fail(`is ${what(webhook)}, not a webhook definition (declare it with defineWebhook)`);
+    if (!WEBHOOK_FORMATS.includes(webhook.format)) fail(`its format must be one of ${WEBHOOK_FORMATS.join(", ")}, not ${typeof webhook.format === "string" ? `"${webhook.format}"` : what(webhook.format)}`);
+    if (typeof webhook.handle !== "function") fail(`its handle must be a function (the handler), not ${what(webhook.handle)}`);
+    if (webhook.schema !== undefined && !isValibotSchema(webhook.schema)) fail(`its schema must be a valibot schema, not ${what(webhook.schema)}`);
+    for (const fn of ["verify", "idempotencyKey"] as const) if (webhook[fn] !== undefined && typeof webhook[fn] !== "function") fail(`its ${fn} must be a function, not ${what(webhook[fn])}`);
+  }
+}
+
+/**
+ * Declares a connector, checking what it declares ({@link checkConnector}).
+ * @throws Error when the id is not a string or not a lowercase slug, or an action or webhook is
+ *   malformed: an action id that is not lowercase slugs joined by dots, no `run` function, `params`
+ *   not a valibot schema; a webhook without a `handle` function or with a format other than json,
+ *   text or raw
+ */
+export function defineConnector<const C extends ConnectorDefinition>(def: C): C {
+  checkConnector(def);
   return def;
 }
