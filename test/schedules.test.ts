@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ScheduleNotFoundError } from "@temporalio/client";
 import { client, eventually, startApp, tokenFor } from "./helpers";
 import { sandboxProject } from "../sandbox/project";
+import { defineConnector, defineSchedule } from "../core/sdk";
 
 describe("connector schedules on Temporal", () => {
   it("upserts declared schedules, lets operators pause, unpause and trigger, and fires exactly once per occurrence", async () => {
@@ -99,5 +100,20 @@ describe("connector schedules on Temporal", () => {
     } finally {
       await app.close();
     }
+  });
+
+  it("fails the start naming the schedule and Temporal's reason when Temporal refuses it (a cron field out of range)", async () => {
+    const taskQueue = `sched-bad-${Math.random().toString(36).slice(2)}`;
+    const bad = defineConnector({ id: "bad-cron", schedules: { "minute-61": defineSchedule({ cron: "61 * * * *", run: async () => undefined }) } });
+    const project = { ...sandboxProject, connectors: [...sandboxProject.connectors, bad] };
+    const failed = await startApp({ taskQueue, env: { SVC_SCHEDULES: "true" }, project }).then(
+      async (app) => {
+        await app.close();
+        return undefined;
+      },
+      (err: Error) => err,
+    );
+    expect(failed?.message).toMatch(/^Schedule "minute-61" of connector "bad-cron" could not be created or updated on Temporal: Failed to create schedule: .*Minute is not in range \[0-59\]/);
+    expect(failed?.cause).toBeInstanceOf(Error);
   });
 });

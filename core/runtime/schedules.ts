@@ -5,12 +5,23 @@ import { TemporalHost } from "../temporal/host";
 import { ProjectRegistry } from "../project/registry";
 import type { OverlapPolicy, ScheduleDefinition } from "../sdk/connector";
 import { LOGGER, type Logger } from "../logger";
-import { ApiError } from "../errors";
+import { ApiError, messageOf } from "../errors";
 import { EventScheduleConsumers, EventScheduleStateSchema, type DeadLetter, type EventScheduleState } from "./event-schedules";
 import { temporalClient } from "../temporal/sdk";
 
 /** Why a declared cron / interval schedule has no Temporal schedule, as its state and a refusal say it. */
 const NOT_ON_TEMPORAL = "not on Temporal: the service started with SVC_SCHEDULES=false, which leaves Temporal's schedules as they are, and this one was never created there; start once with SVC_SCHEDULES=true to create it";
+
+/**
+ * The error a start fails with when Temporal refuses a schedule (or cannot be reached): it names the
+ * schedule and gives Temporal's reason, which the SDK's error keeps in its causes ("Failed to create
+ * schedule", caused by "3 INVALID_ARGUMENT: interval is too small"); the original error stays its `cause`.
+ */
+function refusedSchedule(scheduleId: string, connectorId: string, err: unknown): Error {
+  const reasons: string[] = [];
+  for (let e: unknown = err; e instanceof Error && reasons.length < 4; e = e.cause) if (!reasons.includes(e.message)) reasons.push(e.message);
+  return new Error(`Schedule "${scheduleId}" of connector "${connectorId}" could not be created or updated on Temporal: ${reasons.join(": ") || messageOf(err)}`, { cause: err });
+}
 
 /** A declared overlap policy as Temporal's. */
 const overlapPolicy = (overlap: OverlapPolicy): ScheduleOverlapPolicy => {
@@ -74,20 +85,29 @@ export class ScheduleManager {
     return found;
   }
 
-  /** Upserts every declared cron / interval schedule and removes undeclared ones under this runtime's prefix (event schedules are not Temporal Schedules). */
+  /**
+   * Upserts every declared cron / interval schedule and removes undeclared ones under this runtime's
+   * prefix (event schedules are not Temporal Schedules).
+   * @throws Error naming the schedule and Temporal's reason when Temporal refuses one (a cron field out
+   *   of range, an interval or time zone its server does not take)
+   */
   async sync(): Promise<void> {
     const client = this.host.client;
     const declared = this.project.schedules().filter((s) => s.definition.on === undefined);
-    for (const { scheduleId, definition } of declared) {
+    for (const { scheduleId, connectorId, definition } of declared) {
       const spec: ScheduleSpec = definition.cron ? { cronExpressions: [definition.cron], timezone: definition.timezone ?? "UTC" } : { intervals: [{ every: definition.every! }], timezone: definition.timezone ?? "UTC" };
       const action = { type: "startWorkflow" as const, workflowType: "scheduleFiring", taskQueue: this.host.taskQueue, args: [{ scheduleId }], workflowId: this.temporalId(scheduleId) };
       const policies = { overlap: overlapPolicy(definition.overlap ?? "skip"), catchupWindow: "1 minute" as const };
       try {
-        await client.schedule.create({ scheduleId: this.temporalId(scheduleId), spec, action, policies, state: { paused: definition.paused ?? false, note: definition.description } });
-        this.log.info({ scheduleId }, "created Temporal schedule");
+        try {
+          await client.schedule.create({ scheduleId: this.temporalId(scheduleId), spec, action, policies, state: { paused: definition.paused ?? false, note: definition.description } });
+          this.log.info({ scheduleId }, "created Temporal schedule");
+        } catch (err) {
+          if (!(err instanceof temporalClient().ScheduleAlreadyRunning)) throw err;
+          await client.schedule.getHandle(this.temporalId(scheduleId)).update((previous) => ({ ...previous, spec, action, policies }));
+        }
       } catch (err) {
-        if (!(err instanceof temporalClient().ScheduleAlreadyRunning)) throw err;
-        await client.schedule.getHandle(this.temporalId(scheduleId)).update((previous) => ({ ...previous, spec, action, policies }));
+        throw refusedSchedule(scheduleId, connectorId, err);
       }
     }
     const keep = new Set(declared.map((s) => this.temporalId(s.scheduleId)));
