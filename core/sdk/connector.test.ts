@@ -1,7 +1,7 @@
 /** The SDK's define* functions (core/sdk/connector.ts): what they refuse at definition, and how they say it. */
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { defineAction, defineConnector, defineWebhook, type WebhookDefinition } from "./connector";
+import { defineAction, defineConnector, defineSchedule, defineWebhook, type ScheduleDefinition, type WebhookDefinition } from "./connector";
 
 describe("defineConnector", () => {
   it.each([
@@ -62,5 +62,48 @@ describe("defineConnector: actions and webhooks checked at definition, naming th
   it("accepts a webhook of each format", () => {
     for (const format of ["json", "text", "raw"] as const) expect(webhook(defineWebhook({ format, handle })).webhooks!.events!.format).toBe(format);
     expect(webhook(defineWebhook({ format: "json", schema: v.object({ id: v.string() }), verify: () => undefined, idempotencyKey: (_req, body) => body.id, handle })).id).toBe("crm");
+  });
+});
+
+describe("defineSchedule: cron and interval schedules checked as Temporal reads them", () => {
+  const run = async () => undefined;
+  it.each([
+    ["a cron of 4 fields", { cron: "* * * *" }, 'cron "* * * *" has 4 fields; Temporal reads 5 (minute hour day-of-month month day-of-week), 6 (and a year) or 7 (second first, and a year)'],
+    ["a cron of 8 fields", { cron: "0 0 0 * * * 2030 x" }, "has 8 fields"],
+    ["an empty cron", { cron: " " }, 'cron " " has 0 fields'],
+    ["an unknown shorthand", { cron: "@fortnightly" }, 'cron "@fortnightly" has 1 field;'],
+    ["@every without an interval", { cron: "@every" }, 'cron "@every" has no interval after @every'],
+    ["a cron naming its time zone", { cron: "CRON_TZ=Europe/Berlin 0 9 * * *" }, "names its time zone (TZ= / CRON_TZ=): give the zone as timezone"],
+    ["a cron that is no string", { cron: 5 }, "cron must be a string, not a number"],
+    ["an interval below a second", { every: 500 }, "every must be a whole number of milliseconds, at least 1000 (Temporal's shortest interval is one second), not 500"],
+    ["a zero interval", { every: 0 }, "at least 1000"],
+    ["a fractional interval", { every: 1500.5 }, "not 1500.5"],
+    ["an interval as a string", { every: "1h" }, "every must be a whole number of milliseconds, at least 1000 (Temporal's shortest interval is one second), not a string"],
+    ["an unknown time zone", { cron: "0 9 * * *", timezone: "Mars/Olympus" }, 'timezone "Mars/Olympus" is not an IANA time zone name'],
+    ["an offset for a time zone", { every: 60_000, timezone: "+01:00" }, 'timezone "+01:00" is not an IANA time zone name'],
+    ["a time zone in the wrong case", { cron: "0 9 * * *", timezone: "europe/berlin" }, 'timezone "europe/berlin" must be spelled "Europe/Berlin"'],
+    ["an unknown overlap policy", { every: 60_000, overlap: "sometimes" }, "overlap must be one of skip, bufferOne, bufferAll, cancelOther, terminateOther, allowAll, not \"sometimes\""],
+    ["no run", { every: 60_000, run: undefined }, "A schedule's run must be a function (the handler), not undefined"],
+  ])("refuses %s", (_label, def, message) => {
+    expect(() => defineSchedule({ run, ...(def as object) } as ScheduleDefinition)).toThrow(message);
+  });
+
+  it.each([
+    { cron: "0 * * * *" },
+    { cron: "30 0 9 * * MON-FRI 2030" },
+    { cron: "0 9 * * * 2030" },
+    { cron: "  @hourly # on the hour " },
+    { cron: "@every 90m" },
+    { cron: "0 9 * * 1-5 # weekdays", timezone: "Europe/Berlin", overlap: "bufferOne" as const },
+    { every: 1000 },
+    { every: 3_600_000, timezone: "UTC" },
+    { every: 86_400_000, timezone: "US/Pacific" },
+  ])("accepts %j", (def) => {
+    expect(defineSchedule({ ...def, run })).toMatchObject(def);
+  });
+
+  it("names the schedule when its connector is checked (a schedule made without defineSchedule)", () => {
+    expect(() => defineConnector({ id: "crm", schedules: { nightly: { every: 500, run } } })).toThrow('Schedule "nightly" of connector "crm": every must be a whole number of milliseconds, at least 1000');
+    expect(() => defineConnector({ id: "crm", schedules: { nightly: { cron: "0 0 * *", run } } })).toThrow('Schedule "nightly" of connector "crm": cron "0 0 * *" has 4 fields');
   });
 });
