@@ -37,6 +37,27 @@ interface Entry {
 }
 
 /**
+ * What is wrong with an intervention's request, or undefined when it can open: `answer` must be a
+ * synchronous valibot schema (the submit update's validator runs it: anything else made every submission
+ * fail inside Temporal, answered 503 as if Temporal were away), and `expiresInMs` a positive number of
+ * milliseconds whose deadline is a date (the expiry timer needs it; without one the run failed
+ * "Invalid time value"). Deterministic: the same run asks the same thing on replay.
+ */
+export function interventionRequestProblem(request: unknown): string | undefined {
+  if (typeof request !== "object" || request === null) return "its request must be { prompt, answer, assignees, expiresInMs }";
+  const { answer, expiresInMs } = request as { answer?: unknown; expiresInMs?: unknown };
+  const schema = (typeof answer === "object" && answer !== null ? answer : {}) as { kind?: unknown; async?: unknown; "~run"?: unknown };
+  if (schema.kind !== "schema" || schema.async === true || typeof schema["~run"] !== "function") {
+    const was = answer === null ? "null" : schema.async === true ? "an async valibot schema" : typeof answer === "object" ? "an object" : typeof answer;
+    return `its answer must be a valibot schema (e.g. v.object({ approved: v.boolean() })), not ${was}`;
+  }
+  if (typeof expiresInMs !== "number" || !(expiresInMs > 0) || !Number.isFinite(new Date(Date.now() + expiresInMs).getTime())) {
+    return `its expiresInMs must be a positive number of milliseconds (how long it stays open before it expires; it has no default), not ${typeof expiresInMs === "number" ? expiresInMs : typeof expiresInMs}`;
+  }
+  return undefined;
+}
+
+/**
  * Registers the update handlers and answers the `intervention` primitive of the workflow context.
  * @param records the run's recorder: each phase (index row + events, idempotent per phase) is written,
  *   with what the run queued before it, before the run waits or goes on
@@ -117,6 +138,9 @@ export function installInterventions(workflowId: string, runId: string, records:
   );
 
   return async function intervention<A>(name: string, request: InterventionRequest<A>): Promise<InterventionOutcome<A>> {
+    // a malformed request fails the run before anything of the intervention is recorded
+    const problem = interventionRequestProblem(request);
+    if (problem) throw ApplicationFailure.create({ type: "InvalidIntervention", message: `Intervention "${name}" of run ${runId}: ${problem}`, nonRetryable: true });
     if (entries.get(name)?.status === "open") throw ApplicationFailure.nonRetryable(`Intervention "${name}" is already open in run ${runId}`);
     const entry: Entry = { id: `${runId}:${name}:${++seq}`, schema: request.answer as v.GenericSchema<unknown, unknown>, status: "open" };
     entries.set(name, entry);

@@ -12,11 +12,18 @@ export type { InterventionAssignees };
 export interface InterventionRequest<A> {
   /** Shown to the person answering. */
   prompt: string;
-  /** valibot schema of the answer; an answer that fails it is refused (400) and the intervention stays open. */
+  /**
+   * valibot schema of the answer (synchronous: not a `…Async` one); an answer that fails it is refused
+   * (400) and the intervention stays open. Anything else fails the run when the intervention opens.
+   */
   answer: v.GenericSchema<unknown, A>;
   /** Who may answer: identities, or holders of a permission. */
   assignees: InterventionAssignees;
-  /** Milliseconds until it expires (a durable timer: it expires even while no worker runs). */
+  /**
+   * Milliseconds until it expires (a durable timer: it expires even while no worker runs). Required,
+   * with no default: a missing, zero, negative or non-number value fails the run when the intervention
+   * opens, saying so.
+   */
   expiresInMs: number;
 }
 
