@@ -92,6 +92,28 @@ describe("webhook delivery table (spec 3)", () => {
     expect((await runs()).length).toBe(before);
   });
 
+  it("refuses a delivery whose idempotency key function answers no non-empty string with 400, storing nothing; a string key de-duplicates", async () => {
+    const keyedUrl = `${app.url}/api/webhooks/probe/keyed`;
+    const send = (key: unknown) => post(keyedUrl, JSON.stringify({ key }), { "content-type": "application/json" });
+    const before = (await runs()).filter((r) => r.webhookId === "keyed").length;
+    for (const [key, answered] of [[{ id: 1 }, "an object"], [{ id: 2 }, "an object"], [7, "the number 7"], ["", "an empty string"], [[1], "an array"], [true, "the boolean true"]] as const) {
+      const res = await send(key);
+      expect([key, res.status, ((await res.json()) as any).error]).toEqual([
+        key,
+        400,
+        { code: "invalid_request", message: `The delivery has no usable idempotency key: the webhook's idempotencyKey answered ${answered}; a key is a non-empty string (null or undefined for none)` },
+      ]);
+    }
+    expect((await runs()).filter((r) => r.webhookId === "keyed").length).toBe(before);
+    // the string "7" is a key of its own (7 was made "7" before), once
+    const first = await send("7");
+    expect([first.status, ((await first.json()) as any).key]).toEqual([200, "7"]);
+    expect(await send("7").then((r) => r.json())).toEqual({ status: "duplicate" });
+    // null: no key, each delivery a new one
+    expect((await Promise.all([send(null), send(null)])).map((r) => r.status)).toEqual([200, 200]);
+    expect((await runs()).filter((r) => r.webhookId === "keyed").map((r) => r.idempotencyKey).sort()).toEqual(["7", null, null]);
+  });
+
   it("answers 404 for webhook ids named like Object.prototype members, before verify, and stores nothing", async () => {
     const before = (await runs("stripe")).length;
     for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {

@@ -186,13 +186,7 @@ export class WebhookDeliveries {
       }
     }
     const body = parseWebhookBody(def, request);
-    let key: string | null = null;
-    try {
-      key = def.idempotencyKey?.(request, body) ?? null;
-    } catch (err) {
-      throw new ApiError("invalid_request", `The delivery has no usable idempotency key: ${(err as Error).message}`);
-    }
-    if (key !== null && typeof key !== "string") key = String(key);
+    const key = this.keyOf(def, connectorId, webhookId, request, body);
 
     const flightKey = key === null ? undefined : `${connectorId}\u0000${webhookId}\u0000${key}`;
     if (flightKey && this.inFlight.has(flightKey)) return answer(202, { status: "in_progress" });
@@ -210,6 +204,28 @@ export class WebhookDeliveries {
     } finally {
       if (flightKey) this.inFlight.delete(flightKey);
     }
+  }
+
+  /**
+   * The delivery's idempotency key: what the webhook's `idempotencyKey` answers, null without one (or
+   * when it answers null or undefined: a new delivery each time). Only a non-empty string is a key: a
+   * number or an object made up by `String()` collided (7 and "7"; every object "[object Object]", whose
+   * second delivery was taken for a duplicate), and an empty string would be one key for every delivery.
+   * @throws {ApiError} invalid_request (400, nothing stored) when `idempotencyKey` throws or answers
+   *   anything else; the latter, a connector's mistake, is also logged
+   */
+  private keyOf(def: WebhookDefinition<unknown>, connectorId: string, webhookId: string, request: WebhookRequest, body: unknown): string | null {
+    let key: unknown;
+    try {
+      key = def.idempotencyKey?.(request, body);
+    } catch (err) {
+      throw new ApiError("invalid_request", `The delivery has no usable idempotency key: ${messageOf(err)}`);
+    }
+    if (key === undefined || key === null) return null;
+    if (typeof key === "string" && key !== "") return key;
+    const answered = key === "" ? "an empty string" : Array.isArray(key) ? "an array" : typeof key === "object" ? "an object" : typeof key === "function" ? "a function" : `the ${typeof key} ${String(key)}`;
+    this.log.warn({ connectorId, webhookId, answered }, "a webhook's idempotencyKey answered something other than a non-empty string, null or undefined; the delivery was refused (400)");
+    throw new ApiError("invalid_request", `The delivery has no usable idempotency key: the webhook's idempotencyKey answered ${answered}; a key is a non-empty string (null or undefined for none)`);
   }
 
   /** A new delivery's run, not recorded yet (see {@link WebhookDeliveries.handle}). */

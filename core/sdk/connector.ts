@@ -76,6 +76,10 @@ export interface WebhookDefinition<B = unknown> {
   format: WebhookFormat;
   schema?: v.GenericSchema<unknown, B>;
   verify?(request: WebhookRequest): void | Promise<void>;
+  /**
+   * The delivery's key: a non-empty string (a provider's retry sends the same), or null / undefined for
+   * none (each delivery a new one). A throw, or any other answer, refuses the delivery (400, nothing stored).
+   */
   idempotencyKey?(request: WebhookRequest, body: B): string | null | undefined;
   handle(ctx: WebhookContext<B>): Promise<WebhookResponse | void> | WebhookResponse | void;
   description?: string;
