@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, client, startApp, tokenFor, uploadFile } from "./helpers";
 import { ensureChromium } from "./setup/chromium";
 import type { App } from "../core/app";
+import { HandlerRunner } from "../core/runtime/handler";
+import { Database } from "../core/store/db";
 
 let app: App;
 let dev: ReturnType<typeof client>;
@@ -102,6 +104,23 @@ describe("only the owner opens an artifact (spec 4.3)", () => {
     const hers = await put("# Hers\n", "document.md", "text/markdown", await tokenFor(app, "alice"));
     const res = await publish({ kind: "document", title: "Taken", files: [{ path: "document.md", file: hers }] });
     expect(res).toMatchObject({ status: 422, body: { error: { code: "artifact_invalid", details: { problems: [{ file: "document.md", message: expect.stringContaining("no file") }] } } } });
+  });
+
+  it("refuses system code (ctx.artifacts.publish) publishing for an owner that is no user identity, naming the owner, and stores no artifact", async () => {
+    const sdk = app.container.resolve(HandlerRunner).artifacts("test:owner");
+    const file = await sdk.upload("# Orphan\n", { name: "document.md", contentType: "text/markdown" });
+    const db = app.container.resolve(Database);
+    const count = async () => (await db.get<{ n: number }>("SELECT count(*) AS n FROM artifacts"))!.n;
+    const before = await count();
+    for (const [owner, why] of [["nobody-at-all", "is no identity of the project"], ["constructor", "is no identity of the project"], ["ops-bot", "is a service account"]] as const) {
+      await expect(sdk.publish({ kind: "document", title: "Orphan", files: [{ path: "document.md", file }], owner }), owner).rejects.toMatchObject({
+        code: "invalid_request",
+        message: `The artifact's owner "${owner}" ${why}: an owner is a user identity id (users: dev, alice, auditor)`,
+      });
+    }
+    expect(await count()).toBe(before);
+    const published = await sdk.publish({ kind: "document", title: "Alice's", files: [{ path: "document.md", file }], owner: "alice" });
+    expect((await alice.get(`/api/artifacts/${published.artifact.id}`)).body).toMatchObject({ owner: "alice", title: "Alice's" });
   });
 });
 

@@ -4,6 +4,7 @@ import { Database } from "../store/db";
 import { FileStore } from "../files/file-store";
 import { FILE_UPLOAD_MAX_BYTES } from "../files/limits";
 import { CONFIG, type Config } from "../config";
+import { ProjectRegistry } from "../project/registry";
 import { DeckCheckProcess } from "./deck-check-process";
 import { Readable } from "node:stream";
 import { buffer as readBuffer } from "node:stream/consumers";
@@ -65,6 +66,7 @@ export class ArtifactStore {
     @inject(FileStore) private readonly files: FileStore,
     @inject(DeckCheckProcess) private readonly decks: DeckCheckProcess,
     @inject(CONFIG) private readonly config: Config,
+    @inject(ProjectRegistry) private readonly project: ProjectRegistry,
   ) {}
 
   /**
@@ -203,6 +205,20 @@ export class ArtifactStore {
   }
 
   /**
+   * Refuses an owner that system code names for a new artifact when it is no user identity of the
+   * project (the SDK's `ctx.artifacts.publish` documents `owner` as a user identity id).
+   * @throws {ApiError} invalid_request naming the owner
+   */
+  private checkOwner(owner: unknown): void {
+    const type = typeof owner === "string" ? this.project.identityType(owner) : undefined;
+    if (type === "user") return;
+    const named = typeof owner === "string" ? `"${owner}"` : String(owner);
+    const users = Object.entries(this.project.definition.identities).filter(([, i]) => i.type === "user").map(([id]) => id);
+    const why = type === "serviceAccount" ? "is a service account" : "is no identity of the project";
+    throw new ApiError("invalid_request", `The artifact's owner ${named} ${why}: an owner is a user identity id (users: ${users.join(", ") || "none"})`, { owner });
+  }
+
+  /**
    * Publishes a version (spec 2.7, 4.3, 7, 8): a new artifact at version 1 when `artifactId` is
    * absent, else the next version of it. The whole version is checked first — paths, files, the kind's
    * layout, the theme, the document's images, the deck's references, every workbook cell — and every
@@ -214,7 +230,8 @@ export class ArtifactStore {
    *   own artifacts, and reference only its own artifacts; the system may do anything
    * @param input.owner the owner of a new artifact (default: the author identity); system code publishes on behalf of a user this way
    * @throws {ApiError} artifact_invalid (422) listing every problem (file, row, column, what was
-   *   expected), capped at 100 with the total count; not_found for an artifact the author cannot open
+   *   expected), capped at 100 with the total count; not_found for an artifact the author cannot open;
+   *   invalid_request for an `owner` that is no user identity of the project
    */
   async publish(input: { artifactId?: string; kind?: ArtifactKind; title?: string; files: Array<{ path: string; file: { id: string } }>; author: ArtifactReader; owner?: string; publishedBy?: string; publishKey?: string }): Promise<{ artifact: Artifact; version: ArtifactVersion }> {
     if (input.publishKey) {
@@ -229,6 +246,8 @@ export class ArtifactStore {
     if (!title) throw new ApiError("invalid_request", "A new artifact needs a title");
     const owner = existing?.owner ?? input.owner ?? (input.author.kind === "identity" ? input.author.id : undefined);
     if (!owner) throw new ApiError("invalid_request", "System code publishing a new artifact names its owner");
+    // an owner no one is: an artifact only its owner opens, which no token or session could ever read
+    if (!existing && input.owner !== undefined) this.checkOwner(input.owner);
     const problems: ContentProblem[] = [];
 
     // paths and files

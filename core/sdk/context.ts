@@ -155,7 +155,8 @@ export interface ArtifactsApi {
   upload(content: string | Uint8Array, options: { name: string; contentType?: string }): Promise<FileReference>;
   /**
    * Publishes a new artifact (version 1) owned by `owner` (a user identity id), checked like the API's.
-   * @throws {ApiError} artifact_invalid (422) listing every problem
+   * @throws {ApiError} artifact_invalid (422) listing every problem; invalid_request when `owner` is no
+   *   user identity of the project (no identity at all, or a service account)
    */
   publish(input: { kind: "document" | "sheet" | "slides" | "file"; title: string; files: ArtifactFiles; owner: string }): Promise<{ artifact: { id: string; latestVersion: number }; version: { version: number; warnings: Array<{ code: string; message: string }> } }>;
   /** Publishes the next version of an artifact. @throws {ApiError} artifact_invalid, not_found */
