@@ -302,7 +302,7 @@ export function defineWebhook<S extends Schema | undefined = undefined>(
 }
 
 /** Temporal's shortest schedule interval, in ms (its server refuses a shorter one: "interval is too small"). */
-export const MIN_SCHEDULE_INTERVAL_MS = 1000;
+const MIN_SCHEDULE_INTERVAL_MS = 1000;
 
 /** The overlap policies a cron / interval schedule may declare. */
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ["skip", "bufferOne", "bufferAll", "cancelOther", "terminateOther", "allowAll"];
@@ -432,7 +432,7 @@ const WEBHOOK_FORMATS: readonly WebhookFormat[] = ["json", "text", "raw"];
  * an object of kind `schema` that valibot can run. An async one (`v.objectAsync`) is not: the runtime
  * parses with `v.safeParse`, which runs synchronously.
  */
-export function isValibotSchema(x: unknown): x is v.GenericSchema {
+function isValibotSchema(x: unknown): x is v.GenericSchema {
   if (typeof x !== "object" || x === null) return false;
   const schema = x as { kind?: unknown; async?: unknown; "~run"?: unknown };
   return schema.kind === "schema" && schema.async !== true && typeof schema["~run"] === "function";
@@ -490,10 +490,10 @@ export function checkConnector(def: ConnectorDefinition): void {
 
 /**
  * Declares a connector, checking what it declares ({@link checkConnector}).
- * @throws Error when the id is not a string or not a lowercase slug, or an action or webhook is
- *   malformed: an action id that is not lowercase slugs joined by dots, no `run` function, `params`
- *   not a valibot schema; a webhook without a `handle` function or with a format other than json,
- *   text or raw
+ * @throws Error when the id is not a string or not a lowercase slug, or an action, webhook or
+ *   schedule is malformed: an action id that is not lowercase slugs joined by dots, no `run`
+ *   function, `params` not a valibot schema; a webhook without a `handle` function or with a format
+ *   other than json, text or raw; a schedule {@link defineSchedule} would refuse (then named)
  */
 export function defineConnector<const C extends ConnectorDefinition>(def: C): C {
   checkConnector(def);
