@@ -2,6 +2,7 @@ import * as v from "valibot";
 import path from "node:path";
 import type { InjectionToken } from "./di";
 import { defaultChromiumPath } from "./artifacts/chromium";
+import { errorCode } from "./errors";
 
 /**
  * Runtime configuration, read from the environment once at startup and validated with valibot.
@@ -12,7 +13,7 @@ import { defaultChromiumPath } from "./artifacts/chromium";
  * | `PORT` | 3002 | HTTP port (0 picks a free one) |
  * | `HOST` | 127.0.0.1 | interface to bind |
  * | `LOG_LEVEL` | info | pino level |
- * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB, local blobs and upload sessions; one service process per directory (its locks are in-process) |
+ * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB, local blobs and upload sessions; one service process per directory: a second is refused at start (`core/store/data-dir-lock.ts`) |
  * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission (at least 16 characters); `none`: no development token, and one stored by an earlier start is revoked. A revoked development token stays revoked at later starts |
  * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links |
  * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |
@@ -182,12 +183,6 @@ const EnvSchema = v.object({
   SVC_ALLOWED_ORIGINS: v.optional(v.pipe(v.string(), v.transform((s) => s.split(",").map((o) => o.trim()).filter(Boolean)), v.check((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), "must be a comma-separated list of origins such as https://app.example.com"))),
 });
 
-/** The `code` of an error (Node's system errors: `EACCES`, …; sqlite3's: `SQLITE_READONLY`, …), if it has one. */
-function codeOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
-
 /** What a failure to use the data dir means, by the error's code (see {@link dataDirError}). */
 const DATA_DIR_FAILURES: Record<string, string> = {
   EEXIST: "is a file, not a directory",
@@ -205,7 +200,7 @@ const DATA_DIR_FAILURES: Record<string, string> = {
  * (a file in its place, no permission, a read-only file system or database); any other error as it is.
  */
 export function dataDirError(err: unknown, dataDir: string): unknown {
-  const code = codeOf(err);
+  const code = errorCode(err);
   const failure = code === undefined ? undefined : DATA_DIR_FAILURES[code];
   return failure ? new ConfigError("SVC_DATA_DIR", `${dataDir} ${failure} (${code})`) : err;
 }
@@ -216,7 +211,7 @@ export function dataDirError(err: unknown, dataDir: string): unknown {
  * line; any other error as it is.
  */
 export function listenError(err: unknown, port: number, host: string): unknown {
-  const code = codeOf(err);
+  const code = errorCode(err);
   switch (code) {
     case "EADDRINUSE":
       return new ConfigError("PORT", `${port} is already in use on ${host} (EADDRINUSE): stop what listens there, or choose another PORT`);

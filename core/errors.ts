@@ -81,6 +81,12 @@ export function isApiError(err: unknown): err is ApiError {
   return err instanceof Error && err.name === "ApiError" && typeof code === "string" && Object.hasOwn(ERROR_STATUS, code);
 }
 
+/** The string `code` of an error (Node's system errors: `EACCES`, …; sqlite3's: `SQLITE_BUSY`, …), if it has one. */
+export function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
 /**
  * The message of anything thrown, as a run's error shows it: an Error's `message` (its name when empty),
  * a string as it is, an object's string `message`, else its JSON text; `undefined`/`null` say they were

@@ -41,7 +41,8 @@ interface Entry {
  * synchronous valibot schema (the submit update's validator runs it: anything else made every submission
  * fail inside Temporal, answered 503 as if Temporal were away), and `expiresInMs` a positive number of
  * milliseconds whose deadline is a date (the expiry timer needs it; without one the run failed
- * "Invalid time value"). Deterministic: the same run asks the same thing on replay.
+ * "Invalid time value"). Deterministic: the same run asks the same thing on replay. The schema test is
+ * `isValibotSchema`'s (core/sdk/connector.ts), written again: the workflow isolate may import no SDK values.
  */
 export function interventionRequestProblem(request: unknown): string | undefined {
   if (typeof request !== "object" || request === null) return "its request must be { prompt, answer, assignees, expiresInMs }";

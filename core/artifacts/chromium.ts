@@ -8,6 +8,7 @@
  * ~60 %, its screenshots ~65 %, its start-up and memory lighter. So it is the default when installed.
  */
 import fs from "node:fs";
+import { errorCode } from "../errors";
 
 /** Where Debian's `chromium-headless-shell` package puts the shell (`/usr/bin/chromium-headless-shell` is a shell script calling it). */
 export const HEADLESS_SHELL_PATH = "/usr/lib/chromium/chromium-headless-shell";
@@ -35,7 +36,7 @@ export function chromiumPathWarning(chromiumPath: string, configured: boolean): 
     if (!fs.statSync(chromiumPath).isFile()) problem = "is not a file";
     else fs.accessSync(chromiumPath, fs.constants.X_OK);
   } catch (err) {
-    problem = (err as { code?: string }).code === "ENOENT" ? "does not exist" : "is not executable";
+    problem = errorCode(err) === "ENOENT" ? "does not exist" : "is not executable";
   }
   if (!problem) return undefined;
   const which = configured ? `SVC_CHROMIUM_PATH ${chromiumPath}` : `The deck checks' Chromium ${chromiumPath} (the default; SVC_CHROMIUM_PATH is unset)`;

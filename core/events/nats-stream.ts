@@ -5,7 +5,7 @@ import type { DomainEventEnvelope, StoredDomainEvent } from "./catalog";
 import { compileEventFilter, eventFacts, type EventStream, type StreamQuery, type StreamScan } from "./stream";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { eventPermissions } from "../auth/permissions";
-import { ApiError } from "../errors";
+import { ApiError, errorCode, messageOf } from "../errors";
 import { ConfigError } from "../config";
 
 /** Options of the NATS JetStream stream. */
@@ -51,8 +51,8 @@ export class NatsEventStream implements EventStream {
    */
   static async open(opts: NatsStreamOptions): Promise<NatsEventStream> {
     const nc = await connect({ servers: opts.servers, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "svc" }).catch((err: unknown) => {
-      const cause = (err as { cause?: { code?: unknown } }).cause?.code;
-      const why = `${err instanceof Error ? err.message : String(err)}${typeof cause === "string" ? `, ${cause}` : ""}`;
+      const cause = errorCode((err as { cause?: unknown }).cause);
+      const why = `${messageOf(err)}${cause ? `, ${cause}` : ""}`;
       throw new ConfigError("NATS_URL", `${opts.servers} has no NATS server answering (${why}): start nats-server there, or set NATS_URL to one`);
     });
     const jsm = await jetstreamManager(nc);

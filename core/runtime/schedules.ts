@@ -140,12 +140,8 @@ export class ScheduleManager {
       return { ...declared, onTemporal: false, paused: false, note: NOT_ON_TEMPORAL, nextRuns: [], recentRuns: [], temporalScheduleId: this.temporalId(scheduleId) };
     }
     return {
-      scheduleId,
+      ...declared,
       onTemporal: true,
-      connectorId,
-      ...(definition.cron ? { cron: definition.cron } : { every: definition.every }),
-      timezone: definition.timezone ?? "UTC",
-      overlap: definition.overlap ?? "skip",
       paused: d.state.paused,
       ...(d.state.note ? { note: d.state.note } : {}),
       // a paused schedule runs at none of the times Temporal still computes for it

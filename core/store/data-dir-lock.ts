@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import sqlite3 from "sqlite3";
 import { ConfigError, dataDirError } from "../config";
+import { errorCode } from "../errors";
 import { openConnection, type Connection } from "./sql";
 
 /**
@@ -38,7 +39,7 @@ export class DataDirLock {
       await connection.exec("PRAGMA busy_timeout = 0; PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (pid INTEGER); DELETE FROM holder; INSERT INTO holder (pid) VALUES (" + process.pid + ");");
     } catch (err) {
       await connection.close().catch(() => undefined);
-      if ((err as { code?: string }).code !== "SQLITE_BUSY") throw dataDirError(err, dataDir);
+      if (errorCode(err) !== "SQLITE_BUSY") throw dataDirError(err, dataDir);
       let holder = "";
       try {
         holder = ` (pid ${fs.readFileSync(pidFile, "utf8").trim()})`;

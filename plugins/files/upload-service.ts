@@ -49,8 +49,10 @@ const JSON_TYPE = "application/json; charset=utf-8";
 type Meta = Record<string, string | null>;
 
 const ownerOf = (principal: Principal) => `${principal.type}:${principal.id}`;
-/** `Upload-Metadata` as the client sent it: the record's metadata without svc's own `svc_*` keys (owner, file id). */
-const clientMetadata = (meta: Meta | undefined): string => Metadata.stringify(Object.fromEntries(Object.entries(meta ?? {}).filter(([k]) => !k.startsWith("svc_")))) ?? "";
+/** Metadata without svc's own `svc_*` keys (owner, file id): what a client may set, and sees. */
+const withoutSvcKeys = (meta: Meta | undefined): Meta => Object.fromEntries(Object.entries(meta ?? {}).filter(([k]) => !k.startsWith("svc_")));
+/** `Upload-Metadata` as the client sent it ({@link withoutSvcKeys}). */
+const clientMetadata = (meta: Meta | undefined): string => Metadata.stringify(withoutSvcKeys(meta)) ?? "";
 const metaValue = (meta: Meta | undefined, ...keys: string[]) => keys.map((k) => meta?.[k]).find((x): x is string => typeof x === "string" && x !== "");
 
 /** What one request carries through tus's hooks (keyed by the Request object tus passes them). */
@@ -164,7 +166,7 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
     onUploadCreate: async (req, upload) => {
       const call = calls.get(req as Request)!;
       // svc_* keys are ours: a client cannot set them
-      const metadata: Meta = Object.fromEntries(Object.entries(upload.metadata ?? {}).filter(([k]) => !k.startsWith("svc_")));
+      const metadata = withoutSvcKeys(upload.metadata as Meta | undefined);
       try {
         normalizeContentType(metaValue(metadata, "filetype", "type"));
       } catch (err) {

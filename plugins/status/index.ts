@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { Database, EventScheduleConsumers, Lifecycle, Outbox, RunStarter, TemporalHost, definePlugin } from "../../core/plugin-api";
+import { Database, EventScheduleConsumers, Lifecycle, Outbox, RunStarter, TemporalHost, definePlugin, jsonResponse } from "../../core/plugin-api";
 
 const PartSchema = v.looseObject({ status: v.picklist(["ok", "unhealthy"]) });
 const StatusSchema = v.object({
@@ -56,7 +56,7 @@ export default definePlugin({
       },
       async handler() {
         const { status } = await report();
-        return new Response(JSON.stringify({ status }), { status: status === "ok" ? 200 : 503, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
+        return jsonResponse({ status }, status === "ok" ? 200 : 503, { "cache-control": "no-store" });
       },
     });
     routes.add({
