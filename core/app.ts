@@ -409,13 +409,13 @@ async function runSeed(db: Database, project: ProjectDefinition, handlers: Handl
 /**
  * Closes the app on SIGINT/SIGTERM and exits when done (0, or 1 when closing failed). A signal within
  * `SIGNAL_REPEAT_MS` (core/lifecycle.ts) of the first is the same request delivered again (a terminal's
- * process group, `npm start`'s wrappers relaying it) and is ignored; a later one exits at once (1).
+ * process group, npm relaying it to `npm start`'s service) and is ignored; a later one exits at once (1).
  */
 export function installSignalHandlers(app: App): void {
   const classify = shutdownSignals();
   const onSignal = (signal: NodeJS.Signals) => {
     const kind = classify();
-    if (kind === "repeat") return void app.log.debug({ signal }, "signal repeated within the first one's window (process group, npm or tsx relaying it): still shutting down");
+    if (kind === "repeat") return void app.log.debug({ signal }, "signal repeated within the first one's window (process group, npm relaying it): still shutting down");
     if (kind === "again") {
       app.log.warn("second signal: exiting now");
       process.exit(1);

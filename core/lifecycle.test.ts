@@ -48,7 +48,7 @@ describe("shutdownSignals", () => {
     let t = 1_000;
     const classify = shutdownSignals(SIGNAL_REPEAT_MS, () => t);
     expect(classify()).toBe("first");
-    t += 33; // tsx relaying the Ctrl-C the process group already delivered
+    t += 33; // npm relaying the Ctrl-C the process group already delivered
     expect(classify()).toBe("repeat");
     t += SIGNAL_REPEAT_MS - 34;
     expect(classify()).toBe("repeat");

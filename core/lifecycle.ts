@@ -134,10 +134,10 @@ export class Lifecycle {
 
 /**
  * How long after a first SIGINT or SIGTERM another one counts as the same request delivered again, in
- * ms. A terminal's Ctrl-C reaches every process of its foreground process group, and the wrappers of
- * `npm start` (npm, tsx) relay the signal they got to their child as well, so the service receives one
- * Ctrl-C two or three times within a few tens of ms (tsx relays after 30 ms). Taken as a second
- * signal, that repeat cut every graceful shutdown under `npm start` short.
+ * ms. A terminal's Ctrl-C reaches every process of its foreground process group, and npm relays the
+ * signal it got to its child (the service: `npm start` execs it) as well, so the service receives one
+ * Ctrl-C twice within a few ms. Taken as a second signal, that repeat cut every graceful shutdown under
+ * `npm start` short.
  */
 export const SIGNAL_REPEAT_MS = 1000;
 

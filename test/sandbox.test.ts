@@ -11,7 +11,12 @@ import { sandboxBanner, type BannerApp } from "../sandbox/banner";
 import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "../sandbox/defaults";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const TSX = path.join(ROOT, "node_modules/.bin/tsx");
+/**
+ * Runs a TypeScript entry point as `npm start` does: one node process with tsx's loader. Not tsx's CLI,
+ * which runs the program as its child and SIGKILLs it when it does not acknowledge a relayed signal
+ * within 30 ms (a busy service) — the graceful shutdown then never happens.
+ */
+const TSX_LOADER = ["--import", "tsx"];
 const run = promisify(execFile);
 
 /** The sandbox's environment on a free port and a fresh data dir, against the tests' Temporal server. */
@@ -30,9 +35,9 @@ async function bannerOf(child: ChildProcess): Promise<() => string> {
   return () => out;
 }
 
-/** Spawns the sandbox (`tsx sandbox/main.ts`) with `env` and answers once its banner is out; `stop` SIGTERMs it and answers its exit code. */
+/** Spawns the sandbox (`node --import tsx sandbox/main.ts`) with `env` and answers once its banner is out; `stop` SIGTERMs it and answers its exit code. */
 async function startSandbox(env: NodeJS.ProcessEnv): Promise<{ output: () => string; stop: () => Promise<number | null> }> {
-  const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...TSX_LOADER, "sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
   const output = await bannerOf(child);
   return {
@@ -46,7 +51,7 @@ async function startSandbox(env: NodeJS.ProcessEnv): Promise<{ output: () => str
 
 /** Runs `npm run svc -- <args>` (sandbox/cli.ts) with `env`; answers its exit code and output. */
 async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
-  return run(TSX, ["sandbox/cli.ts", ...args], { cwd: ROOT, env }).then(
+  return run(process.execPath, [...TSX_LOADER, "sandbox/cli.ts", ...args], { cwd: ROOT, env }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
@@ -63,7 +68,7 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
   it("boots, prints the banner, serves with a CLI-made token, and shuts down gracefully on SIGTERM", async () => {
     const { port, env } = await sandboxEnv("warn");
 
-    const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...TSX_LOADER, "sandbox/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
     const output = await bannerOf(child);
     const out = output();
@@ -71,10 +76,10 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     expect(out).toContain("svc_dev_sandbox_token");
 
     // the CLI works on the running service's data dir
-    const created = await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "alice"], { cwd: ROOT, env });
+    const created = await run(process.execPath, [...TSX_LOADER, "sandbox/cli.ts", "tokens", "create", "--identity", "alice"], { cwd: ROOT, env });
     const token = /^\s+(svc_\S+)$/m.exec(created.stdout)?.[1];
     expect(token).toBeDefined();
-    const unknown = (await run(TSX, ["sandbox/cli.ts", "tokens", "create", "--identity", "mallory"], { cwd: ROOT, env }).then(
+    const unknown = (await run(process.execPath, [...TSX_LOADER, "sandbox/cli.ts", "tokens", "create", "--identity", "mallory"], { cwd: ROOT, env }).then(
       () => ({ code: 0, stderr: "" }),
       (e: { code: number; stderr: string }) => e,
     ));
@@ -101,6 +106,11 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
     const output = await bannerOf(child);
     expect(output()).toContain("Dev token");
+    // the service is npm's own child: no tsx CLI between them (it SIGKILLs a child that is slow to
+    // acknowledge the signal it relays, which cut a busy service's shutdown short in a CI run)
+    const servicePid = Number(/"pid":(\d+)/.exec(output())?.[1]);
+    const parentPid = Number(fs.readFileSync(`/proc/${servicePid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ")[1]);
+    expect(parentPid).toBe(child.pid);
     process.kill(child.pid!, "SIGTERM");
     const stopped = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000))]);
     const serving = await fetch(`http://127.0.0.1:${port}/api/status`, { headers: { authorization: "Bearer svc_dev_sandbox_token" } }).then(() => true, () => false);
@@ -109,7 +119,7 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     expect(output()).toContain('"msg":"stopped"');
   });
 
-  it("shuts down gracefully when one Ctrl-C reaches npm start's process group twice (the terminal, then tsx relaying it)", async () => {
+  it("shuts down gracefully when one Ctrl-C reaches npm start's process group twice (the terminal, then npm relaying it)", async () => {
     const { port, env } = await sandboxEnv("debug");
     // its own process group, as a terminal's foreground job: npm, sh, tsx and node all receive the SIGINT
     const child = spawn("npm", ["start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -120,8 +130,8 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
 
     const slow = await slowAction(port);
     // one Ctrl-C reaches the service more than once: from the terminal (the process group), and again
-    // from tsx, which relays it to its child when the child has not reported it within 30 ms (a busy
-    // event loop at that moment); the second delivery is sent here 30 ms after the first
+    // from npm, which relays the SIGINT it got to its child; the second delivery is sent here 30 ms
+    // after the first
     process.kill(-child.pid!, "SIGINT");
     await new Promise((r) => setTimeout(r, 30));
     process.kill(-child.pid!, "SIGINT");
@@ -170,7 +180,7 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     /** Runs the sandbox to its end; answers its exit code and what it wrote to stderr. */
     const failedStart = (extra: NodeJS.ProcessEnv) =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(TSX, ["sandbox/main.ts"], { cwd: ROOT, env: { ...env, ...extra }, stdio: ["ignore", "ignore", "pipe"] });
+        const child = spawn(process.execPath, [...TSX_LOADER, "sandbox/main.ts"], { cwd: ROOT, env: { ...env, ...extra }, stdio: ["ignore", "ignore", "pipe"] });
         let stderr = "";
         child.stderr!.on("data", (d) => (stderr += d));
         child.on("exit", (code) => resolve({ code, stderr }));
