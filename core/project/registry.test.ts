@@ -52,6 +52,22 @@ describe("ProjectRegistry at registration", () => {
     expect(plain({ id: "crm", webhooks: { events: { format: "xml", handle: () => undefined } } })).toThrow('Webhook "events" of connector "crm": its format must be one of json, text, raw, not "xml"');
   });
 
+  it("refuses an id of a webhook, schedule, sync, pipeline, agent, rule, dataset or workflow that is not one URL path segment (a webhook at \"stripe/events\" could never be reached), and takes the ones that are", () => {
+    const plain = (connector: object) => () => new ProjectRegistry({ ...base, connectors: [connector as ConnectorDefinition] });
+    const names = { webhooks: "Webhook", schedules: "Schedule", syncs: "Sync", pipelines: "Pipeline", agents: "Agent", rules: "Rule", datasets: "Dataset" };
+    for (const [kind, name] of Object.entries(names)) {
+      for (const id of ["stripe/events", "", "has space", ".", "..", "-lead", "ünïcode", "a?b"]) {
+        // the id is refused before its definition is looked at: an empty object stands for every kind
+        expect(plain({ id: "crm", [kind]: { [id]: {} } }), `${kind} ${JSON.stringify(id)}`).toThrow(`${name} "${id}" of connector "crm": an id is one URL path segment`);
+      }
+    }
+    const workflows = (id: string) => () => new ProjectRegistry({ ...base, workflows: { [id]: defineWorkflow({ input: v.object({}), run: async () => undefined }) }, workflowsModule: "/abs/workflows.ts" });
+    expect(workflows("review/2")).toThrow('Workflow "review/2" of project "p": an id is one URL path segment');
+    for (const id of ["review", "Review_2", "v1.2-beta", "0day"]) expect(workflows(id), id).not.toThrow();
+    const events = { format: "json", handle: async () => undefined };
+    for (const id of ["events", "Stripe_Events", "v2.events", "9-lives"]) expect(plain({ id: "crm", webhooks: { [id]: events } }), id).not.toThrow();
+  });
+
   it("refuses workflows declared without the workflowsModule the worker bundles them from", () => {
     const workflows = { review: defineWorkflow({ input: v.object({}), run: async () => undefined }) };
     expect(() => new ProjectRegistry({ ...base, workflows })).toThrow('Project "p" declares workflows (review) but no workflowsModule');

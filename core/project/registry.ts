@@ -1,5 +1,5 @@
 import { own, type ProjectDefinition } from "../sdk/project";
-import { checkConnector, type ActionDefinition, type AgentDefinition, type ConnectorDefinition, type RuleDefinition, type ScheduleDefinition } from "../sdk/connector";
+import { checkConnector, SEGMENT_ID, SEGMENT_ID_RULE, type ActionDefinition, type AgentDefinition, type ConnectorDefinition, type RuleDefinition, type ScheduleDefinition } from "../sdk/connector";
 import type { WorkflowDefinition } from "../sdk/workflow";
 import { ApiError } from "../errors";
 import { registerDatasets, type RegisteredDataset } from "./datasets";
@@ -19,7 +19,7 @@ export interface RegisteredAction {
  *
  * @throws Error at construction when a connector is malformed (see `checkConnector`), two connectors
  *   share an id, two connectors declare the same action id (or schedule, sync, pipeline, agent, rule,
- *   dataset id), an action's subject names no object type of the project, the project declares
+ *   dataset id), a workflow id is not one URL path segment, an action's subject names no object type of the project, the project declares
  *   workflows but no `workflowsModule`, or a dataset's declaration or projection is wrong (see
  *   `registerDatasets`)
  */
@@ -41,6 +41,7 @@ export class ProjectRegistry {
     }
     this.connectors = connectors;
     this.workflows = new Map(Object.entries(definition.workflows ?? {}));
+    for (const id of this.workflows.keys()) if (!SEGMENT_ID.test(id)) throw new Error(`Workflow "${id}" of project "${definition.id}": ${SEGMENT_ID_RULE}`);
     // the worker runs the workflows the module names (bundled into Temporal's isolate); without one it
     // bundles none, and every run of a declared workflow would fail "This worker has no workflow"
     if (this.workflows.size > 0 && !definition.workflowsModule) throw new Error(`Project "${definition.id}" declares workflows (${[...this.workflows.keys()].join(", ")}) but no workflowsModule: name the module that exports them (its absolute path); the worker bundles the workflows from it`);

@@ -8,7 +8,7 @@ import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
+import { PendingActivitySchema, RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 
 /** A sync or pipeline run's state (`GET /api/sync-runs/:runId`, `GET /api/pipeline-runs/:runId`). */
@@ -25,6 +25,7 @@ export const ConnectorRunStateSchema = v.object({
   startedAt: v.optional(v.string()),
   finishedAt: v.optional(v.string()),
   steps: v.optional(v.array(v.object({ name: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) }))),
+  pendingActivities: v.optional(v.array(PendingActivitySchema)),
   links: RunLinksSchema,
 });
 export type ConnectorRunState = v.InferOutput<typeof ConnectorRunStateSchema>;

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { readExecution, type ExecutionOutcome } from "../temporal/execution";
+import { readExecution, type ExecutionOutcome, type PendingActivity } from "../temporal/execution";
 import type { TemporalHost } from "../temporal/host";
 
 /**
@@ -7,6 +7,19 @@ import type { TemporalHost } from "../temporal/host";
  * A run not started on Temporal yet (or ended before its start) has no `temporalRunId` and no UI page.
  */
 export const RunLinksSchema = v.object({ temporalWorkflowId: v.string(), temporalRunId: v.optional(v.string()), temporalUi: v.optional(v.string()) });
+
+/**
+ * The activities of a running run that have not completed (Temporal's `PendingActivityInfo`, see
+ * `PendingActivity` in core/temporal/execution.ts): present while the run runs on Temporal, so a
+ * handler Temporal keeps retrying shows its attempt and last failure before the run ends.
+ */
+export const PendingActivitySchema = v.object({
+  activityType: v.string(),
+  attempt: v.number(),
+  maximumAttempts: v.optional(v.number()),
+  lastFailure: v.optional(v.object({ message: v.string(), type: v.optional(v.string()) })),
+  nextAttemptScheduleTime: v.optional(v.string()),
+});
 
 /** A run row's start columns (migration 013): `pending` until the starter started it on Temporal. */
 export interface StartRow {
@@ -25,6 +38,8 @@ export interface RunStateBase {
   queuedAt: string;
   startedAt?: string;
   finishedAt?: string;
+  /** While the run runs on Temporal: its activities not completed yet (see {@link PendingActivitySchema}). */
+  pendingActivities?: PendingActivity[];
   links: v.InferOutput<typeof RunLinksSchema>;
 }
 
@@ -47,6 +62,7 @@ export async function readRunState(temporal: TemporalHost, runId: string, queued
     queuedAt,
     ...(startedAt ? { startedAt } : {}),
     ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
+    ...(execution.pendingActivities ? { pendingActivities: execution.pendingActivities } : {}),
     links: { temporalWorkflowId: runId, temporalRunId: execution.temporalRunId, ...(ui ? { temporalUi: ui } : {}) },
   };
 }

@@ -10,7 +10,7 @@ import type { InterventionAssignees } from "../sdk/activities-types";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
+import { PendingActivitySchema, RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 import { temporalClient, temporalCommon, temporalProto } from "../temporal/sdk";
 
@@ -59,6 +59,7 @@ export const WorkflowRunStateSchema = v.object({
   finishedAt: v.optional(v.string()),
   nodes: v.array(WorkflowNodeStateSchema),
   interventions: v.array(InterventionStateSchema),
+  pendingActivities: v.optional(v.array(PendingActivitySchema)),
   links: RunLinksSchema,
 });
 export type WorkflowRunState = v.InferOutput<typeof WorkflowRunStateSchema>;

@@ -424,6 +424,20 @@ const CONNECTOR_ID = /^[a-z][a-z0-9-]*$/;
  */
 const ACTION_ID = /^[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*$/;
 
+/**
+ * The id of a webhook, schedule, sync, pipeline, agent, rule or dataset: one URL path segment as it is
+ * written (`/api/webhooks/<connector>/<id>`, `/api/datasets/<id>`, …; also a workflow's id, checked by the project registry) and part of permission strings
+ * and Temporal ids: ASCII letters, digits, `-`, `_` and `.`, starting with a letter or a digit (so
+ * never `.` or `..`, which URL resolution removes), never empty.
+ */
+export const SEGMENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** What {@link SEGMENT_ID} asks for, for a refusal's message. */
+export const SEGMENT_ID_RULE = "an id is one URL path segment: ASCII letters, digits, -, _ and ., starting with a letter or a digit (no spaces, no /, not empty)";
+
+/** How a refusal names a thing of each kind a connector declares by id. */
+const KIND_NAMES = { webhooks: "Webhook", schedules: "Schedule", syncs: "Sync", pipelines: "Pipeline", agents: "Agent", rules: "Rule", datasets: "Dataset" } as const;
+
 /** The body formats a webhook may declare (spec 2.12). */
 const WEBHOOK_FORMATS: readonly WebhookFormat[] = ["json", "text", "raw"];
 
@@ -448,7 +462,8 @@ function what(x: unknown): string {
 
 /**
  * Checks what a connector declares that the runtime would otherwise find only when a request comes:
- * its id (a lowercase slug), each action's id, `run` and `params` (and `subject`'s shape, `effect`),
+ * its id (a lowercase slug), the ids of its webhooks, schedules, syncs, pipelines, agents, rules and
+ * datasets (one URL path segment each), each action's id, `run` and `params` (and `subject`'s shape, `effect`),
  * each webhook's `format`, `handle` (and `schema`, `verify`, `idempotencyKey` when given), each
  * schedule as {@link defineSchedule} does (then naming it). Called by
  * {@link defineConnector}, and by the project registry at start for connectors made without it.
@@ -479,6 +494,11 @@ export function checkConnector(def: ConnectorDefinition): void {
     if (webhook.schema !== undefined && !isValibotSchema(webhook.schema)) fail(`its schema must be a valibot schema, not ${what(webhook.schema)}`);
     for (const fn of ["verify", "idempotencyKey"] as const) if (webhook[fn] !== undefined && typeof webhook[fn] !== "function") fail(`its ${fn} must be a function, not ${what(webhook[fn])}`);
   }
+  for (const kind of ["webhooks", "schedules", "syncs", "pipelines", "agents", "rules", "datasets"] as const) {
+    for (const id of Object.keys(def[kind] ?? {})) {
+      if (!SEGMENT_ID.test(id)) throw new Error(`${KIND_NAMES[kind]} "${id}" of connector "${def.id}": ${SEGMENT_ID_RULE}`);
+    }
+  }
   for (const [id, schedule] of Object.entries(def.schedules ?? {})) {
     try {
       checkSchedule(schedule);
@@ -490,7 +510,8 @@ export function checkConnector(def: ConnectorDefinition): void {
 
 /**
  * Declares a connector, checking what it declares ({@link checkConnector}).
- * @throws Error when the id is not a string or not a lowercase slug, or an action, webhook or
+ * @throws Error when the id is not a string or not a lowercase slug, a webhook, schedule, sync,
+ *   pipeline, agent, rule or dataset id is not one URL path segment, or an action, webhook or
  *   schedule is malformed: an action id that is not lowercase slugs joined by dots, no `run`
  *   function, `params` not a valibot schema; a webhook without a `handle` function or with a format
  *   other than json, text or raw; a schedule {@link defineSchedule} would refuse (then named)

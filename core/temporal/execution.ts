@@ -1,19 +1,62 @@
 import type { WorkflowHandle } from "@temporalio/client";
+import type { temporal } from "@temporalio/proto";
 import { temporalClient } from "./sdk";
 import { ApiError } from "../errors";
+
+type PendingActivityInfo = temporal.api.workflow.v1.IPendingActivityInfo;
+
+/**
+ * An activity of an open run that has not completed, as Temporal's `PendingActivityInfo` reports it:
+ * its type, which attempt runs or waits now (1 for the first), the retry policy's limit, and once an
+ * attempt failed, that failure and when the next attempt is scheduled (ISO 8601 UTC). A handler that
+ * keeps failing (a sync's bug, an API that is down) is visible here while Temporal retries it, instead
+ * of only when the last attempt ends the run.
+ */
+export interface PendingActivity {
+  activityType: string;
+  attempt: number;
+  /** The retry policy's maximum attempts; absent when unlimited. */
+  maximumAttempts?: number;
+  /** The last attempt's failure: its message and, for an application failure, its type. */
+  lastFailure?: { message: string; type?: string };
+  nextAttemptScheduleTime?: string;
+}
+
+/** A protobuf timestamp (seconds may be a `Long`) as ISO 8601 UTC, or undefined when unset. */
+function isoOf(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | undefined {
+  if (!ts || ts.seconds === undefined || ts.seconds === null) return undefined;
+  return new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
+}
+
+/** The pending activities of a described execution, in Temporal's order. */
+function pendingActivitiesOf(raw: { pendingActivities?: readonly PendingActivityInfo[] | null }): PendingActivity[] {
+  return (raw.pendingActivities ?? []).map((a) => {
+    const failure = a.lastFailure;
+    const nextAttempt = isoOf(a.nextAttemptScheduleTime);
+    return {
+      activityType: a.activityType?.name ?? "",
+      attempt: a.attempt ?? 1,
+      ...(a.maximumAttempts ? { maximumAttempts: a.maximumAttempts } : {}),
+      ...(failure ? { lastFailure: { message: failure.message ?? "", ...(failure.applicationFailureInfo?.type ? { type: failure.applicationFailureInfo.type } : {}) } } : {}),
+      ...(nextAttempt ? { nextAttemptScheduleTime: nextAttempt } : {}),
+    };
+  });
+}
 
 /** A Temporal execution as the run endpoints report it. */
 export interface ExecutionOutcome {
   temporalRunId: string;
   /** `open` while the execution runs (callers refine it to queued, running or waiting). */
   status: "open" | "completed" | "failed" | "cancelled" | "timed_out";
+  /** While open: its activities not completed yet ({@link PendingActivity}); none is an empty list. */
+  pendingActivities?: PendingActivity[];
   closeTime?: string;
   result?: unknown;
   error?: { message: string; type?: string };
 }
 
 /**
- * Describes an execution and, once closed, reads its result or failure. TERMINATED reads as
+ * Describes an execution: while it runs, its pending activities; once closed, its result or failure. TERMINATED reads as
  * `cancelled`; a failure's message is its cause's (the designer's error), not Temporal's wrapper.
  * @throws {ApiError} not_found when Temporal does not know the workflow id; unavailable when it does not answer
  */
@@ -28,7 +71,7 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
   const out: ExecutionOutcome = { temporalRunId: d.runId, status: "open", ...(d.closeTime ? { closeTime: d.closeTime.toISOString() } : {}) };
   switch (d.status.name) {
     case "RUNNING":
-      return out;
+      return { ...out, pendingActivities: pendingActivitiesOf(d.raw) };
     case "COMPLETED":
       return { ...out, status: "completed", result: await handle.result() };
     case "CANCELLED":
