@@ -473,6 +473,11 @@ export function checkConnector(def: ConnectorDefinition): void {
   // RegExp.test converts what it is given to a string: `undefined` passed as "undefined"
   if (typeof def.id !== "string") throw new Error(`A connector's id must be a string (a lowercase slug), not ${def.id === null ? "null" : typeof def.id}`);
   if (!CONNECTOR_ID.test(def.id)) throw new Error(`Connector id "${def.id}" must be a lowercase slug`);
+  for (const kind of ["webhooks", "schedules", "syncs", "pipelines", "agents", "rules", "datasets"] as const) {
+    for (const id of Object.keys(def[kind] ?? {})) {
+      if (!SEGMENT_ID.test(id)) throw new Error(`${KIND_NAMES[kind]} "${id}" of connector "${def.id}": ${SEGMENT_ID_RULE}`);
+    }
+  }
   for (const [id, action] of Object.entries(def.actions ?? {})) {
     const fail = (problem: string): never => {
       throw new Error(`Action "${id}" of connector "${def.id}": ${problem}`);
@@ -493,11 +498,6 @@ export function checkConnector(def: ConnectorDefinition): void {
     if (typeof webhook.handle !== "function") fail(`its handle must be a function (the handler), not ${what(webhook.handle)}`);
     if (webhook.schema !== undefined && !isValibotSchema(webhook.schema)) fail(`its schema must be a valibot schema, not ${what(webhook.schema)}`);
     for (const fn of ["verify", "idempotencyKey"] as const) if (webhook[fn] !== undefined && typeof webhook[fn] !== "function") fail(`its ${fn} must be a function, not ${what(webhook[fn])}`);
-  }
-  for (const kind of ["webhooks", "schedules", "syncs", "pipelines", "agents", "rules", "datasets"] as const) {
-    for (const id of Object.keys(def[kind] ?? {})) {
-      if (!SEGMENT_ID.test(id)) throw new Error(`${KIND_NAMES[kind]} "${id}" of connector "${def.id}": ${SEGMENT_ID_RULE}`);
-    }
   }
   for (const [id, schedule] of Object.entries(def.schedules ?? {})) {
     try {
