@@ -26,6 +26,9 @@ async function writeAndAppend(ctx: SystemContext, who: string) {
   await ctx.events.append([{ type: "rule.triggered", payload: { ruleId: `probe-${who}`, subject: { kind: "object", objectTypeId: "customer", primaryId: `cus_${who}` } } }]);
 }
 
+/** probe-flaky-sync's attempts so far, by run id. */
+const flakyAttempts = new Map<string, number>();
+
 const probe = defineConnector({
   id: "handler-probe",
   actions: {
@@ -85,6 +88,15 @@ const probe = defineConnector({
   syncs: {
     "probe-sync": defineSync({ run: async (ctx) => (await writeAndAppend(ctx, "sync"), { ok: true }) }),
     // writes, then answers a result Temporal cannot carry as JSON
+    // fails its first two attempts (an upstream that is down for a moment), then succeeds
+    "probe-flaky-sync": defineSync({
+      run: async (ctx) => {
+        const attempt = (flakyAttempts.get(ctx.runId) ?? 0) + 1;
+        flakyAttempts.set(ctx.runId, attempt);
+        if (attempt <= 2) throw new Error(`upstream answered 503 (attempt ${attempt})`);
+        return { attempts: attempt };
+      },
+    }),
     "probe-bigint-sync": defineSync({ run: async (ctx) => (ctx.objects.upsert("customer", "cus_bigsync", { name: "written with it" }), { n: 1n }) }),
   },
   pipelines: { "probe-pipeline": definePipeline({ steps: [{ name: "only", run: async (ctx) => (await writeAndAppend(ctx, "pipeline"), { ok: true }) }] }) },
@@ -206,6 +218,28 @@ describe("a sync whose result JSON cannot carry", () => {
     }, 20_000);
     expect(failed.error.message).toBe("The sync handler's result cannot be written as JSON: Do not know how to serialize a BigInt");
     expect((await dev.get("/api/objects/customer/cus_bigsync")).status).toBe(404);
+  });
+});
+
+describe("a sync handler that Temporal retries", () => {
+  it("shows its pending activity at the run endpoint while it is retried: the attempt, the last failure and when the next attempt is due; none once the run ended", async () => {
+    const dev = client(app);
+    const { runId } = (await dev.post("/api/syncs/probe-flaky-sync/runs", { input: {} })).body;
+    // Temporal waits 1 s, then 2 s, before the next attempts: the run endpoint is read meanwhile
+    const retrying = await eventually(async () => {
+      const r = await dev.get(`/api/sync-runs/${runId}`);
+      return r.body.status === "running" && r.body.pendingActivities?.[0]?.lastFailure ? r.body : undefined;
+    }, 20_000, 50);
+    const [pending] = retrying.pendingActivities;
+    expect(pending).toMatchObject({ activityType: "runSync", maximumAttempts: 20, lastFailure: { message: expect.stringMatching(/^upstream answered 503 \(attempt [12]\)$/) } });
+    expect(pending.attempt).toBeGreaterThanOrEqual(2);
+    if (pending.nextAttemptScheduleTime) expect(Date.parse(pending.nextAttemptScheduleTime)).toBeGreaterThan(Date.now() - 5_000);
+    const done = await eventually(async () => {
+      const r = await dev.get(`/api/sync-runs/${runId}`);
+      return r.body.status === "completed" ? r.body : undefined;
+    }, 20_000);
+    expect(done.result).toEqual({ attempts: 3 });
+    expect(done).not.toHaveProperty("pendingActivities");
   });
 });
 
