@@ -224,7 +224,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // finds the browser up
     if (config.deckChecks) lifecycle.hook("ready", () => lifecycle.after(DECK_WARM_DELAY_MS, () => decks.warm()));
     container.register(DeckCheckProcess, { useValue: decks });
-    container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs, config.publicOrigin) });
+    container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs, config.publicOrigin, log) });
     for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers, RunStarter]) {
       container.registerSingleton(service as never, service as never);
     }

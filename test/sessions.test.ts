@@ -1,3 +1,4 @@
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "./helpers";
 import { Database } from "../core/store/db";
@@ -7,8 +8,10 @@ import type { App } from "../core/app";
 
 let app: App;
 let origin: string;
+/** The app's log lines at warn and above, parsed. */
+const logged: Array<Record<string, unknown>> = [];
 beforeAll(async () => {
-  app = await startApp();
+  app = await startApp({ logger: pino({ level: "warn" }, { write: (line: string) => void logged.push(JSON.parse(line)) }) });
   origin = app.url;
 });
 afterAll(() => app?.close());
@@ -36,6 +39,11 @@ describe("browser sessions (spec 5)", () => {
       expect(res.status).toBe(401);
       expect(body.error).toEqual({ code: "unauthorized", message: "Wrong identity or password" });
     }
+    // each refusal is logged with the identity tried and the client's address, never the password
+    const refused = logged.filter((l) => l.msg === "sign-in refused: wrong identity or password");
+    expect(refused.map((l) => l.identity)).toEqual(["alice", "mallory", "ops-bot"]);
+    for (const line of refused) expect(line).toMatchObject({ level: 40, clientAddress: expect.stringMatching(/^(::ffff:)?127\.0\.0\.1$/) });
+    expect(JSON.stringify(refused)).not.toMatch(/wrong-password|whatever-password|anything-at-all/);
     expect((await signIn("alice", "alice-sandbox-password", { origin: "https://evil.example" })).res.status).toBe(403);
   });
 

@@ -1,4 +1,5 @@
 import crypto from "node:crypto";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import Stripe from "stripe";
@@ -13,8 +14,10 @@ import type { App } from "../core/app";
 
 let app: App;
 let dev: ReturnType<typeof client>;
+/** The app's log lines at warn and above, parsed. */
+const logged: Array<Record<string, unknown>> = [];
 beforeAll(async () => {
-  app = await startApp({ project: webhookProject });
+  app = await startApp({ project: webhookProject, logger: pino({ level: "warn" }, { write: (line: string) => void logged.push(JSON.parse(line)) }) });
   dev = client(app);
 });
 afterAll(() => app?.close());
@@ -328,6 +331,8 @@ describe("providers' own signers as senders", () => {
     expect((await post(url, payload, headers(await signGitHub(SANDBOX_WEBHOOK_SECRETS.github, payload)))).status).toBe(202);
     expect((await runs("github")).filter((r) => r.idempotencyKey === delivery)).toHaveLength(1);
     expect((await post(url, payload, headers(await signGitHub("not-the-secret", payload)))).status).toBe(401);
+    // the operator sees the refusal: which webhook, why, from where
+    expect(logged.filter((l) => l.connectorId === "github" && l.msg === "webhook delivery failed verification (401, not stored)")).toEqual([expect.objectContaining({ level: 40, webhookId: "events", reason: expect.any(String), clientAddress: expect.stringMatching(/^(::ffff:)?127\.0\.0\.1$/) })]);
   });
 
   it("Slack: answers url_verification, accepts form bodies, refuses stale timestamps", async () => {

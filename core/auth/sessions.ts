@@ -4,6 +4,7 @@ import type { ProjectRegistry } from "../project/registry";
 import type { Principal } from "./permissions";
 import { ApiError } from "../errors";
 import { newSecret, nowIso } from "../ids";
+import type { Logger } from "../logger";
 
 /** Name of the session cookie (HttpOnly, SameSite=Lax, Secure over https). */
 export const SESSION_COOKIE = "svc_session";
@@ -59,6 +60,7 @@ export class SessionService {
     private readonly project: ProjectRegistry,
     private readonly ttlMs: number,
     private readonly publicOrigin = "",
+    private readonly log?: Logger,
   ) {}
 
   /**
@@ -92,14 +94,19 @@ export class SessionService {
   }
 
   /**
-   * Signs a user in. Answers the cookie token (shown once) and the session.
+   * Signs a user in. Answers the cookie token (shown once) and the session. A refused sign-in is logged
+   * at warn with the identity tried and `clientAddress` (never the password), so that guessing shows.
+   * @param clientAddress the client's IP address as the server saw it, for that log line
    * @throws {ApiError} unauthorized with one message for any wrong identity or password
    */
-  async signIn(identityId: string, password: string): Promise<{ token: string; session: Session }> {
+  async signIn(identityId: string, password: string, clientAddress?: string): Promise<{ token: string; session: Session }> {
     const row = await this.db.get<{ hash: string }>("SELECT hash FROM passwords WHERE identity_id = ?", [identityId]);
     const ok = row ? await verifyPassword(password, row.hash) : await verifyPassword(password, await (this.dummyHash ??= hashPassword("no such user"))).then(() => false);
     const permissions = this.project.identityPermissions(identityId);
-    if (!ok || !permissions || this.project.identityType(identityId) !== "user") throw new ApiError("unauthorized", "Wrong identity or password");
+    if (!ok || !permissions || this.project.identityType(identityId) !== "user") {
+      this.log?.warn({ identity: identityId, clientAddress }, "sign-in refused: wrong identity or password");
+      throw new ApiError("unauthorized", "Wrong identity or password");
+    }
     const token = newSecret("svcs");
     const csrfToken = newSecret("csrf");
     const expiresAt = Date.now() + this.ttlMs;

@@ -172,16 +172,20 @@ export class WebhookDeliveries {
 
   /**
    * Receives one delivery (its raw bytes already read, at most 1 MiB) and answers what to send back.
+   * A delivery that fails verification is logged at warn (connector, webhook, the reason `verify` gave,
+   * `clientAddress`): a wrong secret or a forger shows in the logs, not only in the provider's dashboard.
+   * @param clientAddress the sender's IP address as the server saw it, for that log line
    * @throws {ApiError} not_found (404), unauthorized (401, verify threw), invalid_request (400, parse
    *   failed) — none of these creates an execution
    */
-  async deliver(connectorId: string, webhookId: string, request: WebhookRequest): Promise<WebhookAnswer> {
+  async deliver(connectorId: string, webhookId: string, request: WebhookRequest, clientAddress?: string): Promise<WebhookAnswer> {
     const def = this.definition(connectorId, webhookId);
     if (def.verify) {
       try {
         await def.verify(request);
       } catch (err) {
         const reason = (err as { reason?: unknown }).reason;
+        this.log.warn({ connectorId, webhookId, reason: typeof reason === "string" ? reason : messageOf(err), clientAddress }, "webhook delivery failed verification (401, not stored)");
         throw new ApiError("unauthorized", "The delivery failed verification", typeof reason === "string" ? { reason } : undefined);
       }
     }

@@ -22,7 +22,7 @@ export default definePlugin({
       responses: { 200: { description: "Signed in", schema: SessionSchema }, 401: { description: "`unauthorized`: wrong identity or password" }, 403: { description: "`origin_not_allowed`: a browser request (with Origin) from an Origin not allowed" } },
       handler: async ({ event, body }) => {
         if (event.req.headers.has("origin")) assertAllowedOrigin(event.req, config.allowedOrigins);
-        const { token, session } = await sessions.signIn(body.identity, body.password);
+        const { token, session } = await sessions.signIn(body.identity, body.password, event.req.ip);
         const answer = { identity: { type: session.principal.type, id: session.principal.id }, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
         return jsonResponse(answer, 200, { "set-cookie": sessions.cookie(token, event.req), "cache-control": "no-store" });
       },

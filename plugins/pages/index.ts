@@ -133,7 +133,7 @@ export default definePlugin({
         const next = safeNext(form.get("next") ?? undefined);
         const identity = form.get("identity") ?? "";
         try {
-          const { token } = await sessions.signIn(identity, form.get("password") ?? "");
+          const { token } = await sessions.signIn(identity, form.get("password") ?? "", event.req.ip);
           return new Response(null, { status: 303, headers: { location: next, "set-cookie": sessions.cookie(token, event.req), "cache-control": "no-store" } });
         } catch (err) {
           if (!isApiError(err)) throw err;

@@ -54,7 +54,7 @@ export default definePlugin({
         default: { description: "Any other status the webhook's handler answers, with its headers and body" },
       },
       handler: async ({ event, params }) =>
-        toResponse(await deliveries.deliver(params.connectorId, params.webhookId, { method: event.req.method, headers: event.req.headers, rawBody: await readBodyBytes(event.req), url: event.url })),
+        toResponse(await deliveries.deliver(params.connectorId, params.webhookId, { method: event.req.method, headers: event.req.headers, rawBody: await readBodyBytes(event.req), url: event.url }, event.req.ip)),
     });
     routes.add({
       method: "GET",
