@@ -49,6 +49,15 @@ const probe = defineConnector({
         return "returned";
       },
     }),
+    // links an invoice to a customer written later (a provider's events out of order)
+    "probe.link-ahead": defineAction({
+      params: v.object({}),
+      run: (ctx) => {
+        ctx.links.upsert({ sourceTypeId: "invoice", sourceId: "inv_1001", linkId: "billedTo", targetTypeId: "customer", targetId: "cus_arrives_later" });
+        ctx.telemetry.append({ objectTypeId: "customer", objectId: "cus_arrives_later", propertyId: "apiCalls", value: 1 });
+        return "linked";
+      },
+    }),
     // throws what its params say: not always an Error
     "probe.throws": defineAction({
       params: v.object({ what: v.picklist(["object", "undefined", "fake-api-error", "json"]) }),
@@ -183,6 +192,17 @@ describe("writes a handler makes after it returned", () => {
     expect((await dev.get("/api/objects/customer/cus_late")).body.properties.name).toBe("before return");
     expect((await dev.get("/api/objects/customer/cus_late_copy")).body.properties.name).toBe("changed after the call");
     expect((await dev.get("/api/events?types=rule.triggered&limit=1000")).body.events.filter((e: any) => e.payload.ruleId === "late")).toEqual([]);
+  });
+});
+
+describe("a handler's link to an object not written yet", () => {
+  it("commits (providers deliver out of order), while the direct write API refuses the same link with 404", async () => {
+    const dev = client(app);
+    const run = await dev.post("/api/actions/probe.link-ahead", { params: {} });
+    expect(run.body).toMatchObject({ status: "succeeded", result: "linked" });
+    expect((await eventsOf(run.body.runId)).map((e) => e.type).sort()).toEqual(["action.completed", "action.requested", "link.created", "telemetry.appended"]);
+    const direct = await dev.post("/api/ontology/writes", { changes: [{ op: "link.upsert", sourceTypeId: "invoice", sourceId: "inv_1002", linkId: "billedTo", targetTypeId: "customer", targetId: "cus_never" }] });
+    expect(direct.status).toBe(404);
   });
 });
 

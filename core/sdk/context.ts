@@ -73,10 +73,15 @@ export interface OntologyWrites {
     delete(objectTypeId: string, primaryId: string): void;
   };
   links: {
+    /**
+     * Creates the link or merges `properties` into it. Its ends need not exist yet (providers deliver
+     * events out of order: an invoice before its customer); the direct write API refuses that.
+     */
     upsert(link: LinkKey & { properties?: Record<string, unknown> }): void;
     delete(link: LinkKey): void;
   };
   telemetry: {
+    /** Appends a point (`at` defaults to now). Its object need not exist yet, as for a link's ends. */
     append(point: { objectTypeId: string; objectId: string; propertyId: string; value: number; unit?: string; at?: string }): void;
   };
 }
