@@ -161,6 +161,32 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     expect(groupAlive()).toBe(false);
   });
 
+  it("serves a deck frame's files to requests one after another and goes on serving (the frame re-wrapped the file's Node stream in a new Response: a double close ended the process within a few requests)", async () => {
+    const { port, env } = await sandboxEnv("warn");
+    const sandbox = await startSandbox(env);
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      const signedIn = await fetch(`${base}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json", origin: base }, body: JSON.stringify({ identity: "dev", password: "dev-sandbox-password" }) });
+      const cookie = signedIn.headers.get("set-cookie")!.split(";")[0]!;
+      const decks = (await (await fetch(`${base}/api/artifacts?kind=slides`, { headers: { authorization: `Bearer ${SANDBOX_DEV_TOKEN}` } })).json()) as { data: { id: string }[] };
+      const page = await (await fetch(`${base}/artifacts/${decks.data[0]!.id}`, { headers: { cookie } })).text();
+      const frame = /\/artifact-frames\/[^/"?]+\//.exec(page)?.[0];
+      expect(frame, "the deck page names its frame").toBeDefined();
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        // a connection the client closes after each answer (curl's way; the server then ends the socket
+        // as the body ends, which is what closed the re-wrapped stream twice)
+        const res = await fetch(`${base}${frame}deck.css`, { headers: { connection: "close" } }).catch(() => undefined);
+        statuses.push(res?.status ?? 0);
+        await res?.arrayBuffer();
+      }
+      expect(statuses, sandbox.output().split("\n").slice(-15).join("\n")).toEqual(Array(20).fill(200));
+      expect((await fetch(`${base}/health`)).status).toBe(200);
+    } finally {
+      await sandbox.stop();
+    }
+  });
+
   it("the CLI refuses a data dir that holds no svc database (a misspelt SVC_DATA_DIR), naming SVC_DATA_DIR, and makes none there", async () => {
     const { env } = await sandboxEnv("warn");
     const cases: [string, string[]][] = [

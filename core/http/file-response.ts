@@ -20,11 +20,16 @@ const ACTIVE_CONTENT = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|tex
  * download ran at 0.48 of a bare `node:http` handler through `Readable.toWeb`, at 0.84–1.05 piped:
  * `BENCH_SCRIPTS=files npm run bench`); the stream is destroyed when the client goes away.
  *
- * The caller checks access to the owner first (spec 4.3).
+ * The caller checks access to the owner first (spec 4.3). A caller that answers with other headers
+ * passes `editHeaders` rather than wrapping the answer in a new `Response`: the body is a Node stream
+ * that only srvx's `FastResponse` may carry (a `Response` made from its `body` closed the web stream
+ * twice and the uncaught error ended the process).
  * @param disposition `attachment` (default) or `inline`
+ * @param editHeaders changes the answer's headers (every answer: 200, 206, 304 and HEAD's), given them
+ *   with the status, in place
  * @throws {ApiError} not_found (no such file), range_not_satisfiable (416)
  */
-export async function serveFile(req: Request, files: FileStore, fileId: string, disposition: "attachment" | "inline" = "attachment"): Promise<Response> {
+export async function serveFile(req: Request, files: FileStore, fileId: string, disposition: "attachment" | "inline" = "attachment", editHeaders?: (headers: Record<string, string>, status: number) => void): Promise<Response> {
   const reference = await files.get(fileId);
   if (!reference) throw new ApiError("not_found", `No file "${fileId}"`);
   const etag = `"${reference.sha256}"`;
@@ -40,19 +45,22 @@ export async function serveFile(req: Request, files: FileStore, fileId: string, 
   };
   const noneMatch = req.headers.get("if-none-match");
   // weak comparison (RFC 9110 13.1.2): `W/"<sha256>"` matches too
-  if (noneMatch && noneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag || t.trim() === "*")) return new Response(null, { status: 304, headers: { etag } });
+  const edited = (headers: Record<string, string>, status: number) => (editHeaders?.(headers, status), headers);
+  if (noneMatch && noneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag || t.trim() === "*")) return new Response(null, { status: 304, headers: edited({ etag }, 304) });
   const ifRange = req.headers.get("if-range");
   const range = !ifRange || ifRange === etag ? parseRangeHeader(req.headers.get("range"), reference.size) : undefined;
   if (range === "unsatisfiable") throw new ApiError("range_not_satisfiable", `The range is outside the file's ${reference.size} bytes`, { size: reference.size }, { "content-range": `bytes */${reference.size}` });
   const opened = await files.open(fileId, range);
   // a 206 always names its range (RFC 9110 15.3.7), a HEAD's too
   const headers = { ...common, "content-length": String(opened.contentLength), ...(opened.range ? { "content-range": `bytes ${opened.range.start}-${opened.range.end}/${opened.size}` } : {}) };
+  const status = opened.range ? 206 : 200;
+  edited(headers, status);
   if (req.method === "HEAD") {
     opened.stream.destroy();
-    return new Response(null, { status: opened.range ? 206 : 200, headers });
+    return new Response(null, { status, headers });
   }
   // the Node stream as it is: srvx pipes it to the socket with backpressure (no web-stream conversion),
   // answers 500 if it fails before its first byte, and destroys it when the client goes away
   const body = opened.stream as unknown as ReadableStream<Uint8Array>;
-  return new FastResponse(body, { status: opened.range ? 206 : 200, headers });
+  return new FastResponse(body, { status, headers });
 }

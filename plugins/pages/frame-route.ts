@@ -61,10 +61,10 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
       const named = (a: ArtifactAddress) => a.artifactId === id && (a.version === undefined || a.version === v) && (other ? a.file === other[3] : a.part?.kind === "name" && a.part.name === slide![3]);
       if (!shown.some(named)) return plain(404, "No such file");
       const file = other ? await s.artifacts.file(reader, id, v, other[3]!) : await s.artifacts.screenshot(reader, id, v, Number(slide![3]));
-      return withHeaders(await serveFile(r.req, s.files, file.id, "inline"));
+      return serveFile(r.req, s.files, file.id, "inline", frameHeaders());
     }
     const file = await s.artifacts.file(reader, grant.artifactId, grant.version, path);
-    return withHeaders(await serveFile(r.req, s.files, file.id, "inline"), contentTypeOf(path));
+    return serveFile(r.req, s.files, file.id, "inline", frameHeaders(contentTypeOf(path)));
   } catch (err) {
     if (isApiError(err) && err.code === "not_found") return plain(404, "No such file");
     throw err;
@@ -102,15 +102,19 @@ async function readDeckAddresses(s: PageServices, reader: ArtifactReader, grant:
   return out;
 }
 
-/** The frame's headers on a file response; a deck's own files get the content type of their extension (scripts and styles run only with theirs under nosniff). */
-function withHeaders(res: Response, contentType?: string): Response {
-  const headers = new Headers(res.headers);
-  if (contentType && contentType !== "application/octet-stream" && res.status < 300) {
-    headers.set("content-type", contentType);
-    headers.delete("content-disposition");
-  }
-  for (const [k, v] of Object.entries(FRAME_HEADERS)) headers.set(k, v);
-  headers.set("cache-control", "private, max-age=300");
-  return new Response(res.body, { status: res.status, headers });
+/**
+ * The frame's headers for `serveFile` to answer with (its `editHeaders`: the body is a Node stream that
+ * must stay in its own response); a deck's own files get the content type of their extension (scripts
+ * and styles run only with theirs under nosniff).
+ */
+function frameHeaders(contentType?: string): (headers: Record<string, string>, status: number) => void {
+  return (headers, status) => {
+    if (contentType && contentType !== "application/octet-stream" && status < 300) {
+      headers["content-type"] = contentType;
+      delete headers["content-disposition"];
+    }
+    Object.assign(headers, FRAME_HEADERS);
+    headers["cache-control"] = "private, max-age=300";
+  };
 }
 
