@@ -74,21 +74,31 @@ describe("workflow runs on Temporal", () => {
     expect((await dev.post("/api/workflows/nope/runs", { input: {} })).status).toBe(404);
     expect((await client(suite.app, suite.tokens.auditor).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" } })).status).toBe(403);
     expect((await dev.get("/api/workflow-runs/run_unknown")).status).toBe(404);
-    // an execution the API did not start (an action's effect) cannot be adopted by naming its id: the
-    // request is queued (it does not wait for Temporal), then the start is refused for good and the run ends failed
-    await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "effect-owner" });
-    await eventually(async () => (await suite.app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe().catch(() => undefined)) !== undefined);
-    const hijack = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId: "action-effect:effect-owner" });
+    // svc's own Temporal ids have a ':' (schedule firings svc:<id>-<time>, action effects
+    // action-effect:<runId>): a client's runId cannot have one, so no run can take the id of a start
+    // svc makes later (a squatted id made svc take the client's run for its own: the firing or effect never ran)
+    for (const runId of ["svc:overdue-scan-2026-11-29T10:13:33Z", "action-effect:approve-1004", "a:b"]) {
+      const squat = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId });
+      expect(squat.status, runId).toBe(400);
+      expect(squat.body.error.message).toMatch(/runId.*ids with : are svc's own on Temporal/);
+      expect((await dev.post("/api/syncs/customer-sync/runs", { input: {}, runId })).status, runId).toBe(400);
+    }
+    // an execution the API did not start for this run (a sync's, under the same id) cannot be adopted by
+    // naming its id: the request is queued (it does not wait for Temporal), then the start is refused
+    // for good and the run ends failed
+    await dev.post("/api/syncs/customer-sync/runs", { input: {}, runId: "shared-run-id" });
+    await eventually(async () => (await suite.app.temporal.client.workflow.getHandle("shared-run-id").describe().catch(() => undefined)) !== undefined);
+    const hijack = await dev.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1001" }, runId: "shared-run-id" });
     expect(hijack.status).toBe(200);
     const refused = await eventually(async () => {
-      const res = await dev.get("/api/workflow-runs/action-effect:effect-owner");
+      const res = await dev.get("/api/workflow-runs/shared-run-id");
       return res.body.status === "failed" ? res.body : undefined;
     });
-    expect(refused.error).toMatchObject({ message: expect.stringMatching(/taken by another execution \(actionEffect\)/), type: "conflict" });
-    expect(refused.links).toEqual({ temporalWorkflowId: "action-effect:effect-owner" });
-    expect((await dev.get("/api/workflow-runs/action-effect:effect-owner/history")).body.events).toEqual([]);
-    const finished = (await allEvents(dev)).filter((e) => e.correlationId === "action-effect:effect-owner" && e.topic === "workflows");
+    expect(refused.error).toMatchObject({ message: expect.stringMatching(/taken by another execution \(syncRun\)/), type: "conflict" });
+    expect(refused.links).toEqual({ temporalWorkflowId: "shared-run-id" });
+    expect((await dev.get("/api/workflow-runs/shared-run-id/history")).body.events).toEqual([]);
+    const finished = (await allEvents(dev)).filter((e) => e.correlationId === "shared-run-id" && e.topic === "workflows");
     expect(finished.map((e) => [e.type, e.payload.status])).toEqual([["workflow.run.queued", undefined], ["workflow.run.finished", "failed"]]);
-    expect((await suite.app.temporal.client.workflow.getHandle("action-effect:effect-owner").describe()).type).toBe("actionEffect");
+    expect((await suite.app.temporal.client.workflow.getHandle("shared-run-id").describe()).type).toBe("syncRun");
   });
 });

@@ -9,6 +9,15 @@ import type { TemporalHost } from "../temporal/host";
 export const RunLinksSchema = v.object({ temporalWorkflowId: v.string(), temporalRunId: v.optional(v.string()), temporalUi: v.optional(v.string()) });
 
 /**
+ * The `runId` a client may choose for a run that becomes a Temporal workflow id (the start requests of
+ * workflow, sync and pipeline runs): 1-128 ASCII letters, digits, `_`, `.` and `-`. No `:`: svc's own
+ * workflow ids on Temporal have one (schedule firings `svc:<scheduleId>-<time>`, action effects
+ * `action-effect:<actionRunId>`), so a client's run can never take the id of a start svc makes later
+ * (which then took the client's run for its own and never ran).
+ */
+export const ClientRunIdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . - (ids with : are svc's own on Temporal)"));
+
+/**
  * The activities of a running run that have not completed (Temporal's `PendingActivityInfo`, see
  * `PendingActivity` in core/temporal/execution.ts): present while the run runs on Temporal, so a
  * handler Temporal keeps retrying shows its attempt and last failure before the run ends.

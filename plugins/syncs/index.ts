@@ -1,9 +1,9 @@
 import * as v from "valibot";
-import { ConnectorRunStateSchema, ConnectorRuns, can, definePlugin, requirePermission } from "../../core/plugin-api";
+import { ClientRunIdSchema, ConnectorRunStateSchema, ConnectorRuns, can, definePlugin, requirePermission } from "../../core/plugin-api";
 
 const RunRequest = v.strictObject({
   input: v.optional(v.unknown()),
-  runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"))),
+  runId: v.optional(ClientRunIdSchema),
 });
 
 /**

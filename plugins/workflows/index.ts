@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ClientRunIdSchema, HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 /**
  * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once durably queued
@@ -21,11 +21,11 @@ export default definePlugin({
       params: v.object({ id: v.string() }),
       body: v.strictObject({
         input: v.optional(v.unknown(), {}),
-        runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"))),
+        runId: v.optional(ClientRunIdSchema),
       }),
       bodyByParam: {
         param: "id",
-        bodies: Object.fromEntries([...project.workflows].map(([id, w]) => [id, v.strictObject({ input: routes.schemas.defaultsToEmptyObject(w.input), runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"))) })])),
+        bodies: Object.fromEntries([...project.workflows].map(([id, w]) => [id, v.strictObject({ input: routes.schemas.defaultsToEmptyObject(w.input), runId: v.optional(ClientRunIdSchema) })])),
       },
       responses: {
         200: { description: "Queued", schema: v.object({ runId: v.string() }) },
