@@ -12,7 +12,7 @@ let dev: ReturnType<typeof client>;
 const open: Array<{ terminate(): void }> = [];
 
 beforeAll(async () => {
-  app = await startApp();
+  app = await startApp({ env: { SVC_WS_CHECKPOINT_MS: "200" } });
   dev = client(app);
 });
 afterAll(async () => {
@@ -54,7 +54,11 @@ describe("/ws/events (spec 6.5)", () => {
     const ws = connect({ cookie: await sessionCookie("dev", "dev-sandbox-password") });
     await ws.next((f) => f.type === "connected");
     ws.send({ type: "subscribe", topic: "actions" });
-    expect(await ws.next((f) => f.type === "subscribed")).toMatchObject({ topic: "actions", limit: 100, afterCursor: null });
+    // the acknowledgement names where the subscription starts: the newest event's cursor, the one a
+    // client that reconnects before any event came resumes from
+    const latest = (await dev.get("/api/events/latest-cursor")).body.latestCursor;
+    expect(await ws.next((f) => f.type === "subscribed")).toMatchObject({ topic: "actions", limit: 100, afterCursor: latest });
+    expect(latest).toEqual(expect.any(String));
     const { body } = await noop();
     const frame = await ws.next((f) => f.type === "event" && f.event.payload.runId === body.runId && f.event.type === "action.completed");
     expect(frame.event).toMatchObject({ id: expect.any(String), topic: "actions", cursor: expect.any(String), occurredAt: expect.any(String), projectId: "sandbox" });
@@ -149,7 +153,36 @@ describe("/ws/events (spec 6.5)", () => {
     for (const s of sockets) s.ws.socket.terminate();
   });
 
+  it("keeps a caught-up filtered reader's position inside the retained window: nextCursor over HTTP, checkpoint frames over WebSocket (the last matching event's cursor expires with the skipped events after it)", async () => {
+    await dev.post("/api/actions/diagnostics.fail", { params: { message: "one to follow" } });
+    const failedOnly = async (afterCursor?: string) => (await dev.get(`/api/events?type=action.failed&limit=1000${afterCursor ? `&afterCursor=${encodeURIComponent(afterCursor)}` : ""}`)).body;
+    const first = await failedOnly();
+    const lastFailed = first.events.at(-1).cursor;
+    expect(first.nextCursor).toBe((await dev.get("/api/events/latest-cursor")).body.latestCursor);
+    // a socket following the same filter from there
+    const ws = connect({ cookie: await sessionCookie("dev", "dev-sandbox-password") });
+    await ws.next((f) => f.type === "connected");
+    ws.send({ type: "subscribe", types: ["action.failed"], afterCursor: first.nextCursor });
+    await ws.next((f) => f.type === "subscribed");
+    // then only events the filter skips
+    for (let i = 0; i < 3; i++) await noop();
+    const newest = (await dev.get("/api/events/latest-cursor")).body.latestCursor;
+    const caughtUp = await failedOnly(first.nextCursor);
+    expect([caughtUp.count, caughtUp.nextCursor]).toEqual([0, newest]);
+    const checkpoint = await ws.next((f) => f.type === "checkpoint" && f.cursor === newest);
+    expect(ws.frames.filter((f) => f.type === "event")).toEqual([]);
+    expect(checkpoint).toEqual({ type: "checkpoint", cursor: newest });
+    // the retained window moves past every one of those events: the last action.failed's cursor has
+    // expired, the position past the skipped ones has not
+    await new Promise((r) => setTimeout(r, 20));
+    await app.container.resolve(EVENT_STREAM).prune(5);
+    expect((await dev.get(`/api/events?type=action.failed&afterCursor=${encodeURIComponent(lastFailed)}`)).status).toBe(410);
+    const resumed = await dev.get(`/api/events?type=action.failed&afterCursor=${encodeURIComponent(newest)}`);
+    expect([resumed.status, resumed.body.count, resumed.body.nextCursor]).toEqual([200, 0, newest]);
+  });
+
   it("answers reset with cursor_expired for a cursor older than the retained events", async () => {
+    await noop(); // one retained event at least (the test before pruned them all)
     const [oldest] = (await dev.get("/api/events?limit=1")).body.events;
     await noop();
     await new Promise((r) => setTimeout(r, 20));

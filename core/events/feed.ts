@@ -15,6 +15,14 @@ export interface FeedSubscriber {
   onHandlerError(err: unknown): void;
   /** A read that failed (an expired or foreign cursor, an unreachable broker): the subscription has ended. */
   onReadError(err: unknown): void;
+  /**
+   * Told, once the subscription is live and has looked at everything the feed holds, the cursor of the
+   * last event it looked at when that event did not match (its filters or permissions skipped it):
+   * the position a follower resumes from without missing anything (EventStoreDB's checkpoint of a
+   * filtered subscription). A follower that keeps the cursor of its last matching event instead would
+   * see it expire with the skipped events after it. Optional.
+   */
+  onCheckpoint?(cursor: string): void;
 }
 
 interface Entry {
@@ -26,6 +34,8 @@ interface Sub extends FeedSubscriber {
   matches(f: EventFacts): boolean;
   /** The last event passed (delivered or filtered out); undefined before the first. */
   cursor: string | undefined;
+  /** The last event handed to the handler, or the last checkpoint given: `cursor` when nothing was skipped since. */
+  told: string | undefined;
   /** Live: absolute index of the next entry to look at. */
   next: number;
   state: "replay" | "live" | "stopped";
@@ -102,7 +112,7 @@ export class EventFeed {
    * @returns the unsubscribe function (idempotent); after it no handler call starts
    */
   subscribe(subscriber: FeedSubscriber): () => void {
-    const sub: Sub = { ...subscriber, matches: compileEventFilter(subscriber.query), cursor: subscriber.afterCursor, next: 0, state: "replay", busy: false };
+    const sub: Sub = { ...subscriber, matches: compileEventFilter(subscriber.query), cursor: subscriber.afterCursor, told: subscriber.afterCursor, next: 0, state: "replay", busy: false };
     this.subscriptions++;
     void this.replay(sub);
     return () => this.stop(sub);
@@ -249,6 +259,7 @@ export class EventFeed {
         if (sub.matches(entry.facts)) batch.push(entry.event);
       }
       if (batch.length === 0) continue;
+      sub.told = batch[batch.length - 1]!.cursor;
       let result: unknown;
       try {
         result = sub.handler(batch);
@@ -268,6 +279,15 @@ export class EventFeed {
           done();
         });
         return;
+      }
+    }
+    // caught up with the feed, past events it skipped: the position to resume from
+    if (sub.onCheckpoint && sub.cursor !== undefined && sub.cursor !== sub.told) {
+      sub.told = sub.cursor;
+      try {
+        sub.onCheckpoint(sub.cursor);
+      } catch (err) {
+        sub.onHandlerError(err);
       }
     }
   }
@@ -295,7 +315,7 @@ export class EventFeed {
         const batch = await this.stream.read({ ...sub.query, afterCursor: sub.cursor });
         if (sub.state !== "replay") return;
         if (batch.length) {
-          sub.cursor = batch[batch.length - 1]!.cursor;
+          sub.cursor = sub.told = batch[batch.length - 1]!.cursor;
           try {
             await sub.handler(batch);
           } catch (err) {

@@ -270,9 +270,10 @@ export class EventLog {
    * duplicate. The events are shared with other subscriptions: the handler must not change them. A
    * handler's promise holds the next batch back; handler errors are swallowed and logged. A read
    * error (an expired or foreign cursor) ends the subscription and goes to `onReadError` when given
-   * (else it is logged). Answers the unsubscribe function.
+   * (else it is logged). `onCheckpoint`, when given, is told the position past skipped events once the
+   * subscription is caught up (see `FeedSubscriber.onCheckpoint`). Answers the unsubscribe function.
    */
-  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number; fromStart?: boolean }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void): () => void {
+  subscribe(query: Omit<StreamQuery, "limit"> & { limit?: number; fromStart?: boolean }, handler: (events: StoredDomainEvent[]) => unknown, onReadError?: (err: unknown) => void, onCheckpoint?: (cursor: string) => void): () => void {
     const { afterCursor, fromStart, limit, ...filters } = query;
     const readError = onReadError ?? ((err: unknown) => this.log.warn({ err }, "events.subscribe read failed"));
     const start = (cursor: string | undefined) =>
@@ -282,6 +283,7 @@ export class EventLog {
         handler,
         onHandlerError: (err) => this.log.warn({ err }, "events.subscribe handler failed; error swallowed"),
         onReadError: readError,
+        ...(onCheckpoint ? { onCheckpoint } : {}),
       });
     if (afterCursor !== undefined || fromStart) return start(afterCursor);
     let stopped = false;

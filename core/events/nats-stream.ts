@@ -87,7 +87,7 @@ export class NatsEventStream implements EventStream {
     let start = state.first_seq;
     if (q.afterCursor !== undefined) {
       const seq = decodeCursor(this.epoch, q.afterCursor);
-      if (seq + 1 < state.first_seq && state.messages > 0) throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
+      if (seq + 1 < state.first_seq && state.messages > 0) throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor (GET /api/events/latest-cursor)", { afterCursor: q.afterCursor });
       start = Math.max(seq + 1, state.first_seq);
     }
     if (state.messages === 0 || start > state.last_seq) return { events: [], checkpoint: undefined, end: true };

@@ -9,8 +9,8 @@ import { eventFacts, eventJsonPage, type EventJsonPage, type EventStream, type S
 import { EventInsert, type QueuedEvent, type TailEntry } from "./event-insert";
 import { EventTail } from "./event-tail";
 
-/** A page read from SQLite as JSON bytes, with the seq of its last event (absent when empty). */
-type ReadPage = EventJsonPage & { lastSeq?: number };
+/** A page read from SQLite as JSON bytes, with the seq of its last event (absent when empty) and of the newest event its read saw (absent: none). */
+type ReadPage = Omit<EventJsonPage, "checkpoint"> & { lastSeq?: number; newestSeq?: number };
 
 /** The page of no event. */
 const EMPTY_PAGE: ReadPage = { count: 0, json: Buffer.alloc(0), lastCursor: undefined };
@@ -163,12 +163,21 @@ export class SqliteEventStream implements EventStream {
    * once they exist, while a shorter page may lack events committed since (read-your-writes holds).
    */
   async readJson(q: StreamQuery): Promise<EventJsonPage> {
-    const fromTail = this.readTail(q);
-    if (fromTail) return eventJsonPage(fromTail.map((t) => this.storedJson(t.json, t.seq)), this.cursorAt(fromTail.at(-1)?.seq));
+    const tail = this.scanTail(q);
+    if (tail) {
+      const { entries, throughSeq } = tail;
+      return eventJsonPage(entries.map((t) => this.storedJson(t.json, t.seq)), this.cursorAt(entries.at(-1)?.seq), this.cursorAt(throughSeq) ?? q.afterCursor);
+    }
     let page = await this.takeReadAhead(q);
     if (page?.count !== q.limit) page = await this.readPage(q);
-    if (page.count === q.limit && page.lastSeq !== undefined) this.startReadAhead(q, page.lastSeq);
-    return { count: page.count, json: page.json, lastCursor: page.lastCursor };
+    if (page.count === q.limit && page.lastSeq !== undefined) {
+      this.startReadAhead(q, page.lastSeq);
+      return { count: page.count, json: page.json, lastCursor: page.lastCursor, checkpoint: page.lastCursor };
+    }
+    // a shorter page covered every event up to the newest as its read saw it: that is its checkpoint
+    const after = this.afterSeq(q);
+    const covered = page.newestSeq !== undefined && (after === undefined || page.newestSeq > after);
+    return { count: page.count, json: page.json, lastCursor: page.lastCursor, checkpoint: covered ? this.cursorAt(page.newestSeq) : q.afterCursor };
   }
 
   /** Reads the page after `lastSeq` for the reader of `q`, unless the in-memory tail answers it. */
@@ -200,7 +209,7 @@ export class SqliteEventStream implements EventStream {
   }
 
   /**
-   * One page from SQLite as JSON bytes, with the seq of its last event: one row holding the page's
+   * One page from SQLite as JSON bytes, with the seq of its last event and of the newest its read saw: one row holding the page's
    * seqs as text and its envelopes as one BLOB (their UTF-8 bytes, one per line), spliced with the
    * cursors into the page's bytes by {@link SqliteEventStream.spliceCursors}. node-sqlite3 makes a JS
    * object per row of `select`, which costs more than SQLite's whole read (1.45 against 0.62 ms for
@@ -208,12 +217,16 @@ export class SqliteEventStream implements EventStream {
    * on the socket (both passes over ~230 kB were a third of `GET /api/events?limit=500`'s time).
    */
   private async readPage(q: StreamQuery): Promise<ReadPage> {
+    // the writing stream reads up to what it has published (selectSql's bound, taken in the same step);
+    // a reading one up to the newest event of the statement's own snapshot
+    const published = this.published;
     const { sql, params } = this.selectSql(q);
-    const page = await this.db.get<{ seqs: string | null; envelopes: Buffer | null }>(
-      `SELECT group_concat(seq, ',') AS seqs, CAST(group_concat(envelope, char(10)) AS BLOB) AS envelopes FROM (${sql})`,
+    const page = await this.db.get<{ seqs: string | null; envelopes: Buffer | null; newest: number | null }>(
+      `SELECT group_concat(seq, ',') AS seqs, CAST(group_concat(envelope, char(10)) AS BLOB) AS envelopes, (SELECT MAX(seq) FROM events) AS newest FROM (${sql})`,
       params,
     );
-    if (!page?.seqs || !page.envelopes) return EMPTY_PAGE;
+    const newestSeq = (published !== undefined ? published : page?.newest) || undefined;
+    if (!page?.seqs || !page.envelopes) return { ...EMPTY_PAGE, newestSeq };
     const seqs = page.seqs.split(",").map(Number);
     // group_concat follows the subquery's order in practice but SQLite does not promise it, and a
     // stored envelope is JSON.stringify's text (no raw newline) unless written by hand: anything else
@@ -221,10 +234,11 @@ export class SqliteEventStream implements EventStream {
     let ordered = true;
     for (let i = 1; ordered && i < seqs.length; i++) ordered = seqs[i]! > seqs[i - 1]!;
     const json = ordered ? this.spliceCursors(page.envelopes, seqs) : undefined;
-    if (json) return { count: seqs.length, json, lastSeq: seqs.at(-1), lastCursor: this.cursorAt(seqs.at(-1)) };
-    const rows = await this.select(q);
+    if (json) return { count: seqs.length, json, lastSeq: seqs.at(-1), lastCursor: this.cursorAt(seqs.at(-1)), newestSeq };
+    // read again up to the same newest event: the checkpoint stays what this read covered
+    const rows = await this.select(q, newestSeq);
     const lastSeq = rows.at(-1)?.seq;
-    return { ...eventJsonPage(rows.map((r) => this.storedJson(r.envelope, r.seq)), this.cursorAt(lastSeq)), lastSeq };
+    return { ...eventJsonPage(rows.map((r) => this.storedJson(r.envelope, r.seq)), this.cursorAt(lastSeq)), lastSeq, newestSeq };
   }
 
   /**
@@ -292,7 +306,7 @@ export class SqliteEventStream implements EventStream {
     if (q.afterCursor === undefined) return undefined;
     const seq = this.seqOf(q.afterCursor);
     if (seq < this.prunedThrough) {
-      throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor", { afterCursor: q.afterCursor });
+      throw new ApiError("cursor_expired", "The cursor points before the retained events; refetch current state and continue from latestCursor (GET /api/events/latest-cursor)", { afterCursor: q.afterCursor });
     }
     return seq;
   }

@@ -28,16 +28,24 @@ export interface StreamQuery {
 export interface EventJsonPage {
   count: number;
   json: Buffer;
-  /** The `cursor` of the page's last event (undefined for no event): where the next page starts. */
+  /** The `cursor` of the page's last event (undefined for no event). */
   lastCursor: string | undefined;
+  /**
+   * Where the reader continues (its next `afterCursor`), as {@link StreamScan}'s checkpoint: the last
+   * event's cursor on a full page; on a shorter one (the reader is caught up), the newest position the
+   * read covered, past the events the query skipped (other filters, other permissions), so a reader
+   * whose filter matches nothing for a while keeps a cursor inside the retained window; the query's own
+   * `afterCursor` when the read covered nothing (undefined for an empty stream read from its start).
+   */
+  checkpoint: string | undefined;
 }
 
 /**
  * Stored events' JSON texts as an {@link EventJsonPage}: their UTF-8 bytes joined by commas, encoded
- * once; `lastCursor` is the last text's cursor.
+ * once; `lastCursor` is the last text's cursor, `checkpoint` as given (default: `lastCursor`).
  */
-export function eventJsonPage(texts: readonly string[], lastCursor: string | undefined): EventJsonPage {
-  return { count: texts.length, json: Buffer.from(texts.join(",")), lastCursor };
+export function eventJsonPage(texts: readonly string[], lastCursor: string | undefined, checkpoint: string | undefined = lastCursor): EventJsonPage {
+  return { count: texts.length, json: Buffer.from(texts.join(",")), lastCursor, checkpoint };
 }
 
 /**
@@ -170,12 +178,16 @@ export function compileEventFilter(q: Omit<StreamQuery, "limit" | "afterCursor">
 
 /**
  * A read as stored events' JSON ({@link EventJsonPage}): the stream's own `readJson` when it has one,
- * else `read` serialized here.
+ * else its `scan` (for the checkpoint) or `read`, serialized here.
  */
 export async function readEventsJson(stream: EventStream, q: StreamQuery): Promise<EventJsonPage> {
   if (stream.readJson) return stream.readJson(q);
+  if (stream.scan) {
+    const { events, checkpoint } = await stream.scan(q);
+    return eventJsonPage(events.map((e) => JSON.stringify(e)), events.at(-1)?.cursor, checkpoint ?? q.afterCursor);
+  }
   const events = await stream.read(q);
-  return eventJsonPage(events.map((e) => JSON.stringify(e)), events.at(-1)?.cursor);
+  return eventJsonPage(events.map((e) => JSON.stringify(e)), events.at(-1)?.cursor, events.at(-1)?.cursor ?? q.afterCursor);
 }
 
 /**

@@ -16,7 +16,7 @@ const EventSchema = v.looseObject({
 });
 
 const NEXT_LINK_DOC =
-  "`<…>; rel=\"next\"` (RFC 8288) on a full page: the page after this one, same filters. A client can ask for it before reading this page's body. A shorter page has none: the reader is caught up, and continues later with the last event's `cursor`.";
+  "`<…>; rel=\"next\"` (RFC 8288) on a full page: the page after this one, same filters. A client can ask for it before reading this page's body. A shorter page has none: the reader is caught up, and continues later with the answer's `nextCursor`.";
 
 /**
  * The `Link` header value naming the page after a full one (RFC 8288 `rel="next"`): a reference
@@ -46,15 +46,15 @@ export default definePlugin({
       "/ws/events",
       {
         summary: "Domain events over WebSocket",
-        description: "Spec 6.5. Browser session and allowed Origin only (bearer tokens refused). Send `{type:\"subscribe\", topic?, types?, objectTypeId?, primaryId?, actionId?, runId?, limit?, afterCursor?}`; frames: connected, subscribed, event, unsubscribed, reset {reason: cursor_expired}, error {message}. One subscription per socket: a second subscribe replaces the first. Sockets that cannot keep up are closed with 4008; reconnect with the last cursor.",
+        description: "Spec 6.5. Browser session and allowed Origin only (bearer tokens refused). Send `{type:\"subscribe\", topic?, types?, objectTypeId?, primaryId?, actionId?, runId?, limit?, afterCursor?}`; frames: connected, subscribed {…, afterCursor: where the subscription starts, the newest event's cursor when none was sent}, event, checkpoint {cursor: the position past events your filters or permissions skipped, at most one per SVC_WS_CHECKPOINT_MS (10 s) after the last frame: resume from the later of it and the last event's cursor}, unsubscribed, reset {reason: cursor_expired}, error {message}. One subscription per socket: a second subscribe replaces the first. Sockets that cannot keep up are closed with 4008; reconnect with the last cursor.",
       },
-      eventsSocket(events, authenticateUpgrade, config.wsMaxBufferedBytes),
+      eventsSocket(events, authenticateUpgrade, config.wsMaxBufferedBytes, config.wsCheckpointMs),
     );
     routes.add({
       method: "GET",
       path: "/api/events",
       summary: "Read domain events",
-      description: "Stored events oldest first. Continue with `afterCursor` = the last event's `cursor`: pages have no gaps and no repeats. Cursors are opaque. A cursor older than the retained window answers 410 `cursor_expired`.",
+      description: "Stored events oldest first. Continue with `afterCursor` = the answer's `nextCursor` (on a full page, the last event's `cursor`): pages have no gaps and no repeats. Cursors are opaque. A cursor older than the retained window answers 410 `cursor_expired`: refetch current state, then continue from `GET /api/events/latest-cursor`.",
       tags: ["events"],
       auth: "bearer",
       query: v.object({
@@ -66,7 +66,16 @@ export default definePlugin({
       responses: {
         200: {
           description: "Events",
-          schema: v.object({ count: v.number(), events: v.array(EventSchema) }),
+          schema: v.object({
+            count: v.number(),
+            events: v.array(EventSchema),
+            nextCursor: v.pipe(
+              v.nullable(v.string()),
+              v.description(
+                "Where to continue: send it as `afterCursor`. On a full page, the last event's `cursor`; on a shorter one (caught up), the newest position this read covered, past the events your filters or permissions skip, so a reader whose filter matched nothing for a while still holds a cursor inside the retained window (the last event's `cursor` would expire with the events after it). The `afterCursor` you sent when the read covered nothing new; null only for an empty stream read from its start.",
+              ),
+            ),
+          }),
           headers: { Link: NEXT_LINK_DOC },
         },
         400: { description: "`invalid_request`: the query does not match this operation's schema, or `afterCursor` is not a cursor of this stream" },
@@ -87,9 +96,25 @@ export default definePlugin({
           limit,
           permissions,
         });
-        const body = Buffer.concat([Buffer.from(`{"count":${page.count},"events":[`), page.json, Buffer.from("]}")]);
+        const body = Buffer.concat([Buffer.from(`{"count":${page.count},"events":[`), page.json, Buffer.from(`],"nextCursor":${page.checkpoint === undefined ? "null" : `"${page.checkpoint}"`}}`)]);
         if (page.count < limit || page.lastCursor === undefined) return jsonText(body);
         return jsonText(body, 200, { link: nextLink({ topic: query.topic, type: query.type, limit, afterCursor: page.lastCursor }) });
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/events/latest-cursor",
+      summary: "The newest event's cursor",
+      description: "Spec 6.3 `events.latestCursor`: the cursor of the newest retained event, without reading events (null for an empty stream). A reader that starts now, or that was answered 410 `cursor_expired` and refetched current state, continues from it with `afterCursor`. The same for every caller: a cursor is a position, not an event.",
+      tags: ["events"],
+      auth: "bearer",
+      responses: {
+        200: { description: "The cursor", schema: v.object({ latestCursor: v.nullable(v.string()) }) },
+        503: { description: "`unavailable`: the event broker did not answer" },
+      },
+      handler: async ({ principal }) => {
+        if (![...principal!.permissions].some((p) => p.startsWith("view:") || p.startsWith("run:"))) throw new ApiError("forbidden", "This identity may not view any events");
+        return { latestCursor: (await events.latestCursor()) ?? null };
       },
     });
     addAppendRoute(routes, events);
