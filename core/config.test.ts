@@ -3,7 +3,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CHROMIUM_PATH, chromiumPathWarning, defaultChromiumPath, HEADLESS_SHELL_PATH } from "./artifacts/chromium";
-import { ConfigError, dataDirError, listenError, loadConfig } from "./config";
+import { ConfigError, dataDirError, listenError, loadConfig, withoutCredentials } from "./config";
+import { NatsEventStream } from "./events/nats-stream";
 
 describe("config (valibot, from the environment)", () => {
   it("applies defaults: port 3002, the project's data dir, embedded Temporal", () => {
@@ -155,5 +156,16 @@ describe("config (valibot, from the environment)", () => {
     }
     const other = new Error("something else");
     expect(listenError(other, 3002, "0.0.0.0")).toBe(other);
+  });
+});
+
+describe("credentials in start-up errors", () => {
+  it("masks a URL's password or token in every ConfigError (a NATS_URL with user:password was logged whole)", async () => {
+    expect(withoutCredentials("nats://svcuser:S3cret@127.0.0.1:1 and nats://t0ken@h:4222, http://a.example/x@y")).toBe("nats://svcuser:***@127.0.0.1:1 and nats://***@h:4222, http://a.example/x@y");
+    const refused = await NatsEventStream.open({ servers: "nats://svcuser:S3cretNatsPass@127.0.0.1:1", stream: "svc-test", subjectPrefix: "svc", retentionMs: 60_000 }).then(() => undefined, (err: unknown) => err);
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect(String((refused as Error).message)).toContain("NATS_URL nats://svcuser:***@127.0.0.1:1 has no NATS server answering");
+    expect(String((refused as Error).message)).not.toContain("S3cretNatsPass");
+    expect(() => loadConfig({ NATS_URL: "nats://u:hunter2@ h" })).toThrow(/NATS_URL must be a nats:\/\/ URL \(got "nats:\/\/u:\*\*\*@ h"\)/);
   });
 });

@@ -128,9 +128,22 @@ export const CONFIG = Symbol("svc.Config") as InjectionToken<Config>;
  */
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
-    super(`Invalid configuration: ${variable} ${message}`);
+    super(`Invalid configuration: ${variable} ${withoutCredentials(message)}`);
     this.name = "ConfigError";
   }
+}
+
+/**
+ * `text` with the passwords and tokens of the URLs in it masked: `scheme://user:secret@host` becomes
+ * `scheme://user:***@host`, and `scheme://token@host` becomes `scheme://***@host` (RFC 3986 userinfo),
+ * so a start-up error that names a setting (`NATS_URL=nats://svc:pass@host`) never writes its secret
+ * to the log.
+ */
+export function withoutCredentials(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s/@"]*)@/gi, (_, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(":");
+    return `${scheme}${colon >= 0 ? `${userinfo.slice(0, colon)}:***` : "***"}@`;
+  });
 }
 
 /** How far above `SVC_TEMPORAL_PORT` the embedded dev server serves the Temporal UI (`SVC_TEMPORAL_UI`). */
