@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import NodeWebSocket from "crossws/websocket";
 import { client, eventually, startApp, tokenFor } from "./helpers";
 import { EventLog } from "../core/events/log";
+import { Database } from "../core/store/db";
 import { EVENT_STREAM } from "../core/events/stream";
 import { LogCapture } from "../core/logs/capture";
 import { LOGGER, type Logger } from "../core/logger";
@@ -35,8 +36,9 @@ function connect(headers: Record<string, string>, origin: string | undefined = a
   socket.on("message", (data: Buffer) => frames.push(JSON.parse(String(data))));
   const refused = new Promise<number>((resolve) => socket.on("unexpected-response", (_req: unknown, res: { statusCode: number }) => resolve(res.statusCode)));
   const opened = new Promise<void>((resolve) => socket.on("open", () => resolve()));
+  const closed = new Promise<number>((resolve) => socket.on("close", (code: number) => resolve(code)));
   const next = (predicate: (f: any) => boolean, timeoutMs = 10_000) => eventually(async () => frames.find(predicate), timeoutMs, 20);
-  return { socket, frames, refused, opened, next, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
+  return { socket, frames, refused, opened, closed, next, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
 }
 
 const noop = () => dev.post("/api/actions/diagnostics.noop", { params: {} });
@@ -179,6 +181,28 @@ describe("/ws/events (spec 6.5)", () => {
     expect((await dev.get(`/api/events?type=action.failed&afterCursor=${encodeURIComponent(lastFailed)}`)).status).toBe(410);
     const resumed = await dev.get(`/api/events?type=action.failed&afterCursor=${encodeURIComponent(newest)}`);
     expect([resumed.status, resumed.body.count, resumed.body.nextCursor]).toEqual([200, 0, newest]);
+  });
+
+  it("ends a socket when its session ends: at sign-out (an error frame, close 4401, no more events), and at the next message when another process ended it", async () => {
+    const signIn = await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json", origin: app.url }, body: JSON.stringify({ identity: "alice", password: "alice-sandbox-password" }) });
+    const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
+    const { csrfToken } = (await signIn.json()) as { csrfToken: string };
+    const ws = connect({ cookie });
+    await ws.next((f) => f.type === "connected");
+    ws.send({ type: "subscribe" });
+    await ws.next((f) => f.type === "subscribed");
+    expect((await fetch(`${app.url}/api/auth/sign-out`, { method: "POST", headers: { cookie, origin: app.url, "x-svc-csrf": csrfToken } })).status).toBe(200);
+    expect(await ws.closed).toBe(4401);
+    expect(ws.frames.at(-1)).toEqual({ type: "error", code: "unauthorized", message: "The session has ended; sign in again" });
+
+    // a session ended behind this process's back (its row, as another process would): the next message finds it
+    const dev2 = await sessionCookie("dev", "dev-sandbox-password");
+    const other = connect({ cookie: dev2 });
+    await other.next((f) => f.type === "connected");
+    await app.container.resolve(Database).transaction((tx) => tx.run("UPDATE sessions SET ended_at = ? WHERE ended_at IS NULL", [new Date().toISOString()]));
+    other.send({ type: "subscribe", afterCursor: (await dev.get("/api/events?limit=1")).body.events[0]?.cursor });
+    expect(await other.closed).toBe(4401);
+    expect(other.frames.filter((f) => f.type === "subscribed" || f.type === "event")).toEqual([]);
   });
 
   it("answers reset with cursor_expired for a cursor older than the retained events", async () => {

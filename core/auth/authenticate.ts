@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Principal } from "./permissions";
 import type { TokenService } from "./tokens";
-import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService } from "./sessions";
+import { CSRF_HEADER, SESSION_COOKIE, readCookie, type SessionService, type SessionWatch } from "./sessions";
 import { ApiError, unauthorized } from "../errors";
 import { errorResponse } from "../http/response";
 
@@ -55,11 +55,12 @@ export function assertAllowedOrigin(req: Request, allowed: readonly string[]): v
 /**
  * Authenticates a WebSocket upgrade (spec 5): an allowed Origin and a live browser session; bearer
  * tokens are refused. The session is not renewed (WebSocket traffic never renews it) and the identity
- * is fixed for the life of the socket.
+ * is fixed for the life of the socket, which must not outlive the session: the principal carries the
+ * session's {@link SessionWatch} (`session`), which `subscriptionSocket` (core/http/socket.ts) follows.
  *
  * @throws {Response} 401 or 403 with the structured error body, which aborts the upgrade
  */
-export async function authenticateUpgrade(req: Request, deps: { sessions: SessionService; allowedOrigins: readonly string[] }): Promise<Principal> {
+export async function authenticateUpgrade(req: Request, deps: { sessions: SessionService; allowedOrigins: readonly string[] }): Promise<SocketPrincipal> {
   if (req.headers.has("authorization")) throw errorResponse(new ApiError("unauthorized", "WebSockets do not accept bearer tokens; connect with a browser session"));
   try {
     assertAllowedOrigin(req, deps.allowedOrigins);
@@ -69,5 +70,8 @@ export async function authenticateUpgrade(req: Request, deps: { sessions: Sessio
   const token = readCookie(req.headers.get("cookie"), SESSION_COOKIE);
   const session = token ? await deps.sessions.resolve(token, false) : undefined;
   if (!session) throw errorResponse(new ApiError("unauthorized", "Sign in first: WebSockets need a browser session"));
-  return session.principal;
+  return { ...session.principal, session: deps.sessions.watch(token!, session.expiresAt) };
 }
+
+/** A WebSocket's principal: the session's identity, with the session it was opened with (see {@link authenticateUpgrade}). */
+export type SocketPrincipal = Principal & { session?: SessionWatch };

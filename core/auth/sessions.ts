@@ -144,8 +144,47 @@ export class SessionService {
 
   /** Ends a session. */
   async signOut(token: string): Promise<void> {
-    await this.db.transaction((tx) => tx.run("UPDATE sessions SET ended_at = ? WHERE id = ?", [nowIso(), sha256(token)]));
+    const id = sha256(token);
+    await this.db.transaction((tx) => tx.run("UPDATE sessions SET ended_at = ? WHERE id = ?", [nowIso(), id]));
+    for (const listener of [...(this.endListeners.get(id) ?? [])]) listener();
   }
+
+  /** Listeners of sessions' sign-out, by session id (the token's hash): the WebSockets opened with them. */
+  private readonly endListeners = new Map<string, Set<() => void>>();
+
+  /**
+   * A handle on a live session for a WebSocket opened with it (spec 5: WebSocket traffic never renews a
+   * session, and a socket must not outlive it): `expiresAt` as resolved at the upgrade (ms since the
+   * epoch), `active()` resolving it again (false once signed out, expired, or its identity is gone; HTTP
+   * use may have renewed it meanwhile: then its new `expiresAt`), and `onEnded(fn)` telling `fn` when
+   * this process signs it out (answers the function that stops telling).
+   */
+  watch(token: string, expiresAt: number): SessionWatch {
+    const id = sha256(token);
+    return {
+      expiresAt,
+      active: async () => (await this.resolve(token, false))?.expiresAt,
+      onEnded: (fn) => {
+        let listeners = this.endListeners.get(id);
+        if (!listeners) this.endListeners.set(id, (listeners = new Set()));
+        listeners.add(fn);
+        return () => {
+          listeners.delete(fn);
+          if (listeners.size === 0) this.endListeners.delete(id);
+        };
+      },
+    };
+  }
+}
+
+/** See {@link SessionService.watch}. */
+export interface SessionWatch {
+  /** When the session expires unless HTTP use renews it (ms since the epoch). */
+  expiresAt: number;
+  /** Its expiry now, or undefined when it has ended (signed out, expired, identity gone). */
+  active(): Promise<number | undefined>;
+  /** Calls `fn` when this process signs the session out; answers the unsubscribe function. */
+  onEnded(fn: () => void): () => void;
 }
 
 /**

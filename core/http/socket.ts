@@ -1,10 +1,54 @@
 import * as v from "valibot";
 import type { Hooks, Peer } from "crossws";
 import type { Principal } from "../auth/permissions";
+import type { SessionWatch } from "../auth/sessions";
 import { isApiError } from "../errors";
 
 /** Close code for a consumer that cannot keep up (`/ws/events`, `/ws/logs`, `/ws/agents`): the client reconnects with its last cursor. */
 export const SLOW_CONSUMER_CLOSE = 4008;
+
+/** Close code for a socket whose session ended (signed out or expired): the client signs in again. */
+export const SESSION_ENDED_CLOSE = 4401;
+
+/** The longest a timer waits (ms): setTimeout fires at once for more. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Ends `peer` when the session it was opened with ends (`principal.session`, see `authenticateUpgrade`):
+ * at once when this process signs it out, and when its expiry comes unless HTTP use renewed it (then
+ * at the new expiry): an `error` frame (`unauthorized`), then close {@link SESSION_ENDED_CLOSE}.
+ * Answers the function that stops watching; nothing to watch without a session.
+ */
+function watchSession(peer: Peer, principal: { session?: SessionWatch }, end: () => void): () => void {
+  const session = principal.session;
+  if (!session) return () => undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let done = false;
+  const close = () => {
+    if (done) return;
+    done = true;
+    stopWatching();
+    end();
+    sendFrame(peer, { type: "error", code: "unauthorized", message: "The session has ended; sign in again" });
+    peer.close(SESSION_ENDED_CLOSE, "session ended");
+  };
+  const at = (expiresAt: number) => {
+    timer = setTimeout(() => {
+      session.active().then((renewed) => (done ? undefined : renewed === undefined ? close() : at(renewed)), () => at(Date.now() + 60_000));
+    }, Math.min(Math.max(0, expiresAt - Date.now()), MAX_TIMER_MS));
+    timer.unref();
+  };
+  const off = session.onEnded(close);
+  const stopWatching = () => {
+    clearTimeout(timer);
+    off();
+  };
+  at(session.expiresAt);
+  return () => {
+    done = true;
+    stopWatching();
+  };
+}
 
 /**
  * Closes `peer` with {@link SLOW_CONSUMER_CLOSE} when its unsent data passes `maxBufferedBytes`
@@ -61,6 +105,9 @@ export type SocketMessageHandler = (peer: Peer, principal: Principal, message: u
  * `error`. `start` acknowledges and starts the subscription, answering its stop function; when it
  * throws, no subscription is left and the error is sent as an `error` frame.
  *
+ * A socket opened with a browser session ends with it (see `watchSession`): at sign-out, at expiry
+ * unless HTTP use renewed it, and at the next message when the session ended elsewhere.
+ *
  * Options for `/ws/agents` (off for the others, whose frames stay as they are): `handlers` answer other
  * message types (see {@link SocketMessageHandler}); `errorCodes` adds `code` to error frames
  * (`invalid_request` for malformed messages, the `ApiError`'s code otherwise, `internal` for anything
@@ -76,6 +123,18 @@ export function subscriptionSocket<S>(opts: {
   errorCodes?: boolean;
 }): Partial<Hooks> {
   const subscriptions = new Map<string, () => void>();
+  /** By peer: stops following the session the socket was opened with. */
+  const sessionWatches = new Map<string, () => void>();
+  /** Whether the socket's session is still live (checked before each message: another process may have ended it); closes the socket when not. */
+  const sessionLive = async (peer: Peer): Promise<boolean> => {
+    const session = (peer.context.principal as { session?: SessionWatch }).session;
+    if (!session || (await session.active()) !== undefined) return true;
+    stop(peer);
+    sessionWatches.get(peer.id)?.();
+    sendFrame(peer, { type: "error", code: "unauthorized", message: "The session has ended; sign in again" });
+    peer.close(SESSION_ENDED_CLOSE, "session ended");
+    return false;
+  };
   /** Bumped by every subscribe, unsubscribe and close: a subscription started for an older one is stopped at once. */
   const generations = new Map<string, number>();
   const stop = (peer: Peer) => {
@@ -92,7 +151,10 @@ export function subscriptionSocket<S>(opts: {
     async upgrade(request) {
       return { context: { principal: await opts.authenticate(request) } };
     },
-    open: (peer) => sendFrame(peer, { type: "connected" }),
+    open: (peer) => {
+      sessionWatches.set(peer.id, watchSession(peer, peer.context.principal as { session?: SessionWatch }, () => stop(peer)));
+      sendFrame(peer, { type: "connected" });
+    },
     async message(peer, message) {
       let data: unknown;
       try {
@@ -101,6 +163,7 @@ export function subscriptionSocket<S>(opts: {
         return invalid(peer, "Messages are JSON objects");
       }
       const type = (data as { type?: unknown })?.type;
+      if (type !== "unsubscribe" && !(await sessionLive(peer))) return;
       if (type === "unsubscribe") {
         stop(peer);
         return sendFrame(peer, { type: "unsubscribed" });
@@ -143,6 +206,8 @@ export function subscriptionSocket<S>(opts: {
     close: (peer) => {
       stop(peer);
       generations.delete(peer.id);
+      sessionWatches.get(peer.id)?.();
+      sessionWatches.delete(peer.id);
     },
   };
 }
