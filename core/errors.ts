@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
   artifact_invalid: 422,
+  too_many_requests: 429,
   internal: 500,
   not_implemented: 501,
   shutting_down: 503,

@@ -47,6 +47,16 @@ describe("browser sessions (spec 5)", () => {
     expect((await signIn("alice", "alice-sandbox-password", { origin: "https://evil.example" })).res.status).toBe(403);
   });
 
+  it("slows down guessing: past an identity's free failures, an attempt that comes too soon is 429 with Retry-After, its password unchecked", async () => {
+    for (let i = 0; i < 5; i++) expect((await signIn("auditor", `wrong-guess-${i}`)).res.status).toBe(401);
+    const refused = await signIn("auditor", "auditor-sandbox-password");
+    expect(refused.res.status).toBe(429);
+    expect(refused.res.headers.get("retry-after")).toBe("1");
+    expect(refused.body.error).toMatchObject({ code: "too_many_requests", details: { retryAfterSeconds: 1 } });
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await signIn("auditor", "auditor-sandbox-password")).res.status).toBe(200);
+  });
+
   it("authenticates API reads by cookie, and requires an allowed Origin and the CSRF token on mutating requests", async () => {
     const { body, session } = await signIn("dev", "dev-sandbox-password", { origin });
     const read = await fetch(`${app.url}/api/project`, { headers: { cookie: session } });

@@ -5,6 +5,7 @@ import type { Principal } from "./permissions";
 import { ApiError } from "../errors";
 import { newSecret, nowIso } from "../ids";
 import type { Logger } from "../logger";
+import { SignInThrottle } from "./sign-in-throttle";
 
 /** Name of the session cookie (HttpOnly, SameSite=Lax, Secure over https). */
 export const SESSION_COOKIE = "svc_session";
@@ -61,6 +62,7 @@ export class SessionService {
     private readonly ttlMs: number,
     private readonly publicOrigin = "",
     private readonly log?: Logger,
+    private readonly throttle = new SignInThrottle(),
   ) {}
 
   /**
@@ -95,18 +97,23 @@ export class SessionService {
 
   /**
    * Signs a user in. Answers the cookie token (shown once) and the session. A refused sign-in is logged
-   * at warn with the identity tried and `clientAddress` (never the password), so that guessing shows.
-   * @param clientAddress the client's IP address as the server saw it, for that log line
-   * @throws {ApiError} unauthorized with one message for any wrong identity or password
+   * at warn with the identity tried and `clientAddress` (never the password), so that guessing shows,
+   * and guessing is slowed down ({@link SignInThrottle}: per identity and per address).
+   * @param clientAddress the client's IP address as the server saw it, for that log line and the throttle
+   * @throws {ApiError} unauthorized with one message for any wrong identity or password;
+   *   too_many_requests (429, `Retry-After`) when the identity or address must wait after failures
    */
   async signIn(identityId: string, password: string, clientAddress?: string): Promise<{ token: string; session: Session }> {
+    this.throttle.check(identityId, clientAddress);
     const row = await this.db.get<{ hash: string }>("SELECT hash FROM passwords WHERE identity_id = ?", [identityId]);
     const ok = row ? await verifyPassword(password, row.hash) : await verifyPassword(password, await (this.dummyHash ??= hashPassword("no such user"))).then(() => false);
     const permissions = this.project.identityPermissions(identityId);
     if (!ok || !permissions || this.project.identityType(identityId) !== "user") {
+      this.throttle.failed(identityId, clientAddress);
       this.log?.warn({ identity: identityId, clientAddress }, "sign-in refused: wrong identity or password");
       throw new ApiError("unauthorized", "Wrong identity or password");
     }
+    this.throttle.succeeded(identityId, clientAddress);
     const token = newSecret("svcs");
     const csrfToken = newSecret("csrf");
     const expiresAt = Date.now() + this.ttlMs;

@@ -19,7 +19,7 @@ export default definePlugin({
       tags: ["auth"],
       auth: "none",
       body: v.strictObject({ identity: v.pipe(v.string(), v.minLength(1)), password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)) }),
-      responses: { 200: { description: "Signed in", schema: SessionSchema }, 401: { description: "`unauthorized`: wrong identity or password" }, 403: { description: "`origin_not_allowed`: a browser request (with Origin) from an Origin not allowed" } },
+      responses: { 200: { description: "Signed in", schema: SessionSchema }, 401: { description: "`unauthorized`: wrong identity or password" }, 429: { description: "`too_many_requests`: too many failed sign-ins for the identity or from the address; retry after `Retry-After` seconds (`details.retryAfterSeconds`)" }, 403: { description: "`origin_not_allowed`: a browser request (with Origin) from an Origin not allowed" } },
       handler: async ({ event, body }) => {
         if (event.req.headers.has("origin")) assertAllowedOrigin(event.req, config.allowedOrigins);
         const { token, session } = await sessions.signIn(body.identity, body.password, event.req.ip);

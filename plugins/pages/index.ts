@@ -126,7 +126,7 @@ export default definePlugin({
       auth: "none",
       bodyMode: "raw",
       rawBodyDoc: { contentType: "application/x-www-form-urlencoded", description: "identity, password, next", schema: { type: "object", properties: { identity: { type: "string" }, password: { type: "string" }, next: { type: "string" } }, required: ["identity", "password"] } },
-      responses: { 303: { description: "Signed in: to `next`" }, 401: { description: "Wrong identity or password: the page again", contentType: "text/html" }, 403: { description: "`origin_not_allowed`" } },
+      responses: { 303: { description: "Signed in: to `next`" }, 401: { description: "Wrong identity or password: the page again", contentType: "text/html" }, 403: { description: "`origin_not_allowed`" }, 429: { description: "Too many failed sign-ins for the identity or from the address: the page again, saying when to retry (`Retry-After`)", contentType: "text/html" } },
       handler: async ({ event }) => {
         assertAllowedOrigin(event.req, config.allowedOrigins);
         const form = new URLSearchParams((await event.req.text()).slice(0, 8192));
@@ -137,6 +137,7 @@ export default definePlugin({
           return new Response(null, { status: 303, headers: { location: next, "set-cookie": sessions.cookie(token, event.req), "cache-control": "no-store" } });
         } catch (err) {
           if (!isApiError(err)) throw err;
+          if (err.code === "too_many_requests") return page(shell({ title: "Sign in", body: signInBody(next, `${err.message}.`, identity), bodyClass: "signed-out" }), { status: 429, headers: err.headers });
           return page(shell({ title: "Sign in", body: signInBody(next, "Wrong identity or password.", identity), bodyClass: "signed-out" }), { status: 401 });
         }
       },
