@@ -27,6 +27,16 @@ describeMatrix("events (spec 6.4, 5)", (transport) => {
     expect((await dev.get("/api/events?topic=gossip")).status).toBe(400);
   });
 
+  it("refuses a query parameter the operation does not take (the WebSocket's types, a misspelt pageSize), which was dropped and answered unfiltered", async () => {
+    const types = await dev.get("/api/events?types=action.failed");
+    expect([types.status, types.body.error.code, types.body.error.details]).toEqual([400, "invalid_request", { parameter: "types" }]);
+    expect(types.body.error.message).toBe('Unknown query parameter "types": GET /api/events takes topic, type, afterCursor, limit');
+    expect((await dev.get("/api/objects?objectTypeId=customer&pagesize=1")).body.error?.details).toEqual({ parameter: "pagesize" });
+    // an operation that takes no query parameter at all
+    expect((await dev.get("/api/project?verbose=1")).status).toBe(400);
+    expect((await dev.get("/api/events?type=action.failed&limit=1")).status).toBe(200);
+  });
+
   it("refuses a cursor past the newest event (one it never issued), which would skip events in silence", async () => {
     const latest = (await dev.get("/api/events?limit=1000")).body.events.at(-1).cursor as string;
     const [tag, epoch, seq] = Buffer.from(latest, "base64url").toString().split(":");

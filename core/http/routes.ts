@@ -7,7 +7,7 @@ import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
 import { emptyJsonBody, MAX_BODY_BYTES, readJsonBody } from "./body";
-import { defaultsToEmptyObject, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups } from "./schemas";
+import { defaultsToEmptyObject, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups, queryParameterNames } from "./schemas";
 import { decodePathParams, parseOrThrow } from "./validation";
 import { errorResponse, jsonResponse } from "./response";
 
@@ -199,7 +199,9 @@ export class RouteRegistry {
       const principal = caller?.principal;
       // decoded once here (h3 leaves them percent-encoded): handlers get the text the client meant
       const params = def.params ? parseOrThrow(def.params, decodePathParams(event.context.params ?? {}), "path") : undefined;
-      const query = def.query ? parseOrThrow(def.query, getQuery(event), "query") : undefined;
+      const rawQuery = def.query || event.url.search ? getQuery(event) : undefined;
+      if (rawQuery && def.path.startsWith("/api/") && !def.path.startsWith("/api/download/")) refuseUnknownQueryParameters(def, rawQuery);
+      const query = def.query ? parseOrThrow(def.query, rawQuery, "query") : undefined;
       const raw = def.body ? await readJsonBody(event.req) : undefined;
       // a body of its own for this path parameter's value refines `body`: checked first, the handler still gets `body`'s output
       const byParam = def.bodyByParam && params ? (params as Record<string, unknown>)[def.bodyByParam.param] : undefined;
@@ -342,5 +344,31 @@ export class RouteRegistry {
   /** The registered routes (for tests and the project endpoint). */
   list(): ReadonlyArray<Pick<RouteDefinition, "method" | "path" | "auth" | "summary">> {
     return this.routes;
+  }
+}
+
+/** What an operation without a query schema takes. */
+const NO_PARAMETERS: ReadonlySet<string> = new Set();
+
+/** Query parameter names by query schema, computed once. */
+const knownQueryParameters = new WeakMap<object, ReadonlySet<string> | null>();
+
+/**
+ * Refuses a query parameter the operation does not declare (`pagesize` for `pageSize`, a filter of
+ * another endpoint, the WebSocket's `types` on `GET /api/events`): it used to be dropped, and the
+ * caller got an unfiltered answer it took for a filtered one. API routes only (`/api/…`), but for
+ * download URLs (`/api/download/…`, opened from chats and mail that add their own): pages take what
+ * browsers and links add.
+ * @throws {ApiError} invalid_request naming the parameter and the ones the operation takes
+ */
+function refuseUnknownQueryParameters(def: { method: string; path: string; query?: object }, query: Record<string, unknown>): void {
+  let known: ReadonlySet<string> | null | undefined = NO_PARAMETERS;
+  if (def.query) {
+    known = knownQueryParameters.get(def.query);
+    if (known === undefined) knownQueryParameters.set(def.query, (known = queryParameterNames(def.query) ?? null));
+  }
+  if (!known) return;
+  for (const name of Object.keys(query)) {
+    if (!known.has(name)) throw new ApiError("invalid_request", `Unknown query parameter ${JSON.stringify(name)}: ${def.method} ${def.path} takes ${[...known].join(", ") || "none"}`, { parameter: name });
   }
 }

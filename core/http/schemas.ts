@@ -143,3 +143,13 @@ export function queryParameterGroups(jsonSchema: Record<string, unknown>): Recor
 export function defaultsToEmptyObject<S extends v.GenericSchema<unknown, unknown>>(schema: S): S | v.OptionalSchema<S, Record<string, never>> {
   return v.safeParse(schema, {}).success ? v.optional(schema, {}) : schema;
 }
+
+/**
+ * The parameter names a query schema declares: an object schema's entries, through the pipes
+ * {@link queryGroups} wraps it in; undefined for another shape (its parameters are not checked by name).
+ */
+export function queryParameterNames(schema: unknown): ReadonlySet<string> | undefined {
+  let s = schema as { entries?: Record<string, unknown>; pipe?: readonly unknown[] } | undefined;
+  while (s && !s.entries && s.pipe) s = s.pipe[0] as typeof s;
+  return s?.entries ? new Set(Object.keys(s.entries)) : undefined;
+}
