@@ -65,6 +65,10 @@ describe("interventions", () => {
     const submitted = await alice.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: true, note: "checked with sales" } });
     expect(submitted.status).toBe(200);
     expect(submitted.body).toMatchObject({ status: "submitted", by: { type: "user", id: "alice" } });
+    // the answer is the record as kept: a 200 means decided and recorded, so it carries the answer and when
+    const kept = (await alice.get(`/api/workflow-runs/${runId}/interventions`)).body.data.find((i: { id: string }) => i.id === submitted.body.id);
+    expect(submitted.body).toEqual(kept);
+    expect(submitted.body).toMatchObject({ answer: { approved: true, note: "checked with sales" }, resolvedAt: expect.any(String) });
     const done = await until(alice, runId, "completed");
     expect(done.result).toMatchObject({ reviewStatus: "approved", approvedBy: "alice", actionRunId: expect.stringContaining(`${runId}:action:`) });
     expect(done.interventions[0]).toMatchObject({ status: "submitted", answer: { approved: true, note: "checked with sales" }, by: { id: "alice" } });

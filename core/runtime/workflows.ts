@@ -295,14 +295,24 @@ export class WorkflowRuns {
   async submit(runId: string, name: string, answer: unknown, principal: Principal): Promise<InterventionState> {
     const current = await this.openIntervention(runId, name, principal, "submit");
     await this.update(runId, "submitIntervention", { name, interventionId: current.id, answer, by: { type: principal.type, id: principal.id } });
-    return { ...current, status: "submitted", by: { type: principal.type, id: principal.id } };
+    return (await this.recorded(current.id, "submitted")) ?? { ...current, status: "submitted", answer, by: { type: principal.type, id: principal.id }, resolvedAt: nowIso() };
+  }
+
+  /**
+   * The intervention as recorded once it ended `status` (answer as validated, `resolvedAt`, `by`), or
+   * undefined when its row does not say so yet (runs started before `svc-durable-decisions` write it after
+   * the update completes: the caller composes it then).
+   */
+  private async recorded(interventionId: string, status: "submitted" | "cancelled"): Promise<InterventionState | undefined> {
+    const row = await this.db.get<InterventionRow>("SELECT * FROM interventions WHERE id = ?", [interventionId]);
+    return row?.status === status ? toIntervention(row) : undefined;
   }
 
   /** Cancels an open intervention (assignees, or holders of `run:workflow:<id>`). */
   async cancelIntervention(runId: string, name: string, principal: Principal, reason?: string): Promise<InterventionState> {
     const current = await this.openIntervention(runId, name, principal, "cancel");
     await this.update(runId, "cancelIntervention", { name, interventionId: current.id, by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) });
-    return { ...current, status: "cancelled", by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}) };
+    return (await this.recorded(current.id, "cancelled")) ?? { ...current, status: "cancelled", by: { type: principal.type, id: principal.id }, ...(reason ? { reason } : {}), resolvedAt: nowIso() };
   }
 
   /**
