@@ -102,7 +102,7 @@ describe("/ws/events (spec 6.5)", () => {
 
     // a cursor that is not one of this stream: an error frame, no acknowledgement, and the subscription stays
     const acknowledged = ws.frames.filter((f) => f.type === "subscribed").length;
-    const refusals = () => ws.frames.filter((f) => f.type === "error" && f.message === "afterCursor is not a cursor of this event stream").length;
+    const refusals = () => ws.frames.filter((f) => f.type === "error" && f.code === "invalid_request" && f.message === "afterCursor is not a cursor of this event stream").length;
     for (const [i, afterCursor] of ["garbage", ""].entries()) {
       ws.send({ type: "subscribe", afterCursor });
       await eventually(async () => refusals() > i);

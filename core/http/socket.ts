@@ -108,10 +108,11 @@ export type SocketMessageHandler = (peer: Peer, principal: Principal, message: u
  * A socket opened with a browser session ends with it (see `watchSession`): at sign-out, at expiry
  * unless HTTP use renewed it, and at the next message when the session ended elsewhere.
  *
- * Options for `/ws/agents` (off for the others, whose frames stay as they are): `handlers` answer other
- * message types (see {@link SocketMessageHandler}); `errorCodes` adds `code` to error frames
- * (`invalid_request` for malformed messages, the `ApiError`'s code otherwise, `internal` for anything
- * else).
+ * Every `error` frame carries a `code` (spec 7: clients branch on codes, not messages):
+ * `invalid_request` for malformed messages, the `ApiError`'s code otherwise (`invalid_request` for a
+ * foreign cursor, say), `internal` for anything else, `unauthorized` when the session ended.
+ *
+ * Option for `/ws/agents`: `handlers` answer other message types (see {@link SocketMessageHandler}).
  */
 export function subscriptionSocket<S>(opts: {
   authenticate(request: Request): Promise<Principal>;
@@ -120,7 +121,6 @@ export function subscriptionSocket<S>(opts: {
   /** Checks a valid subscribe before anything else (its cursor, say): what it throws is answered as an `error` frame and the socket's subscription stays as it was. */
   check?(subscribe: S): void;
   handlers?: Record<string, SocketMessageHandler>;
-  errorCodes?: boolean;
 }): Partial<Hooks> {
   const subscriptions = new Map<string, () => void>();
   /** By peer: stops following the session the socket was opened with. */
@@ -142,10 +142,10 @@ export function subscriptionSocket<S>(opts: {
     subscriptions.get(peer.id)?.();
     subscriptions.delete(peer.id);
   };
-  const invalid = (peer: Peer, message: string) => sendFrame(peer, opts.errorCodes ? { type: "error", code: "invalid_request", message } : { type: "error", message });
+  const invalid = (peer: Peer, message: string) => sendFrame(peer, { type: "error", code: "invalid_request", message });
   const failed = (peer: Peer, err: unknown, fallback: string) => {
     const message = isApiError(err) ? err.message : fallback;
-    sendFrame(peer, opts.errorCodes ? { type: "error", code: isApiError(err) ? err.code : "internal", message } : { type: "error", message });
+    sendFrame(peer, { type: "error", code: isApiError(err) ? err.code : "internal", message });
   };
   return {
     async upgrade(request) {

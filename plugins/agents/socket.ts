@@ -155,7 +155,6 @@ export function agentsSocket(deps: { output: AgentOutput; runs: AgentRunAccess; 
   return subscriptionSocket<Subscribe>({
     authenticate: deps.authenticateUpgrade,
     schema: Subscribe,
-    errorCodes: true,
     start: (peer, principal, sub, onReadError) =>
       sub.runId !== undefined ? startRun(peer, principal, sub.runId, sub.afterCursor, onReadError) : startActivity(peer, principal, sub.afterCursor, onReadError),
     handlers: {

@@ -51,7 +51,7 @@ export default definePlugin({
       "/ws/logs",
       {
         summary: "Handler logs over WebSocket",
-        description: "Spec 6.5. Browser session, allowed Origin and observe:logs. Send `{type:\"subscribe\", run?: {kind,id}, kinds?, levels?, afterCursor?}` (omitted filters: all logs); frames: connected, subscribed, logs {logs: [...]}, unsubscribed, reset {reason: cursor_expired}, error {message}. Without afterCursor only new lines arrive; a second subscribe replaces the first.",
+        description: "Spec 6.5. Browser session, allowed Origin and observe:logs. Send `{type:\"subscribe\", run?: {kind,id}, kinds?, levels?, afterCursor?}` (omitted filters: all logs); frames: connected, subscribed, logs {logs: [...]}, unsubscribed, reset {reason: cursor_expired}, error {code, message}. Without afterCursor only new lines arrive; a second subscribe replaces the first.",
       },
       subscriptionSocket({
         authenticate: async (request) => {
