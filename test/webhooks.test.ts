@@ -208,6 +208,28 @@ describe("webhook delivery table (spec 3)", () => {
     }
   });
 
+  it("pages webhook runs with an opaque token that only continues its own listing (a raw run id was taken as is: garbage looked like the end)", async () => {
+    for (let i = 0; i < 3; i++) {
+      const delivery = standardDelivery({ customerId: `cus_page_${i}`, name: "Paged" });
+      await post(probeUrl(), delivery.payload, delivery.headers);
+    }
+    const all = (await dev.get("/api/webhook-runs?connectorId=probe&pageSize=200")).body.data.map((r: { id: string }) => r.id);
+    const paged: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = (await dev.get(`/api/webhook-runs?connectorId=probe&pageSize=2${token ? `&nextPageToken=${token}` : ""}`)).body;
+      paged.push(...page.data.map((r: { id: string }) => r.id));
+      token = page.nextPageToken;
+    } while (token);
+    expect(paged).toEqual(all);
+    const first = (await dev.get("/api/webhook-runs?connectorId=probe&pageSize=1")).body.nextPageToken;
+    for (const [query, message] of [[`connectorId=probe&nextPageToken=garbage`, /not a token of this listing/], [`connectorId=probe&status=failed&nextPageToken=${first}`, /other filters/]] as const) {
+      const res = await dev.get(`/api/webhook-runs?${query}`);
+      expect([res.status, res.body.error.code], query).toEqual([400, "invalid_request"]);
+      expect(res.body.error.message).toMatch(message);
+    }
+  });
+
   it("answers a duplicate of a completed delivery 202 without running it again", async () => {
     const d = standardDelivery({ customerId: "cus_dup", name: "Dup" });
     expect((await post(probeUrl(), d.payload, d.headers)).status).toBe(202);

@@ -377,11 +377,17 @@ export class WebhookDeliveries {
     return toRun(row, attempts.map((a) => ({ attempt: a.attempt, status: a.status, startedAt: a.started_at, ...(a.finished_at ? { finishedAt: a.finished_at } : {}), ...(a.error ? { error: JSON.parse(a.error) } : {}) })));
   }
 
-  /** Runs newest first, filtered; `nextPageToken` continues. */
+  /**
+   * Runs newest first, filtered; `nextPageToken` continues. The token is opaque (the last run's id and
+   * the listing's filters, base64url JSON) and only continues the listing that issued it.
+   * @throws {ApiError} invalid_request for a token this listing did not issue, or one of other filters
+   */
   async list(q: { connectorId?: string; webhookId?: string; status?: string; pageSize: number; nextPageToken?: string }): Promise<{ data: WebhookRun[]; nextPageToken?: string }> {
+    const filters = JSON.stringify([q.connectorId ?? null, q.webhookId ?? null, q.status ?? null]);
+    const after = q.nextPageToken === undefined ? undefined : webhookRunsAfter(q.nextPageToken, filters);
     const where: string[] = [];
     const params: string[] = [];
-    for (const [column, value] of [["connector_id", q.connectorId], ["webhook_id", q.webhookId], ["status", q.status], ["id", q.nextPageToken]] as const) {
+    for (const [column, value] of [["connector_id", q.connectorId], ["webhook_id", q.webhookId], ["status", q.status], ["id", after]] as const) {
       if (value === undefined) continue;
       where.push(column === "id" ? "id < ?" : `${column} = ?`);
       params.push(value);
@@ -389,8 +395,25 @@ export class WebhookDeliveries {
     const rows = await this.db.all<WebhookRunRow>(`SELECT * FROM webhook_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`, [...params, q.pageSize + 1] as never);
     const page = rows.slice(0, q.pageSize);
     const data = await Promise.all(page.map((r) => this.get(r.id)));
-    return { data, ...(rows.length > q.pageSize ? { nextPageToken: page[page.length - 1]!.id } : {}) };
+    const next = rows.length > q.pageSize ? Buffer.from(JSON.stringify({ after: page[page.length - 1]!.id, filters })).toString("base64url") : undefined;
+    return { data, ...(next ? { nextPageToken: next } : {}) };
   }
+}
+
+/**
+ * The run id a webhook-runs page token continues after.
+ * @throws {ApiError} invalid_request when `token` is not one the listing issued, or was issued for other filters
+ */
+function webhookRunsAfter(token: string, filters: string): string {
+  let decoded: { after?: unknown; filters?: unknown } | undefined;
+  try {
+    decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as typeof decoded;
+  } catch {
+    decoded = undefined;
+  }
+  if (typeof decoded?.after !== "string" || typeof decoded.filters !== "string") throw new ApiError("invalid_request", "nextPageToken is not a token of this listing: send the one a page answered", { nextPageToken: token });
+  if (decoded.filters !== filters) throw new ApiError("invalid_request", "nextPageToken belongs to a listing with other filters: send the same connectorId, webhookId and status", { nextPageToken: token });
+  return decoded.after;
 }
 
 /**
