@@ -99,7 +99,7 @@ export { FileReferenceSchema, DownloadUrlSchema } from "./sdk/records";
 export type { FileReference } from "./sdk/context";
 export { isFileValue, fileProperties } from "./ontology/validate";
 export { serveFile } from "./http/file-response";
-export { FastResponse, errorResponse, jsonResponse, jsonText } from "./http/response";
+export { FastResponse, NOT_FRAMED, errorResponse, jsonResponse, jsonText } from "./http/response";
 export { ArtifactStore } from "./artifacts/store";
 export { ArtifactSchema, ArtifactVersionSchema, TitleSchema, VersionFilesSchema } from "./artifacts/schemas";
 export { ARTIFACT_KINDS } from "./artifacts/content";

@@ -32,6 +32,10 @@ describeMatrix("status, project, docs", (transport) => {
     const page = await client(suite.app, null, transport).get("/docs");
     expect(page.status).toBe(200);
     expect(page.text).not.toMatch(/https?:\/\//);
+    // no other site may frame it (clickjacking), nor the live viewer with its buttons
+    for (const framed of [page, await client(suite.app, null, transport).get("/viewer")]) {
+      expect([framed.headers.get("content-security-policy"), framed.headers.get("x-frame-options")]).toEqual(["frame-ancestors 'self'", "SAMEORIGIN"]);
+    }
     const asset = await fetch(`${suite.app.url}/docs/assets/swagger-ui-bundle.js`);
     expect(asset.status).toBe(200);
     const doc = (await client(suite.app, null, transport).get("/docs/openapi.json")).body;

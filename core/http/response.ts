@@ -41,3 +41,11 @@ export function errorResponse(err: unknown): Response {
   const apiError = isApiError(err) ? err : new ApiError("internal", "Internal server error");
   return jsonResponse(apiError.toBody(), apiError.status, apiError.headers);
 }
+
+/**
+ * Headers of an HTML page of ours that no other site may frame (clickjacking: `/viewer` has buttons that
+ * act as the signed-in reader, `/docs` sends requests): CSP `frame-ancestors 'self'`, and
+ * `X-Frame-Options: SAMEORIGIN` for browsers without CSP level 2. The artifact pages set the same in
+ * their own CSP.
+ */
+export const NOT_FRAMED: Readonly<Record<string, string>> = { "content-security-policy": "frame-ancestors 'self'", "x-frame-options": "SAMEORIGIN", "x-content-type-options": "nosniff" };

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import * as v from "valibot";
-import { ApiError, definePlugin } from "../../core/plugin-api";
+import { ApiError, NOT_FRAMED, definePlugin } from "../../core/plugin-api";
 
 const require = createRequire(import.meta.url);
 const SWAGGER_DIR = path.dirname(require.resolve("swagger-ui-dist/package.json"));
@@ -42,7 +42,7 @@ export default definePlugin({
         routes.openapi({ title: `${project.definition.name} API`, version: "0.0.1", description: `Project data service for **${project.definition.name}** (\`${project.id}\`). Authenticate with \`Authorization: Bearer <API_TOKEN>\` on operations marked with a lock. Errors are \`{ "error": { "code", "message", "details"? } }\`.` }),
       ));
     const send = (body: string | Uint8Array, type: string) => new Response(body as string, { headers: { "content-type": type, "cache-control": "no-cache" } });
-    routes.add({ method: "GET", path: "/docs", summary: "API reference (HTML)", tags: ["docs"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => send(PAGE, "text/html; charset=utf-8") });
+    routes.add({ method: "GET", path: "/docs", summary: "API reference (HTML)", tags: ["docs"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...NOT_FRAMED } }) });
     routes.add({ method: "GET", path: "/docs/init.js", summary: "API reference bootstrap script", tags: ["docs"], auth: "none", responses: { 200: { description: "JavaScript", contentType: "application/javascript" } }, handler: () => send(INIT, "application/javascript; charset=utf-8") });
     routes.add({ method: "GET", path: "/docs/openapi.json", summary: "OpenAPI 3.1 document", tags: ["docs"], auth: "none", responses: { 200: { description: "OpenAPI document", contentType: "application/json" } }, handler: () => send(doc(), "application/json; charset=utf-8") });
     routes.add({

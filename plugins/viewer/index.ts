@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { definePlugin } from "../../core/plugin-api";
+import { NOT_FRAMED, definePlugin } from "../../core/plugin-api";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -16,7 +16,7 @@ export default definePlugin({
     const page = fs.readFileSync(path.join(here, "page.html"), "utf8");
     const script = fs.readFileSync(path.join(here, "app.js"), "utf8");
     const send = (body: string, type: string) => new Response(body, { headers: { "content-type": type, "cache-control": "no-cache" } });
-    routes.add({ method: "GET", path: "/viewer", summary: "Live event viewer (HTML)", tags: ["viewer"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => send(page, "text/html; charset=utf-8") });
+    routes.add({ method: "GET", path: "/viewer", summary: "Live event viewer (HTML)", tags: ["viewer"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...NOT_FRAMED } }) });
     routes.add({ method: "GET", path: "/viewer/app.js", summary: "Live event viewer script", tags: ["viewer"], auth: "none", responses: { 200: { description: "JavaScript", contentType: "application/javascript" } }, handler: () => send(script, "application/javascript; charset=utf-8") });
   },
 });
