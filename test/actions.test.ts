@@ -83,6 +83,9 @@ describe("action runs (spec 4.2)", () => {
       expect(res.body.error.code).toBe("invalid_request");
       if (Array.isArray(body)) expect(res.body.error.message).toBe("Invalid body: body expected a JSON object, got an array");
     }
+    // params nested 10,000 deep: a 40 KB body that parsed, then overflowed the stack when written back (a 500)
+    const deep = await dev.post("/api/actions/diagnostics.noop", `{"params":{"x":${"[".repeat(10_000)}${"]".repeat(10_000)}}}`);
+    expect([deep.status, deep.body.error.message]).toEqual([400, "The body nests arrays and objects deeper than 256 levels"]);
     expect((await dev.post("/api/actions/diagnostics.sleep", "ms=1", { "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
     expect((await dev.post("/api/actions/nope", { params: {} })).status).toBe(404);
     expect((await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_9999"), params: {} })).status).toBe(404);

@@ -153,7 +153,7 @@ export function emptyJsonBody(): Record<string, never> {
  * Reads a JSON body (spec 4.2: JSON with an appropriate content type). An empty body reads as
  * {@link emptyJsonBody} (`{}`), so a route whose body schema accepts `{}` documents its body as optional.
  * @throws {ApiError} payload_too_large, unsupported_media_type (not `application/json` or `+json`),
- *   invalid_request (malformed JSON)
+ *   invalid_request (malformed JSON, or nested deeper than {@link MAX_JSON_DEPTH})
  */
 export async function readJsonBody(req: Request): Promise<unknown> {
   const bytes = await readBodyBytes(req);
@@ -162,9 +162,30 @@ export async function readJsonBody(req: Request): Promise<unknown> {
   if (type !== "application/json" && !type.endsWith("+json")) {
     throw new ApiError("unsupported_media_type", "The body must be JSON with Content-Type: application/json", { contentType: type || null });
   }
+  let value: unknown;
   try {
-    return JSON.parse(new TextDecoder().decode(bytes));
+    value = JSON.parse(new TextDecoder().decode(bytes));
   } catch (err) {
     throw new ApiError("invalid_request", `The body is not valid JSON: ${(err as Error).message}`);
   }
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) throw new ApiError("invalid_request", `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+  return value;
+}
+
+/**
+ * How deep a request body's arrays and objects may nest. Deeper values parse, but writing them back
+ * (`JSON.stringify`, valibot's recursion) overflows the stack: a 500 for a 40 KB body.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** Whether `value` nests arrays and objects deeper than `max` levels (iterative: no recursion to overflow). */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+  }
+  return false;
 }
