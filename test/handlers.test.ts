@@ -191,7 +191,7 @@ describe("writes a handler makes after it returned", () => {
     await new Promise((r) => setTimeout(r, 200));
     expect((await dev.get("/api/objects/customer/cus_late")).body.properties.name).toBe("before return");
     expect((await dev.get("/api/objects/customer/cus_late_copy")).body.properties.name).toBe("changed after the call");
-    expect((await dev.get("/api/events?types=rule.triggered&limit=1000")).body.events.filter((e: any) => e.payload.ruleId === "late")).toEqual([]);
+    expect((await dev.get("/api/events?type=rule.triggered&limit=1000")).body.events.filter((e: any) => e.payload.ruleId === "late")).toEqual([]);
   });
 });
 
@@ -344,15 +344,19 @@ describe("run records are written before their executions start", () => {
   });
 
   it("a sync run naming another execution's id is queued, then refused by its start and ends failed", async () => {
-    const run = await client(app).post("/api/actions/invoice.approve", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1004" }, params: {}, runId: "sync-hijack" });
-    expect(run.body.status).toBe("succeeded");
-    await expect.poll(() => execution("action-effect:sync-hijack")).toBe("exists");
-    const res = await client(app).post("/api/syncs/probe-sync/runs", { input: {}, runId: "action-effect:sync-hijack" });
+    // svc's own ids (an action's effect) have a ':', which a client's runId may not
+    expect((await client(app).post("/api/syncs/probe-sync/runs", { input: {}, runId: "action-effect:sync-hijack" })).status).toBe(400);
+    // a workflow run's id: a client's run of another kind
+    const workflowRun = await client(app).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1004", waitMs: 60_000 }, runId: "sync-hijack" });
+    expect(workflowRun.status).toBe(200);
+    await expect.poll(() => execution("sync-hijack")).toBe("exists");
+    const res = await client(app).post("/api/syncs/probe-sync/runs", { input: {}, runId: "sync-hijack" });
     expect(res.status).toBe(200);
-    await expect.poll(async () => (await client(app).get("/api/sync-runs/action-effect:sync-hijack")).body.status, { timeout: 10_000 }).toBe("failed");
-    const failed = (await client(app).get("/api/sync-runs/action-effect:sync-hijack")).body;
-    expect(failed.error.message).toMatch(/taken by another execution \(actionEffect\)/);
-    const events = ((await client(app).get("/api/events?topic=syncs&limit=1000")).body.events as any[]).filter((e) => e.payload.runId === "action-effect:sync-hijack");
+    await expect.poll(async () => (await client(app).get("/api/sync-runs/sync-hijack")).body.status, { timeout: 10_000 }).toBe("failed");
+    const failed = (await client(app).get("/api/sync-runs/sync-hijack")).body;
+    expect(failed.error.message).toMatch(/taken by another execution \(invoice-review\)/);
+    const events = ((await client(app).get("/api/events?topic=syncs&limit=1000")).body.events as any[]).filter((e) => e.payload.runId === "sync-hijack");
     expect(events.map((e) => [e.type, e.payload.status])).toEqual([["sync.run.finished", "failed"]]);
+    await client(app).post("/api/workflow-runs/sync-hijack/cancel", {});
   });
 });
