@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client, eventually, startApp, startFixtureProcess, tempDir, tokenFor } from "./helpers";
 import { freePort } from "./setup/global";
+import { AgentTools } from "../core/runtime/agent-tools";
 
 type App = Awaited<ReturnType<typeof startApp>>;
 let app: App;
@@ -133,6 +134,16 @@ describe("who may read what", () => {
     expect((await dev.post("/api/agents/nobody/conversations", {})).status).toBe(404);
     const project = await dev.get("/api/project");
     expect(project.body.agents).toEqual([expect.objectContaining({ id: "assistant", model: "scripted", tools: ["read_objects", "run_action", "publish_artifact", "publish_version", "read_artifact"] })]);
+  });
+
+  it("runs an action through the run_action tool only with what POST /api/actions asks: the action's permission, and viewing its subject's type", async () => {
+    const tools = app.container.resolve(AgentTools);
+    const call = { id: "call-1", name: "run_action", input: { actionId: "invoice.approve", subject: { objectTypeId: "invoice", primaryId: "inv_1005" }, params: {} } };
+    const as = (...permissions: string[]) => ({ principal: { type: "user" as const, id: "tool-user", permissions: new Set(permissions) }, agentId: "assistant", runId: "tool-check", step: 1, index: 0 });
+    await expect(tools.execute(call, as("view:object:invoice"))).rejects.toMatchObject({ code: "forbidden", message: 'You may not run action "invoice.approve"' });
+    await expect(tools.execute(call, as("run:action:invoice.approve"))).rejects.toMatchObject({ code: "forbidden", message: 'You may not view objects of type "invoice"' });
+    // with both it runs (the seed's inv_1005 is void: the action's own refusal, recorded as a failed run)
+    expect(await tools.execute(call, as("run:action:invoice.approve", "view:object:invoice"))).toMatchObject({ actionId: "invoice.approve", status: "failed", error: { message: "Invoice inv_1005 is void and cannot be approved" } });
   });
 });
 

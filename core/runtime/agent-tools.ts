@@ -125,6 +125,8 @@ export class AgentTools {
       case "run_action": {
         const input = parsed.output as v.InferOutput<(typeof INPUTS)["run_action"]>;
         if (!has(ctx.principal, can.runAction(input.actionId))) throw new ApiError("forbidden", `You may not run action "${input.actionId}"`);
+        // as POST /api/actions/:actionId: running an action on an object needs viewing its type
+        if (input.subject && !has(ctx.principal, can.view(input.subject.objectTypeId))) throw new ApiError("forbidden", `You may not view objects of type "${input.subject.objectTypeId}"`);
         return this.actions.run({ actionId: input.actionId, params: input.params, subject: input.subject ? { kind: "object", ...input.subject } : undefined, runId: `run_${ctx.runId}_${ctx.step}_${ctx.index}`, actor: { type: ctx.principal.type, id: ctx.principal.id } } as never);
       }
       case "publish_artifact":
