@@ -129,6 +129,16 @@ describe("POST /api/events", () => {
     expect(stored).toMatchObject({ type: "schedule.triggered", origin: { kind: "runtime" }, actor: { type: "user", id: "dev" } });
   });
 
+  it("says which events were skipped as appended before (by idempotencyKey), also within one request", async () => {
+    const keyed = (key: string) => ({ ...triggered, idempotencyKey: key });
+    const key = `dup-${Date.now()}`;
+    const first = await dev().post("/api/events", { events: [keyed(key)] });
+    expect([first.body.count, first.body.skipped]).toEqual([1, []]);
+    const again = await dev().post("/api/events", { events: [triggered, keyed(key), keyed(`${key}-new`), keyed(`${key}-new`)] });
+    expect(again.body.count).toBe(2);
+    expect(again.body.skipped).toEqual([{ index: 1, idempotencyKey: key }, { index: 3, idempotencyKey: `${key}-new` }]);
+  });
+
   it("refuses ontology event types with a clear error, and callers without append:events", async () => {
     const res = await dev().post("/api/events", { events: [{ type: "object.created", payload: { objectTypeId: "customer", primaryId: "x" } }] });
     expect(res.status).toBe(400);

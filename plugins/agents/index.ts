@@ -77,7 +77,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/agent-runs/:runId/output",
       summary: "Read a reply run's output",
-      description: `A page of the run's retained output after \`afterCursor\` (text deltas, tool calls and results, published and withdrawn versions, errors), as /ws/agents sends it. \`cursor\` acknowledges \`afterCursor\`, or is null when retention no longer covers it and the page starts at the earliest output kept. ${OWNER_ONLY}`,
+      description: `A page of the run's retained output after \`afterCursor\` (text deltas, tool calls and results, published and withdrawn versions, errors), as /ws/agents sends it. \`cursor\` acknowledges \`afterCursor\`, or is null when retention no longer covers it and the page starts at the earliest output kept. \`nextCursor\` is where to continue (send it as \`afterCursor\`): a position, present once the run has output, so stop paging on a page shorter than \`limit\` (caught up; for a run that has ended, its end), not on a null \`nextCursor\`. ${OWNER_ONLY}`,
       tags: ["agents"],
       auth: "bearer",
       params: RunParams,

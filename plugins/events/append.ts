@@ -22,6 +22,10 @@ const EventInput = v.variant(
 
 const AppendedSchema = v.object({
   count: v.number(),
+  skipped: v.pipe(
+    v.array(v.object({ index: v.number(), idempotencyKey: v.string() })),
+    v.description("The events not written because their `idempotencyKey` was appended before (or earlier in this request): their index in `events` as sent, and the key"),
+  ),
   events: v.array(v.looseObject({ id: v.string(), type: v.string(), topic: v.string(), partitionKey: v.string(), payload: v.record(v.string(), v.unknown()), origin: v.looseObject({ kind: v.literal("runtime") }), actor: v.object({ type: v.picklist(["user", "serviceAccount"]), id: v.string() }) })),
 });
 
@@ -40,7 +44,7 @@ export function addAppendRoute(routes: RouteRegistry, events: EventLog): void {
     auth: "bearer",
     body: v.strictObject({ events: v.pipe(v.array(EventInput), v.minLength(1), v.maxLength(100)) }),
     responses: {
-      200: { description: "The events written (an event whose `idempotencyKey` was seen before is skipped)", schema: AppendedSchema },
+      200: { description: "The events written; an event whose `idempotencyKey` was appended before is not written again and is listed in `skipped`", schema: AppendedSchema },
       400: { description: `\`invalid_request\`: the body does not match this operation's schema or is not valid JSON; an ontology event type is refused here (${REFUSED})` },
       403: { description: "`forbidden`: the identity lacks `append:events` (`details.permission`)" },
     },
@@ -48,10 +52,17 @@ export function addAppendRoute(routes: RouteRegistry, events: EventLog): void {
       requirePermission(principal!, can.appendEvents());
       const actor = { type: principal!.type, id: principal!.id };
       const correlationId = newId("append");
-      const written = await events.append(
-        (body.events as Array<{ type: EventType; payload: Record<string, unknown>; partitionKey?: string; idempotencyKey?: string}>).map((e) => ({ ...e, actor, origin: { kind: "runtime" as const }, correlationId })),
-      );
-      return { count: written.length, events: written };
+      const inputs = body.events as Array<{ type: EventType; payload: Record<string, unknown>; partitionKey?: string; idempotencyKey?: string }>;
+      const written = await events.append(inputs.map((e) => ({ ...e, actor, origin: { kind: "runtime" as const }, correlationId })));
+      // a keyed input is written at most once: the first of its key that no earlier append took
+      const writtenKeys = new Set(written.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined));
+      const skipped: Array<{ index: number; idempotencyKey: string }> = [];
+      for (const [index, e] of inputs.entries()) {
+        if (e.idempotencyKey === undefined) continue;
+        if (writtenKeys.delete(e.idempotencyKey)) continue;
+        skipped.push({ index, idempotencyKey: e.idempotencyKey });
+      }
+      return { count: written.length, events: written, skipped };
     },
   });
 }
