@@ -40,6 +40,11 @@ describeMatrix("status, project, docs", (transport) => {
     expect(asset.status).toBe(200);
     const doc = (await client(suite.app, null, transport).get("/docs/openapi.json")).body;
     expect(doc.openapi).toBe("3.1.0");
+    // generated clients see every envelope field of an event, the catalog's types, and the stable error codes
+    const event = doc.paths["/api/events"].get.responses["200"].content["application/json"].schema.properties.events.items;
+    for (const field of ["correlationId", "causationId", "idempotencyKey", "actor", "metadata", "origin", "commitId", "commitOrdinal", "cursor"]) expect(event.properties, field).toHaveProperty(field);
+    expect(event.properties.type.enum).toContain("workflow.intervention.submitted");
+    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual(expect.arrayContaining(["invalid_request", "cursor_expired", "too_many_requests"]));
     for (const [path, method] of [["/api/status", "get"], ["/api/project", "get"], ["/api/objects", "get"], ["/api/objects/query", "post"], ["/api/actions/{actionId}", "post"], ["/api/events", "get"], ["/api/workflows/{id}/runs", "post"], ["/api/workflow-runs/{runId}", "get"]] as const) {
       expect(doc.paths[path]?.[method], `${method} ${path}`).toBeDefined();
       expect(doc.paths[path][method]["x-svc-bearer-auth"]).toBe(true);

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { defineWebSocketHandler, getQuery, type H3, type H3Event } from "h3";
 import type { Hooks as WebSocketHooks } from "crossws";
-import { ApiError, isApiError } from "../errors";
+import { ApiError, ERROR_STATUS, isApiError, type ErrorCode } from "../errors";
 import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
@@ -80,7 +80,11 @@ export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined
 export type Authenticator = (req: Request, mode: "bearer" | "session") => Promise<{ principal: Principal; renewedCookie?: string }>;
 
 const ErrorBodySchema = v.object({
-  error: v.object({ code: v.string(), message: v.string(), details: v.optional(v.unknown()) }),
+  error: v.object({
+    code: v.pipe(v.picklist(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]), v.description("Stable: branch on it, never on `message` (spec 7); codes may be added, none renamed")),
+    message: v.pipe(v.string(), v.description("For people: it may change")),
+    details: v.optional(v.pipe(v.unknown(), v.description("The code's particulars, e.g. `problems` of `invalid_request` and `artifact_invalid`, `currentVersion` of a `conflict`, `retryAfterSeconds` of `too_many_requests`"))),
+  }),
 });
 
 /**

@@ -3,16 +3,29 @@ import { ApiError, EVENT_TYPES, EventLog, TOPICS, definePlugin, jsonText } from 
 import { eventsSocket } from "./socket";
 import { addAppendRoute } from "./append";
 
-const EventSchema = v.looseObject({
+/**
+ * A stored domain event as `GET /api/events` answers it (spec 2.3's envelope, `StoredDomainEvent` in
+ * core/events/catalog.ts): every field it may carry, so generated clients see them. `payload`'s fields
+ * per type are the catalog's (spec 2.4; `GET /api/project` lists it).
+ */
+const EventSchema = v.object({
   id: v.string(),
   schemaVersion: v.literal(1),
   projectId: v.string(),
-  occurredAt: v.string(),
-  type: v.string(),
-  topic: v.string(),
+  occurredAt: v.pipe(v.string(), v.description("ISO 8601 UTC")),
+  correlationId: v.optional(v.pipe(v.string(), v.description("Groups related events; on ontology facts, copied from their execution"))),
+  causationId: v.optional(v.string()),
+  idempotencyKey: v.optional(v.string()),
+  actor: v.optional(v.pipe(v.object({ type: v.picklist(["user", "serviceAccount", "system"]), id: v.string() }), v.description("Who caused the write; absent for trusted internal executions"))),
+  metadata: v.optional(v.record(v.string(), v.unknown())),
+  origin: v.optional(v.pipe(v.looseObject({ kind: v.picklist(["action", "runtime", "projection", "telemetry"]) }), v.description("What produced the event: `action` (actionId, runId), `runtime` (workflowId, runId, … when a run wrote it), `projection` (datasetId, version), `telemetry`"))),
+  commitId: v.optional(v.pipe(v.string(), v.description("Groups every object, link and telemetry event of one write"))),
+  commitOrdinal: v.optional(v.number()),
+  type: v.picklist(EVENT_TYPES),
+  topic: v.picklist(TOPICS),
   partitionKey: v.string(),
   payload: v.record(v.string(), v.unknown()),
-  cursor: v.string(),
+  cursor: v.pipe(v.string(), v.description("Opaque: send it as afterCursor to read on after this event")),
 });
 
 const NEXT_LINK_DOC =
