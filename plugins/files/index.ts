@@ -146,7 +146,7 @@ export default definePlugin({
       auth: "bearer",
       params: ObjectParams,
       body: v.strictObject({ path: PropertyPath, expiresInMs: ExpiresInMs }),
-      responses: { 200: { description: "The URL (shown once), its id and expiry", schema: DownloadUrlSchema } },
+      responses: { 200: { description: "The URL (shown once), its id and expiry", schema: DownloadUrlSchema }, 503: { description: "`not_configured`: `SVC_API_PUBLIC_ORIGIN` is not set, so there is no public address to put in the URL" } },
       handler: async ({ principal, params, body }) => {
         const fileId = await objectFile(principal!, params.objectTypeId, params.primaryId, body.path);
         return files.createDownloadUrl(fileId, { expiresInMs: body.expiresInMs, publicOrigin: config.apiPublicOrigin, createdBy: creator(principal!) });
