@@ -224,6 +224,23 @@ describe("interventions", () => {
     });
     expect(listed.every((r: any) => r.status === "completed" && r.workflowId === "invoice-review")).toBe(true);
     expect((await auditor.get("/api/workflow-runs")).body.data).toEqual([]);
+    // paged two at a time with nextPageToken: the same runs in the same order, none twice, none missed
+    const filter = `workflowId=invoice-review&startedAfter=${since}`;
+    const whole = (await dev.get(`/api/workflow-runs?${filter}&pageSize=500`)).body;
+    expect(whole.nextPageToken).toBeUndefined();
+    expect(whole.data.length).toBeGreaterThan(4);
+    const paged: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = (await dev.get(`/api/workflow-runs?${filter}&pageSize=2${token ? `&nextPageToken=${token}` : ""}`)).body;
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      paged.push(...page.data.map((r: any) => r.runId));
+      token = page.nextPageToken;
+    } while (token);
+    expect(paged).toEqual(whole.data.map((r: any) => r.runId));
+    const first = (await dev.get(`/api/workflow-runs?${filter}&pageSize=1`)).body.nextPageToken;
+    expect((await dev.get(`/api/workflow-runs?${filter}&status=failed&nextPageToken=${first}`)).body.error.message).toMatch(/other filters/);
+    expect((await dev.get(`/api/workflow-runs?${filter}&nextPageToken=x`)).status).toBe(400);
   });
 
   it("replays every recorded history of the sandbox workflow deterministically", async () => {

@@ -46,6 +46,25 @@ export const InterventionStateSchema = v.object({
 });
 export type InterventionState = v.InferOutput<typeof InterventionStateSchema>;
 
+/** A run as the search lists it (`GET /api/workflow-runs`). */
+export type RunSummary = { runId: string; workflowId: string; status: string; startedAt: string; finishedAt?: string };
+
+/** Where a run search continues: runs started before `at`, or at `at` and not among `seen` (run ids). */
+export interface RunSearchPosition {
+  at: string;
+  seen: string[];
+}
+
+/** A run search's filters ({@link WorkflowRuns.search}); `after` continues a search from its last page. */
+export interface RunSearch {
+  workflowIds: string[];
+  status?: string;
+  startedAfter?: string;
+  startedBefore?: string;
+  pageSize: number;
+  after?: RunSearchPosition;
+}
+
 /** The state of a workflow run (`GET /api/workflow-runs/:runId`). */
 export const WorkflowRunStateSchema = v.object({
   runId: v.string(),
@@ -373,14 +392,31 @@ export class WorkflowRuns {
    * Runs of this runtime's task queue by workflow, status and start time, newest first: Temporal
    * visibility for runs started there, and the store for runs that are not (still waiting for the
    * {@link RunStarter}: `running`; refused or cancelled before their start: `failed`, `cancelled`),
-   * whose `startedAt` is when they were queued. At most `pageSize` runs.
+   * whose `startedAt` is when they were queued. At most `pageSize` runs, and `next` when there are
+   * more: the position to pass as `after` for the following page (keyset on `startedAt`, with the ids
+   * already listed at that instant, so runs started in the same ms are neither repeated nor skipped).
    * @param q.status one of the API's statuses (queued and waiting are reported as running)
    */
-  async search(q: { workflowIds: string[]; status?: string; startedAfter?: string; startedBefore?: string; pageSize: number }): Promise<Array<{ runId: string; workflowId: string; status: string; startedAt: string; finishedAt?: string }>> {
+  async search(q: RunSearch): Promise<{ data: RunSummary[]; next?: RunSearchPosition }> {
+    if (q.workflowIds.length === 0) return { data: [] };
+    // a page past the position: what started before it, or at it and not listed yet (one page more of
+    // each source than asked, to skip those listed)
+    const extra = q.after ? q.after.seen.length : 0;
+    const found = await this.searchFrom({ ...q, pageSize: q.pageSize + extra + 1 });
+    const after = q.after;
+    const rest = after ? found.filter((r) => r.startedAt < after.at || (r.startedAt === after.at && !after.seen.includes(r.runId))) : found;
+    const data = rest.slice(0, q.pageSize);
+    if (rest.length <= q.pageSize) return { data };
+    const at = data.at(-1)!.startedAt;
+    const seen = [...(after?.at === at ? after.seen : []), ...data.filter((r) => r.startedAt === at).map((r) => r.runId)];
+    return { data, next: { at, seen } };
+  }
+
+  /** Runs newest first from Temporal and the store (see {@link WorkflowRuns.search}), at or before `q.after.at`. */
+  private async searchFrom(q: RunSearch): Promise<RunSummary[]> {
     const host = this.host();
     const quote = (s: string) => `'${s.replace(/'/g, "")}'`;
     const clauses = [`TaskQueue = ${quote(host.taskQueue)}`];
-    if (q.workflowIds.length === 0) return [];
     // the store first: a run started between the two reads is then in both (Temporal's answer wins), never in neither
     const unstarted = await this.unstartedRuns(q);
     clauses.push(`WorkflowType IN (${q.workflowIds.map(quote).join(", ")})`);
@@ -388,18 +424,20 @@ export class WorkflowRuns {
     if (q.status) clauses.push(`ExecutionStatus = ${quote(statuses[q.status] ?? "Running")}`);
     if (q.startedAfter) clauses.push(`StartTime >= ${quote(new Date(q.startedAfter).toISOString())}`);
     if (q.startedBefore) clauses.push(`StartTime < ${quote(new Date(q.startedBefore).toISOString())}`);
-    const out = [];
+    // Temporal keeps start times finer than the ms of `startedAt`: everything within the position's ms
+    if (q.after) clauses.push(`StartTime < ${quote(new Date(Date.parse(q.after.at) + 1).toISOString())}`);
+    const out: RunSummary[] = [];
     for await (const w of host.client.workflow.list({ query: clauses.join(" AND "), pageSize: q.pageSize })) {
       const name = w.status.name;
       out.push({ runId: w.workflowId, workflowId: w.type, status: name === "RUNNING" ? "running" : name === "COMPLETED" ? "completed" : name === "CANCELLED" || name === "TERMINATED" ? "cancelled" : name === "TIMED_OUT" ? "timed_out" : "failed", startedAt: w.startTime.toISOString(), ...(w.closeTime ? { finishedAt: w.closeTime.toISOString() } : {}) });
       if (out.length >= q.pageSize) break;
     }
     const listed = new Set(out.map((r) => r.runId));
-    return [...out, ...unstarted.filter((r) => !listed.has(r.runId))].sort((a, b) => (a.startedAt < b.startedAt ? 1 : a.startedAt > b.startedAt ? -1 : 0)).slice(0, q.pageSize);
+    return [...out, ...unstarted.filter((r) => !listed.has(r.runId))].sort((a, b) => (a.startedAt < b.startedAt ? 1 : a.startedAt > b.startedAt ? -1 : a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0)).slice(0, q.pageSize);
   }
 
   /** {@link WorkflowRuns.search}'s runs that Temporal does not hold: not started yet, or ended before their start. */
-  private async unstartedRuns(q: { workflowIds: string[]; status?: string; startedAfter?: string; startedBefore?: string; pageSize: number }) {
+  private async unstartedRuns(q: RunSearch): Promise<RunSummary[]> {
     const startStatuses: Record<string, string[]> = { running: ["pending"], queued: ["pending"], waiting: ["pending"], failed: ["failed"], cancelled: ["cancelled"], completed: [], timed_out: [] };
     const wanted = q.status ? (startStatuses[q.status] ?? []) : ["pending", "failed", "cancelled"];
     if (wanted.length === 0) return [];
@@ -412,6 +450,10 @@ export class WorkflowRuns {
     if (q.startedBefore) {
       where.push("requested_at < ?");
       params.push(new Date(q.startedBefore).toISOString());
+    }
+    if (q.after) {
+      where.push("requested_at <= ?");
+      params.push(q.after.at);
     }
     const rows = await this.db.all<{ run_id: string; workflow_id: string; start_status: string; requested_at: string; start_finished_at: string | null }>(
       `SELECT run_id, workflow_id, start_status, requested_at, start_finished_at FROM workflow_runs WHERE ${where.join(" AND ")} ORDER BY requested_at DESC LIMIT ?`,

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ClientRunIdSchema, HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ApiError, ClientRunIdSchema, HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 /**
  * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once durably queued
@@ -7,6 +7,26 @@ import { ClientRunIdSchema, HistoryEventSchema, InterventionStateSchema, Workflo
  * reports its state.
  * Both need `run:workflow:<id>`.
  */
+/**
+ * The position a `GET /api/workflow-runs` page token continues from (opaque: base64url JSON of the
+ * position and the search's filters).
+ * @throws {ApiError} invalid_request when `token` is not one a search issued, or one of other filters
+ */
+function positionOf(token: string, filters: string): { at: string; seen: string[] } {
+  let decoded: { at?: unknown; seen?: unknown; filters?: unknown } | undefined;
+  try {
+    decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as typeof decoded;
+  } catch {
+    decoded = undefined;
+  }
+  const seen = decoded?.seen;
+  if (typeof decoded?.at !== "string" || Number.isNaN(Date.parse(decoded.at)) || !Array.isArray(seen) || !seen.every((id) => typeof id === "string")) {
+    throw new ApiError("invalid_request", "nextPageToken is not a token of this search: send the one a page answered", { nextPageToken: token });
+  }
+  if (decoded.filters !== filters) throw new ApiError("invalid_request", "nextPageToken belongs to a search with other filters: send the same workflowId, status, startedAfter and startedBefore", { nextPageToken: token });
+  return { at: decoded.at, seen: seen as string[] };
+}
+
 export default definePlugin({
   name: "workflows",
   deps: { runs: WorkflowRuns },
@@ -74,11 +94,19 @@ export default definePlugin({
         startedAfter: v.optional(timestampSchema()),
         startedBefore: v.optional(timestampSchema()),
         pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 500, description: "1 to 500, default 50" })),
+        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before, with the same filters"))),
       }),
-      responses: { 200: { description: "Runs", schema: v.object({ data: v.array(WorkflowRunSummarySchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
+      responses: {
+        200: { description: "Runs; `nextPageToken` when there are more (absent on the last page)", schema: v.object({ data: v.array(WorkflowRunSummarySchema), nextPageToken: v.optional(v.string()) }) },
+        400: { description: "`invalid_request`: the query does not match this operation's schema, or `nextPageToken` is not a token of this search (another search's, or edited)" },
+        503: { description: "`unavailable`: Temporal did not answer" },
+      },
       handler: async ({ principal, query }) => {
         const allowed = [...project.workflows.keys()].filter((id) => principal!.permissions.has(can.runWorkflow(id)) && (!query.workflowId || id === query.workflowId));
-        return { data: await runs.search({ workflowIds: allowed, status: query.status, startedAfter: query.startedAfter, startedBefore: query.startedBefore, pageSize: query.pageSize ?? 50 }) };
+        const filters = JSON.stringify([query.workflowId ?? null, query.status ?? null, query.startedAfter ?? null, query.startedBefore ?? null]);
+        const after = query.nextPageToken === undefined ? undefined : positionOf(query.nextPageToken, filters);
+        const page = await runs.search({ workflowIds: allowed, status: query.status, startedAfter: query.startedAfter, startedBefore: query.startedBefore, pageSize: query.pageSize ?? 50, after });
+        return { data: page.data, ...(page.next ? { nextPageToken: Buffer.from(JSON.stringify({ ...page.next, filters })).toString("base64url") } : {}) };
       },
     });
     routes.add({
