@@ -47,7 +47,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/artifacts",
       summary: "List your artifacts",
-      description: "Artifacts you own, most recently updated first; `kind` filters; continue with `nextPageToken`.",
+      description: "Artifacts you own, most recently updated first; `kind` filters; continue with `nextPageToken`. The order is by last update: an artifact updated while you page moves ahead of the pages you have read and is not on the later ones (read from the start again to see it).",
       tags: ["artifacts"],
       auth: "bearer",
       query: v.object({ kind: v.optional(v.picklist(ARTIFACT_KINDS)), pageSize: PageSize, nextPageToken: v.optional(v.string()) }),
