@@ -1,5 +1,5 @@
 import { container as rootContainer, type DependencyContainer } from "./di";
-import { H3, serve } from "h3";
+import { H3, serve, type H3Event } from "h3";
 import { plugin as webSocketPlugin } from "crossws/server/node";
 import { CONFIG, ConfigError, dataDirError, databaseFile, listenError, loadConfig, type Config } from "./config";
 import { LOGGER, createLogger, type Logger } from "./logger";
@@ -311,6 +311,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     /** h3's mark on an event whose path does not percent-decode (`kMalformedURL`, a registered symbol h3 v2 does not export). */
     const MALFORMED_URL = Symbol.for("h3.internal.event.malformed");
     const h3 = new H3({
+      ...(config.accessLog ? accessLogHooks(log) : {}),
       onError: (error, event) => {
         const cause = (error as { cause?: unknown }).cause;
         if (error.status === 404) return errorResponse(new ApiError("not_found", `No route ${event.req.method} ${event.url.pathname}`));
@@ -443,5 +444,22 @@ function models(config: Config): (id: string | undefined) => Model {
     const key = id ?? config.agentModel;
     if (!made.has(key)) made.set(key, modelFromEnv({ ...process.env, SVC_AGENT_MODEL: key }));
     return made.get(key)!;
+  };
+}
+
+/**
+ * `SVC_ACCESS_LOG`'s hooks: one info line per HTTP request once its answer is made, `{ method, path,
+ * status, ms, clientAddress, identity }` ("request"). The path has no query, and the secrets some paths
+ * carry are masked: a download URL's (`/api/download/…`) and a deck frame's link (`/artifact-frames/…/`).
+ * Off by default: a line per request costs the hot paths (issue 15).
+ */
+function accessLogHooks(log: Logger): { onRequest(event: H3Event): void; onResponse(response: Response, event: H3Event): void } {
+  return {
+    onRequest: (event) => void (event.context.startedAt = performance.now()),
+    onResponse: (response, event) => {
+      const path = event.url.pathname.replace(/^\/api\/download\/[^/]+/, "/api/download/…").replace(/^\/artifact-frames\/[^/]+/, "/artifact-frames/…");
+      const started = event.context.startedAt as number | undefined;
+      log.info({ method: event.req.method, path, status: response.status, ms: started === undefined ? undefined : Math.round((performance.now() - started) * 10) / 10, clientAddress: event.req.ip, identity: event.context.identity }, "request");
+    },
   };
 }

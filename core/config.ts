@@ -31,6 +31,7 @@ import { errorCode } from "./errors";
  * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions |
  * | `SVC_WS_MAX_BUFFERED_BYTES` | 4194304 (4 MiB) | a WebSocket whose unsent data passes this is closed (4008, slow consumer) |
  * | `SVC_WS_CHECKPOINT_MS` | 10000 | `/ws/events`: a `checkpoint` frame past skipped events comes at most this often after the socket's last frame |
+ * | `SVC_ACCESS_LOG` | false | one info log line per HTTP request (method, path with secrets masked, status, ms, client address, identity) |
  * | `SVC_EVENT_STREAM` | sqlite | `sqlite` (built-in) or `nats` (NATS JetStream broker stream) |
  * | `NATS_URL` | nats://127.0.0.1:4222 | NATS server(s) for the broker stream |
  * | `SVC_NATS_STREAM` | SVC_<project id> | JetStream stream name |
@@ -85,6 +86,8 @@ export interface Config {
   wsMaxBufferedBytes: number;
   /** `/ws/events`: least ms between a socket's last frame and a `checkpoint` frame (`SVC_WS_CHECKPOINT_MS`). */
   wsCheckpointMs: number;
+  /** One info log line per HTTP request (`SVC_ACCESS_LOG`). */
+  accessLog: boolean;
   eventStream: "sqlite" | "nats";
   natsUrl: string;
   natsStream?: string;
@@ -180,6 +183,7 @@ const EnvSchema = v.object({
   SVC_NATS_STREAM: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]+$/, "must be letters, digits, _ or -"))),
   SVC_WS_MAX_BUFFERED_BYTES: v.optional(intIn(1024, 1024 * 1024 * 1024), String(4 * 1024 * 1024)),
   SVC_WS_CHECKPOINT_MS: v.optional(intIn(10, 3_600_000), "10000"),
+  SVC_ACCESS_LOG: v.optional(bool, "false"),
   SVC_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(8 * 3_600_000)),
   SVC_UPLOAD_MAX_BYTES: v.optional(intIn(1, 1024 ** 4), String(5 * 1024 ** 3)),
   SVC_UPLOAD_SESSION_TTL_MS: v.optional(intIn(60_000, 30 * 86_400_000), String(86_400_000)),
@@ -313,6 +317,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sessionTtlMs: e.SVC_SESSION_TTL_MS,
     wsMaxBufferedBytes: e.SVC_WS_MAX_BUFFERED_BYTES,
     wsCheckpointMs: e.SVC_WS_CHECKPOINT_MS,
+    accessLog: e.SVC_ACCESS_LOG,
     eventStream: e.SVC_EVENT_STREAM,
     natsUrl: e.NATS_URL,
     natsStream: e.SVC_NATS_STREAM,

@@ -201,6 +201,8 @@ export class RouteRegistry {
     try {
       const caller = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);
       const principal = caller?.principal;
+      // for the access log (SVC_ACCESS_LOG), which reads it once the answer is out
+      if (principal) event.context.identity = principal.id;
       // decoded once here (h3 leaves them percent-encoded): handlers get the text the client meant
       const params = def.params ? parseOrThrow(def.params, decodePathParams(event.context.params ?? {}), "path") : undefined;
       const rawQuery = def.query || event.url.search ? getQuery(event) : undefined;
