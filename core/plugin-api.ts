@@ -82,6 +82,7 @@ export { WebhookDeliveries, type WebhookAnswer } from "./runtime/webhooks";
 export { WebhookRunSchema } from "./runtime/webhook-runs";
 export { ConnectorRuns, ConnectorRunStateSchema } from "./runtime/connector-runs";
 export { ClientRunIdSchema } from "./runtime/run-state";
+export { decodeListingToken, encodeListingToken } from "./http/listing-token";
 export { RunStarter } from "./runtime/run-starter";
 export { DatasetStore, DATASET_FILE_MAX_BYTES } from "./datasets/store";
 export { DatasetProjector } from "./datasets/projector";

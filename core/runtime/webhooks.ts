@@ -10,6 +10,7 @@ import { own } from "../sdk/project";
 import { ApiError, messageOf } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
+import { decodeListingToken, encodeListingToken } from "../http/listing-token";
 import { handlerContext, HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
 import { CONFIG, type Config } from "../config";
 import { LOGGER, type Logger } from "../logger";
@@ -379,12 +380,12 @@ export class WebhookDeliveries {
 
   /**
    * Runs newest first, filtered; `nextPageToken` continues. The token is opaque (the last run's id and
-   * the listing's filters, base64url JSON) and only continues the listing that issued it.
+   * the listing's filters: core/http/listing-token.ts) and only continues the listing that issued it.
    * @throws {ApiError} invalid_request for a token this listing did not issue, or one of other filters
    */
   async list(q: { connectorId?: string; webhookId?: string; status?: string; pageSize: number; nextPageToken?: string }): Promise<{ data: WebhookRun[]; nextPageToken?: string }> {
     const filters = JSON.stringify([q.connectorId ?? null, q.webhookId ?? null, q.status ?? null]);
-    const after = q.nextPageToken === undefined ? undefined : webhookRunsAfter(q.nextPageToken, filters);
+    const after = q.nextPageToken === undefined ? undefined : decodeListingToken(q.nextPageToken, filters, (x): x is string => typeof x === "string", "connectorId, webhookId and status");
     const where: string[] = [];
     const params: string[] = [];
     for (const [column, value] of [["connector_id", q.connectorId], ["webhook_id", q.webhookId], ["status", q.status], ["id", after]] as const) {
@@ -395,25 +396,9 @@ export class WebhookDeliveries {
     const rows = await this.db.all<WebhookRunRow>(`SELECT * FROM webhook_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`, [...params, q.pageSize + 1] as never);
     const page = rows.slice(0, q.pageSize);
     const data = await Promise.all(page.map((r) => this.get(r.id)));
-    const next = rows.length > q.pageSize ? Buffer.from(JSON.stringify({ after: page[page.length - 1]!.id, filters })).toString("base64url") : undefined;
+    const next = rows.length > q.pageSize ? encodeListingToken(page[page.length - 1]!.id, filters) : undefined;
     return { data, ...(next ? { nextPageToken: next } : {}) };
   }
-}
-
-/**
- * The run id a webhook-runs page token continues after.
- * @throws {ApiError} invalid_request when `token` is not one the listing issued, or was issued for other filters
- */
-function webhookRunsAfter(token: string, filters: string): string {
-  let decoded: { after?: unknown; filters?: unknown } | undefined;
-  try {
-    decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as typeof decoded;
-  } catch {
-    decoded = undefined;
-  }
-  if (typeof decoded?.after !== "string" || typeof decoded.filters !== "string") throw new ApiError("invalid_request", "nextPageToken is not a token of this listing: send the one a page answered", { nextPageToken: token });
-  if (decoded.filters !== filters) throw new ApiError("invalid_request", "nextPageToken belongs to a listing with other filters: send the same connectorId, webhookId and status", { nextPageToken: token });
-  return decoded.after;
 }
 
 /**

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, ClientRunIdSchema, HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ClientRunIdSchema, decodeListingToken, encodeListingToken, HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 /**
  * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once durably queued
@@ -7,24 +7,10 @@ import { ApiError, ClientRunIdSchema, HistoryEventSchema, InterventionStateSchem
  * reports its state.
  * Both need `run:workflow:<id>`.
  */
-/**
- * The position a `GET /api/workflow-runs` page token continues from (opaque: base64url JSON of the
- * position and the search's filters).
- * @throws {ApiError} invalid_request when `token` is not one a search issued, or one of other filters
- */
-function positionOf(token: string, filters: string): { at: string; seen: string[] } {
-  let decoded: { at?: unknown; seen?: unknown; filters?: unknown } | undefined;
-  try {
-    decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as typeof decoded;
-  } catch {
-    decoded = undefined;
-  }
-  const seen = decoded?.seen;
-  if (typeof decoded?.at !== "string" || Number.isNaN(Date.parse(decoded.at)) || !Array.isArray(seen) || !seen.every((id) => typeof id === "string")) {
-    throw new ApiError("invalid_request", "nextPageToken is not a token of this search: send the one a page answered", { nextPageToken: token });
-  }
-  if (decoded.filters !== filters) throw new ApiError("invalid_request", "nextPageToken belongs to a search with other filters: send the same workflowId, status, startedAfter and startedBefore", { nextPageToken: token });
-  return { at: decoded.at, seen: seen as string[] };
+/** Whether `x` is a run search's position (see `RunSearchPosition`). */
+function isPosition(x: unknown): x is { at: string; seen: string[] } {
+  const p = x as { at?: unknown; seen?: unknown } | null;
+  return typeof p?.at === "string" && !Number.isNaN(Date.parse(p.at)) && Array.isArray(p.seen) && p.seen.every((id) => typeof id === "string");
 }
 
 export default definePlugin({
@@ -104,9 +90,9 @@ export default definePlugin({
       handler: async ({ principal, query }) => {
         const allowed = [...project.workflows.keys()].filter((id) => principal!.permissions.has(can.runWorkflow(id)) && (!query.workflowId || id === query.workflowId));
         const filters = JSON.stringify([query.workflowId ?? null, query.status ?? null, query.startedAfter ?? null, query.startedBefore ?? null]);
-        const after = query.nextPageToken === undefined ? undefined : positionOf(query.nextPageToken, filters);
+        const after = query.nextPageToken === undefined ? undefined : decodeListingToken(query.nextPageToken, filters, isPosition, "workflowId, status, startedAfter and startedBefore");
         const page = await runs.search({ workflowIds: allowed, status: query.status, startedAfter: query.startedAfter, startedBefore: query.startedBefore, pageSize: query.pageSize ?? 50, after });
-        return { data: page.data, ...(page.next ? { nextPageToken: Buffer.from(JSON.stringify({ ...page.next, filters })).toString("base64url") } : {}) };
+        return { data: page.data, ...(page.next ? { nextPageToken: encodeListingToken(page.next, filters) } : {}) };
       },
     });
     routes.add({

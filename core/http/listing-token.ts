@@ -1,0 +1,35 @@
+import { ApiError } from "../errors";
+
+/**
+ * Page tokens of keyset listings (`nextPageToken` of `GET /api/webhook-runs`, `GET /api/workflow-runs`):
+ * opaque to clients (base64url JSON of the listing's position and its filters as text), and bound to
+ * the listing that issued them, so a token of other filters, or an edited one, is refused instead of
+ * answering a page that looks right (a raw id was taken as is: garbage looked like the end of a list).
+ */
+
+/**
+ * The token of `position` in the listing of `filters` (the listing's filters as one text, e.g. their JSON).
+ * @param position what the listing needs to go on (JSON-serializable)
+ */
+export function encodeListingToken(position: unknown, filters: string): string {
+  return Buffer.from(JSON.stringify({ position, filters })).toString("base64url");
+}
+
+/**
+ * The position a token of this listing names.
+ * @param isPosition checks the decoded position's shape
+ * @param filterNames the listing's filter parameters, named in the refusal of a token of other filters
+ * @throws {ApiError} invalid_request when `token` is not one of this listing (not ours, edited, or a
+ *   position of another shape), or belongs to the listing with other filters
+ */
+export function decodeListingToken<P>(token: string, filters: string, isPosition: (x: unknown) => x is P, filterNames: string): P {
+  let decoded: { position?: unknown; filters?: unknown } | undefined;
+  try {
+    decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as typeof decoded;
+  } catch {
+    decoded = undefined;
+  }
+  if (typeof decoded?.filters !== "string" || !isPosition(decoded.position)) throw new ApiError("invalid_request", "nextPageToken is not a token of this listing: send the one a page answered", { nextPageToken: token });
+  if (decoded.filters !== filters) throw new ApiError("invalid_request", `nextPageToken belongs to this listing with other filters: send the same ${filterNames}`, { nextPageToken: token });
+  return decoded.position;
+}
