@@ -90,9 +90,14 @@
     function inSource(el) { return sources.some(function (s) { return s.contains(el); }); }
     function isSourceAncestor(el) { return sources.some(function (s) { return el.contains(s); }); }
     function kit(el) { return !!(el.closest && el.closest("[data-kit]")); }
-    /** The nearest box between el and the slide that clips its content, if any (a 1-2px box hides, it does not clip). */
-    function clipper(el) {
-      for (var a = el.parentElement; a && a !== slide; a = a.parentElement) if (clips(a)) return a;
+    /**
+     * The nearest box between el and the slide that clips, if any (a 1-2px box hides, it does not
+     * clip). For text, el is the element holding it, which clips it too when its own overflow is not
+     * visible (`<p style="height:40px;overflow:hidden">`, `text-overflow: ellipsis`): `self` starts there.
+     * For a box (an image), its own overflow clips what is inside it, not itself: from its parent.
+     */
+    function clipper(el, self) {
+      for (var a = self ? el : el.parentElement; a && a !== slide; a = a.parentElement) if (clips(a)) return a;
       return null;
     }
 
@@ -136,7 +141,7 @@
     // past the slide's edge, and cut off inside it
     var overflow = [], cut = [];
     texts.forEach(function (t) {
-      var c = clipper(t.el);
+      var c = clipper(t.el, true);
       if (c) {
         var cb = clipBox(c);
         if (cb.width <= 2 || cb.height <= 2) return; // visually hidden (sr-only), not cut off

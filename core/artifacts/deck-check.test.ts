@@ -68,6 +68,8 @@ describe("DeckChecker", () => {
     footer_overlap: { code: "footer_overlap", says: /overlaps the footer \(p\.source\).*Point eleven/ },
     text_overlap: { code: "text_overlap", says: /Text overlaps other text: .*Another label on top of it.* over .*A label placed by hand/ },
     text_cut_off: { code: "text_cut_off", says: /cut off by div, which clips \d+px/ },
+    text_cut_off_self: { code: "text_cut_off", says: /cut off by p, which clips \d+px/ },
+    text_cut_off_ellipsis: { code: "text_cut_off", says: /cut off by p, which clips \d+px/ },
     small_text: { code: "small_text", says: /under 18px: p "Terms apply.* is 14px/ },
     contrast_light: { code: "contrast", says: /below WCAG AA contrast in light mode: .* has 1\.9\d?:1, needs 3:1 \(#b4bcc8 on #ffffff\)/ },
     contrast_dark: { code: "contrast", says: /below WCAG AA contrast in dark mode: .*#334155 on #0b1120/ },
