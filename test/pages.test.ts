@@ -163,6 +163,18 @@ describe("a document", () => {
     expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(400);
   });
 
+  it("wraps a long unbroken word or URL instead of widening the page, on a desktop and a phone", async () => {
+    const url = `https://example.com/reports/${"quarterly-".repeat(20)}summary.pdf`;
+    const id = await publishAs("dev", "document", "Long links", { "document.md": `# Long links\n\nSee ${url} for the whole report, and ${"x".repeat(300)}.\n` });
+    const page = await devPage();
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 800 });
+      await page.goto(`${app.url}/artifacts/${id}`);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), `at ${width}px`).toBeLessThanOrEqual(width);
+    }
+    await screenshot(page, "document-long-url-mobile");
+  });
+
   it("shows what another reader cannot open as unavailable", async () => {
     const id = await publishAs("alice", "document", "Alice's notes", { "document.md": `# Alice's notes\n\nWhat dev's sheet says.\n\n![Revenue](artifact:${ids.sheet}#chart=Revenue%20by%20month)\n` });
     const page = await (await browser.newContext()).newPage();
