@@ -24,6 +24,15 @@ const texts = (svg: string) => [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].
 /** Bars and points carry the series index and data index they draw. */
 const marks = (svg: string, series: number) => [...svg.matchAll(new RegExp(`ecmeta_series_index="${series}" ecmeta_data_index="(\\d+)" ecmeta_ssr_type="chart"`, "g"))].map((m) => Number(m[1]));
 
+describe("the value axis of series of different types", () => {
+  it("formats it as plain numbers when the series' types differ (percent and units), as their type when they share one", () => {
+    const mixed = chartOption(chart({ type: "line", y: ["Margin", "Units"] }), { ...DATA, columns: [...DATA.columns, "Units"], rows: DATA.rows.map((r, i) => [...r, String(1200 + i)]), types: { ...TYPES, Units: { type: "number" } } }, LIGHT, "en-US") as any;
+    expect(mixed.svcFormats.axis).toEqual({ type: "number" });
+    expect(mixed.svcFormats.series).toEqual([{ type: "percent", decimals: 1 }, { type: "number" }]);
+    expect((chartOption(chart({ type: "bar" }), DATA, LIGHT, "en-US") as any).svcFormats.axis).toEqual({ type: "currency", currency: "USD" });
+  });
+});
+
 describe("chartStyle (spec 2.11)", () => {
   it("uses the kit's colours, light and dark", () => {
     expect(LIGHT).toMatchObject({ palette: ["#4f46e5", "#0ea5e9", "#10b981", "#f59e0b", "#e11d48"], foreground: "#0f172a", muted: "#475569", border: "#e2e8f0", background: "#ffffff" });

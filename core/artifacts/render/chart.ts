@@ -139,7 +139,10 @@ export function chartOption(chart: Chart, data: { columns: string[]; rows: strin
   };
   const title = chart.title ?? chart.name;
   const legend = ys.length > 1;
-  const formats: ChartFormats = { locale, axis: ys[0]!.type, series: ys.map((y) => y.type) };
+  // one value axis for every series: formatted as their type when they share it; plain numbers when
+  // they do not (a percent axis read 1,200 units as 120,000%)
+  const shared = ys.every((y) => JSON.stringify(y.type) === JSON.stringify(ys[0]!.type));
+  const formats: ChartFormats = { locale, axis: shared ? ys[0]!.type : { type: "number" }, series: ys.map((y) => y.type) };
   const base: Record<string, unknown> = {
     animation: false,
     aria: { enabled: true },
