@@ -233,7 +233,13 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
       'index.html line 6: "x" is not a file of this version',
     ]);
     const empty = await publish({ kind: "slides", title: "Empty", files: [{ path: "index.html", file: await put("<html><body><p>no slides</p></body></html>", "index.html", "text/html") }] });
-    expect(problems(empty)).toEqual(['index.html has no <section class="slide">']);
+    const seen = 'index.html has no <section class="slide"> a reader sees (none outside <template> and <noscript>, without hidden)';
+    expect(problems(empty)).toEqual([seen]);
+    // slides a browser never lays out: inert content, or hidden (each published as one blank slide)
+    for (const body of ['<template><section class="slide"><h2>t</h2></section></template>', '<noscript><section class="slide"><h2>n</h2></section></noscript>', '<section class="slide" hidden><h2>h</h2></section>']) {
+      const inert = await publish({ kind: "slides", title: "Inert", files: [{ path: "index.html", file: await put(`<html><body>${body}</body></html>`, "index.html", "text/html") }] });
+      expect(problems(inert), body).toEqual([seen]);
+    }
   });
 
   it("checks theme.json tokens (spec 2.11), but not in a file artifact", async () => {

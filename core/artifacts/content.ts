@@ -214,7 +214,14 @@ export function readDeck(html: string): { slides: Array<{ number: number; title?
     }
     return lo + 1;
   };
-  const slides = DomUtils.findAll((el) => el.name === "section" && (el.attribs.class ?? "").split(/\s+/).includes("slide"), doc.children).map((el, i) => {
+  // a slide the page shows: not inert content (<template>, <noscript>: not part of the page a browser
+  // lays out) and not `hidden` (such a deck published as one blank slide)
+  const shown = (el: Element) => {
+    if (el.attribs.hidden !== undefined) return false;
+    for (let p = el.parent; p && "name" in p; p = p.parent) if (p.name === "template" || p.name === "noscript") return false;
+    return true;
+  };
+  const slides = DomUtils.findAll((el) => el.name === "section" && (el.attribs.class ?? "").split(/\s+/).includes("slide") && shown(el), doc.children).map((el, i) => {
     const heading = DomUtils.findOne((h) => /^h[1-6]$/.test(h.name), el.children);
     return { number: i + 1, ...(heading ? { title: DomUtils.textContent(heading).trim() } : {}) };
   });

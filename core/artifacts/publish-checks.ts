@@ -57,7 +57,7 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
     }
   } else if (kind === "slides") {
     const deck = readDeck(await text("index.html"));
-    if (deck.slides.length === 0) problems.push({ file: "index.html", message: 'index.html has no <section class="slide">' });
+    if (deck.slides.length === 0) problems.push({ file: "index.html", message: 'index.html has no <section class="slide"> a reader sees (none outside <template> and <noscript>, without hidden)' });
     outline.slides = deck.slides;
     references.push(...deck.references);
     for (const css of [...paths].filter((p) => p.endsWith(".css"))) for (const url of cssUrls(await text(css))) references.push({ file: css, target: url.target, use: url.use, inCss: true });
