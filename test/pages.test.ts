@@ -318,6 +318,22 @@ describe("a deck", () => {
     expect((await fetch(`${base}_artifact/${ids.document}/1/document.md`)).status).toBe(404);
     expect((await fetch(`${base}_slide/${ids.deck}/1/1`)).status).toBe(404);
   });
+
+  it("shows the images of a document section it embeds (they were broken: only files the deck names itself were served)", async () => {
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100"><rect width="200" height="100" fill="#e11d48"/></svg>`;
+    const doc = await publishAs("dev", "document", "With a figure", { "document.md": "# With a figure\n\nIntro.\n\n## Figures\n\nThe one figure:\n\n![A red box](red.svg)\n", "red.svg": svg });
+    const id = await publishAs("dev", "slides", "Embeds a section", { "index.html": `<!doctype html><html><head><title>e</title></head><body><section class="slide"><h2>From the review</h2><svc-embed src="artifact:${doc}#figures"></svc-embed></section></body></html>` });
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts/${id}`);
+    const frame = await deckFrame(page);
+    const img = frame.locator("svc-embed img").first();
+    await expect.poll(() => img.evaluate((el: any) => el.complete && el.naturalWidth), { timeout: 10_000 }).toBeGreaterThan(0);
+    await screenshot(page, "deck-embedded-section");
+    // an embed opens its artifact's images, not its other files
+    const base = `${app.url}${(await page.locator("iframe[data-deck-frame]").getAttribute("src"))!.replace(/index\.html.*$/, "")}`;
+    expect((await fetch(`${base}_artifact/${doc}/1/red.svg`)).status).toBe(200);
+    expect((await fetch(`${base}_artifact/${doc}/1/document.md`)).status).toBe(404);
+  });
 });
 
 describe("a file", () => {

@@ -52,13 +52,16 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
         headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": frameCsp(base, r.origins), "cache-control": "private, no-store", ...FRAME_HEADERS },
       });
     }
-    // another artifact's image or slide: only one this deck shows (the link is not a key to the reader's other artifacts)
+    // another artifact's image or slide: only one this deck shows (the link is not a key to the reader's
+    // other artifacts): a file the deck names, or an image of an artifact it embeds whole or in part (a
+    // document's section shows its images: they were broken)
     const other = /^_artifact\/([^/]+)\/(\d+)\/(.+)$/.exec(path);
     const slide = /^_slide\/([^/]+)\/(\d+)\/(\d+)$/.exec(path);
     if (other || slide) {
       const shown = await deckAddresses(s, reader, grant);
       const [id, v] = [(other ?? slide)![1]!, Number((other ?? slide)![2])];
-      const named = (a: ArtifactAddress) => a.artifactId === id && (a.version === undefined || a.version === v) && (other ? a.file === other[3] : a.part?.kind === "name" && a.part.name === slide![3]);
+      const imageOfEmbed = (a: ArtifactAddress) => a.file === undefined && contentTypeOf(other![3]!).startsWith("image/");
+      const named = (a: ArtifactAddress) => a.artifactId === id && (a.version === undefined || a.version === v) && (other ? a.file === other[3] || imageOfEmbed(a) : a.part?.kind === "name" && a.part.name === slide![3]);
       if (!shown.some(named)) return plain(404, "No such file");
       const file = other ? await s.artifacts.file(reader, id, v, other[3]!) : await s.artifacts.screenshot(reader, id, v, Number(slide![3]));
       return serveFile(r.req, s.files, file.id, "inline", frameHeaders());
