@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Frame, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { axeViolations, launchBrowser, screenshot, signIn } from "./helpers-browser";
 import { client, publishAs as publishWith, startApp } from "./helpers";
+import { chartStyle } from "../core/artifacts/render/chart";
 
 // browser globals inside page.evaluate callbacks (this file is type-checked without the DOM library)
 declare const document: any;
@@ -289,6 +290,35 @@ describe("a deck", () => {
     await page.goto(`${app.url}/artifacts/${ids.deck}`); // pinned light
     const pinned = await deckFrame(page);
     expect(await pinned.locator("section.slide").first().evaluate((s) => getComputedStyle(s).backgroundColor)).toBe("rgb(255, 255, 255)");
+  });
+
+  it("draws an embedded chart in the reader's colour scheme when no theme pins one, in a document and in a deck (it was drawn light on dark pages)", async () => {
+    const rows = ["Month,Revenue", "2026-07-31,214800", "2026-08-31,209900", "2026-09-30,226400"];
+    const sheet = await publishAs("dev", "sheet", "Unthemed numbers", {
+      "workbook.json": JSON.stringify({ sheets: [{ name: "Data", columns: { Month: "date", Revenue: { type: "currency", currency: "USD" } } }], charts: [{ name: "Trend", type: "bar", sheet: "Data", x: "Month", y: ["Revenue"] }] }),
+      "sheets/Data.csv": rows.join("\n") + "\n",
+    });
+    const doc = await publishAs("dev", "document", "Unthemed review", { "document.md": `# Unthemed review\n\nThe lede.\n\n## Trend\n\n![Trend](artifact:${sheet}#chart=Trend)\n` });
+    const deck = await publishAs("dev", "slides", "Unthemed deck", { "index.html": `<!doctype html><html><head><title>d</title></head><body><section class="slide"><h2>Trend</h2><svc-embed src="artifact:${sheet}#chart=Trend"></svc-embed></section></body></html>` });
+    // the axis labels' colour of each mode (chartStyle's muted)
+    const MUTED = { light: chartStyle(undefined, "light").muted, dark: chartStyle(undefined, "dark").muted };
+    expect(MUTED.light).not.toBe(MUTED.dark);
+    /** Which of the two drawings shows, and the colour of the visible chart's first text (an axis label). */
+    const shown = (where: Page | Frame) => where.evaluate(() => {
+      const visible = [...document.querySelectorAll(".svc-chart-light, .svc-chart-dark")].filter((el: any) => getComputedStyle(el).display !== "none");
+      return visible.map((el: any) => [el.className, el.querySelector("text")?.getAttribute("fill")]);
+    });
+    for (const colorScheme of ["light", "dark"] as const) {
+      const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, colorScheme });
+      const page = await devPage(context);
+      await page.goto(`${app.url}/artifacts/${doc}`);
+      expect(await shown(page), `document, ${colorScheme}`).toEqual([[`svc-chart-${colorScheme}`, MUTED[colorScheme]]]);
+      if (colorScheme === "dark") await screenshot(page, "document-chart-dark");
+      await page.goto(`${app.url}/artifacts/${deck}`);
+      expect(await shown(await deckFrame(page)), `deck, ${colorScheme}`).toEqual([[`svc-chart-${colorScheme}`, MUTED[colorScheme]]]);
+      if (colorScheme === "dark") await screenshot(page, "deck-chart-dark");
+      await context.close();
+    }
   });
 
   it("runs the deck's own script in an opaque origin: no cookies, no API as the reader, no host outside the allow-list", async () => {

@@ -51,7 +51,7 @@ export async function artifactPage(s: PageServices, ctx: { reader: Reader; user:
   let partMissing: string | undefined;
   switch (version.kind) {
     case "document": {
-      const shown = await documentView(s, ctx, version, surface, mode ?? "light");
+      const shown = await documentView(s, ctx, version, surface, mode ?? "system");
       view = shown.view;
       // the page scrolls to the element whose id is `part` (pages.js): every heading has its slug as id
       if (ctx.part && !shown.ids.includes(ctx.part)) {
@@ -127,7 +127,7 @@ function sheetPartMissing(outline: VersionOutline, part: string): string | undef
   return `This version has no sheet or chart "${part}" (it has: ${has.length ? has.join(", ") : "none"}). Showing the first tab.`;
 }
 
-async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: "light" | "dark"): Promise<{ view: RawHtml; ids: string[] }> {
+async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: EmbedOptions["mode"]): Promise<{ view: RawHtml; ids: string[] }> {
   const md = (await versionText(s, version, "document.md")) ?? "";
   const opts: EmbedOptions = { locale: ctx.locale, mode, links: pageLinks };
   const doc = await renderDocument(md, {

@@ -26,7 +26,7 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
       const theme = await s.artifacts.theme(version);
       const opts: EmbedOptions = {
         locale: r.locale,
-        mode: theme?.mode ?? "light",
+        mode: theme?.mode ?? "system",
         chartSize: { width: 1100, height: 480 },
         links: {
           file: (id, v, p) => `${base}_artifact/${encodeURIComponent(id)}/${v}/${p.split("/").map(encodeURIComponent).join("/")}`,

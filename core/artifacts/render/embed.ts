@@ -25,10 +25,15 @@ export interface EmbedLinks {
   screenshot(artifactId: string, version: number, slide: number): string;
 }
 
-/** How an embed is shown: the reader's locale (`Intl`), the colour mode charts are drawn for, and the chart's box in px. */
+/**
+ * How an embed is shown: the reader's locale (`Intl`), the colour mode charts are drawn for, and the
+ * chart's box in px. `system`, for a page whose theme pins no mode: a chart is drawn in both, one SVG
+ * each (`.svc-chart-light`, `.svc-chart-dark`), and the page's CSS shows the one of the reader's
+ * `prefers-color-scheme` (core/artifacts/kit/kit.css, plugins/pages/assets/pages.css).
+ */
 export interface EmbedOptions {
   locale: string;
-  mode: "light" | "dark";
+  mode: "light" | "dark" | "system";
   chartSize?: { width: number; height: number };
   links: EmbedLinks;
 }
@@ -108,7 +113,10 @@ export class EmbedRenderer {
         const book = await this.sheets.workbook(reader, id, r.version);
         const chart = book.charts.find((c) => c.name === part.chart)!;
         const table = await this.sheets.table(reader, id, r.version, chart.sheet);
-        return raw(workbookChart(book, chart, table, { mode: opts.mode, locale: opts.locale, size: opts.chartSize ?? { width: 720, height: 360 } }).svg);
+        const drawn = (mode: "light" | "dark") => workbookChart(book, chart, table, { mode, locale: opts.locale, size: opts.chartSize ?? { width: 720, height: 360 } }).svg;
+        // a sheet whose own theme pins a mode draws both the same: one is enough
+        if (opts.mode !== "system" || book.theme?.mode) return raw(drawn(opts.mode === "system" ? book.theme!.mode! : opts.mode));
+        return raw(`<span class="svc-chart-light">${drawn("light")}</span><span class="svc-chart-dark">${drawn("dark")}</span>`);
       }
       case "range":
       case "sheet": {
