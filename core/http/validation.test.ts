@@ -26,6 +26,13 @@ describe("request validation (parseOrThrow)", () => {
     expect(apiError(() => parseOrThrow(Query, { objectTypeId: "invoice", where: {} }, "body")).message).toBe("Invalid body: body.where.status is required");
   });
 
+  it("says a field a strict object does not take is not a field here (not valibot's 'Invalid key: Expected never but received \"kind\"')", () => {
+    const Body = v.strictObject({ files: v.array(v.string()), title: v.optional(v.string()) });
+    const err = apiError(() => parseOrThrow(Body, { files: [], kind: "document" }, "body"));
+    expect(err.message).toBe("Invalid body: body.kind is not a field here");
+    expect(err.details).toEqual({ issues: [{ path: "body.kind", message: "is not a field here" }] });
+  });
+
   it("keeps the schema's own message for a value that is there but wrong", () => {
     const Body = v.object({ n: v.pipe(v.number(), v.minValue(1, "must be at least 1")) });
     expect(apiError(() => parseOrThrow(Body, { n: 0 }, "body")).message).toBe("Invalid body: body.n must be at least 1");

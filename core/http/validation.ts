@@ -16,13 +16,21 @@ export function isMissingKey(issue: v.BaseIssue<unknown>): boolean {
 }
 
 /**
+ * Whether `issue` is a strict object's refusal of a key it does not declare (valibot's `Invalid key:
+ * Expected never but received "kind"`).
+ */
+export function isUnknownKey(issue: v.BaseIssue<unknown>): boolean {
+  return issue.kind === "schema" && issue.type === "strict_object" && issue.expected === "never" && issue.path?.at(-1)?.origin === "key";
+}
+
+/**
  * Flattens valibot issues to `{ path, message }` (never echoes the input value); a required key that
- * is missing reads `is required`.
+ * is missing reads `is required`, a key a strict object does not declare `is not a field here`.
  */
 export function formatIssues(issues: readonly v.BaseIssue<unknown>[], root: string): IssueDetail[] {
   return issues.map((issue) => {
     const sub = v.getDotPath(issue);
-    return { path: sub ? `${root}.${sub}` : root, message: isMissingKey(issue) ? "is required" : issue.message };
+    return { path: sub ? `${root}.${sub}` : root, message: isMissingKey(issue) ? "is required" : isUnknownKey(issue) ? "is not a field here" : issue.message };
   });
 }
 
