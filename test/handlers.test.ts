@@ -177,6 +177,13 @@ describe("a retried activity writes and appends once (spec 6.2: ids and keys sta
   });
 });
 
+describe("a workflow's read of an object type the project lacks", () => {
+  it("fails for good naming the type (a misspelt type read as 'no such object'), while a missing object of a known type is null", async () => {
+    await expect(activities.readObject({ objectTypeId: "custmer", primaryId: "cus_acme" } as never)).rejects.toMatchObject({ nonRetryable: true, type: "not_found", message: expect.stringMatching(/^Unknown object type "custmer"; the project's object types are: .*customer/) });
+    expect(await activities.readObject({ objectTypeId: "customer", primaryId: "cus_nobody" } as never)).toBeNull();
+  });
+});
+
 describe("writes a handler makes after it returned", () => {
   it("are dropped with a warning naming each call, never committed unchecked; a buffered object is a copy", async () => {
     const dev = client(app);

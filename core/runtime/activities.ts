@@ -13,6 +13,7 @@ import type { SystemContext } from "../sdk/context";
 import { ApiError, isApiError, messageOf } from "../errors";
 import { nowIso } from "../ids";
 import { temporalCommon } from "../temporal/sdk";
+import { own } from "../sdk/project";
 
 /** Errors that retrying cannot fix become non-retryable failures; others are retried. */
 function toFailure(err: unknown): unknown {
@@ -149,6 +150,10 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     recordRunEvent: (input) => writeRecords([{ runEvent: input }]),
     recordBatch: (input) => writeRecords(input.records),
     async readObject(input) {
+      // a misspelt type would read as "no such object", and the run go on (or fail) for the wrong reason
+      if (!own(project.definition.objectTypes, input.objectTypeId)) {
+        throw toFailure(new ApiError("not_found", `Unknown object type "${input.objectTypeId}"; the project's object types are: ${Object.keys(project.definition.objectTypes).join(", ")}`));
+      }
       return (await ontology.getObject(input.objectTypeId, input.primaryId)) ?? null;
     },
     async writeOntology(input) {
