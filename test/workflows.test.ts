@@ -51,6 +51,10 @@ describe("workflow runs on Temporal", () => {
     expect([a.status, a.body, b.status, b.body]).toEqual([200, { runId: "sent-twice" }, 200, { runId: "sent-twice" }]);
     await eventually(async () => ((await dev.get("/api/workflow-runs/sent-twice")).body.status === "completed" ? true : undefined));
     expect((await dev.post("/api/workflows/invoice-review/runs", body)).body).toEqual({ runId: "sent-twice" });
+    // the same runId with another input is another run, not a retry of this one: refused, nothing queued
+    const other = await dev.post("/api/workflows/invoice-review/runs", { ...body, input: { invoiceId: "inv_1003", waitMs: 0 } });
+    expect([other.status, other.body.error.code]).toEqual([409, "conflict"]);
+    expect(other.body.error.message).toMatch(/another input/);
     const events = (await allEvents(dev)).filter((e) => e.correlationId === "sent-twice");
     expect(events.filter((e) => e.type === "workflow.run.queued")).toHaveLength(1);
     expect(events.filter((e) => e.type === "workflow.run.started")).toHaveLength(1);

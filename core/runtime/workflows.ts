@@ -184,7 +184,7 @@ export class WorkflowRuns {
    * the answer never waits for Temporal and a Temporal outage leaves runs queued rather than refused.
    * Sending the same `runId` again answers the same run without queuing another.
    * @throws {ApiError} not_found (workflow), invalid_request (input), conflict (runId of a run of another
-   *   workflow), shutting_down (nothing is queued once shutdown began)
+   *   workflow, or of a run with another input), shutting_down (nothing is queued once shutdown began)
    */
   async start(workflowId: string, input: unknown, actor: Actor | undefined, runId = newId("run")): Promise<{ runId: string }> {
     if (!this.starter.accepting) throw new ApiError("shutting_down", "The server is shutting down; the run was not queued");
@@ -194,8 +194,10 @@ export class WorkflowRuns {
     const inserted = await this.db.transaction(async (tx) => {
       const { changes } = await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, actor, requested_at, start_status) VALUES (?, ?, ?, ?, ?, 'pending') ON CONFLICT (run_id) DO NOTHING", [runId, workflowId, JSON.stringify(parsed), actor ? JSON.stringify(actor) : null, nowIso()]);
       if (changes === 0) {
-        const row = (await tx.get<{ workflow_id: string }>("SELECT workflow_id FROM workflow_runs WHERE run_id = ?", [runId]))!;
+        const row = (await tx.get<{ workflow_id: string; input: string }>("SELECT workflow_id, input FROM workflow_runs WHERE run_id = ?", [runId]))!;
         if (row.workflow_id !== workflowId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${row.workflow_id}`);
+        // a retry sends the same input; another input under the same runId is another run, not this one again
+        if (row.input !== JSON.stringify(parsed)) throw new ApiError("conflict", `runId ${runId} belongs to a run with another input; send the same input to read it again, or another runId for a new run`, { runId });
         return false;
       }
       // the queued event's key is looked up like any other: a new run row does not make it unused (a

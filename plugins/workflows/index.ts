@@ -21,7 +21,7 @@ export default definePlugin({
       method: "POST",
       path: "/api/workflows/:id/runs",
       summary: "Start a workflow run",
-      description: "Validates `input` with the workflow's schema and queues the run: answers once the run and `workflow.run.queued` are committed; the run is started on Temporal right after (while Temporal is unreachable it stays `queued`, see `runStarts` in GET /api/status). Read its state at GET /api/workflow-runs/{runId}: a start Temporal refuses for good (e.g. the `runId` names another execution) ends the run `failed` with the reason. Sending the same `runId` again answers the same run.",
+      description: "Validates `input` with the workflow's schema and queues the run: answers once the run and `workflow.run.queued` are committed; the run is started on Temporal right after (while Temporal is unreachable it stays `queued`, see `runStarts` in GET /api/status). Read its state at GET /api/workflow-runs/{runId}: a start Temporal refuses for good (e.g. the `runId` names another execution) ends the run `failed` with the reason. Sending the same `runId` again with the same input answers the same run (a retry); with another input it is 409 `conflict`.",
       tags: ["workflows"],
       auth: "bearer",
       params: v.object({ id: v.string() }),
