@@ -36,7 +36,7 @@ export default definePlugin({
       responses: {
         200: { description: "Queued", schema: v.object({ runId: v.string() }) },
         404: { description: "`not_found`: no such workflow" },
-        409: { description: "`conflict`: the `runId` belongs to a run of another workflow" },
+        409: { description: "`conflict`: the `runId` belongs to a run of another workflow, or to one with another input" },
         503: { description: "`shutting_down`: the server is shutting down; nothing was queued" },
       },
       handler: ({ principal, params, body }) => {
