@@ -1,6 +1,7 @@
 /** Workflow runs on the real Temporal dev server (spec 4.1, 4.3). */
 import { describe, expect, it } from "vitest";
 import { Database } from "../core/store/db";
+import { readExecution } from "../core/temporal/execution";
 import { client, eventually, invoiceSubject, sandboxSuite, allEvents } from "./helpers";
 
 const suite = sandboxSuite();
@@ -71,6 +72,21 @@ describe("workflow runs on Temporal", () => {
     expect([taken.status, taken.body.error?.code, taken.body.error?.message]).toEqual([409, "conflict", "runId older-run belongs to a run of retired-workflow"]);
     expect(await db.all("SELECT workflow_id, start_status FROM workflow_runs WHERE run_id = 'older-run'")).toEqual([{ workflow_id: "retired-workflow", start_status: "failed" }]);
     expect((await allEvents(dev)).filter((e) => e.correlationId === "older-run")).toEqual([]);
+  });
+
+  it("says why a run does not move when its workflow task keeps failing (Temporal retries it for ever; the run read running with no error)", async () => {
+    const { client: temporal, taskQueue, namespace } = suite.app.temporal;
+    // a workflow task no worker can complete: workflow code that throws a plain TypeError (here the
+    // engine's own syncRun given no arguments; a run whose code changed under it fails the same way)
+    const handle = await temporal.workflow.start("syncRun", { workflowId: `stuck-${Date.now()}`, taskQueue, args: [null] });
+    try {
+      const stuck = await eventually(async () => (await readExecution(handle, namespace)).workflowTaskFailure, 30_000, 250);
+      expect(stuck.attempt).toBeGreaterThan(1);
+      expect(stuck.message).toMatch(/Cannot read properties of null \(reading 'syncId'\)/);
+      expect(stuck.cause).toEqual(expect.any(String));
+    } finally {
+      await handle.terminate("test done");
+    }
   });
 
   it("validates input and permissions before queuing", async () => {

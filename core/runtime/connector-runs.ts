@@ -8,7 +8,7 @@ import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { PendingActivitySchema, RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
+import { PendingActivitySchema, RunLinksSchema, WorkflowTaskFailureSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 
 /** A sync or pipeline run's state (`GET /api/sync-runs/:runId`, `GET /api/pipeline-runs/:runId`). */
@@ -26,6 +26,7 @@ export const ConnectorRunStateSchema = v.object({
   finishedAt: v.optional(v.string()),
   steps: v.optional(v.array(v.object({ name: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) }))),
   pendingActivities: v.optional(v.array(PendingActivitySchema)),
+  workflowTaskFailure: v.optional(WorkflowTaskFailureSchema),
   links: RunLinksSchema,
 });
 export type ConnectorRunState = v.InferOutput<typeof ConnectorRunStateSchema>;

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { readExecution, type ExecutionOutcome, type PendingActivity } from "../temporal/execution";
+import { readExecution, type ExecutionOutcome, type PendingActivity, type WorkflowTaskFailure } from "../temporal/execution";
 import type { TemporalHost } from "../temporal/host";
 
 /**
@@ -30,6 +30,12 @@ export const PendingActivitySchema = v.object({
   nextAttemptScheduleTime: v.optional(v.string()),
 });
 
+/**
+ * Why a running run does not move (see `WorkflowTaskFailure` in core/temporal/execution.ts): its
+ * workflow task keeps failing, most often because the workflow code changed under it.
+ */
+export const WorkflowTaskFailureSchema = v.object({ attempt: v.number(), cause: v.optional(v.string()), message: v.string() });
+
 /** A run row's start columns (migration 013): `pending` until the starter started it on Temporal. */
 export interface StartRow {
   requested_at: string;
@@ -49,6 +55,8 @@ export interface RunStateBase {
   finishedAt?: string;
   /** While the run runs on Temporal: its activities not completed yet (see {@link PendingActivitySchema}). */
   pendingActivities?: PendingActivity[];
+  /** While the run runs on Temporal and its workflow task keeps failing: why. */
+  workflowTaskFailure?: WorkflowTaskFailure;
   links: v.InferOutput<typeof RunLinksSchema>;
 }
 
@@ -72,6 +80,7 @@ export async function readRunState(temporal: TemporalHost, runId: string, queued
     ...(startedAt ? { startedAt } : {}),
     ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
     ...(execution.pendingActivities ? { pendingActivities: execution.pendingActivities } : {}),
+    ...(execution.workflowTaskFailure ? { workflowTaskFailure: execution.workflowTaskFailure } : {}),
     links: { temporalWorkflowId: runId, temporalRunId: execution.temporalRunId, ...(ui ? { temporalUi: ui } : {}) },
   };
 }

@@ -10,7 +10,7 @@ import type { InterventionAssignees } from "../sdk/activities-types";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { PendingActivitySchema, RunLinksSchema, runStateFromRow, type StartRow } from "./run-state";
+import { PendingActivitySchema, RunLinksSchema, WorkflowTaskFailureSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 import { temporalClient, temporalCommon, temporalProto } from "../temporal/sdk";
 
@@ -79,6 +79,7 @@ export const WorkflowRunStateSchema = v.object({
   nodes: v.array(WorkflowNodeStateSchema),
   interventions: v.array(InterventionStateSchema),
   pendingActivities: v.optional(v.array(PendingActivitySchema)),
+  workflowTaskFailure: v.optional(WorkflowTaskFailureSchema),
   links: RunLinksSchema,
 });
 export type WorkflowRunState = v.InferOutput<typeof WorkflowRunStateSchema>;

@@ -1,6 +1,6 @@
 import type { WorkflowHandle } from "@temporalio/client";
 import type { temporal } from "@temporalio/proto";
-import { temporalClient } from "./sdk";
+import { temporalClient, temporalProto } from "./sdk";
 import { ApiError } from "../errors";
 
 type PendingActivityInfo = temporal.api.workflow.v1.IPendingActivityInfo;
@@ -43,6 +43,37 @@ function pendingActivitiesOf(raw: { pendingActivities?: readonly PendingActivity
   });
 }
 
+/**
+ * Why an open run does not move: its workflow task keeps failing (Temporal retries it for ever, and
+ * the run shows as running or waiting meanwhile). The usual causes: the workflow code changed under a
+ * run in flight (a nondeterminism error: the new code does not replay the run's history), or code
+ * that throws outside what the run reports as its failure. `attempt` is the task's attempt now; `cause`
+ * Temporal's (`NON_DETERMINISTIC_ERROR`, `WORKFLOW_WORKER_UNHANDLED_FAILURE`, …); `message` the failure's.
+ */
+export interface WorkflowTaskFailure {
+  attempt: number;
+  cause?: string;
+  message: string;
+}
+
+/**
+ * The failure of the run's workflow task when it is failing again and again (attempt above 1): from
+ * the newest `WorkflowTaskFailed` event of its history (Temporal records the first failure of a series),
+ * read backwards, one page. Undefined while the task is not failing.
+ */
+async function workflowTaskFailureOf(handle: WorkflowHandle, namespace: string, raw: { pendingWorkflowTask?: { attempt?: number | null } | null; workflowExecutionInfo?: { execution?: { runId?: string | null } | null } | null }): Promise<WorkflowTaskFailure | undefined> {
+  const attempt = raw.pendingWorkflowTask?.attempt ?? 1;
+  if (attempt <= 1) return undefined;
+  const page = await handle.client.workflowService.getWorkflowExecutionHistoryReverse({
+    namespace,
+    execution: { workflowId: handle.workflowId, runId: raw.workflowExecutionInfo?.execution?.runId ?? undefined },
+    maximumPageSize: 50,
+  });
+  const failed = page.history?.events?.find((e) => e.workflowTaskFailedEventAttributes)?.workflowTaskFailedEventAttributes;
+  const cause = failed?.cause === undefined || failed.cause === null ? undefined : String(temporalProto().temporal.api.enums.v1.WorkflowTaskFailedCause[failed.cause as number] ?? failed.cause).replace(/^WORKFLOW_TASK_FAILED_CAUSE_/, "");
+  return { attempt, ...(cause ? { cause } : {}), message: failed?.failure?.message ?? "the workflow task fails (its failure is not in the history's last events)" };
+}
+
 /** A Temporal execution as the run endpoints report it. */
 export interface ExecutionOutcome {
   temporalRunId: string;
@@ -50,6 +81,8 @@ export interface ExecutionOutcome {
   status: "open" | "completed" | "failed" | "cancelled" | "timed_out";
   /** While open: its activities not completed yet ({@link PendingActivity}); none is an empty list. */
   pendingActivities?: PendingActivity[];
+  /** While open and its workflow task keeps failing: why ({@link WorkflowTaskFailure}). */
+  workflowTaskFailure?: WorkflowTaskFailure;
   closeTime?: string;
   result?: unknown;
   error?: { message: string; type?: string };
@@ -70,8 +103,10 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
   }
   const out: ExecutionOutcome = { temporalRunId: d.runId, status: "open", ...(d.closeTime ? { closeTime: d.closeTime.toISOString() } : {}) };
   switch (d.status.name) {
-    case "RUNNING":
-      return { ...out, pendingActivities: pendingActivitiesOf(d.raw) };
+    case "RUNNING": {
+      const failure = await workflowTaskFailureOf(handle, namespace, d.raw).catch(() => undefined);
+      return { ...out, pendingActivities: pendingActivitiesOf(d.raw), ...(failure ? { workflowTaskFailure: failure } : {}) };
+    }
     case "COMPLETED":
       return { ...out, status: "completed", result: await handle.result() };
     case "CANCELLED":
