@@ -4,10 +4,14 @@ import { Worker } from "@temporalio/worker";
 import path from "node:path";
 import { client, eventually, startApp, tempDir, tokenFor } from "./helpers";
 import { startDevServer } from "../core/temporal/dev-server";
+import { bundleWorkflows } from "../core/temporal/bundle";
+import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { freePort } from "./setup/global";
 import type { App } from "../core/app";
 import { OntologyStore } from "../core/ontology/store";
 import { EventLog } from "../core/events/log";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
 
 let app: App;
 let dev: ReturnType<typeof client>;
@@ -249,6 +253,25 @@ describe("interventions", () => {
     const results = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: { code: fs.readFileSync(inject("workflowBundle"), "utf8") } }, histories)) results.push(result);
     expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(histories.map((h) => [h.workflowId, undefined]));
+
+    // the same histories under a designer's later code whose answer schema has a new required field:
+    // an answer accepted before stands (parsing it again with the new schema threw on every replay,
+    // and the runs that had an answer were stuck)
+    const source = fs.readFileSync(path.join(ROOT, "sandbox/workflows.ts"), "utf8");
+    const tightened = source.replace("const Decision = v.object({ approved: v.boolean(),", "const Decision = v.object({ costCenter: v.string(), approved: v.boolean(),");
+    expect(tightened).not.toBe(source);
+    const module = path.join(ROOT, "test", `.tightened-workflows-${process.pid}.tmp.ts`);
+    fs.writeFileSync(module, tightened);
+    try {
+      const { code } = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows: module });
+      const answered = histories.filter((h) => h.history.events?.some((e) => e.workflowExecutionUpdateAcceptedEventAttributes));
+      expect(answered.length).toBeGreaterThan(0);
+      const replayed = [];
+      for await (const result of Worker.runReplayHistories({ workflowBundle: { code } }, answered)) replayed.push(result);
+      expect(replayed.map((r) => [r.workflowId, r.error?.message])).toEqual(answered.map((h) => [h.workflowId, undefined]));
+    } finally {
+      fs.rmSync(module, { force: true });
+    }
   });
 });
 

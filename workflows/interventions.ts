@@ -98,7 +98,11 @@ export function installInterventions(workflowId: string, runId: string, records:
     submitIntervention,
     async ({ name, interventionId, answer, by }) => {
       const target = openEntry(name, interventionId);
-      const parsed = v.parse(target.schema, answer);
+      // the validator accepted this answer before Temporal took the update; a replay does not run the
+      // validator, and parsing again with an answer schema changed since (a field made required) threw
+      // on every replay, leaving the run stuck: what was accepted stands, as it was sent
+      const again = v.safeParse(target.schema, answer);
+      const parsed = again.success ? again.output : answer;
       const apply = () => {
         target.answer = parsed;
         target.by = by;
