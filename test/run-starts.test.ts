@@ -67,6 +67,8 @@ describe("runs answered once queued in the store, started by the starter", () =>
       // the search lists it (Temporal does not hold it yet) as running, and only under its own filters
       const listed = (await dev.get("/api/workflow-runs?workflowId=invoice-review&status=running")).body.data;
       expect(listed.find((r: { runId: string }) => r.runId === runId)).toMatchObject({ workflowId: "invoice-review", status: "running", startedAt: queued.body.queuedAt });
+      // the run's own words for not ended filter the same (they were refused with 400)
+      for (const status of ["queued", "waiting"]) expect((await dev.get(`/api/workflow-runs?workflowId=invoice-review&status=${status}`)).body.data.map((r: { runId: string }) => r.runId), status).toContain(runId);
       expect((await dev.get("/api/workflow-runs?status=completed")).body.data.map((r: { runId: string }) => r.runId)).not.toContain(runId);
       expect((await dev.get(`/api/workflow-runs?startedAfter=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body.data).toEqual([]);
 

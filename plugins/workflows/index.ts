@@ -76,7 +76,7 @@ export default definePlugin({
       auth: "bearer",
       query: v.object({
         workflowId: v.optional(v.string()),
-        status: v.optional(v.picklist(["running", "completed", "failed", "cancelled", "timed_out"])),
+        status: v.optional(v.pipe(v.picklist(["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"]), v.description("`queued`, `running` and `waiting` all list the runs that have not ended (the list reports each as `running`; read a run for its exact state)"))),
         startedAfter: v.optional(timestampSchema()),
         startedBefore: v.optional(timestampSchema()),
         pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 500, description: "1 to 500, default 50" })),
