@@ -20,7 +20,8 @@ export function isMissingKey(issue: v.BaseIssue<unknown>): boolean {
  * Expected never but received "kind"`).
  */
 export function isUnknownKey(issue: v.BaseIssue<unknown>): boolean {
-  return issue.kind === "schema" && issue.type === "strict_object" && issue.expected === "never" && issue.path?.at(-1)?.origin === "key";
+  // only valibot's own wording: a schema's message of its own (naming the object type's properties, say) stays
+  return issue.kind === "schema" && issue.type === "strict_object" && issue.expected === "never" && issue.path?.at(-1)?.origin === "key" && issue.message.startsWith("Invalid key: Expected never");
 }
 
 /**
