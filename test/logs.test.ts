@@ -43,7 +43,15 @@ describe("handler logs (spec 2.5)", () => {
 
   it("refuses a cursor past the newest line (one it never issued), which would skip lines in silence, on GET and on /ws/logs", async () => {
     await approve("inv_1002", "logs-approve-ahead");
-    const latest = (await dev.get("/api/logs?limit=1000")).body.logs.at(-1).cursor as string;
+    // the newest line once no more come (the approval's effect logs later, from its own workflow)
+    const newest = async () => (await dev.get("/api/logs?limit=1000")).body.logs.at(-1).cursor as string;
+    let latest = await newest();
+    for (let settled = false; !settled; ) {
+      await new Promise((r) => setTimeout(r, 500));
+      const now = await newest();
+      settled = now === latest;
+      latest = now;
+    }
     const [tag, epoch, seq] = Buffer.from(latest, "base64url").toString().split(":");
     const ahead = Buffer.from(`${tag}:${epoch}:${Number(seq) + 1_000}`).toString("base64url");
     const res = await dev.get(`/api/logs?afterCursor=${ahead}`);

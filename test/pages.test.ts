@@ -401,7 +401,8 @@ describe("sign-in page", () => {
     await page.getByLabel("Password").fill("dev-sandbox-password");
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${app.url}/artifacts?kind=document`);
-    expect(await page.locator(".card-title").first().textContent()).toBe("Q3 billing review");
+    // the sandbox's document is listed (other tests of this file publish documents of their own, newer)
+    expect(await page.locator(".card-title").allTextContents()).toContain("Q3 billing review");
   });
 
   it("has no accessibility violations", async () => {
