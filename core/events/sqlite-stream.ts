@@ -221,8 +221,9 @@ export class SqliteEventStream implements EventStream {
     // a reading one up to the newest event of the statement's own snapshot
     const published = this.published;
     const { sql, params } = this.selectSql(q);
-    const page = await this.db.get<{ seqs: string | null; envelopes: Buffer | null; newest: number | null }>(
-      `SELECT group_concat(seq, ',') AS seqs, CAST(group_concat(envelope, char(10)) AS BLOB) AS envelopes, (SELECT MAX(seq) FROM events) AS newest FROM (${sql})`,
+    const newest = published === undefined ? ", (SELECT MAX(seq) FROM events) AS newest" : "";
+    const page = await this.db.get<{ seqs: string | null; envelopes: Buffer | null; newest?: number | null }>(
+      `SELECT group_concat(seq, ',') AS seqs, CAST(group_concat(envelope, char(10)) AS BLOB) AS envelopes${newest} FROM (${sql})`,
       params,
     );
     const newestSeq = (published !== undefined ? published : page?.newest) || undefined;

@@ -10,6 +10,12 @@ export const SLOW_CONSUMER_CLOSE = 4008;
 /** Close code for a socket whose session ended (signed out or expired): the client signs in again. */
 export const SESSION_ENDED_CLOSE = 4401;
 
+/** Tells `peer` its session has ended (an `error` frame, `unauthorized`) and closes it with {@link SESSION_ENDED_CLOSE}. */
+function closeForEndedSession(peer: Peer): void {
+  sendFrame(peer, { type: "error", code: "unauthorized", message: "The session has ended; sign in again" });
+  peer.close(SESSION_ENDED_CLOSE, "session ended");
+}
+
 /** The longest a timer waits (ms): setTimeout fires at once for more. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -29,8 +35,7 @@ function watchSession(peer: Peer, principal: { session?: SessionWatch }, end: ()
     done = true;
     stopWatching();
     end();
-    sendFrame(peer, { type: "error", code: "unauthorized", message: "The session has ended; sign in again" });
-    peer.close(SESSION_ENDED_CLOSE, "session ended");
+    closeForEndedSession(peer);
   };
   const at = (expiresAt: number) => {
     timer = setTimeout(() => {
@@ -131,8 +136,7 @@ export function subscriptionSocket<S>(opts: {
     if (!session || (await session.active()) !== undefined) return true;
     stop(peer);
     sessionWatches.get(peer.id)?.();
-    sendFrame(peer, { type: "error", code: "unauthorized", message: "The session has ended; sign in again" });
-    peer.close(SESSION_ENDED_CLOSE, "session ended");
+    closeForEndedSession(peer);
     return false;
   };
   /** Bumped by every subscribe, unsubscribe and close: a subscription started for an older one is stopped at once. */

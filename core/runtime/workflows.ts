@@ -13,6 +13,7 @@ import { parseOrThrow } from "../http/validation";
 import { PendingActivitySchema, RunLinksSchema, WorkflowTaskFailureSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 import { temporalClient, temporalCommon, temporalProto } from "../temporal/sdk";
+import { isoOf } from "../temporal/execution";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
 export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
@@ -374,7 +375,6 @@ export class WorkflowRuns {
     }
     const { History } = temporalProto().temporal.api.history.v1;
     const parsed = History.toObject(history as Parameters<typeof History.toObject>[0], { enums: String, longs: String, bytes: String, defaults: false }) as { events?: Array<Record<string, any>> };
-    const time = (t: { seconds?: string; nanos?: number } | undefined) => (t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : "");
     const events = (parsed.events ?? []).map((e) => {
       const key = Object.keys(e).find((k) => k.endsWith("EventAttributes"));
       const attributes = (key ? e[key] : {}) as Record<string, any>;
@@ -386,7 +386,7 @@ export class WorkflowRuns {
       } catch {
         summary = undefined;
       }
-      return { eventId: Number(e.eventId), eventType: String(e.eventType).replace(/^EVENT_TYPE_/, ""), eventTime: time(e.eventTime), ...(name ? { name } : {}), ...(summary ? { summary } : {}), attributes };
+      return { eventId: Number(e.eventId), eventType: String(e.eventType).replace(/^EVENT_TYPE_/, ""), eventTime: isoOf(e.eventTime) ?? "", ...(name ? { name } : {}), ...(summary ? { summary } : {}), attributes };
     });
     return { runId, events };
   }

@@ -22,8 +22,8 @@ export interface PendingActivity {
   nextAttemptScheduleTime?: string;
 }
 
-/** A protobuf timestamp (seconds may be a `Long`) as ISO 8601 UTC, or undefined when unset. */
-function isoOf(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | undefined {
+/** A protobuf timestamp (seconds may be a `Long` or a string) as ISO 8601 UTC, or undefined when unset. */
+export function isoOf(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | undefined {
   if (!ts || ts.seconds === undefined || ts.seconds === null) return undefined;
   return new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
 }
