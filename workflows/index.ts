@@ -60,10 +60,21 @@ function thrownMessage(err: unknown): string {
   }
 }
 
-/** A failure the run reports and ends with (a plain Error would only fail the workflow task and retry forever). */
+/**
+ * The failure a run ends with for what its code threw (a plain Error would only fail the workflow task
+ * and retry it forever): non-retryable, of the error's name as its type, carrying the thrown error's
+ * own stack (the designer's files and lines, mapped by the worker), not this function's.
+ */
+function designerFailure(err: unknown): ApplicationFailure {
+  const failure = ApplicationFailure.nonRetryable(thrownMessage(err), err instanceof Error ? err.name : "Error");
+  if (err instanceof Error && err.stack) failure.stack = err.stack;
+  return failure;
+}
+
+/** A failure the run reports and ends with: a Temporal failure as it is, anything else as {@link designerFailure}. */
 function failRun(err: unknown): never {
   if (err instanceof TemporalFailure) throw err;
-  throw ApplicationFailure.nonRetryable(thrownMessage(err), err instanceof Error ? err.name : "Error");
+  throw designerFailure(err);
 }
 
 /** The message a failed activity or child run reports: its cause's (what failed inside), else the error's own. */
@@ -197,6 +208,6 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
     await finished({ status: "failed", error: { message } });
     if (err instanceof TemporalFailure) throw err;
     // A designer's error fails the run (a plain Error would only fail the workflow task and retry it forever).
-    throw ApplicationFailure.nonRetryable(message, err instanceof Error ? err.name : "Error");
+    throw designerFailure(err);
   }
 }

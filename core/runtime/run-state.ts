@@ -49,7 +49,7 @@ export interface StartRow {
 export interface RunStateBase {
   status: "queued" | "running" | "completed" | "failed" | "cancelled" | "timed_out";
   result?: unknown;
-  error?: { message: string; type?: string };
+  error?: { message: string; type?: string; stack?: string };
   queuedAt: string;
   startedAt?: string;
   finishedAt?: string;

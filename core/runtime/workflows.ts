@@ -73,7 +73,13 @@ export const WorkflowRunStateSchema = v.object({
   status: v.picklist(WORKFLOW_RUN_STATUSES),
   input: v.unknown(),
   result: v.optional(v.unknown()),
-  error: v.optional(v.object({ message: v.string(), type: v.optional(v.string()) })),
+  error: v.optional(
+    v.object({
+      message: v.string(),
+      type: v.optional(v.string()),
+      stack: v.optional(v.pipe(v.string(), v.description("Where the error was thrown, as Temporal recorded it: for an error of the workflow's code, its files and lines"))),
+    }),
+  ),
   queuedAt: v.string(),
   startedAt: v.optional(v.string()),
   finishedAt: v.optional(v.string()),

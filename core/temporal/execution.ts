@@ -85,7 +85,8 @@ export interface ExecutionOutcome {
   workflowTaskFailure?: WorkflowTaskFailure;
   closeTime?: string;
   result?: unknown;
-  error?: { message: string; type?: string };
+  /** `stack`: the stack trace Temporal recorded with the failure (the thrown error's, for workflow code). */
+  error?: { message: string; type?: string; stack?: string };
 }
 
 /**
@@ -122,7 +123,10 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
         let cause: unknown = err instanceof temporalClient().WorkflowFailedError ? err.cause : err;
         // an activity's (or child run's) failure wraps what failed in it: "Activity task failed" says nothing
         while (cause instanceof Error && (cause.name === "ActivityFailure" || cause.name === "ChildWorkflowFailure") && cause.cause instanceof Error) cause = cause.cause;
-        return { ...out, status: "failed", error: { message: (cause as Error)?.message ?? String(cause), ...((cause as { type?: string })?.type ? { type: (cause as { type?: string }).type } : {}) } };
+        const type = (cause as { type?: string })?.type;
+        // the stack Temporal recorded with the failure: for a designer's error, its own files and lines
+        const stack = cause instanceof Error && cause.stack ? cause.stack : undefined;
+        return { ...out, status: "failed", error: { message: (cause as Error)?.message ?? String(cause), ...(type ? { type } : {}), ...(stack ? { stack } : {}) } };
       }
   }
 }
