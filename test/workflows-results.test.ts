@@ -3,7 +3,7 @@
  * by name; an error the workflow's code throws fails it with that error's own stack.
  */
 import path from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client, eventually, startApp } from "./helpers";
 import { defineProject } from "../core/sdk";
 import { sandboxProject } from "../sandbox/project";
@@ -43,3 +43,39 @@ it("an error the workflow's code throws fails the run with its name and its own 
   // the engine's own wrapping is not where it says the error was thrown
   expect(stack.split("\n")[1]).not.toMatch(/designerFailure|failRun|workflows\/index\.ts/);
 }, 90_000);
+
+describe("an intervention nobody could answer", () => {
+  it.each([
+    ["names nobody", {}, /its assignees name nobody: give identities .* or a permission/],
+    ["names an identity the project does not define", { identities: ["bbo"] }, /nobody could answer it \(no identity "bbo" in this project\); the project's identities are: .*alice/],
+    ["names a permission no identity holds", { permission: "approve:everything" }, /no identity holds the permission "approve:everything"/],
+    ["is not an assignees object", { identities: "alice" }, /its assignees must be \{ identities\?: string\[\], permission\?: string \}/],
+  ])("%s: does not open, and fails the run saying why (it waited, silently, until it expired)", async (_, assignees, reason) => {
+    const dev = client(app);
+    const { runId } = (await dev.post("/api/workflows/odd-assignees/runs", { input: { assignees } })).body;
+    const failed = await eventually(async () => {
+      const r = await dev.get(`/api/workflow-runs/${runId}`);
+      return r.body.status === "failed" ? r.body : r.body.status === "waiting" ? r.body : undefined;
+    }, 60_000);
+    expect(failed.status).toBe("failed");
+    expect(failed.error.message).toMatch(new RegExp(`Intervention "confirm" of run ${runId} cannot open: `));
+    expect(failed.error.message).toMatch(reason);
+    expect(failed.error.type).toBe("InvalidIntervention");
+    expect(failed.interventions).toEqual([]);
+    const events = ((await dev.get("/api/events?topic=workflows&limit=1000")).body.events as any[]).filter((e) => e.payload.runId === runId);
+    // what came before it was written; the intervention was not; the run's end says why
+    expect(events.map((e) => e.type)).toEqual(["workflow.run.queued", "workflow.run.started", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.finished"]);
+    expect(events.at(-1).payload).toMatchObject({ status: "failed", error: { message: failed.error.message } });
+  }, 90_000);
+
+  it("one an identity of the project could answer opens and waits", async () => {
+    const dev = client(app);
+    const { runId } = (await dev.post("/api/workflows/odd-assignees/runs", { input: { assignees: { identities: ["bbo", "alice"] } } })).body;
+    const waiting = await eventually(async () => {
+      const r = await dev.get(`/api/workflow-runs/${runId}`);
+      return r.body.status === "waiting" || r.body.status === "failed" ? r.body : undefined;
+    }, 60_000);
+    expect(waiting).toMatchObject({ status: "waiting", interventions: [{ name: "confirm", status: "open", assignees: { identities: ["bbo", "alice"] } }] });
+    expect((await dev.post(`/api/workflow-runs/${runId}/cancel`, {})).status).toBe(200);
+  }, 90_000);
+});

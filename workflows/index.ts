@@ -9,7 +9,7 @@
  *
  * `svc-project-workflows` is an alias set at bundle time to the project's workflows module.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, proxySinks, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
+import { ActivityFailure, ApplicationFailure, CancellationScope, ChildWorkflowFailure, isCancellation, proxySinks, sleep, workflowInfo, TemporalFailure } from "@temporalio/workflow";
 import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
 import { workflows } from "svc-project-workflows";
 import type { RecordRunEventInput, RecordWorkflowEventInput, SvcSinks } from "../core/sdk/activities-types";
@@ -82,6 +82,13 @@ const messageOf = (err: unknown) => {
   const cause = (err as { cause?: unknown })?.cause;
   return (cause instanceof Error ? cause.message : undefined) ?? thrownMessage(err);
 };
+
+/**
+ * The message a workflow run ends with: for an activity's or child run's failure, what failed inside
+ * it ("Activity task failed" says nothing); for anything else the code threw, its own message (an
+ * Error's own `cause` is the designer's business, not a wrapper).
+ */
+const runFailureMessage = (err: unknown) => (err instanceof ActivityFailure || err instanceof ChildWorkflowFailure ? messageOf(err) : thrownMessage(err));
 
 /** A sync run (spec 4.3): workflow id = runId; `sync.run.started`, the handler as an activity, `sync.run.finished`. */
 export async function syncRun(args: { syncId: string; input: unknown }): Promise<unknown> {
@@ -204,8 +211,7 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
       await finished({ status: "cancelled" });
       throw err;
     }
-    const message = thrownMessage(err);
-    await finished({ status: "failed", error: { message } });
+    await finished({ status: "failed", error: { message: runFailureMessage(err) } });
     if (err instanceof TemporalFailure) throw err;
     // A designer's error fails the run (a plain Error would only fail the workflow task and retry it forever).
     throw designerFailure(err);

@@ -156,7 +156,13 @@ export function installInterventions(workflowId: string, runId: string, records:
     } catch {
       answerSchema = undefined;
     }
-    await record({ ...base, phase: "requested", prompt: request.prompt, assignees: request.assignees, answerSchema, expiresAt: new Date(Date.now() + request.expiresInMs).toISOString() });
+    try {
+      await record({ ...base, phase: "requested", prompt: request.prompt, assignees: request.assignees, answerSchema, expiresAt: new Date(Date.now() + request.expiresInMs).toISOString() });
+    } catch (err) {
+      // it did not open (the record was refused: nobody could answer it): code that goes on may ask again
+      entries.delete(name);
+      throw err;
+    }
     const deadline = Date.now() + request.expiresInMs;
     // the first wait is the whole expiry, as older runs recorded it; a wait again (a failed write) the rest
     for (let timeout = request.expiresInMs; ; timeout = Math.max(1, deadline - Date.now())) {

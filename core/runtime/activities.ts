@@ -130,7 +130,21 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
    * run ended (or waiting) finds all its events in the stream (the drain is in commit order); for the
    * others the drain starts and the run goes on, as its next step does not need it.
    */
-  const writeRecords = async (records: readonly RunRecord[]) => {
+  const writeRecords = async (all: readonly RunRecord[]) => {
+    // an intervention nobody could answer does not open (it would wait, silently, until it expires): the
+    // records before and beside it are written, then the activity fails for good, naming why (the run
+    // fails with it). Runs in flight replay the activity's recorded outcome: no patch is needed.
+    let refused: string | undefined;
+    const records = all.filter((record) => {
+      if (!("intervention" in record) || record.intervention.phase !== "requested" || refused) return !refused;
+      const problem = project.assigneesProblem(record.intervention.assignees);
+      if (problem) refused = `Intervention "${record.intervention.name}" of run ${record.intervention.runId} cannot open: ${problem}`;
+      return !refused;
+    });
+    if (records.length) await writeRecordsInTx(records);
+    if (refused) throw temporalCommon().ApplicationFailure.nonRetryable(refused, "InvalidIntervention");
+  };
+  const writeRecordsInTx = async (records: readonly RunRecord[]) => {
     let awaitDrain = false;
     await db.transaction(async (tx) => {
       const envelopes: DomainEventEnvelope[] = [];

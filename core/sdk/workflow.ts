@@ -17,7 +17,11 @@ export interface InterventionRequest<A> {
    * (400) and the intervention stays open. Anything else fails the run when the intervention opens.
    */
   answer: v.GenericSchema<unknown, A>;
-  /** Who may answer: identities, or holders of a permission. */
+  /**
+   * Who may answer: identities, or holders of a permission. At least one identity of the project must
+   * be able to: an intervention nobody could answer (no one named, only identities the project does not
+   * define, a permission no identity holds) does not open, and the run fails, saying why.
+   */
   assignees: InterventionAssignees;
   /**
    * Milliseconds until it expires (a durable timer: it expires even while no worker runs). Required,
