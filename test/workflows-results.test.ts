@@ -1,6 +1,8 @@
 /**
- * How a workflow's own failures read: a result that is not JSON (Temporal's payloads are) fails the run
- * by name; an error the workflow's code throws fails it with that error's own stack.
+ * How workflow code's failures and cancellations read: a result that is not JSON (Temporal's payloads
+ * are) fails the run by name; an error the code throws fails it with that error's own stack; an
+ * intervention nobody could answer fails it instead of waiting; cleanup in `ctx.nonCancellable` runs
+ * when the run is cancelled.
  */
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -79,3 +81,19 @@ describe("an intervention nobody could answer", () => {
     expect((await dev.post(`/api/workflow-runs/${runId}/cancel`, {})).status).toBe(200);
   }, 90_000);
 });
+
+it("a run's cleanup in ctx.nonCancellable runs when the run is cancelled, and the run ends cancelled", async () => {
+  const dev = client(app);
+  const customerId = `cus_cleanup_${Date.now()}`;
+  const { runId } = (await dev.post("/api/workflows/odd-cleanup/runs", { input: { customerId } })).body;
+  await eventually(async () => ((await dev.get(`/api/workflow-runs/${runId}`)).body.status === "running" ? true : undefined), 60_000);
+  expect((await dev.post(`/api/workflow-runs/${runId}/cancel`, {})).status).toBe(200);
+  const ended = await eventually(async () => {
+    const r = await dev.get(`/api/workflow-runs/${runId}`);
+    return ["cancelled", "failed", "completed"].includes(r.body.status) ? r.body : undefined;
+  }, 60_000);
+  expect(ended.status, JSON.stringify(ended.error)).toBe("cancelled");
+  const written = await dev.get(`/api/objects/customer/${customerId}`);
+  expect(written.status).toBe(200);
+  expect(written.body.properties).toMatchObject({ name: "cleaned up" });
+}, 90_000);

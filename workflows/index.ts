@@ -179,6 +179,7 @@ function createContext(workflowId: string, runId: string, records: Recorder, mod
     actions: {
       run: (actionId, input) => records.carry(inNode(`run action ${actionId}`).runAction, { actionId, subject: input.subject, params: input.params, runId: `${runId}:action:${++seq}`, workflowRunId: runId }),
     },
+    nonCancellable: (fn) => CancellationScope.nonCancellable(fn),
   };
 }
 

@@ -78,6 +78,13 @@ export interface WorkflowContext {
     /** Runs a project action as an activity; the run has its own record and runId. */
     run(actionId: string, input: { subject?: Subject; params?: Record<string, unknown> }): Promise<ActionRunRecord>;
   };
+  /**
+   * Runs `fn` to its end even when the run is cancelled (Temporal's `CancellationScope.nonCancellable`):
+   * for cleanup in a `finally` or `catch` after a cancellation, whose writes, actions and timers would
+   * otherwise be cancelled before they start. The run still ends `cancelled` once the cancellation that
+   * reached it propagates. Work inside is not cancellable: keep it short.
+   */
+  nonCancellable<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 /** A workflow: typed input and a `run` function executed durably on Temporal. */
