@@ -15,7 +15,7 @@ import { errorCode } from "./errors";
  * | `LOG_LEVEL` | info | pino level |
  * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB, local blobs and upload sessions; one service process per directory: a second is refused at start (`core/store/data-dir-lock.ts`) |
  * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission (at least 16 characters); `none`: no development token, and one stored by an earlier start is revoked. A revoked development token stays revoked at later starts |
- * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links |
+ * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links (with PORT=0, a port 0 in it is the port bound) |
  * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |
  * | `TEMPORAL_NAMESPACE` | default | namespace on that cluster |
  * | `SVC_TEMPORAL_CLI` | fetched or built into the svc cache | path of an existing `temporal` binary |

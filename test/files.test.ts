@@ -415,6 +415,24 @@ describe("download URLs (spec 2.6, 4.3, 5)", () => {
     expect((await fetch(shared.url.replace(origin, app.url))).status).toBe(200);
   });
 
+  it("with PORT=0, a public origin on port 0 (as the sandbox derives it from PORT) names the port bound", async () => {
+    const zero = await startApp({ project, env: { SVC_API_PUBLIC_ORIGIN: "http://localhost:0" } });
+    try {
+      const port = new URL(zero.url).port;
+      expect(port).not.toBe("0");
+      expect(zero.config).toMatchObject({ publicOrigin: `http://localhost:${port}`, apiPublicOrigin: `http://localhost:${port}` });
+      const c = client(zero);
+      const ref = (await (await fetch(`${zero.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: (() => { const f = new FormData(); f.append("file", file("zero"), "zero.txt"); return f; })() })).json()) as { id: string };
+      await c.post("/api/actions/invoice.attach-pdf", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1001" }, params: { file: { id: ref.id } } });
+      const created = await c.post("/api/objects/invoice/inv_1001/files/download-urls", { path: "/properties/pdf" });
+      expect(created.body.url).toMatch(new RegExp(`^http://localhost:${port}/api/download/`));
+      // the link works as given (localhost is this server)
+      expect(await (await fetch(created.body.url)).text()).toBe("zero");
+    } finally {
+      await zero.close();
+    }
+  });
+
   it("fails clearly without SVC_API_PUBLIC_ORIGIN", async () => {
     const bare = await startApp({ project });
     try {
