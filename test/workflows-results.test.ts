@@ -6,7 +6,9 @@
  */
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { client, eventually, startApp } from "./helpers";
+import pino from "pino";
+import { client, eventually, startApp, tempDir } from "./helpers";
+import { workflows as sandboxWorkflows } from "../sandbox/workflows";
 import { defineProject } from "../core/sdk";
 import { sandboxProject } from "../sandbox/project";
 import { workflows } from "./fixtures/odd-workflows";
@@ -97,3 +99,34 @@ it("a run's cleanup in ctx.nonCancellable runs when the run is cancelled, and th
   expect(written.status).toBe(200);
   expect(written.body.properties).toMatchObject({ name: "cleaned up" });
 }, 90_000);
+
+it("at start, open runs of a workflow the project no longer defines are named in a warning, with what to do", async () => {
+  const dataDir = tempDir();
+  const taskQueue = `orphans-${Date.now()}`;
+  const first = await startApp({ dataDir, taskQueue });
+  let runId: string;
+  try {
+    runId = (await client(first).post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1002", waitMs: 0, approvalTimeoutMs: 600_000 } })).body.runId;
+    await eventually(async () => ((await client(first).get(`/api/workflow-runs/${runId}`)).body.status === "waiting" ? true : undefined), 60_000);
+  } finally {
+    await first.close();
+  }
+  // the project renamed invoice-review: its run is still open on Temporal
+  const { "invoice-review": _renamed, ...rest } = sandboxWorkflows;
+  const lines: any[] = [];
+  const second = await startApp({ dataDir, taskQueue, project: defineProject({ ...sandboxProject, workflows: rest }), logger: pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line)) }) });
+  try {
+    const warned = await eventually(async () => lines.find((l) => l.workflowId === "invoice-review"), 20_000);
+    expect(warned).toMatchObject({ level: 40, open: 1, runIds: [runId!] });
+    expect(warned.msg).toMatch(/1 run is open of workflow "invoice-review", which the project no longer defines: .*Declare the workflow again under that id .* or cancel them/);
+  } finally {
+    await second.close();
+  }
+  // the sandbox's own project has nothing to warn about: the test's run is cancelled by a third start
+  const third = await startApp({ dataDir, taskQueue });
+  try {
+    expect((await client(third).post(`/api/workflow-runs/${runId!}/cancel`, {})).status).toBe(200);
+  } finally {
+    await third.close();
+  }
+}, 120_000);

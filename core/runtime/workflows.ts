@@ -421,6 +421,26 @@ export class WorkflowRuns {
     return { data, next: { at, seen } };
   }
 
+  /**
+   * The workflows this data dir has runs of that the project no longer defines (renamed or removed), with
+   * how many of those runs are still open on Temporal: such a run cannot go on (its next workflow task
+   * fails, "This worker has no workflow"), and no identity holds `run:workflow:<id>` for it unless the
+   * project still grants it. Read from the store's run rows and Temporal's visibility (one query).
+   * @throws when Temporal does not answer
+   */
+  async openRunsOfUndefinedWorkflows(): Promise<Array<{ workflowId: string; open: number; runIds: string[] }>> {
+    const defined = this.project.workflows;
+    const ids = (await this.db.all<{ workflow_id: string }>("SELECT DISTINCT workflow_id FROM workflow_runs")).map((r) => r.workflow_id).filter((id) => !defined.has(id));
+    if (ids.length === 0) return [];
+    const host = this.host();
+    const quote = (s: string) => `'${s.replace(/'/g, "")}'`;
+    const byWorkflow = new Map<string, string[]>();
+    for await (const w of host.client.workflow.list({ query: `TaskQueue = ${quote(host.taskQueue)} AND ExecutionStatus = 'Running' AND WorkflowType IN (${ids.map(quote).join(", ")})` })) {
+      byWorkflow.set(w.type, [...(byWorkflow.get(w.type) ?? []), w.workflowId]);
+    }
+    return [...byWorkflow].map(([workflowId, runIds]) => ({ workflowId, open: runIds.length, runIds }));
+  }
+
   /** Runs newest first from Temporal and the store (see {@link WorkflowRuns.search}), at or before `q.after.at`. */
   private async searchFrom(q: RunSearch): Promise<RunSummary[]> {
     const host = this.host();

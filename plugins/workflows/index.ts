@@ -16,7 +16,22 @@ function isPosition(x: unknown): x is { at: string; seen: string[] } {
 export default definePlugin({
   name: "workflows",
   deps: { runs: WorkflowRuns },
-  setup({ routes, project }, { runs }) {
+  setup({ routes, project, hooks, log }, { runs }) {
+    // runs of a workflow the project no longer defines (renamed, removed) cannot go on and no one can read
+    // them through the API: say so once at start, with what to do (it does not hold up the start)
+    hooks.hook("ready", () => {
+      void runs
+        .openRunsOfUndefinedWorkflows()
+        .then((orphans) => {
+          for (const { workflowId, open, runIds } of orphans) {
+            log.warn(
+              { workflowId, open, runIds: runIds.slice(0, 20) },
+              `${open} run${open === 1 ? " is" : "s are"} open of workflow "${workflowId}", which the project no longer defines: they cannot go on (their next step fails: "This worker has no workflow"), and the API answers them only to holders of run:workflow:${workflowId}. Declare the workflow again under that id to let them finish, or cancel them (temporal workflow cancel --workflow-id <runId>)`,
+            );
+          }
+        })
+        .catch((err: unknown) => log.debug({ err }, "could not look for open runs of workflows the project no longer defines"));
+    });
     routes.add({
       method: "POST",
       path: "/api/workflows/:id/runs",
