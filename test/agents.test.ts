@@ -98,6 +98,24 @@ describe("agent replies", () => {
     expect((await dev.get(`/api/artifacts/${run.published[0].artifactId}/versions/1`)).status).toBe(200);
   });
 
+  it("a cancel mid-text answers the run ended: run.finished is its last record, its usage stays, and the conversation takes the next message at once", async () => {
+    const { conversationId, runId } = await converse(dev, "Make a deck titled Cancel me, slowly");
+    // the model streams a word every 150 ms: cancel once the first words are out
+    await eventually(async () => ((await dev.get(`/api/agent-runs/${runId}/output?limit=500`)).body.records.some((r: any) => r.kind === "text") ? true : undefined), 30_000);
+    const cancelled = await dev.post(`/api/agent-runs/${runId}/cancel`, {});
+    expect([cancelled.status, cancelled.body.status]).toEqual([200, "cancelled"]);
+    const usage = cancelled.body.usage;
+    // the step heard of the cancel only at a heartbeat Temporal answers: it went on streaming after run.finished
+    await new Promise((r) => setTimeout(r, 2_500));
+    const records = (await dev.get(`/api/agent-runs/${runId}/output?limit=500`)).body.records as any[];
+    expect(records.at(-1)).toMatchObject({ kind: "run.finished", data: { status: "cancelled" } });
+    expect(records.filter((r) => r.kind === "tool.call")).toEqual([]);
+    expect((await dev.get(`/api/agent-runs/${runId}`)).body).toMatchObject({ status: "cancelled", usage, published: [] });
+    const next = await dev.post(`/api/conversations/${conversationId}/messages`, { text: "Never mind" });
+    expect(next.status).toBe(200);
+    expect((await finished(dev, next.body.runId)).status).toBe("completed");
+  });
+
   it("withdraws what a failed reply published when it is retried, and the retry publishes anew", async () => {
     const { runId } = await converse(dev, "Write a report titled Doomed, then fail");
     const failed = await finished(dev, runId);

@@ -30,6 +30,42 @@ async function beating<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * Watches a run while one of its steps works: `ended()` once the run has ended (cancelled, or failed) and
+ * `signal` aborted then or when Temporal cancels the activity. A cancelled reply is recorded ended at once
+ * (its workflow does not wait for the step), while the step hears of it only at a heartbeat Temporal
+ * answers, seconds later: without this the step went on streaming text, saving its usage and listing its
+ * tool calls after the run's `run.finished`.
+ */
+function watchRun(runs: AgentRuns, runId: string, cancelled: AbortSignal): { signal: AbortSignal; ended(): boolean; dispose(): void } {
+  const controller = new AbortController();
+  let ended = false;
+  const check = (id: string) => {
+    if (id !== runId || ended) return;
+    void runs.runRow(runId).then(
+      (row) => {
+        if (row.status === "queued" || row.status === "running") return;
+        ended = true;
+        controller.abort(new Error(`run ${runId} ended (${row.status})`));
+      },
+      () => undefined,
+    );
+  };
+  const onCancel = () => controller.abort(cancelled.reason);
+  if (cancelled.aborted) onCancel();
+  else cancelled.addEventListener("abort", onCancel, { once: true });
+  runs.changes.on("changed", check);
+  check(runId);
+  return {
+    signal: controller.signal,
+    ended: () => ended,
+    dispose: () => {
+      runs.changes.off("changed", check);
+      cancelled.removeEventListener("abort", onCancel);
+    },
+  };
+}
+
+/**
  * @param deps.model the model for a model id (`scripted`, `openai-compatible:<model>`, …): the agent's
  *   own, else the service's default
  */
@@ -50,31 +86,40 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       const agent = project.agent(row.agent_id).definition;
       const ctx = temporalActivity().Context.current();
       const attempt = ctx.info.attempt;
-      // a retried model call streams its text again: readers drop what the failed attempt streamed of this step
-      if (attempt > 1) await append(row, "text.reset", { step, attempt }, `${step}:${attempt}:reset`);
-      let n = 0;
-      let pending = Promise.resolve();
-      const onText = (delta: string) => {
-        ctx.heartbeat();
-        const i = n++;
-        pending = pending.then(() => append(row, "text", { step, delta }, `${step}:${attempt}:text:${i}`).then(() => undefined));
-        return pending;
-      };
-      let result;
+      const watch = watchRun(runs, runId, ctx.cancellationSignal);
       try {
-        result = await deps.model(agent.model).step(
-          { system: `${agent.instructions}\n\n${AGENT_RULES}`, messages: await runs.history(row), tools: tools.definitions(agent.tools), signal: ctx.cancellationSignal, retry: !!row.retry_of },
-          onText,
-        );
-      } catch (err) {
+        // a retried model call streams its text again: readers drop what the failed attempt streamed of this step
+        if (attempt > 1) await append(row, "text.reset", { step, attempt }, `${step}:${attempt}:reset`);
+        let n = 0;
+        let pending = Promise.resolve();
+        const onText = (delta: string) => {
+          ctx.heartbeat();
+          const i = n++;
+          // nothing is added to the output of a run that has ended
+          pending = pending.then(() => (watch.ended() ? undefined : append(row, "text", { step, delta }, `${step}:${attempt}:text:${i}`).then(() => undefined)));
+          return pending;
+        };
+        let result;
+        try {
+          result = await deps.model(agent.model).step(
+            { system: `${agent.instructions}\n\n${AGENT_RULES}`, messages: await runs.history(row), tools: tools.definitions(agent.tools), signal: watch.signal, retry: !!row.retry_of },
+            onText,
+          );
+        } catch (err) {
+          await pending;
+          // the run ended meanwhile: its workflow is closed and takes no answer from this step
+          if (watch.ended()) return { toolCalls: 0 };
+          if (err instanceof ModelError && !err.retryable) throw temporalCommon().ApplicationFailure.nonRetryable(err.message, "ModelError");
+          throw err;
+        }
         await pending;
-        if (err instanceof ModelError && !err.retryable) throw temporalCommon().ApplicationFailure.nonRetryable(err.message, "ModelError");
-        throw err;
+        // saveStep keeps nothing for a run that has ended (its usage stays what it was at the end)
+        if (!(await runs.saveStep(runId, step, { model: { text: result.text, toolCalls: result.toolCalls, usage: result.usage } }))) return { toolCalls: 0 };
+        for (const [i, call] of result.toolCalls.entries()) await append(row, "tool.call", { step, id: call.id, name: call.name, input: call.input }, `${step}:call:${i}`);
+        return { toolCalls: result.toolCalls.length };
+      } finally {
+        watch.dispose();
       }
-      await pending;
-      await runs.saveStep(runId, step, { model: { text: result.text, toolCalls: result.toolCalls, usage: result.usage } });
-      for (const [i, call] of result.toolCalls.entries()) await append(row, "tool.call", { step, id: call.id, name: call.name, input: call.input }, `${step}:call:${i}`);
-      return { toolCalls: result.toolCalls.length };
     }),
 
     agentToolCall: ({ runId, step, index }) => beating(async () => {
@@ -82,6 +127,8 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       const stored = (JSON.parse(row.steps) as StoredStep[])[step];
       if (!stored) throw temporalCommon().ApplicationFailure.nonRetryable(`Step ${step} of ${runId} has no model answer`, "AgentStepMissing");
       if (stored.results[index]) return;
+      // a tool of a run that has ended does not run (a publish after a cancel)
+      if (row.status !== "queued" && row.status !== "running") return;
       const call = stored.model.toolCalls[index]!;
       let result: unknown;
       let isError = false;
@@ -92,7 +139,7 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
         result = { error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
         isError = true;
       }
-      await runs.saveStep(runId, step, { result: { index, result, isError } });
+      if (!(await runs.saveStep(runId, step, { result: { index, result, isError } }))) return;
       await append(row, "tool.result", { step, id: call.id, name: call.name, result, isError }, `${step}:result:${index}`);
       if (!isError && (call.name === "publish_artifact" || call.name === "publish_version")) {
         const p = result as PublishResult;

@@ -161,8 +161,32 @@ export class AgentRuns implements AgentRunAccess {
   async cancel(principal: Principal, runId: string): Promise<AgentRunState> {
     const row = await this.runRow(runId, principal);
     if (row.status !== "queued" && row.status !== "running") throw new ApiError("conflict", `Run ${runId} is not running (it is ${row.status})`, { status: row.status });
+    const ended = this.untilEnded(runId, AgentRuns.CANCEL_WAIT_MS);
     await this.temporal.client.workflow.getHandle(runId).cancel();
-    return this.toState(row);
+    return this.toState(await ended);
+  }
+
+  /** How long a cancel waits for the run to record its end before it answers (ms). */
+  static readonly CANCEL_WAIT_MS = 10_000;
+
+  /** The run's row once it has ended, or as it is after `ms` milliseconds. */
+  private async untilEnded(runId: string, ms: number): Promise<RunRow> {
+    const isEnded = (row: RunRow) => row.status !== "queued" && row.status !== "running";
+    return new Promise<RunRow>((resolve, reject) => {
+      let done = false;
+      const finish = (row: RunRow) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.changes.off("changed", onChange);
+        resolve(row);
+      };
+      const onChange = (id: string) => {
+        if (id === runId) void this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]).then((row) => row && isEnded(row) && finish(row), reject);
+      };
+      const timer = setTimeout(() => void this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]).then((row) => finish(row!), reject), ms);
+      this.changes.on("changed", onChange);
+    });
   }
 
   /**
@@ -204,10 +228,15 @@ export class AgentRuns implements AgentRunAccess {
     return { type: this.project.identityType(row.owner) ?? "user", id: row.owner, permissions: this.project.identityPermissions(row.owner) ?? new Set() };
   }
 
-  /** Stores what a step did (the model's answer, or a tool result) and adds usage; emits a change. */
-  async saveStep(runId: string, step: number, update: { model?: StoredStep["model"]; result?: { index: number; result: unknown; isError: boolean } }): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  /**
+   * Stores what a step did (the model's answer, or a tool result) and adds usage; emits a change.
+   * @returns false, storing nothing, when the run has ended (a step that finished after a cancel)
+   */
+  async saveStep(runId: string, step: number, update: { model?: StoredStep["model"]; result?: { index: number; result: unknown; isError: boolean } }): Promise<boolean> {
+    const saved = await this.db.transaction(async (tx) => {
       const row = (await tx.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]))!;
+      // a run that has ended keeps what it had then: a step that finished after a cancel adds nothing
+      if (row.status !== "queued" && row.status !== "running") return false;
       const steps = JSON.parse(row.steps) as StoredStep[];
       const usage = JSON.parse(row.usage) as AgentRunState["usage"];
       if (update.model && !steps[step]) {
@@ -218,8 +247,10 @@ export class AgentRuns implements AgentRunAccess {
       }
       if (update.result && steps[step] && !steps[step]!.results[update.result.index]) steps[step]!.results[update.result.index] = { result: update.result.result, isError: update.result.isError };
       await tx.run("UPDATE agent_runs SET steps = ?, usage = ?, updated_at = ? WHERE id = ?", [JSON.stringify(steps), JSON.stringify(usage), nowIso(), runId]);
+      return true;
     });
-    this.changes.emit("changed", runId);
+    if (saved) this.changes.emit("changed", runId);
+    return saved;
   }
 
   /** Sets the run's status (running once; an end once) and, on completion, stores the reply's text as the assistant message. @returns whether it changed */

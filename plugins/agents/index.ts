@@ -96,11 +96,11 @@ export default definePlugin({
       method: "POST",
       path: "/api/agent-runs/:runId/cancel",
       summary: "Cancel a reply",
-      description: `Stops a queued or running reply; what it already published stays published. The run ends \`cancelled\` shortly after (read it again or follow /ws/agents). A run that has ended is 409 \`conflict\`. ${OWNER_ONLY}`,
+      description: `Stops a queued or running reply; what it already published stays published. Answers once the run has ended \`cancelled\` (its \`run.finished\` is then the last record of its output, and its usage stays what it was), or after 10 s with the run as it is then. A run that has ended is 409 \`conflict\`. ${OWNER_ONLY}`,
       tags: ["agents"],
       auth: "bearer",
       params: RunParams,
-      responses: { 200: { description: "The run as it was when cancelling", schema: AgentRunStateSchema }, 404: { description: "No such run (or not yours)" }, 409: { description: "`conflict`: the run has ended (`details.status`)" } },
+      responses: { 200: { description: "The run once it ended (or, after 10 s, as it is then)", schema: AgentRunStateSchema }, 404: { description: "No such run (or not yours)" }, 409: { description: "`conflict`: the run has ended (`details.status`)" } },
       handler: ({ principal, params }) => runs.cancel(principal!, params.runId),
     });
     routes.add({
