@@ -65,6 +65,11 @@ describe("tus upload sessions (local storage)", () => {
     await app?.close();
   });
 
+  it("GET /api/status has a files part: the local blob directory, writable", async () => {
+    const status = (await fetch(`${app.url}/api/status`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }).then((r) => r.json())) as any;
+    expect(status.parts.files).toMatchObject({ status: "ok", storage: "local", latencyMs: expect.any(Number) });
+  });
+
   it("uploads in chunks and finishes into a file reference that is read through an object", async () => {
     const data = pdfBytes(3 * MiB + 123);
     const patches: string[] = [];
@@ -434,6 +439,22 @@ describe("tus upload sessions on S3 (real S3-compatible server)", () => {
   });
 
   const keys = async (prefix: string) => ((await admin!.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }))).Contents ?? []).map((o) => o.Key!);
+
+  it("GET /api/status has a files part: degraded while the bucket does not answer, ok again once it does", async () => {
+    const status = async () => (await fetch(`${app!.url}/api/status`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }).then((r) => r.json())) as any;
+    server!.process.kill("SIGSTOP");
+    try {
+      const away = await status();
+      expect(away.status).toBe("degraded");
+      expect(away.parts.files).toMatchObject({ status: "unhealthy", storage: "s3", error: expect.stringMatching(/no answer within 2000 ms|timed out|abort/i) });
+      expect((await fetch(`${app!.url}/health`)).status).toBe(503);
+    } finally {
+      server!.process.kill("SIGCONT");
+    }
+    await new Promise((r) => setTimeout(r, 5_100)); // the last answer is reused for 5 s
+    const back = await status();
+    expect(back.parts.files).toMatchObject({ status: "ok", storage: "s3", latencyMs: expect.any(Number) });
+  }, 30_000);
 
   it("writes the chunks straight to the bucket under uploads/ and finishes into a file reference", async () => {
     const endpoint = `${app!.url}/api/files/uploads`;

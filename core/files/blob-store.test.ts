@@ -415,6 +415,24 @@ describe("S3BlobStore", () => {
     expect(await s3.contents(later)).toEqual({ blobs: [], leftovers: [] });
   });
 
+  it("fails a request with 503 unavailable when the server stops answering, within its timeouts (it waited for ever)", async () => {
+    const store = new S3BlobStore({ ...s3Config(`t${++prefixCounter}/`), timeouts: { connectMs: 500, idleMs: 500 } });
+    s3Stores.push(store);
+    const { sha256 } = await store.write(Readable.from([Buffer.from("before the stall")]), { maxBytes: 100 });
+    server!.process.kill("SIGSTOP");
+    try {
+      const began = performance.now();
+      const err = await rejection(store.read(sha256));
+      expect(isApiError(err) && err.code).toBe("unavailable");
+      expect((err as Error).message).toMatch(new RegExp(`File storage did not answer \\(S3 bucket "${BUCKET}" at http://127\\.0\\.0\\.1:\\d+\\)`));
+      // the SDK's three attempts, each cut at 500 ms of silence, and their backoff
+      expect(performance.now() - began).toBeLessThan(10_000);
+    } finally {
+      server!.process.kill("SIGCONT");
+    }
+    expect((await readAll(await store.read(sha256))).toString()).toBe("before the stall");
+  }, 30_000);
+
   it("is what blobStoreFromEnv opens for SVC_FILE_STORAGE=s3, and names the bucket when it is unreachable", async () => {
     const env = { SVC_FILE_STORAGE: "s3", SVC_S3_ENDPOINT: server!.endpoint, SVC_S3_BUCKET: BUCKET, SVC_S3_ACCESS_KEY_ID: server!.accessKey, SVC_S3_SECRET_ACCESS_KEY: server!.secretKey };
     const store = await blobStoreFromEnv(env, "/nonexistent");

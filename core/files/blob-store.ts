@@ -124,8 +124,45 @@ export interface BlobStore {
   /** Deletes the blob; deleting a missing blob is not an error. */
   delete(sha256: string): Promise<void>;
 
+  /**
+   * Whether the store answers (`GET /api/status`'s `files` part, spec 4.1): `ok` with how long the
+   * check took, or `unhealthy` with why. Never throws; at most one check runs every few seconds (the
+   * last answer is reused meanwhile), and a check waits at most 2 s.
+   */
+  health(): Promise<BlobStoreHealth>;
+
   /** Releases the backend's resources (sockets). The store is unusable afterwards. */
   close(): Promise<void>;
+}
+
+/** What {@link BlobStore.health} answers. */
+export type BlobStoreHealth = { status: "ok"; storage: "local" | "s3"; latencyMs: number } | { status: "unhealthy"; storage: "local" | "s3"; error: string };
+
+/** How long a {@link BlobStore.health} answer is reused (ms). */
+export const HEALTH_REUSE_MS = 5_000;
+/** How long a {@link BlobStore.health} check waits for the store (ms). */
+export const HEALTH_WAIT_MS = 2_000;
+
+/**
+ * A {@link BlobStore.health} over `check` (which throws when the store does not answer): reuses an
+ * answer for {@link HEALTH_REUSE_MS}, gives up on a check after {@link HEALTH_WAIT_MS}.
+ */
+export function healthCheck(storage: "local" | "s3", check: (signal: AbortSignal) => Promise<unknown>): () => Promise<BlobStoreHealth> {
+  let last: { at: number; answer: Promise<BlobStoreHealth> } | undefined;
+  return () => {
+    if (last && Date.now() - last.at < HEALTH_REUSE_MS) return last.answer;
+    const began = Date.now();
+    const signal = AbortSignal.timeout(HEALTH_WAIT_MS);
+    const answer = Promise.race([
+      check(signal),
+      new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error(`no answer within ${HEALTH_WAIT_MS} ms`)), { once: true })),
+    ]).then(
+      (): BlobStoreHealth => ({ status: "ok", storage, latencyMs: Date.now() - began }),
+      (err: unknown): BlobStoreHealth => ({ status: "unhealthy", storage, error: (err as Error)?.message ?? String(err) }),
+    );
+    last = { at: began, answer };
+    return answer;
+  };
 }
 
 /** How long a temporary upload may sit before the store sweeps it as left over by a crash: 1 hour. */

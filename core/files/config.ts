@@ -22,6 +22,7 @@ import { LocalBlobStore } from "./local-blob-store";
 // the S3 blob store (and with it the AWS SDK: ~280 ms to load on its own; 11 MB of heap in the running
 // sandbox) is imported only for SVC_FILE_STORAGE=s3, by blobStoreFromEnv
 import type { S3BlobStoreConfig } from "./s3-blob-store";
+import { s3RequestHandler } from "./s3-timeouts";
 
 /** Where blobs are stored, as {@link fileStorageConfigFromEnv} reads it. */
 export type FileStorageConfig = { kind: "local"; dir: string } | ({ kind: "s3" } & S3BlobStoreConfig);
@@ -137,7 +138,7 @@ export function s3UploadTargetOf(blobs: BlobStore): S3UploadTarget | undefined {
   return {
     bucket: c.bucket,
     prefix: `${c.prefix ?? ""}uploads/`,
-    client: { region: c.region, ...(c.endpoint ? { endpoint: c.endpoint } : {}), forcePathStyle: c.forcePathStyle ?? false, ...(c.credentials ? { credentials: { ...c.credentials } } : {}) },
+    client: { region: c.region, ...(c.endpoint ? { endpoint: c.endpoint } : {}), forcePathStyle: c.forcePathStyle ?? false, ...(c.credentials ? { credentials: { ...c.credentials } } : {}), requestHandler: s3RequestHandler(c.timeouts) },
   };
 }
 
@@ -148,5 +149,5 @@ export interface S3UploadTarget {
   /** Key prefix of the upload sessions' objects, e.g. `uploads/`. */
   prefix: string;
   /** Settings for an `@aws-sdk/client-s3` client (`S3ClientConfig`). */
-  client: { region: string; endpoint?: string; forcePathStyle: boolean; credentials?: { accessKeyId: string; secretAccessKey: string } };
+  client: { region: string; endpoint?: string; forcePathStyle: boolean; credentials?: { accessKeyId: string; secretAccessKey: string }; requestHandler: { connectionTimeout: number; socketTimeout: number } };
 }

@@ -16,7 +16,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { ApiError } from "../errors";
 import { writeInBatches } from "./batched-write";
-import { assertBlobAddress, assertRange, meter, newMeterState, STALE_TEMP_MS, tooLarge, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StageFileOptions, type StagedBlob } from "./blob-store";
+import { assertBlobAddress, assertRange, healthCheck, meter, newMeterState, STALE_TEMP_MS, tooLarge, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StageFileOptions, type StagedBlob } from "./blob-store";
 
 const TMP_DIR = ".tmp";
 
@@ -78,6 +78,8 @@ export interface LocalBlobStoreOptions {
  */
 export class LocalBlobStore implements BlobStore {
   readonly kind = "local" as const;
+  /** {@link BlobStore.health}: the blob directory can be written. */
+  readonly health = healthCheck("local", () => fsp.access(this.root, fsp.constants.W_OK));
 
   private constructor(readonly root: string) {}
 

@@ -37,7 +37,8 @@ import {
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { ApiError } from "../errors";
-import { assertBlobAddress, assertRange, meter, newMeterState, STALE_TEMP_MS, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StagedBlob } from "./blob-store";
+import { s3RequestHandler } from "./s3-timeouts";
+import { assertBlobAddress, assertRange, healthCheck, meter, newMeterState, STALE_TEMP_MS, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StagedBlob } from "./blob-store";
 
 const MiB = 1024 * 1024;
 /** S3's smallest part (all parts but the last). */
@@ -65,7 +66,16 @@ export interface S3BlobStoreConfig {
   partSizeBytes?: number;
   /** Objects above this many bytes are copied with UploadPartCopy instead of CopyObject (default and maximum 5 GiB). */
   multipartCopyThresholdBytes?: number;
+  /**
+   * How long a request may wait for a connection, and a connection may stay silent mid-request, before
+   * it fails (ms; defaults `S3_TIMEOUTS` of ./s3-timeouts.ts): a server that stops answering fails the request with
+   * 503 `unavailable` instead of holding it (and its client) for ever.
+   */
+  timeouts?: { connectMs?: number; idleMs?: number };
 }
+
+/** Network failures of a request (no answer in time, no connection): the storage is away, not the request wrong. */
+const AWAY = new Set(["TimeoutError", "ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EPIPE", "ETIMEDOUT"]);
 
 function errorName(err: unknown): string | undefined {
   return (err as { name?: string })?.name;
@@ -103,6 +113,8 @@ export function isMissing(err: unknown): boolean {
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3" as const;
+  /** {@link BlobStore.health}: the bucket answers a HeadBucket. */
+  readonly health = healthCheck("s3", (abortSignal) => this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   /** The client (the tus upload store builds its own from the same settings, see `s3UploadTargetOf`). */
   readonly client: S3Client;
   readonly bucket: string;
@@ -130,7 +142,22 @@ export class S3BlobStore implements BlobStore {
       // covers the payload, and the blob's SHA-256 is checked by its address
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
+      requestHandler: s3RequestHandler(config.timeouts),
     });
+    // after the SDK's retries: a storage that does not answer is 503 `unavailable`, naming the bucket
+    const where = `S3 bucket "${config.bucket}" at ${config.endpoint ?? "AWS"}`;
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (err) {
+          const code = (err as { code?: string })?.code;
+          if (AWAY.has(errorName(err) ?? "") || AWAY.has(code ?? "")) throw new ApiError("unavailable", `File storage did not answer (${where}): ${(err as Error)?.message ?? err}`);
+          throw err;
+        }
+      },
+      { step: "initialize", name: "svcStorageAway" },
+    );
   }
 
   /**

@@ -144,7 +144,7 @@ describe("FileStore.uploadFile", () => {
 
   it("gives a blob store without stageFile the file's bytes", async () => {
     // the S3 store has no stageFile: the file is streamed into stage() like any body
-    const streamed: BlobStore = { kind: "local", write: blobs.write.bind(blobs), stage: blobs.stage.bind(blobs), read: blobs.read.bind(blobs), stat: blobs.stat.bind(blobs), exists: blobs.exists.bind(blobs), delete: blobs.delete.bind(blobs), close: blobs.close.bind(blobs) };
+    const streamed: BlobStore = { kind: "local", write: blobs.write.bind(blobs), stage: blobs.stage.bind(blobs), read: blobs.read.bind(blobs), stat: blobs.stat.bind(blobs), exists: blobs.exists.bind(blobs), delete: blobs.delete.bind(blobs), health: blobs.health, close: blobs.close.bind(blobs) };
     const files = new FileStore(db, streamed);
     const file = fileWith(PDF);
     const ref = await files.uploadFile(file, { name: "copied.pdf", maxBytes: PDF.length });

@@ -1,10 +1,10 @@
 import * as v from "valibot";
-import { Database, EventScheduleConsumers, Lifecycle, Outbox, RunStarter, TemporalHost, definePlugin, jsonResponse } from "../../core/plugin-api";
+import { Database, EventScheduleConsumers, FileStore, Lifecycle, Outbox, RunStarter, TemporalHost, definePlugin, jsonResponse } from "../../core/plugin-api";
 
 const PartSchema = v.looseObject({ status: v.picklist(["ok", "unhealthy"]) });
 const StatusSchema = v.object({
   status: v.picklist(["ok", "degraded", "shutting_down"]),
-  parts: v.object({ store: PartSchema, temporal: PartSchema, outbox: PartSchema, schedules: PartSchema, runStarts: PartSchema }),
+  parts: v.object({ store: PartSchema, temporal: PartSchema, outbox: PartSchema, schedules: PartSchema, runStarts: PartSchema, files: PartSchema }),
   checkedAt: v.string(),
 });
 
@@ -17,13 +17,15 @@ const StatusSchema = v.object({
  * dead-lettered events or an unpaused one lags more than `SVC_EVENT_SCHEDULE_MAX_LAG_MS`; `problems`
  * says which and why. The `runStarts` part counts workflow, sync and pipeline runs answered as queued
  * but not started on Temporal yet (`pending`, `oldestPendingAgeMs`, `inFlight`) and is unhealthy once
- * the oldest waited more than `SVC_RUN_START_MAX_AGE_MS` (e.g. during a Temporal outage).
+ * the oldest waited more than `SVC_RUN_START_MAX_AGE_MS` (e.g. during a Temporal outage). The `files`
+ * part is the blob storage's (`storage`: `local` or `s3`): unhealthy when its directory cannot be
+ * written, or its bucket does not answer a HeadBucket within 2 s (checked at most every 5 s).
  * `GET /health` answers the same status word without a token, as 200 (`ok`) or 503, for probes.
  */
 export default definePlugin({
   name: "status",
-  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers, starter: RunStarter },
-  setup({ routes, config }, { db, lifecycle, outbox, temporal, eventSchedules, starter }) {
+  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers, starter: RunStarter, files: FileStore },
+  setup({ routes, config }, { db, lifecycle, outbox, temporal, eventSchedules, starter, files }) {
     /** The health report: every part checked now. */
     const report = async () => {
       const started = Date.now();
@@ -39,6 +41,7 @@ export default definePlugin({
         outbox: { status: outboxHealthy ? ("ok" as const) : ("unhealthy" as const), ...stats },
         schedules: eventSchedules.health(),
         runStarts: await starter.health(),
+        files: await files.blobs.health(),
       };
       const healthy = Object.values(parts).every((p) => p.status === "ok");
       return { status: lifecycle.shuttingDown ? ("shutting_down" as const) : healthy ? ("ok" as const) : ("degraded" as const), parts, checkedAt: new Date().toISOString() };
