@@ -110,6 +110,14 @@ describe("POST /api/files (spec 4.1, 8)", () => {
     expect(res.body).toMatchObject({ contentType: "image/png", declaredContentType: "text/plain" });
   });
 
+  it("stores binary bytes in a part without a Content-Type (text/plain by RFC 7578) as application/octet-stream", async () => {
+    const bytes = Buffer.from([0x00, 0x9f, 0x92, 0x96, 0xff, 0x10, 0x20]);
+    const raw = Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="data.bin"\r\n\r\n'), bytes, Buffer.from("\r\n--b--\r\n")]);
+    const res = await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "multipart/form-data; boundary=b" }, body: raw });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ name: "data.bin", size: bytes.length, contentType: "application/octet-stream", declaredContentType: "text/plain" });
+  });
+
   it("accepts exactly 25 MiB and refuses 25 MiB + 1 with 413, leaving nothing stored", async () => {
     const exact = Buffer.alloc(LIMIT, 7);
     expect((await upload([["file", file(exact), "exact.bin"]])).body).toMatchObject({ size: LIMIT, sha256: sha256(exact) });

@@ -2,6 +2,7 @@
  * Content types (spec 2.6, issue 10): the uploader's declared media type, normalized, and the stored
  * type decided from it and what the bytes were detected as.
  */
+import { isUtf8 } from "node:buffer";
 import { ApiError } from "../errors";
 
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
@@ -50,4 +51,23 @@ export function decideContentType(declared: string | undefined, detected: string
   const d = essence(declared);
   if (d === detected || CONTAINER_FAMILIES[detected]?.test(d)) return { contentType: declared };
   return { contentType: detected, declaredContentType: declared };
+}
+
+/**
+ * Whether the first bytes of a file are not text: a NUL byte, or bytes that are not UTF-8 (a sequence
+ * cut by the end of `head` is allowed when `truncated`: the file goes on). A file declared `text/*`
+ * whose bytes look so is stored as `application/octet-stream` (a multipart part without a type of its
+ * own is `text/plain` by RFC 7578, whatever it holds).
+ * @param head the file's first bytes
+ * @param truncated whether the file is longer than `head`
+ */
+export function looksBinary(head: Uint8Array, truncated: boolean): boolean {
+  if (head.includes(0)) return true;
+  if (isUtf8(head)) return false;
+  if (!truncated) return true;
+  // drop an incomplete last sequence (up to 3 bytes: a lead byte and what followed it)
+  for (let cut = 1; cut <= 3 && cut < head.length; cut++) {
+    if ((head[head.length - cut]! & 0xc0) === 0xc0) return !isUtf8(head.subarray(0, head.length - cut));
+  }
+  return true;
 }

@@ -13,7 +13,7 @@ import { readAll, rejection } from "../../test/helpers-fs";
 import { isApiError } from "../errors";
 import { Database } from "../store/db";
 import { LocalBlobStore } from "./local-blob-store";
-import { decideContentType, normalizeContentType } from "./content-type";
+import { decideContentType, looksBinary, normalizeContentType } from "./content-type";
 import { publicOriginOf } from "./download-urls";
 import { sanitizeFileName } from "./file-names";
 import { FileStore } from "./file-store";
@@ -92,6 +92,19 @@ describe("upload and content types", () => {
     expect(decideContentType("image/svg+xml", "application/xml")).toEqual({ contentType: "image/svg+xml" });
     expect(decideContentType("application/msword", "application/x-cfb")).toEqual({ contentType: "application/msword" });
     expect(decideContentType("image/jpeg", "application/zip")).toEqual({ contentType: "application/zip", declaredContentType: "image/jpeg" });
+  });
+
+  it("stores bytes that are not text, declared text/*, as application/octet-stream, saying what was declared", async () => {
+    const binary = await upload(Buffer.from([0x89, 0x00, 0xff, 0x10, 0x41]), { declaredContentType: "text/plain" });
+    expect(binary).toMatchObject({ contentType: "application/octet-stream", declaredContentType: "text/plain" });
+    const utf8 = await upload("grüße, 東京\n", { declaredContentType: "text/plain; charset=utf-8" });
+    expect(utf8).toMatchObject({ contentType: "text/plain; charset=utf-8" });
+    expect(utf8).not.toHaveProperty("declaredContentType");
+    // the first bytes end inside a character of a longer text: still text
+    const long = "é".repeat(40_000);
+    expect(looksBinary(Buffer.from(long).subarray(0, 64 * 1024 - 1), true)).toBe(false);
+    expect(looksBinary(Buffer.from(long).subarray(0, 64 * 1024 - 1), false)).toBe(true);
+    expect(looksBinary(Buffer.from([0xc3, 0x28]), false)).toBe(true);
   });
 
   it("refuses a declared type that is not a media type before reading anything", async () => {

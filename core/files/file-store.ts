@@ -25,7 +25,7 @@ import { ApiError, isApiError } from "../errors";
 import { newId } from "../ids";
 import type { Database, SqlValue, SqlWriter } from "../store/db";
 import { assertRange, type BlobStore, type ByteRange, type StagedBlob } from "./blob-store";
-import { decideContentType, normalizeContentType } from "./content-type";
+import { decideContentType, looksBinary, normalizeContentType } from "./content-type";
 import { hashSecret, publicOriginOf, SECRET_FORMAT } from "./download-urls";
 import { sanitizeFileName } from "./file-names";
 import { KeyedMutex } from "./keyed-mutex";
@@ -167,6 +167,8 @@ export class FileStore {
     } catch {
       detected = undefined; // a truncated or odd header is simply not recognized
     }
+    // text declared for bytes that are not (a multipart part without a type of its own is text/plain)
+    if (!detected && declared?.startsWith("text/") && looksBinary(head, staged.size > head.length)) detected = "application/octet-stream";
     const { contentType, declaredContentType } = decideContentType(declared, detected);
     const row: FileRow = { id: newId("file"), name, content_type: contentType, declared_content_type: declaredContentType ?? null, size: staged.size, sha256: staged.sha256, created_at: new Date(this.now()).toISOString() };
 
