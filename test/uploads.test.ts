@@ -203,6 +203,11 @@ describe("tus upload sessions (local storage)", () => {
     expect([last.status, last.headers.get("upload-offset")]).toEqual([200, "10"]);
     expect((await head(url)).headers.get("upload-metadata")).toBe(`filename ${Buffer.from("mine.txt").toString("base64")}`);
     expect((await json(last)).size).toBe(10);
+    // its answer lost, the last chunk sent again at its old offset: 409 naming the file and how to read it
+    const again = await patch(AUTH, "56789", 5);
+    expect([again.status, (await json(again)).error]).toEqual([409, expect.objectContaining({ code: "conflict", message: expect.stringMatching(/^The upload is complete at offset 10: it is file file_\w+ \(send a PATCH at offset 10 with an empty body for its reference\)$/), details: { offset: 10, fileId: expect.stringMatching(/^file_/) } })]);
+    const reference = await fetch(url, { method: "PATCH", headers: { ...AUTH, ...TUS, "upload-offset": "10", "content-type": "application/offset+octet-stream" } });
+    expect([reference.status, (await json(reference)).size]).toEqual([200, 10]);
     // and alice's own upload is hers alone
     const hers = send(Buffer.from("alice's"), { endpoint, headers: alice });
     await hers.result;
@@ -230,7 +235,8 @@ describe("tus upload sessions (local storage)", () => {
     const wrongType = await patch({ "content-type": "text/plain" });
     expect([wrongType.status, (await json(wrongType)).error.code]).toEqual([415, "unsupported_media_type"]);
     const tooMuch = await fetch(url, { method: "PATCH", headers: { ...AUTH, ...TUS, "upload-offset": "0", "content-type": "application/offset+octet-stream" }, body: "abcdef" });
-    expect([tooMuch.status, (await json(tooMuch)).error.code]).toEqual([413, "payload_too_large"]);
+    // the limit it names is the upload's own length, not the service's maximum
+    expect([tooMuch.status, (await json(tooMuch)).error]).toEqual([413, expect.objectContaining({ code: "payload_too_large", message: "The body goes past the upload's length of 4 bytes (Upload-Length)", details: { limitBytes: 4 } })]);
     const unknown = await head(`${endpoint}/${"0".repeat(32)}`);
     expect(unknown.status).toBe(404);
 

@@ -225,9 +225,15 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
         case 410:
           err = new ApiError("upload_expired", "This upload session has expired; start a new one");
           break;
-        case 413:
-          err = new ApiError("payload_too_large", `The upload is larger than its Upload-Length or than the limit of ${maxBytes} bytes`, { limitBytes: maxBytes });
+        case 413: {
+          // which limit: the upload's own length when it has one below the service's
+          const length = call.key ? (await store.record(call.key).catch(() => undefined))?.size : undefined;
+          err =
+            length !== undefined && length < maxBytes
+              ? new ApiError("payload_too_large", `The body goes past the upload's length of ${length} bytes (Upload-Length)`, { limitBytes: length })
+              : new ApiError("payload_too_large", `The upload is larger than the limit of ${maxBytes} bytes`, { limitBytes: maxBytes });
           break;
+        }
         case 501:
           err = new ApiError("not_implemented", text || "Not supported");
           break;
@@ -269,7 +275,7 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
       return new Response(null, { status: 200, headers: { ...headers, "Upload-Length": String(size), "Upload-Metadata": clientMetadata(rec.metadata as Meta) } });
     }
     // PATCH: a repeated final request (its answer was lost) gets the same answer again
-    if (req.headers.get("upload-offset") !== String(size)) throw new ApiError("conflict", `The upload is complete at offset ${size}`, { offset: size }, headers);
+    if (req.headers.get("upload-offset") !== String(size)) throw new ApiError("conflict", `The upload is complete at offset ${size}: it is file ${fileId} (send a PATCH at offset ${size} with an empty body for its reference)`, { offset: size, fileId }, headers);
     if (Number(req.headers.get("content-length") ?? "0") > 0) throw new ApiError("payload_too_large", `The upload is complete: its ${size} bytes have all arrived`, { limitBytes: size }, headers);
     const reference = await finalize(key, rec);
     return jsonResponse(reference, 200, { ...headers, "Content-Type": JSON_TYPE });

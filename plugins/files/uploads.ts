@@ -137,7 +137,7 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
     summary: "Upload a chunk (tus)",
     description: [
       `${HEADER_NOTES.tus} \`Upload-Offset\` must equal the upload's offset (ask it with HEAD), \`Content-Type: application/offset+octet-stream\`; the body is the next bytes (any size up to what remains; with a deferred length, send \`Upload-Length\` once known).`,
-      "Answers 204 with the new `Upload-Offset` and `Upload-Expires`. The request that completes the upload answers 200 with `Upload-File-Id` and the stored file reference as JSON (the same reference as `POST /api/files`: content type checked against the bytes, SHA-256); the session's own bytes are then deleted. Repeating that final request answers the same reference.",
+      "Answers 204 with the new `Upload-Offset` and `Upload-Expires`. The request that completes the upload answers 200 with `Upload-File-Id` and the stored file reference as JSON (the same reference as `POST /api/files`: content type checked against the bytes, SHA-256); the session's own bytes are then deleted. After a lost answer, HEAD tells the upload complete (its `Upload-Offset` is its length, with `Upload-File-Id`), and a PATCH at that offset with an empty body answers the reference again; sending the last chunk again at its old offset is 409 `conflict` (tus's rule), naming the file.",
     ].join("\n\n"),
     auth: "bearer",
     bodyMode: "raw",
