@@ -7,9 +7,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { allEvents, client, eventually, sandboxSuite, uploadFile } from "./helpers";
-import { DatasetStore } from "../core/datasets/store";
+import { DatasetStore, END_CHANGED_ROWS } from "../core/datasets/store";
 import { createActivities } from "../core/runtime/activities";
+import sqlite3 from "sqlite3";
 import { Database } from "../core/store/db";
+import { openConnection } from "../core/store/sql";
 import { EventLog } from "../core/events/log";
 import { OntologyStore } from "../core/ontology/store";
 import { ActionRunner } from "../core/runtime/actions";
@@ -176,6 +178,31 @@ describe("a dataset's versions and their projection", () => {
     expect(after.slice(1)).toEqual(before);
     expect(after[0]).toMatchObject({ version: open, status: "aborted" });
     expect((await allEvents(dev(), "&topic=datasets")).length).toBe(events);
+  });
+
+  it("refuses a primary key over 1,024 characters, naming row, column and length", async () => {
+    const long = await dev().post(`${P}/versions`, { transaction: "append", rows: [product("OK-1"), product("K".repeat(1025))] });
+    expect(long.status).toBe(400);
+    expect(long.body.error.message).toContain('Row 2, column "sku": the primary key is 1025 characters long; at most 1024');
+    // 1,024 is taken (in a transaction aborted after, so the dataset stays as the other tests expect it)
+    const open = (await dev().post(`${P}/transactions`, { type: "append" })).body.version;
+    expect((await dev().post(`${P}/transactions/${open}/rows`, { rows: [product("K".repeat(1024))] })).status).toBe(200);
+    expect((await dev().post(`${P}/transactions/${open}/abort`)).status).toBe(200);
+  });
+
+  it("a commit finds the rows it changes from the rows it received, by key: its cost follows them, not the dataset's size", async () => {
+    // the IN (subquery) form scanned every current row of the dataset against the staged keys: one
+    // 2 MB key over 300,000 rows held the writer, and so every write of the service, for minutes
+    // on a connection of its own: an EXPLAIN on the app's reader left it on an old snapshot
+    const conn = await openConnection(suite.app.container.resolve(Database).file, sqlite3.OPEN_READONLY);
+    const plan = (await conn.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${END_CHANGED_ROWS}`, [1, "price-list", 1]).finally(() => conn.close())).map((r) => r.detail);
+    // the staged rows are the outer loop; each finds its current row by key, then that row is updated by key
+    expect(plan).toEqual([
+      "SEARCH dataset_rows USING PRIMARY KEY (dataset_id=? AND row_key=? AND from_version=?)",
+      expect.stringMatching(/^LIST SUBQUERY \d+$/),
+      "SEARCH s USING PRIMARY KEY (dataset_id=? AND version=?)",
+      "SEARCH r USING PRIMARY KEY (dataset_id=? AND row_key=?)",
+    ]);
   });
 
   it("keeps one open transaction at a time; abort drops its rows and its number is not reused", async () => {

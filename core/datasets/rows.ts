@@ -26,6 +26,9 @@ export interface RowRefusal extends RowProblem {
 
 const MAX_LISTED = 100;
 
+/** Most characters of a row's primary key (its key columns' values joined): rows are looked up by it. */
+export const MAX_KEY_CHARS = 1024;
+
 function describe(p: RowRefusal, file?: string): string {
   const where = p.line !== undefined ? `Row ${p.row} (line ${p.line}${file ? ` of ${file}` : ""})` : `Row ${p.row}`;
   return `${where}${p.column ? `, column "${p.column}"` : ""}: ${p.message}`;
@@ -51,6 +54,10 @@ export function checkRows(dataset: RegisteredDataset, inputs: readonly RowInput[
     const checked = dataset.compiled.check(input.value);
     if (!checked.ok) {
       for (const p of checked.problems) problems.push({ ...at, ...p });
+      return;
+    }
+    if (checked.key.length > MAX_KEY_CHARS) {
+      problems.push({ ...at, column: keyColumn, message: `the primary key is ${checked.key.length} characters long; at most ${MAX_KEY_CHARS}` });
       return;
     }
     const first = seen.get(checked.key);
