@@ -20,7 +20,15 @@ const stock = defineDataset({
   primaryKey: ["site", "sku"],
   projection: {
     objectTypeId: "item",
-    properties: { quantity: "quantity", countedOn: "countedOn", label: (row) => `${row.sku} at ${row.site}` },
+    // (the warehouses BAD and NUM make rows the projection cannot write: for the skipped-rows test)
+    properties: {
+      quantity: "quantity",
+      countedOn: "countedOn",
+      label: (row) => {
+        if (row.warehouse === "BAD") throw new Error("no label in warehouse BAD");
+        return row.warehouse === "NUM" ? (42 as unknown as string) : `${row.sku} at ${row.site}`;
+      },
+    },
     links: [{ linkId: "storedIn", targetTypeId: "warehouse", targetId: "warehouse" }],
   },
 });
@@ -102,6 +110,38 @@ describe("projections of a composite-key dataset with links", () => {
     expect(date.body.error.details).toMatchObject({ row: 1, column: "countedOn" });
     const fraction = await dev().post(`${S}/versions`, { transaction: "append", rows: [row("C", "z", "W1", 1.5)] });
     expect(fraction.body.error.details).toMatchObject({ row: 1, column: "quantity" });
+  });
+
+  it("skips a row it cannot write (its mapping throws, or its object is refused), lists it, and goes on; a later version that changes it projects it", async () => {
+    const before = (await dev().get(S)).body.projection.projectedVersion as number;
+    const v = await dev().post(`${S}/versions`, { transaction: "append", rows: [row("S", "1", "W1", 1), row("S", "2", "BAD", 2), row("S", "3", "NUM", 3), row("S", "4", "W1", 4)] });
+    expect(v.status, v.text).toBe(201);
+    const version = v.body.version as number;
+    expect(version).toBeGreaterThan(before);
+    // the projection got past them: the good rows are objects, the version is projected
+    const state = await eventually(async () => {
+      const p = (await dev().get(S)).body.projection;
+      return p.projectedVersion === version ? p : undefined;
+    }, 20_000);
+    expect(state).toMatchObject({ status: "idle", failedRows: 2 });
+    expect(state.failures).toEqual([
+      { key: "S/2", version, error: "the projection's mapping threw: no label in warehouse BAD", failedAt: expect.any(String) },
+      { key: "S/3", version, error: expect.stringMatching(/^its object was refused: .*label/), failedAt: expect.any(String) },
+    ]);
+    const items = (await dev().post("/api/objects/query", { objectTypeId: "item" })).body.data.map((o: any) => o.primaryId);
+    expect(items).toEqual(expect.arrayContaining(["S/1", "S/4"]));
+    expect(items).not.toEqual(expect.arrayContaining(["S/2"]));
+    expect(items).not.toEqual(expect.arrayContaining(["S/3"]));
+    // the next version fixes the rows: they are projected and no longer listed
+    const fixed = await dev().post(`${S}/versions`, { transaction: "append", rows: [row("S", "2", "W1", 2), row("S", "3", "W1", 3)] });
+    const after = await eventually(async () => {
+      const p = (await dev().get(S)).body.projection;
+      return p.projectedVersion === fixed.body.version ? p : undefined;
+    }, 20_000);
+    expect(after).not.toHaveProperty("failedRows");
+    expect(after).not.toHaveProperty("failures");
+    const now = (await dev().post("/api/objects/query", { objectTypeId: "item" })).body.data.map((o: any) => o.primaryId);
+    expect(now).toEqual(expect.arrayContaining(["S/1", "S/2", "S/3", "S/4"]));
   });
 
   it("describes a valibot-schema dataset's columns and stores its rows", async () => {

@@ -1,4 +1,4 @@
-import { messageOf } from "../errors";
+import { isApiError, messageOf } from "../errors";
 import { inject, injectable } from "../di";
 import { Database, type SqlReader, type SqlWriter } from "../store/db";
 import { ProjectRegistry, type RegisteredDataset } from "../project/registry";
@@ -57,6 +57,9 @@ const DIFF_SQL = `FROM dataset_rows WHERE dataset_id = ? AND row_key > ? AND fro
  * crash resumes from `after_key` with the same V, so every row is projected exactly once per version.
  * Versions committed meanwhile are projected afterwards, from V straight to the newest.
  */
+/** How many skipped rows a projection state lists (`failures`; `failedRows` counts them all). */
+const FAILED_ROWS_LISTED = 20;
+
 @injectable()
 export class DatasetProjector {
   private readonly projected: RegisteredDataset[];
@@ -166,20 +169,59 @@ export class DatasetProjector {
       if (rows.length === 2 * this.chunkRows + 1) keys.pop();
       const chunk = keys.slice(0, this.chunkRows);
       const done = chunk.length === keys.length && rows.length < 2 * this.chunkRows + 1;
-      if (chunk.length) {
-        const changes = chunk.flatMap((k) => changesOf(projection, k));
-        await this.ontology.applyInTx(tx, changes, {
-          origin: { kind: "projection", datasetId: dataset.id, version: target },
-          correlationId: `projection:${dataset.id}:${target}`,
-          idempotencyKey: `projection:${dataset.id}:${target}:${after}`,
-        });
-      }
+      if (chunk.length) await this.applyChunk(tx, dataset, projection, chunk, target, after);
       if (done) await this.saveProgress(tx, dataset.id, { projected_version: target, target_version: null, after_key: null, last_error: null });
       else await this.saveProgress(tx, dataset.id, { projected_version: P, target_version: target, after_key: chunk.at(-1)!.key, last_error: null });
       return true;
     });
     if (progressed) await this.events.drain();
     return progressed;
+  }
+
+  /**
+   * Applies a chunk's changes in `tx`. A row the projection cannot write (its mapping throws, or the
+   * object it makes is refused) is skipped and listed in `dataset_projection_failures` with the version
+   * and the reason, so one bad row does not stop the projection for good (it used to be retried for
+   * ever, and no later version could get past it); a key written again removes its listing. The chunk
+   * is applied whole when it can be; only when that fails is it applied key by key, each in a savepoint.
+   */
+  private async applyChunk(tx: SqlWriter, dataset: RegisteredDataset, projection: DatasetProjection, chunk: KeyDiff[], target: number, after: string): Promise<void> {
+    const context = (suffix = "") => ({
+      origin: { kind: "projection" as const, datasetId: dataset.id, version: target },
+      correlationId: `projection:${dataset.id}:${target}`,
+      idempotencyKey: `projection:${dataset.id}:${target}:${after}${suffix}`,
+    });
+    const failed: Array<{ key: string; error: string }> = [];
+    const mapped: Array<{ key: string; changes: OntologyChange[] }> = [];
+    for (const k of chunk) {
+      try {
+        mapped.push({ key: k.key, changes: changesOf(projection, k) });
+      } catch (err) {
+        failed.push({ key: k.key, error: `the projection's mapping threw: ${messageOf(err)}` });
+      }
+    }
+    const whole = await tx.savepoint(() => this.ontology.applyInTx(tx, mapped.flatMap((m) => m.changes), context())).then(
+      () => true,
+      (err: unknown) => (isApiError(err) ? false : Promise.reject(err)),
+    );
+    if (!whole) {
+      for (const m of mapped) {
+        await tx.savepoint(() => this.ontology.applyInTx(tx, m.changes, context(`:${m.key}`))).catch((err: unknown) => {
+          if (!isApiError(err)) throw err;
+          failed.push({ key: m.key, error: `its object was refused: ${err.message}` });
+        });
+      }
+    }
+    const written = chunk.map((k) => k.key).filter((key) => !failed.some((f) => f.key === key));
+    if (written.length) await tx.run(`DELETE FROM dataset_projection_failures WHERE dataset_id = ? AND row_key IN (SELECT value FROM json_each(?))`, [dataset.id, JSON.stringify(written)]);
+    for (const f of failed) {
+      await tx.run(
+        `INSERT INTO dataset_projection_failures (dataset_id, row_key, version, error, failed_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (dataset_id, row_key) DO UPDATE SET version = excluded.version, error = excluded.error, failed_at = excluded.failed_at`,
+        [dataset.id, f.key, target, f.error, nowIso()],
+      );
+    }
+    if (failed.length) this.log.warn({ datasetId: dataset.id, version: target, rows: failed.slice(0, 10) }, `the projection of dataset "${dataset.id}" skipped ${failed.length} row${failed.length === 1 ? "" : "s"} it could not write (listed in the dataset's projection state)`);
   }
 
   /**
@@ -200,6 +242,11 @@ export class DatasetProjector {
       Object.assign(state, { targetVersion: target, pendingRows: n });
     }
     if (progress.last_error) state.lastError = progress.last_error;
+    const failures = await this.db.all<{ row_key: string; version: number; error: string; failed_at: string }>("SELECT row_key, version, error, failed_at FROM dataset_projection_failures WHERE dataset_id = ? ORDER BY row_key LIMIT ?", [dataset.id, FAILED_ROWS_LISTED + 1]);
+    if (failures.length) {
+      const { n } = (await this.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM dataset_projection_failures WHERE dataset_id = ?", [dataset.id]))!;
+      Object.assign(state, { failedRows: n, failures: failures.slice(0, FAILED_ROWS_LISTED).map((f) => ({ key: f.row_key, version: f.version, error: f.error, failedAt: f.failed_at })) });
+    }
     return state;
   }
 

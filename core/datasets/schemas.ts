@@ -42,7 +42,10 @@ export type DatasetVersion = v.InferOutput<typeof DatasetVersionSchema>;
  * A dataset's projection state: `projectedVersion` is the last version whose difference is applied to
  * the objects (0: none yet); `projecting` while a newer committed version is being applied, with the
  * version (`targetVersion`) and the changed rows still to walk (`pendingRows`). `lastError` is the last
- * failure of a chunk (retried on the next commit and every `SVC_OUTBOX_RECOVERY_MS`).
+ * failure of a chunk (retried on the next commit and every `SVC_OUTBOX_RECOVERY_MS`). Rows the
+ * projection could not write (its mapping threw, or their object was refused) are skipped: `failedRows`
+ * counts them and `failures` lists the first 20 by key (version, reason, when); a later version that
+ * changes such a row projects it again.
  */
 export const ProjectionStateSchema = v.object({
   objectTypeId: v.string(),
@@ -51,6 +54,8 @@ export const ProjectionStateSchema = v.object({
   targetVersion: v.optional(v.number()),
   pendingRows: v.optional(v.number()),
   lastError: v.optional(v.string()),
+  failedRows: v.optional(v.number()),
+  failures: v.optional(v.array(v.object({ key: v.string(), version: v.number(), error: v.string(), failedAt: v.string() }))),
 });
 export type ProjectionState = v.InferOutput<typeof ProjectionStateSchema>;
 
