@@ -263,6 +263,15 @@ describe("a dataset's versions and their projection", () => {
     expect(badHeader.body.error).toMatchObject({ code: "invalid_request", details: { column: "price", line: 1 } });
     const badJson = await dev().post(`${P}/versions`, { transaction: "append", format: "jsonl", file: await uploadFile(suite.app, `${JSON.stringify(product("J-1"))}\n{oops\n`, "rows.txt") });
     expect(badJson.body.error).toMatchObject({ code: "invalid_request", details: { line: 2 } });
+    // a JSON Lines row that is an array is not a row (it read as every column missing)
+    const arrayRow = await dev().post(`${P}/versions`, { transaction: "append", format: "jsonl", file: await uploadFile(suite.app, "[1,2]\n", "rows.jsonl") });
+    expect(arrayRow.body.error).toMatchObject({ code: "invalid_request", message: "Line 1 of rows.jsonl is a JSON array: each line is one row, a JSON object of the dataset's columns", details: { line: 1 } });
+    // an empty file (a failed export, most often) is refused: as a snapshot it emptied the dataset
+    for (const [name, type] of [["empty.csv", "text/csv"], ["empty.jsonl", "application/x-ndjson"]] as const) {
+      const empty = await dev().post(`${P}/versions`, { transaction: "snapshot", file: await uploadFile(suite.app, "\uFEFF \n", name, type) });
+      expect([empty.status, empty.body.error?.message]).toEqual([400, expect.stringMatching(new RegExp(`^${name.replace(".", "\\.")} is empty: .*To empty the dataset on purpose, commit a snapshot of "rows": \\[\\]$`))]);
+    }
+    expect((await dev().get(P)).body.rowCount).toBeGreaterThan(0);
     const unknownFormat = await dev().post(`${P}/versions`, { transaction: "append", file: await uploadFile(suite.app, "x", "rows.bin") });
     expect(unknownFormat.body.error.message).toContain('send format "csv" or "jsonl"');
     expect((await dev().post(`${P}/versions`, { transaction: "append", file: { id: "file_doesnotexist" } })).status).toBe(404);

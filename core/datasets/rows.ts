@@ -118,6 +118,7 @@ function cellValue(cell: string, type: DatasetColumn["type"] | undefined): unkno
  * @throws {ApiError} invalid_request for an unknown or repeated header column, or a malformed line (named)
  */
 export function parseCsvRows(dataset: RegisteredDataset, text: string, file: string): RowInput[] {
+  refuseEmpty(dataset, text, file, "a CSV file names its columns in its first line (a file of that header line alone is no rows)");
   const types = new Map(dataset.compiled.columns.map((c) => [c.name, c.type]));
   let header: string[] = [];
   let records: Array<{ record: Record<string, string>; info: { lines: number } }>;
@@ -159,17 +160,33 @@ export function parseCsvRows(dataset: RegisteredDataset, text: string, file: str
  * @throws {ApiError} invalid_request naming the first line that is not JSON
  */
 export function parseJsonLines(dataset: RegisteredDataset, text: string, file: string): RowInput[] {
+  refuseEmpty(dataset, text, file, "a JSON Lines file holds one row per line");
   const out: RowInput[] = [];
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
   lines.forEach((line, i) => {
     if (line.trim() === "") return;
+    let value: unknown;
     try {
-      out.push({ value: JSON.parse(line), line: i + 1 });
+      value = JSON.parse(line);
     } catch (err) {
       throw new ApiError("invalid_request", `Line ${i + 1} of ${file} is not JSON: ${err instanceof Error ? err.message : String(err)}`, { datasetId: dataset.id, file, line: i + 1 });
     }
+    // an array is an object to a schema: it read as every column missing
+    if (Array.isArray(value)) throw new ApiError("invalid_request", `Line ${i + 1} of ${file} is a JSON array: each line is one row, a JSON object of the dataset's columns`, { datasetId: dataset.id, file, line: i + 1 });
+    out.push({ value, line: i + 1 });
   });
   return out;
+}
+
+/**
+ * Refuses a rows file with nothing in it (whitespace and a byte order mark aside): almost always an
+ * export that failed, and as a snapshot it would empty the dataset (and delete every projected object).
+ * A snapshot of `rows: []` empties a dataset on purpose.
+ * @throws {ApiError} invalid_request naming the file
+ */
+function refuseEmpty(dataset: RegisteredDataset, text: string, file: string, format: string): void {
+  if (text.replace(/^\uFEFF/, "").trim() !== "") return;
+  throw new ApiError("invalid_request", `${file} is empty: ${format}. To empty the dataset on purpose, commit a snapshot of "rows": []`, { datasetId: dataset.id, file });
 }
 
 /**
