@@ -220,7 +220,8 @@ describe("a dataset's versions and their projection", () => {
     expect((await dev().post(`${P}/transactions/${n}/abort`)).body).toMatchObject({ version: n, status: "aborted" });
     expect((await dev().post(`${P}/transactions/${n}/commit`)).status).toBe(409);
     expect((await dev().post(`${P}/transactions/${n}/rows`, { rows: [product("GONE-2")] })).status).toBe(409);
-    expect((await dev().post(`${P}/transactions/${n}/abort`)).status).toBe(409);
+    // aborting again (a retry whose answer was lost) answers the aborted version
+    expect((await dev().post(`${P}/transactions/${n}/abort`)).body).toMatchObject({ version: n, status: "aborted", abortReason: "requested" });
     expect((await dev().post(`${P}/transactions/9999/commit`)).status).toBe(404);
     expect((await dev().get(`${P}/versions/${n}/rows`)).status).toBe(404);
     expect((await dev().get(P)).body).toMatchObject({ latestVersion: latest });
@@ -238,7 +239,14 @@ describe("a dataset's versions and their projection", () => {
     const written = await dev().post(`${P}/transactions/${n}/rows`, { file });
     expect(written.status, written.text).toBe(200);
     expect(written.body).toMatchObject({ rowCount: 3, source: { kind: "upload", fileId: file.id } });
-    expect((await dev().post(`${P}/transactions/${n}/commit`)).body).toMatchObject({ status: "committed", rowCount: 3 });
+    const committed = await dev().post(`${P}/transactions/${n}/commit`);
+    expect(committed.body).toMatchObject({ status: "committed", rowCount: 3 });
+    // committing again (a retry whose answer was lost) answers the same version and writes nothing
+    const events = (await allEvents(dev(), "&topic=datasets")).length;
+    const again = await dev().post(`${P}/transactions/${n}/commit`);
+    expect([again.status, again.body]).toEqual([200, committed.body]);
+    expect((await dev().post(`${P}/transactions/${n}/abort`)).status).toBe(409);
+    expect((await allEvents(dev(), "&topic=datasets")).length).toBe(events);
     const rows = (await versionRows(n)).filter((r) => r.sku.startsWith("CSV-"));
     expect(rows).toEqual([
       { sku: "CSV-1", name: "Widget", unitPrice: 2.5, currency: "EUR", active: true },

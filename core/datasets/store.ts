@@ -172,12 +172,16 @@ export class DatasetStore {
   }
 
   /**
-   * Commits open version `version` (one SQLite transaction with its event), then drains.
-   * @throws {ApiError} not_found, conflict (not open)
+   * Commits open version `version` (one SQLite transaction with its event), then drains. A committed
+   * version answers as it is (a retry: nothing is written again).
+   * @throws {ApiError} not_found, conflict (aborted)
    */
   async commit(datasetId: string, version: number, actor?: Actor): Promise<DatasetVersion> {
     this.dataset(datasetId);
     const committed = await this.db.transaction(async (tx) => {
+      // committed already (a retry whose first answer was lost): the same answer, nothing written
+      const done = await this.versionIn(tx, datasetId, version, "committed");
+      if (done) return done;
       await this.openVersion(tx, datasetId, version);
       return this.apply(tx, datasetId, version, { actor });
     });
@@ -185,10 +189,19 @@ export class DatasetStore {
     return committed;
   }
 
-  /** Aborts open version `version`: its staged rows are dropped; its number is not reused. @throws {ApiError} not_found, conflict (not open) */
+  /** Version `version` when its status is `status`, else undefined. */
+  private async versionIn(tx: SqlReader, datasetId: string, version: number, status: "committed" | "aborted"): Promise<DatasetVersion | undefined> {
+    const row = await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]);
+    return row?.status === status ? toVersion(row) : undefined;
+  }
+
+  /** Aborts open version `version`: its staged rows are dropped; its number is not reused. An aborted version answers as it is. @throws {ApiError} not_found, conflict (committed) */
   async abort(datasetId: string, version: number): Promise<DatasetVersion> {
     this.dataset(datasetId);
     return this.db.transaction(async (tx) => {
+      // aborted already (a retry, or the idle sweep got there first): the same answer
+      const done = await this.versionIn(tx, datasetId, version, "aborted");
+      if (done) return done;
       await this.openVersion(tx, datasetId, version);
       await this.abortInTx(tx, datasetId, version, "requested");
       return toVersion((await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]))!);

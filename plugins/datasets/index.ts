@@ -130,22 +130,22 @@ export default definePlugin({
       method: "POST",
       path: "/api/datasets/:id/transactions/:version/commit",
       summary: "Commit a transaction",
-      description: `Applies the version's rows in one transaction (a snapshot also removes the rows whose key it does not have; identical rows are not rewritten), sets its counts and appends \`dataset.version.committed\` (actor = you). A dataset with a projection then projects the difference into its objects. ${editDoc}`,
+      description: `Applies the version's rows in one transaction (a snapshot also removes the rows whose key it does not have; identical rows are not rewritten), sets its counts and appends \`dataset.version.committed\` (actor = you). A dataset with a projection then projects the difference into its objects. Committing a committed version again (a retry whose answer was lost) answers it as it is, writing nothing; an aborted one is 409. ${editDoc}`,
       tags: ["datasets"],
       auth: "bearer",
       params: IdVersion,
-      responses: { 200: { description: "The committed version", schema: DatasetVersionSchema }, 404: versionNotFound, 409: notOpen },
+      responses: { 200: { description: "The committed version", schema: DatasetVersionSchema }, 404: versionNotFound, 409: { description: "`conflict`: the version was aborted" } },
       handler: ({ principal, params }) => datasets.commit(allowed(principal, params.id, can.editDataset).id, params.version, actorOf(principal!)),
     });
     routes.add({
       method: "POST",
       path: "/api/datasets/:id/transactions/:version/abort",
       summary: "Abort a transaction",
-      description: `Drops the rows written to it; the version is \`aborted\` and its number is not reused. ${editDoc}`,
+      description: `Drops the rows written to it; the version is \`aborted\` and its number is not reused. An aborted version (by a request, or idle) answers as it is; a committed one is 409. ${editDoc}`,
       tags: ["datasets"],
       auth: "bearer",
       params: IdVersion,
-      responses: { 200: { description: "The aborted version", schema: DatasetVersionSchema }, 404: versionNotFound, 409: notOpen },
+      responses: { 200: { description: "The aborted version", schema: DatasetVersionSchema }, 404: versionNotFound, 409: { description: "`conflict`: the version was committed" } },
       handler: ({ principal, params }) => datasets.abort(allowed(principal, params.id, can.editDataset).id, params.version),
     });
     routes.add({
