@@ -356,6 +356,11 @@ describe("reading through the owner (spec 4.3)", () => {
     expect(sha256(Buffer.from(await res.arrayBuffer()))).toBe(pdf.sha256);
     expect((await fetch(url, { headers: { authorization: `Bearer ${tokens.alice}` } })).status).toBe(403); // alice may not run attach-pdf
     expect((await fetch(url.replace("/params/file", "/params/nothing"), { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).status).toBe(404);
+    // the run's record id names it too (both are in the record; the record id was 404)
+    expect(run.id).not.toBe(run.runId);
+    const byId = await fetch(url.replace(run.runId, run.id), { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(byId.status).toBe(200);
+    expect((await dev.get(`/api/actions/invoice.attach-pdf/runs/${run.id}`)).body).toMatchObject({ id: run.id, runId: run.runId });
   });
 
   it("keeps a referenced file and removes one never referenced after the retention", async () => {

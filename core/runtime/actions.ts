@@ -319,9 +319,13 @@ export class ActionRunner {
     return rows.length;
   }
 
-  /** Reads a run record by runId. @throws {ApiError} not_found */
+  /**
+   * Reads a run record by its `runId`, or by its record `id` (both are in the record, and a client
+   * holding the one it read first got 404 for the other). A `runId` wins over another run's `id`.
+   * @throws {ApiError} not_found
+   */
   async get(runId: string): Promise<ActionRunRecord> {
-    const row = await this.db.get<RunRow>("SELECT * FROM action_runs WHERE run_id = ?", [runId]);
+    const row = (await this.db.get<RunRow>("SELECT * FROM action_runs WHERE run_id = ?", [runId])) ?? (await this.db.get<RunRow>("SELECT * FROM action_runs WHERE id = ?", [runId]));
     if (!row) throw new ApiError("not_found", `No action run "${runId}"`);
     return toRecord(row);
   }

@@ -61,6 +61,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/actions/:actionId/runs/:runId",
       summary: "Read an action run",
+      description: "`runId` is the run's `runId` (the one a start request may choose) or its record's `id`: both name the run.",
       tags: ["actions"],
       auth: "bearer",
       params: v.object({ actionId: v.string(), runId: v.string() }),

@@ -130,7 +130,7 @@ export default definePlugin({
         const run = await actions.get(params.runId);
         if (run.actionId !== params.actionId) throw new ApiError("not_found", `No run "${params.runId}" of ${params.actionId}`);
         const fileId = fileAt(run, query.path);
-        if (!fileId || !(await files.references(fileId)).some((r) => r.kind === "run" && r.id === params.runId && r.path === query.path)) {
+        if (!fileId || !(await files.references(fileId)).some((r) => r.kind === "run" && r.id === run.runId && r.path === query.path)) {
           throw new ApiError("not_found", `Run ${params.runId} holds no file at ${query.path}`, { path: query.path });
         }
         return serveFile(event.req, files, fileId, query.disposition);
