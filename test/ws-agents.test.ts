@@ -21,7 +21,7 @@ const cookies = new Map<string, string>();
 beforeAll(async () => {
   app = await startApp();
   output = app.container.resolve(AgentOutput);
-  for (const [identity, password] of [["dev", "dev-sandbox-password"], ["auditor", "auditor-sandbox-password"]] as const) {
+  for (const [identity, password] of [["dev", "dev-sandbox-password"], ["auditor", "auditor-sandbox-password"], ["alice", "alice-sandbox-password"]] as const) {
     const res = await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity, password }) });
     cookies.set(identity, (res.headers.get("set-cookie") ?? "").split(";")[0]!);
   }
@@ -45,7 +45,7 @@ function connect(headers: Record<string, string>, origin: string | undefined = a
   return { socket, frames, refused, next, records, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
 }
 
-async function signedIn(identity: "dev" | "auditor") {
+async function signedIn(identity: "dev" | "auditor" | "alice") {
   const ws = connect({ cookie: cookies.get(identity)! });
   await ws.next((f) => f.type === "connected");
   return ws;
@@ -156,6 +156,30 @@ describe("/ws/agents (spec 6.5)", () => {
     expect(atMark.records()).toEqual(kept.map(asFrame));
   });
 
+  it("refuses a cursor of another run's output (it skipped this run's records before it in silence), on subscribe and on replay", async () => {
+    const a = await run("dev");
+    const early = await text(a, "a-1");
+    const b = await run("dev");
+    const bCursor = (await text(b, "b-1")).cursor;
+    const ws = await signedIn("dev");
+    ws.send({ type: "subscribe", runId: a, afterCursor: bCursor });
+    expect(await ws.next((f) => f.type === "error")).toEqual({ type: "error", code: "invalid_request", message: expect.stringMatching(/^afterCursor is a cursor of another run's output/) });
+    ws.send({ type: "replay", runId: a, afterCursor: bCursor });
+    await eventually(async () => ws.frames.filter((f) => f.type === "error").length === 2);
+    expect(ws.frames.some((f) => f.type === "subscribed" || f.type === "replay")).toBe(false);
+    // its own cursor is taken
+    ws.send({ type: "replay", runId: a, afterCursor: early.cursor });
+    expect(await ws.next((f) => f.type === "replay")).toMatchObject({ runId: a, cursor: early.cursor, records: [] });
+  });
+
+  it("refuses an activity subscription from an identity that may use no agent (spec 5), as the HTTP API does", async () => {
+    const ws = await signedIn("auditor");
+    ws.send({ type: "subscribe", activity: true });
+    expect(await ws.next((f) => f.type === "error")).toEqual({ type: "error", code: "forbidden", message: expect.stringMatching(/^You may use no agent of this project/) });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(ws.frames.some((f) => f.type === "subscribed")).toBe(false);
+  });
+
   it("answers another user's run with a not_found error frame and no subscription", async () => {
     const runId = await run("dev");
     await text(runId, "secret");
@@ -210,14 +234,14 @@ describe("/ws/agents (spec 6.5)", () => {
 
   it("an activity subscription sees only the activity records of the caller's runs", async () => {
     const mine = await run("dev");
-    const theirs = await run("auditor");
+    const theirs = await run("alice");
     const devWs = await signedIn("dev");
-    const auditorWs = await signedIn("auditor");
+    const aliceWs = await signedIn("alice");
     const earlier = await activity(mine, "run.started", { agentId: "billing.assistant" });
     devWs.send({ type: "subscribe", activity: true });
-    auditorWs.send({ type: "subscribe", activity: true });
+    aliceWs.send({ type: "subscribe", activity: true });
     expect(await devWs.next((f) => f.type === "subscribed")).toEqual({ type: "subscribed", activity: true, cursor: null });
-    await auditorWs.next((f) => f.type === "subscribed");
+    await aliceWs.next((f) => f.type === "subscribed");
 
     const expectedMine = [
       await activity(mine, "artifact.published", { artifactId: "art_x", version: 1, title: "T", kind: "document", address: "artifact:art_x@1" }),
@@ -226,12 +250,12 @@ describe("/ws/agents (spec 6.5)", () => {
     await text(mine, "not activity");
     const expectedTheirs = [await activity(theirs, "run.started"), await activity(theirs, "run.finished", { status: "failed" })];
     await devWs.next((f) => f.type === "record" && f.cursor === expectedMine[1]!.cursor);
-    await auditorWs.next((f) => f.type === "record" && f.cursor === expectedTheirs[1]!.cursor);
+    await aliceWs.next((f) => f.type === "record" && f.cursor === expectedTheirs[1]!.cursor);
     await new Promise((r) => setTimeout(r, 100));
 
     expect(devWs.records(mine)).toEqual(expectedMine.map(asFrame)); // live only: not the earlier one
     expect(devWs.records(theirs)).toEqual([]);
-    expect(auditorWs.records()).toEqual(expectedTheirs.map(asFrame));
+    expect(aliceWs.records()).toEqual(expectedTheirs.map(asFrame));
     expect(devWs.frames.some((f) => f.type === "run.snapshot")).toBe(false);
 
     // with a cursor: retained activity after it, then live
@@ -240,7 +264,7 @@ describe("/ws/agents (spec 6.5)", () => {
     expect(await resumed.next((f) => f.type === "subscribed")).toEqual({ type: "subscribed", activity: true, cursor: earlier.cursor });
     await resumed.next((f) => f.type === "record" && f.cursor === expectedMine[1]!.cursor);
     expect(resumed.records(mine)).toEqual(expectedMine.map(asFrame));
-    expect(resumed.records().every((f) => owners.get(f.runId) !== "auditor")).toBe(true);
+    expect(resumed.records().every((f) => owners.get(f.runId) !== "alice")).toBe(true);
   });
 
   it("reports malformed messages as invalid_request and answers unsubscribe", async () => {

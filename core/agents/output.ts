@@ -77,6 +77,11 @@ export interface AgentRunAccess {
   state(principal: Principal, runId: string): Promise<AgentRunState>;
   /** Emits ("changed", runId) whenever a run's state changes. */
   changes: EventEmitter;
+  /**
+   * Refuses a principal that may use no agent of the project (spec 5: agent streams need access to an
+   * agent): the activity subscription's check. @throws ApiError forbidden
+   */
+  requireSomeAgent(principal: Principal): void;
 }
 
 const CURSOR_PREFIX = "ao2";
@@ -300,6 +305,7 @@ export class AgentOutput {
       this.newestKnown = Math.max(this.newestKnown, row?.seq ?? 0, await this.prunedThrough(this.db));
       if (after > this.newestKnown) throw new ApiError("invalid_request", "afterCursor is not a cursor of this agent output (it is past the newest record)", { afterCursor });
     }
+    if (afterCursor !== undefined && after > 0) await this.checkCursorScope(scope, after, afterCursor);
     if (afterCursor !== undefined && this.tailFloor !== undefined && after >= this.tailFloor) {
       // a live reader: everything after its cursor is in the tail
       const records: OutputRecord[] = [];
@@ -322,6 +328,31 @@ export class AgentOutput {
     const rows = limit > 0 ? await this.db.all<OutputRow>(`SELECT ${COLUMNS} FROM agent_output WHERE ${where.sql} AND seq > ? ORDER BY seq LIMIT ?`, [...where.params, after, limit]) : [];
     const reset = afterCursor !== undefined && after < (await this.prunedThrough(this.db));
     return { records: rows.map((r) => toRecord(epoch, r)), reset };
+  }
+
+  /**
+   * Refuses a cursor of another scope's output (another run's record, or a record outside the caller's
+   * activity): it is a position in the whole output, and following it skipped this scope's records
+   * before it in silence. A position whose record retention removed is taken as it is.
+   * @throws {ApiError} invalid_request
+   */
+  private async checkCursorScope(scope: OutputScope, seq: number, afterCursor: string): Promise<void> {
+    const row = this.tailEntry(seq) ?? (await this.db.get<{ run_id: string; owner: string; activity: number }>("SELECT run_id, owner, activity FROM agent_output WHERE seq = ?", [seq]).then((r) => (r ? { seq, runId: r.run_id, owner: r.owner, activity: r.activity === 1 } : undefined)));
+    if (!row) return;
+    const ours = "runId" in scope ? row.runId === scope.runId : row.owner === scope.activityOf && row.activity;
+    if (!ours) throw new ApiError("invalid_request", `afterCursor is a cursor of ${"runId" in scope ? "another run's output" : "output outside your activity"}: use a cursor this subscription's records gave`, { afterCursor });
+  }
+
+  /** The tail's entry of `seq` (binary search: the tail is in seq order), or undefined. */
+  private tailEntry(seq: number): TailEntry | undefined {
+    let lo = 0;
+    let hi = this.tail.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.tail[mid]!.seq < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.tail[lo]?.seq === seq ? this.tail[lo] : undefined;
   }
 
   /** The cursor of the scope's newest record, or undefined when it has none (a live-only subscription starts after it). */

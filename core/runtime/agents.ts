@@ -131,6 +131,12 @@ export class AgentRuns implements AgentRunAccess {
     return { runId, conversationId };
   }
 
+  /** {@link AgentRunAccess.requireSomeAgent}: the principal may use at least one of the project's agents. @throws {ApiError} forbidden */
+  requireSomeAgent(principal: Principal): void {
+    const agents = this.project.agents().map((a) => a.id);
+    if (!agents.some((id) => has(principal, can.useAgent(id)))) throw new ApiError("forbidden", `You may use no agent of this project (each needs use:agent:<id>: ${agents.join(", ") || "none declared"})`);
+  }
+
   /** A conversation of the caller's. @throws {ApiError} not_found (also for another user's) */
   async conversation(principal: Principal, id: string): Promise<Conversation> {
     const conv = await this.conversationRow(principal, id);

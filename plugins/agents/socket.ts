@@ -19,7 +19,11 @@
  * - `{ type: "subscribe", activity: true, afterCursor? }`: activity records (`run.started`,
  *   `run.finished`, `artifact.published`) of the runs the caller owns, as `record` frames (`runId`
  *   per record), no snapshots. Acknowledged `{ type: "subscribed", activity: true, cursor }`. Without
- *   `afterCursor` only records appended after `subscribed` arrive.
+ *   `afterCursor` only records appended after `subscribed` arrive. An identity that may use no agent
+ *   of the project gets a `forbidden` error frame (spec 5).
+ * - A cursor is a position in the whole agent output: one of another run's output (or outside the
+ *   caller's activity) is refused with `invalid_request`, on subscribe and replay (it skipped this
+ *   scope's records before it in silence).
  * - `{ type: "replay", runId, afterCursor?, limit? }` (limit 1..500, default 100): one bounded page,
  *   access checked the same way: `{ type: "replay", runId, cursor, records, nextCursor }` where `cursor`
  *   is acknowledged as for `subscribed`, `records` are the page's `record` frames and `nextCursor` the
@@ -144,6 +148,7 @@ export function agentsSocket(deps: { output: AgentOutput; runs: AgentRunAccess; 
   };
 
   const startActivity = async (peer: Peer, principal: Principal, afterCursor: string | undefined, onReadError: (err: unknown) => void) => {
+    runs.requireSomeAgent(principal);
     const scope = { activityOf: principal.id };
     const cursor = await acknowledge(scope, afterCursor);
     // fix the starting point before acknowledging: everything appended after "subscribed" arrives
