@@ -222,6 +222,27 @@ describe("event schedules", () => {
     expect((await c.get("/api/status")).body).toMatchObject({ status: "ok", parts: { schedules: { status: "ok", problems: [] } } });
   }, 30_000);
 
+  it("pages its dead letters with nextPageToken, bound to the schedule", async () => {
+    probeControl.failing.add("bad-a");
+    probeControl.failing.add("bad-b");
+    const [a, b] = await append(c, [
+      { type: "sync.run.started", partitionKey: "dl-page", payload: { syncId: "probe", runId: "bad-a" } },
+      { type: "sync.run.started", partitionKey: "dl-page", payload: { syncId: "probe", runId: "bad-b" } },
+    ]);
+    await eventually(async () => ((await schedule(c, "dead")).consumer.deadLettered === 2 ? true : undefined), 15_000);
+    const first = await c.get("/api/schedules/dead/dead-letters?limit=1");
+    expect(first.body.data.map((d: any) => d.eventId)).toEqual([a.id]);
+    expect(first.body.nextPageToken).toEqual(expect.any(String));
+    const second = await c.get(`/api/schedules/dead/dead-letters?limit=1&pageToken=${first.body.nextPageToken}`);
+    expect(second.body.data.map((d: any) => d.eventId)).toEqual([b.id]);
+    expect(second.body).not.toHaveProperty("nextPageToken");
+    expect((await c.get(`/api/schedules/dead/dead-letters?pageToken=garbage`)).status).toBe(400);
+    probeControl.failing.delete("bad-a");
+    probeControl.failing.delete("bad-b");
+    for (const e of [a, b]) expect((await c.post("/api/schedules/dead/retry", { eventId: e.id })).status).toBe(200);
+    await eventually(async () => ((await schedule(c, "dead")).consumer.deadLettered === 0 ? true : undefined), 15_000);
+  }, 30_000);
+
   it("fails an attempt that runs past timeoutMs: its ctx.signal is aborted, what it writes after is dropped, the retry runs", async () => {
     const before = probeControl.calls.length;
     const refusedBefore = probeControl.afterAbort.length;

@@ -25,6 +25,8 @@ describe("connector schedules on Temporal", () => {
       expect((await c.post("/api/schedules/overdue-scan/pause", { note: "maintenance" })).body).toMatchObject({ paused: true, note: "maintenance", nextRuns: [] });
       const unpaused = (await c.post("/api/schedules/overdue-scan/unpause", {})).body;
       expect([unpaused.paused, unpaused.nextRuns.length > 0]).toEqual([false, true]);
+      // its description stays the declaration's; the note is what the last unpause said
+      expect(unpaused).toMatchObject({ description: "Marks open invoices whose due date has passed as overdue.", note: "unpaused through the API" });
       expect((await c.post("/api/schedules/nope/trigger", {})).status).toBe(404);
       expect((await c.post("/api/schedules/overdue-reminder/trigger", {})).body.error.code).toBe("conflict");
       expect((await client(app, await tokenFor(app, "alice")).get("/api/schedules")).status).toBe(403);

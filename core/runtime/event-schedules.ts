@@ -11,6 +11,7 @@ import { Lifecycle } from "../lifecycle";
 import { LOGGER, type Logger } from "../logger";
 import { CONFIG, type Config } from "../config";
 import { ApiError } from "../errors";
+import { decodeListingToken, encodeListingToken } from "../http/listing-token";
 import { HandlerRunner } from "./handler";
 import { ScheduleConsumer } from "./event-schedule-consumer";
 import { eventScheduleLimits, type RegisteredEventSchedule } from "./event-schedule-model";
@@ -225,16 +226,24 @@ export class EventScheduleConsumers {
   }
 
   /**
-   * The schedule's dead-lettered events, oldest first, at most `limit`.
-   * @throws {ApiError} not_found
+   * The schedule's dead-lettered events, oldest first, at most `limit`, after the position of
+   * `pageToken` (a `nextPageToken` of this schedule's listing); `nextPageToken` names the next page when
+   * there is one (a keyset on when they died and their event id: a retried event leaves the list
+   * without shifting the pages).
+   * @throws {ApiError} not_found; invalid_request for a token of another listing
    */
-  async deadLetters(scheduleId: string, limit: number): Promise<DeadLetter[]> {
+  async deadLetters(scheduleId: string, limit: number, pageToken?: string): Promise<{ data: DeadLetter[]; nextPageToken?: string }> {
     this.consumer(scheduleId);
+    const filters = JSON.stringify(["dead-letters", scheduleId]);
+    const after = pageToken === undefined ? undefined : decodeListingToken(pageToken, filters, (x): x is [string, string] => Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string"), "scheduleId");
     const rows = await this.db.all<{ event_id: string; type: string | null; partition_key: string; occurred_at: string; attempts: number; last_error: string | null; updated_at: string }>(
-      "SELECT event_id, json_extract(event, '$.type') AS type, partition_key, occurred_at, attempts, last_error, updated_at FROM event_schedule_events WHERE schedule_id = ? AND status = 'dead' ORDER BY updated_at, event_id LIMIT ?",
-      [scheduleId, limit],
+      `SELECT event_id, json_extract(event, '$.type') AS type, partition_key, occurred_at, attempts, last_error, updated_at FROM event_schedule_events WHERE schedule_id = ? AND status = 'dead'${after ? " AND (updated_at, event_id) > (?, ?)" : ""} ORDER BY updated_at, event_id LIMIT ?`,
+      [scheduleId, ...(after ?? []), limit + 1],
     );
-    return rows.map((r) => ({ eventId: r.event_id, type: r.type ?? "", partitionKey: r.partition_key, occurredAt: r.occurred_at, attempts: r.attempts, lastError: r.last_error ?? "", deadAt: r.updated_at }));
+    const page = rows.slice(0, limit);
+    const data = page.map((r) => ({ eventId: r.event_id, type: r.type ?? "", partitionKey: r.partition_key, occurredAt: r.occurred_at, attempts: r.attempts, lastError: r.last_error ?? "", deadAt: r.updated_at }));
+    const last = page.at(-1);
+    return { data, ...(rows.length > limit && last ? { nextPageToken: encodeListingToken([last.updated_at, last.event_id], filters) } : {}) };
   }
 
   /**

@@ -31,13 +31,15 @@ const overlapPolicy = (overlap: OverlapPolicy): ScheduleOverlapPolicy => {
 
 /**
  * A cron or interval schedule as operators read it (`GET /api/schedules`): Temporal's state, next five and
- * recent runs. `onTemporal` false: declared but not on Temporal (a start with `SVC_SCHEDULES=false` never
- * created it); it fires nothing, lists no runs and says why in `note`.
+ * recent runs. `description` is the declaration's; `note` is Temporal's (the description when it was
+ * created, then what the last pause or unpause said). `onTemporal` false: declared but not on Temporal (a
+ * start with `SVC_SCHEDULES=false` never created it); it fires nothing, lists no runs and says why in `note`.
  */
 export const TemporalScheduleStateSchema = v.object({
   scheduleId: v.string(),
   onTemporal: v.boolean(),
   connectorId: v.string(),
+  description: v.optional(v.string()),
   cron: v.optional(v.string()),
   every: v.optional(v.number()),
   timezone: v.string(),
@@ -132,7 +134,7 @@ export class ScheduleManager {
     const { connectorId, definition } = this.declared(scheduleId);
     if (definition.on) return this.eventSchedules.describe(scheduleId);
     let d;
-    const declared = { scheduleId, connectorId, ...(definition.cron ? { cron: definition.cron } : { every: definition.every }), timezone: definition.timezone ?? "UTC", overlap: definition.overlap ?? "skip" };
+    const declared = { scheduleId, connectorId, ...(definition.description ? { description: definition.description } : {}), ...(definition.cron ? { cron: definition.cron } : { every: definition.every }), timezone: definition.timezone ?? "UTC", overlap: definition.overlap ?? "skip" };
     try {
       d = await this.host.client.schedule.getHandle(this.temporalId(scheduleId)).describe();
     } catch (err) {
@@ -210,10 +212,10 @@ export class ScheduleManager {
     return this.eventSchedules.retry(scheduleId, eventId);
   }
 
-  /** @throws {ApiError} not_found; conflict for a cron / interval schedule */
-  async deadLetters(scheduleId: string, limit: number): Promise<DeadLetter[]> {
+  /** A page of the event schedule's dead letters (see `EventScheduleConsumers.deadLetters`). @throws {ApiError} not_found; conflict for a cron / interval schedule; invalid_request for a token of another listing */
+  async deadLetters(scheduleId: string, limit: number, pageToken?: string): Promise<{ data: DeadLetter[]; nextPageToken?: string }> {
     this.eventSchedule(scheduleId);
-    return this.eventSchedules.deadLetters(scheduleId, limit);
+    return this.eventSchedules.deadLetters(scheduleId, limit, pageToken);
   }
 
   private eventSchedule(scheduleId: string): void {
