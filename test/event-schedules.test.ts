@@ -239,9 +239,17 @@ describe("event schedules", () => {
     expect((await c.get(`/api/schedules/dead/dead-letters?pageToken=garbage`)).status).toBe(400);
     probeControl.failing.delete("bad-a");
     probeControl.failing.delete("bad-b");
-    for (const e of [a, b]) expect((await c.post("/api/schedules/dead/retry", { eventId: e.id })).status).toBe(200);
-    await eventually(async () => ((await schedule(c, "dead")).consumer.deadLettered === 0 ? true : undefined), 15_000);
-  }, 30_000);
+    // while a retry is queued (it still fails), a second one is 409 saying so (it was 404 "not dead-lettered")
+    probeControl.failing.add("bad-a");
+    expect((await c.post("/api/schedules/dead/retry", { eventId: a.id })).status).toBe(200);
+    expect((await c.post("/api/schedules/dead/retry", { eventId: a.id })).body.error).toMatchObject({ code: "conflict", message: expect.stringContaining("being retried"), details: { status: "retrying" } });
+    probeControl.failing.delete("bad-a");
+    expect((await c.post("/api/schedules/dead/retry", { eventId: b.id })).status).toBe(200);
+    await eventually(async () => {
+      const s = (await schedule(c, "dead")).consumer;
+      return s.deadLettered === 0 && s.backlog === 0 ? true : undefined;
+    }, 30_000);
+  }, 60_000);
 
   it("fails an attempt that runs past timeoutMs: its ctx.signal is aborted, what it writes after is dropped, the retry runs", async () => {
     const before = probeControl.calls.length;

@@ -1,6 +1,7 @@
 import type { Database, SqlWriter } from "../store/db";
 import type { StoredDomainEvent } from "../events/catalog";
 import { nowIso } from "../ids";
+import { ApiError } from "../errors";
 
 /** A row of `event_schedule_events` (migration 012): an event finished out of cursor order, being retried, or dead-lettered. */
 export interface EventRow {
@@ -105,7 +106,9 @@ export class EventScheduleStore {
    */
   async revive(eventId: string): Promise<StoredDomainEvent | undefined> {
     return this.db.transaction(async (tx) => {
-      const found = await tx.get<{ event: string | null }>("SELECT event FROM event_schedule_events WHERE schedule_id = ? AND event_id = ? AND status = 'dead'", [this.scheduleId, eventId]);
+      const found = await tx.get<{ event: string | null; status: string }>("SELECT event, status FROM event_schedule_events WHERE schedule_id = ? AND event_id = ?", [this.scheduleId, eventId]);
+      // not dead-lettered (any more): a retry queued already, or an event that never died, is a conflict, not a missing event
+      if (found && found.status !== "dead") throw new ApiError("conflict", `Event "${eventId}" is not dead-lettered for schedule "${this.scheduleId}": it is ${found.status === "retrying" ? "being retried" : found.status}`, { scheduleId: this.scheduleId, eventId, status: found.status });
       if (!found?.event || found.event === "null") return undefined;
       await tx.run("UPDATE event_schedule_events SET status = 'retrying', attempts = 0, next_attempt_at = 0, revived = 1, updated_at = ? WHERE schedule_id = ? AND event_id = ?", [nowIso(), this.scheduleId, eventId]);
       return JSON.parse(found.event) as StoredDomainEvent;

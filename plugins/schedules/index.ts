@@ -64,8 +64,8 @@ export default definePlugin({
       body: v.strictObject({ eventId: v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.description("id of the dead-lettered event (GET /api/schedules/{scheduleId}/dead-letters)")) }),
       responses: {
         200: { description: "The event schedule after the retry was queued", schema: EventScheduleStateSchema },
-        404: { description: "`not_found`: no such schedule, or the event is not dead-lettered for it" },
-        409: { description: "`conflict`: a cron / interval schedule has no dead letters" },
+        404: { description: "`not_found`: no such schedule, or no such event for it" },
+        409: { description: "`conflict`: a cron / interval schedule has no dead letters, or the event is being retried (`details.status`)" },
       },
       handler: ({ principal, params, body }) => {
         requirePermission(principal!, can.manage("schedules"));
