@@ -68,6 +68,8 @@ describe("tus upload sessions (local storage)", () => {
   it("GET /api/status has a files part: the local blob directory, writable", async () => {
     const status = (await fetch(`${app.url}/api/status`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }).then((r) => r.json())) as any;
     expect(status.parts.files).toMatchObject({ status: "ok", storage: "local", latencyMs: expect.any(Number) });
+    // and the store part says how long the single writer keeps writes waiting (unhealthy past 10 s)
+    expect(status.parts.store).toMatchObject({ status: "ok", writerWaitMs: expect.any(Number) });
   });
 
   it("uploads in chunks and finishes into a file reference that is read through an object", async () => {

@@ -91,6 +91,29 @@ async function checkPlans(db: Database, plans: Plan[], outcomes: Awaited<ReturnT
   }
 }
 
+describe("Database.writerWaitMs", () => {
+  it("is 0 when idle, and while a transaction holds the writer, how long it and the callers behind it have waited", async () => {
+    const db = await openWithTable(["CREATE TABLE rows (caller INTEGER NOT NULL, n INTEGER NOT NULL)"]);
+    try {
+      expect(db.writerWaitMs()).toBe(0);
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const holding = db.transaction(async (tx) => {
+        await tx.run("INSERT INTO rows VALUES (1, 1)");
+        await held;
+      });
+      const behind = db.transaction((tx) => tx.run("INSERT INTO rows VALUES (2, 1)"));
+      await new Promise((r) => setTimeout(r, 120));
+      expect(db.writerWaitMs()).toBeGreaterThanOrEqual(100);
+      release();
+      await Promise.all([holding, behind]);
+      expect(db.writerWaitMs()).toBe(0);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe("Database group commit", () => {
   it("commits exactly the callers that did not throw, each resolved only once its rows are visible to another connection", async () => {
     const db = await openWithTable(["CREATE TABLE rows (caller INTEGER NOT NULL, n INTEGER NOT NULL)"]);

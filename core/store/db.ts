@@ -53,6 +53,8 @@ interface Waiter {
   fn: (tx: SqlWriter) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** When it queued (`performance.now()`, ms). */
+  queuedAt: number;
 }
 
 /**
@@ -166,7 +168,7 @@ export class Database implements SqlReader {
   transaction<T>(fn: (tx: SqlWriter) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error("database is closed"));
     return new Promise<T>((resolve, reject) => {
-      this.waiting.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.waiting.push({ fn, resolve: resolve as (v: unknown) => void, reject, queuedAt: performance.now() });
       this.running ??= this.runGroups();
     });
   }
@@ -198,6 +200,16 @@ export class Database implements SqlReader {
   private async runGroup(): Promise<void> {
     const w = this.writer;
     const began = performance.now();
+    this.groupBegan = began;
+    try {
+      await this.runGroupFrom(w, began);
+    } finally {
+      this.groupBegan = undefined;
+    }
+  }
+
+  /** {@link Database.runGroup}'s body (`began`: when the group began). */
+  private async runGroupFrom(w: Connection, began: number): Promise<void> {
     /** The callers that succeeded, with their commit hooks and the writes they deferred. */
     const done: Done[] = [];
     /** Whether `BEGIN IMMEDIATE` has run (with the first caller statement's savepoint). */
@@ -357,6 +369,21 @@ export class Database implements SqlReader {
     for (const [statement, items] of deferred) await statement.run(w, items);
     await w.exec(`${release}COMMIT`);
   }
+
+  /**
+   * How long the writer has kept a caller waiting (ms): the oldest caller still queued, or the group
+   * running now since it began; 0 when the writer is idle. `GET /api/status` reports the store
+   * unhealthy past a few seconds (a statement holding the writer holds every write of the service).
+   */
+  writerWaitMs(): number {
+    const now = performance.now();
+    const queued = this.waiting.length > 0 ? now - this.waiting[0]!.queuedAt : 0;
+    const running = this.groupBegan !== undefined ? now - this.groupBegan : 0;
+    return Math.round(Math.max(queued, running));
+  }
+
+  /** When the group running now began (`performance.now()`), while one runs. */
+  private groupBegan: number | undefined;
 
   /** What the store has done since it opened: statements per connection, callers and commits. */
   stats(): DatabaseStats {

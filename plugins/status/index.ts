@@ -9,7 +9,8 @@ const StatusSchema = v.object({
 });
 
 /**
- * `GET /api/status` (spec 4.1, 6.2): service health with its parts: the store, the Temporal
+ * `GET /api/status` (spec 4.1, 6.2): service health with its parts: the store (a read's latency, and
+ * `writerWaitMs`, how long the single writer has kept a write waiting: unhealthy past 10 s), the Temporal
  * connection and the outbox (backlog, oldest age, failure streak). `degraded` when a part is
  * unhealthy: the outbox is unhealthy after {@link Outbox.DEGRADED_AFTER} consecutive drain failures
  * or when its oldest envelope is older than two recovery intervals. The `schedules` part lists the
@@ -22,6 +23,9 @@ const StatusSchema = v.object({
  * written, or its bucket does not answer a HeadBucket within 2 s (checked at most every 5 s).
  * `GET /health` answers the same status word without a token, as 200 (`ok`) or 503, for probes.
  */
+/** The store part is unhealthy once the writer has kept a write waiting this long (ms). */
+const WRITER_WAIT_UNHEALTHY_MS = 10_000;
+
 export default definePlugin({
   name: "status",
   deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers, starter: RunStarter, files: FileStore },
@@ -29,9 +33,13 @@ export default definePlugin({
     /** The health report: every part checked now. */
     const report = async () => {
       const started = Date.now();
+      const writerWaitMs = db.writerWaitMs();
       const store = await db.get("SELECT 1 AS ok").then(
-        () => ({ status: "ok" as const, latencyMs: Date.now() - started }),
-        (err: Error) => ({ status: "unhealthy" as const, error: err.message }),
+        () =>
+          writerWaitMs > WRITER_WAIT_UNHEALTHY_MS
+            ? { status: "unhealthy" as const, latencyMs: Date.now() - started, writerWaitMs, error: `the writer has kept a write waiting ${writerWaitMs} ms (over ${WRITER_WAIT_UNHEALTHY_MS}): every write of the service waits behind it` }
+            : { status: "ok" as const, latencyMs: Date.now() - started, writerWaitMs },
+        (err: Error) => ({ status: "unhealthy" as const, writerWaitMs, error: err.message }),
       );
       const stats = await outbox.stats();
       const outboxHealthy = stats.consecutiveFailures < Outbox.DEGRADED_AFTER && (stats.oldestAgeMs ?? 0) < 2 * config.outboxRecoveryMs;
