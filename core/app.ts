@@ -57,6 +57,9 @@ export interface WorkflowEngine {
   emptyProjectWorkflows: string;
 }
 
+/** How long the close waits for the store's writer before it interrupts the statement it runs (ms). */
+const DB_CLOSE_INTERRUPT_MS = 5_000;
+
 /** How long after ready the deck-check process and its browser are started (milliseconds; see createApp). */
 export const DECK_WARM_DELAY_MS = 2000;
 
@@ -166,7 +169,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
       throw dataDirError(err, config.dataDir);
     });
     phase("store (open, migrations)");
-    lifecycle.hook("close", () => db.close());
+    // a statement still running 5 s into the close (the handlers' own shutdown wait is over by then) is
+    // interrupted: the process exits instead of waiting on it
+    lifecycle.hook("close", () => db.close({ interruptAfterMs: DB_CLOSE_INTERRUPT_MS, onInterrupt: () => log.warn({ writerWaitMs: db.writerWaitMs() }, `shutdown: the store's writer is still busy after ${DB_CLOSE_INTERRUPT_MS} ms; interrupting its statement (its transaction is rolled back)`) }));
     const seeding = opts.project.seed !== undefined && !(await seeded(db));
     if (seeding && config.deckChecks) void decks.warm();
     const slug = opts.project.id.replace(/[^A-Za-z0-9_-]/g, "_");

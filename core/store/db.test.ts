@@ -114,6 +114,21 @@ describe("Database.writerWaitMs", () => {
   });
 });
 
+describe("Database.close", () => {
+  it("with interruptAfterMs, interrupts a statement that would run for ever: its caller gets the error, and the close ends", async () => {
+    const db = await openWithTable(["CREATE TABLE rows (caller INTEGER NOT NULL, n INTEGER NOT NULL)"]);
+    const endless = db.transaction((tx) => tx.get("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c"));
+    endless.catch(() => undefined);
+    const behind = db.transaction((tx) => tx.run("INSERT INTO rows VALUES (1, 1)"));
+    behind.catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    let interrupted = false;
+    await db.close({ interruptAfterMs: 200, onInterrupt: () => (interrupted = true) });
+    expect(interrupted).toBe(true);
+    await expect(endless).rejects.toThrow(/interrupt/i);
+  });
+});
+
 describe("Database group commit", () => {
   it("commits exactly the callers that did not throw, each resolved only once its rows are visible to another connection", async () => {
     const db = await openWithTable(["CREATE TABLE rows (caller INTEGER NOT NULL, n INTEGER NOT NULL)"]);

@@ -400,12 +400,31 @@ export class Database implements SqlReader {
     return this.reader.all<T>(sql, params);
   }
 
-  /** Waits for queued transactions and a checkpoint in progress, then closes the connections (the last one to close checkpoints the WAL). */
-  async close(): Promise<void> {
+  /**
+   * Waits for queued transactions and a checkpoint in progress, then closes the connections (the last one
+   * to close checkpoints the WAL).
+   * @param opts.interruptAfterMs when the writer is still busy after this long, the statement it runs is
+   *   interrupted (`SQLITE_INTERRUPT`: its group is rolled back and its callers get the error) and the
+   *   rest of the queue is answered the same way, so a statement that would run for minutes does not
+   *   hold the process's exit; `onInterrupt` is called first. Default: wait as long as it takes.
+   */
+  async close(opts: { interruptAfterMs?: number; onInterrupt?: () => void } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     const walClosed = this.wal?.close();
+    let timer: NodeJS.Timeout | undefined;
+    let again: NodeJS.Timeout | undefined;
+    if (opts.interruptAfterMs !== undefined && this.running) {
+      timer = setTimeout(() => {
+        opts.onInterrupt?.();
+        this.writer.interrupt();
+        // what the writer runs next (the rest of the queue) is interrupted too, until the queue is empty
+        again = setInterval(() => this.writer.interrupt(), 50);
+      }, opts.interruptAfterMs);
+    }
     while (this.running) await this.running;
+    clearTimeout(timer);
+    clearInterval(again);
     await walClosed;
     await this.reader.close();
     if (this.writer !== this.reader) await this.writer.close();

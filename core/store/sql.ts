@@ -279,7 +279,13 @@ export function statementsInOrder<I>(...statements: GroupStatement<I>[]): GroupS
 }
 
 /** One connection's promise access (see {@link openConnection}). */
-export type Connection = SqlStatements & { exec(sql: string): Promise<void>; close(): Promise<void>; statements: () => number };
+export type Connection = SqlStatements & {
+  exec(sql: string): Promise<void>;
+  close(): Promise<void>;
+  statements: () => number;
+  /** Stops the statement running now (SQLite's `sqlite3_interrupt`): it fails with `SQLITE_INTERRUPT`. */
+  interrupt(): void;
+};
 
 /**
  * Opens one connection to `file` (`mode`: `sqlite3.OPEN_*` flags) with promise access ({@link wrap}).
@@ -361,6 +367,7 @@ function wrap(db: sqlite3.Database): Connection {
       return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
     },
     statements: () => statements,
+    interrupt: () => db.interrupt(),
     close: () =>
       new Promise((resolve, reject) => {
         for (const { stmt } of cache.values()) stmt.finalize();
