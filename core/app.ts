@@ -340,9 +340,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
       // PORT=0 picks a port when listening: a public origin on port 0 (the default one, or the sandbox's
       // http://localhost:<PORT>) names the port actually bound, so links and download URLs reach this server
       const bound = new URL(url).port;
-      const onBoundPort = (origin: string) => (new URL(origin).port === "0" ? origin.replace(/:0$/, `:${bound}`) : origin);
+      const onBoundPort = (origin: string) => (URL.canParse(origin) && new URL(origin).port === "0" ? origin.replace(/:0$/, `:${bound}`) : origin);
       config.publicOrigin = onBoundPort(config.publicOrigin);
       if (config.apiPublicOrigin) config.apiPublicOrigin = onBoundPort(config.apiPublicOrigin);
+      config.allowedOrigins.splice(0, config.allowedOrigins.length, ...config.allowedOrigins.map(onBoundPort));
     }
     if (!(opts.env ?? process.env).SVC_ALLOWED_ORIGINS) {
       // the default allows this server's own origins, on the port actually bound (PORT=0 picks one)

@@ -434,6 +434,7 @@ describe("download URLs (spec 2.6, 4.3, 5)", () => {
       const port = new URL(zero.url).port;
       expect(port).not.toBe("0");
       expect(zero.config).toMatchObject({ publicOrigin: `http://localhost:${port}`, apiPublicOrigin: `http://localhost:${port}` });
+      expect(zero.config.allowedOrigins.filter((o) => o.endsWith(":0"))).toEqual([]);
       const c = client(zero);
       const ref = (await (await fetch(`${zero.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: (() => { const f = new FormData(); f.append("file", file("zero"), "zero.txt"); return f; })() })).json()) as { id: string };
       await c.post("/api/actions/invoice.attach-pdf", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1001" }, params: { file: { id: ref.id } } });

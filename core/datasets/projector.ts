@@ -39,6 +39,9 @@ const DIFF_SQL = `FROM dataset_rows WHERE dataset_id = ? AND row_key > ? AND fro
     OR (from_version <= ? AND to_version > ? AND to_version <= ?)
   )`;
 
+/** How many skipped rows a projection state lists (`failures`; `failedRows` counts them all). */
+const FAILED_ROWS_LISTED = 20;
+
 /**
  * Projects datasets into objects (spec 2.3 origin `projection`, no actor; issue 14): a durable runtime
  * job started after the seed, poked after every stream append with a `datasets` event (each version
@@ -57,9 +60,6 @@ const DIFF_SQL = `FROM dataset_rows WHERE dataset_id = ? AND row_key > ? AND fro
  * crash resumes from `after_key` with the same V, so every row is projected exactly once per version.
  * Versions committed meanwhile are projected afterwards, from V straight to the newest.
  */
-/** How many skipped rows a projection state lists (`failures`; `failedRows` counts them all). */
-const FAILED_ROWS_LISTED = 20;
-
 @injectable()
 export class DatasetProjector {
   private readonly projected: RegisteredDataset[];
@@ -205,12 +205,17 @@ export class DatasetProjector {
       (err: unknown) => (isApiError(err) ? false : Promise.reject(err)),
     );
     if (!whole) {
+      const refused: Array<{ key: string; err: Error }> = [];
       for (const m of mapped) {
         await tx.savepoint(() => this.ontology.applyInTx(tx, m.changes, context(`:${m.key}`))).catch((err: unknown) => {
           if (!isApiError(err)) throw err;
-          failed.push({ key: m.key, error: `its object was refused: ${err.message}` });
+          refused.push({ key: m.key, err });
         });
       }
+      // every row refused for the same reason is the projection's problem, not the rows' (an object type
+      // tightened by a deploy, a type another writer owns): the chunk fails and is retried, as before
+      if (refused.length > 1 && refused.length === mapped.length && refused.every((r) => r.err.message === refused[0]!.err.message)) throw refused[0]!.err;
+      for (const r of refused) failed.push({ key: r.key, error: `its object was refused: ${r.err.message}` });
     }
     const written = chunk.map((k) => k.key).filter((key) => !failed.some((f) => f.key === key));
     if (written.length) await tx.run(`DELETE FROM dataset_projection_failures WHERE dataset_id = ? AND row_key IN (SELECT value FROM json_each(?))`, [dataset.id, JSON.stringify(written)]);

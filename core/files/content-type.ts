@@ -60,9 +60,15 @@ export function decideContentType(declared: string | undefined, detected: string
  * own is `text/plain` by RFC 7578, whatever it holds).
  * @param head the file's first bytes
  * @param truncated whether the file is longer than `head`
+ * @param charset the declared `charset` parameter: one other than UTF-8 checks for NUL bytes only; a
+ *   UTF-16 byte order mark is text
  */
-export function looksBinary(head: Uint8Array, truncated: boolean): boolean {
+export function looksBinary(head: Uint8Array, truncated: boolean, charset?: string): boolean {
+  // UTF-16 text (with its byte order mark) holds NULs: it is text
+  if ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff)) return false;
   if (head.includes(0)) return true;
+  // a declared charset other than UTF-8 (Windows-1252, Latin-1 exports): any byte but NUL is text
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) return false;
   if (isUtf8(head)) return false;
   if (!truncated) return true;
   // drop an incomplete last sequence (up to 3 bytes: a lead byte and what followed it)

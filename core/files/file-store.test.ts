@@ -105,6 +105,12 @@ describe("upload and content types", () => {
     expect(looksBinary(Buffer.from(long).subarray(0, 64 * 1024 - 1), true)).toBe(false);
     expect(looksBinary(Buffer.from(long).subarray(0, 64 * 1024 - 1), false)).toBe(true);
     expect(looksBinary(Buffer.from([0xc3, 0x28]), false)).toBe(true);
+    // a declared charset other than UTF-8 (a Windows-1252 export): only a NUL makes it binary; UTF-16 with its mark is text
+    expect(looksBinary(Buffer.from("caf\xe9;1\n", "latin1"), false, "windows-1252")).toBe(false);
+    expect(looksBinary(Buffer.from("caf\xe9;1\n", "latin1"), false)).toBe(true);
+    expect(looksBinary(Buffer.from("\ufeffhi", "utf16le"), false)).toBe(false);
+    const latin1 = await upload(Buffer.from("name;price\ncaf\xe9;1\n", "latin1"), { declaredContentType: "text/csv; charset=windows-1252" });
+    expect(latin1).toMatchObject({ contentType: "text/csv; charset=windows-1252" });
   });
 
   it("refuses a declared type that is not a media type before reading anything", async () => {

@@ -168,7 +168,7 @@ export class FileStore {
       detected = undefined; // a truncated or odd header is simply not recognized
     }
     // text declared for bytes that are not (a multipart part without a type of its own is text/plain)
-    if (!detected && declared?.startsWith("text/") && looksBinary(head, staged.size > head.length)) detected = "application/octet-stream";
+    if (!detected && declared?.startsWith("text/") && looksBinary(head, staged.size > head.length, /;\s*charset="?([^";]+)/i.exec(declared)?.[1])) detected = "application/octet-stream";
     const { contentType, declaredContentType } = decideContentType(declared, detected);
     const row: FileRow = { id: newId("file"), name, content_type: contentType, declared_content_type: declaredContentType ?? null, size: staged.size, sha256: staged.sha256, created_at: new Date(this.now()).toISOString() };
 

@@ -113,8 +113,13 @@ export function isMissing(err: unknown): boolean {
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3" as const;
-  /** {@link BlobStore.health}: the bucket answers a HeadBucket. */
-  readonly health = healthCheck("s3", (abortSignal) => this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
+  /** {@link BlobStore.health}: the bucket's server answers a HeadBucket (with any HTTP status). */
+  readonly health = healthCheck("s3", (abortSignal) =>
+    // any HTTP answer is the storage answering (credentials limited to objects get 403 for a bucket's HEAD)
+    this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }).catch((err: unknown) => {
+      if ((err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode === undefined) throw err;
+    }),
+  );
   /** The client (the tus upload store builds its own from the same settings, see `s3UploadTargetOf`). */
   readonly client: S3Client;
   readonly bucket: string;
@@ -372,8 +377,11 @@ export class S3BlobStore implements BlobStore {
       }
       throw err;
     }
-    const stream = res.Body as Readable | undefined;
+    const stream = res.Body as (Readable & { socket?: { setTimeout(ms: number): unknown } }) | undefined;
     if (!stream) throw new Error(`S3 GetObject ${key} answered no body`);
+    // the idle timeout guards the wait for an answer; once the body flows, a reader that is slow to take
+    // it (backpressure: the socket then reads nothing) must not cut the download short
+    stream.socket?.setTimeout(0);
     if (range) {
       // S3 clamps an end past the object; the contract is a range within the blob
       const total = /\/(\d+)\s*$/.exec(res.ContentRange ?? "")?.[1];

@@ -39,13 +39,18 @@ async function beating<T>(fn: () => Promise<T>): Promise<T> {
 function watchRun(runs: AgentRuns, runId: string, cancelled: AbortSignal): { signal: AbortSignal; ended(): boolean; dispose(): void } {
   const controller = new AbortController();
   let ended = false;
-  const check = (id: string) => {
+  const end = (status: string) => {
+    ended = true;
+    controller.abort(new Error(`run ${runId} ended (${status})`));
+  };
+  const check = (id: string, status?: string) => {
     if (id !== runId || ended) return;
+    // the event says the status it changed to: stop at once, before run.finished is appended
+    if (status !== undefined) return void (status !== "queued" && status !== "running" && end(status));
     void runs.runRow(runId).then(
       (row) => {
-        if (row.status === "queued" || row.status === "running") return;
-        ended = true;
-        controller.abort(new Error(`run ${runId} ended (${row.status})`));
+        if (row.status === "queued" || row.status === "running" || ended) return;
+        end(row.status);
       },
       () => undefined,
     );

@@ -83,7 +83,7 @@ export const AGENT_RULES = [
 /** Conversations and reply runs; also what /ws/agents checks access with ({@link AgentRunAccess}). */
 @injectable()
 export class AgentRuns implements AgentRunAccess {
-  /** Emits ("changed", runId) whenever a run's state changes. */
+  /** Emits ("changed", runId, status?) whenever a run's state changes (`status` when its status changed). */
   readonly changes = new EventEmitter();
 
   constructor(
@@ -167,32 +167,49 @@ export class AgentRuns implements AgentRunAccess {
   async cancel(principal: Principal, runId: string): Promise<AgentRunState> {
     const row = await this.runRow(runId, principal);
     if (row.status !== "queued" && row.status !== "running") throw new ApiError("conflict", `Run ${runId} is not running (it is ${row.status})`, { status: row.status });
-    const ended = this.untilEnded(runId, AgentRuns.CANCEL_WAIT_MS);
-    await this.temporal.client.workflow.getHandle(runId).cancel();
-    return this.toState(await ended);
+    const wait = this.untilEnded(runId, AgentRuns.CANCEL_WAIT_MS);
+    try {
+      await this.temporal.client.workflow.getHandle(runId).cancel();
+    } catch (err) {
+      wait.dispose();
+      throw err;
+    }
+    return this.toState(await wait.row);
   }
 
   /** How long a cancel waits for the run to record its end before it answers (ms). */
   static readonly CANCEL_WAIT_MS = 10_000;
 
-  /** The run's row once it has ended, or as it is after `ms` milliseconds. */
-  private async untilEnded(runId: string, ms: number): Promise<RunRow> {
+  /**
+   * The run's row once it has ended, or as it is after `ms` milliseconds (never rejects: a read that
+   * fails leaves the wait to its timer, whose read failing answers the row as it was at the start).
+   * `dispose` drops the wait (its listener and timer) when nobody will read it.
+   */
+  private untilEnded(runId: string, ms: number): { row: Promise<RunRow>; dispose(): void } {
     const isEnded = (row: RunRow) => row.status !== "queued" && row.status !== "running";
-    return new Promise<RunRow>((resolve, reject) => {
+    const read = () => this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]);
+    let stop = () => undefined as void;
+    const row = new Promise<RunRow>((resolve) => {
       let done = false;
-      const finish = (row: RunRow) => {
+      const first = read().catch(() => undefined);
+      const finish = (r: RunRow) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
-        this.changes.off("changed", onChange);
-        resolve(row);
+        stop();
+        resolve(r);
       };
       const onChange = (id: string) => {
-        if (id === runId) void this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]).then((row) => row && isEnded(row) && finish(row), reject);
+        if (id === runId) void read().then((r) => r && isEnded(r) && finish(r), () => undefined);
       };
-      const timer = setTimeout(() => void this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]).then((row) => finish(row!), reject), ms);
+      const timer = setTimeout(() => void read().then((r) => r ?? first, () => first).then((r) => r && finish(r)), ms);
+      timer.unref();
+      stop = () => {
+        clearTimeout(timer);
+        this.changes.off("changed", onChange);
+      };
       this.changes.on("changed", onChange);
     });
+    return { row, dispose: () => stop() };
   }
 
   /**
@@ -277,7 +294,8 @@ export class AgentRuns implements AgentRunAccess {
       }
       return true;
     });
-    if (changed) this.changes.emit("changed", runId);
+    // the status rides with the event: a step watching its run stops at once (agent-activities.ts watchRun)
+    if (changed) this.changes.emit("changed", runId, status);
     return changed;
   }
 

@@ -227,7 +227,7 @@ export class EventScheduleConsumers {
 
   /**
    * The schedule's dead-lettered events, oldest first, at most `limit`, after the position of
-   * `pageToken` (a `nextPageToken` of this schedule's listing); `nextPageToken` names the next page when
+   * `pageToken` (a `nextPageToken` this schedule's listing answered); `nextPageToken` names the next page when
    * there is one (a keyset on when they died and their event id: a retried event leaves the list
    * without shifting the pages).
    * @throws {ApiError} not_found; invalid_request for a token of another listing

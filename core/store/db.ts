@@ -404,9 +404,11 @@ export class Database implements SqlReader {
    * Waits for queued transactions and a checkpoint in progress, then closes the connections (the last one
    * to close checkpoints the WAL).
    * @param opts.interruptAfterMs when the writer is still busy after this long, the statement it runs is
-   *   interrupted (`SQLITE_INTERRUPT`: its group is rolled back and its callers get the error) and the
-   *   rest of the queue is answered the same way, so a statement that would run for minutes does not
-   *   hold the process's exit; `onInterrupt` is called first. Default: wait as long as it takes.
+   *   interrupted (`SQLITE_INTERRUPT`: its caller gets the error, and a write's transaction is rolled
+   *   back), and so is any statement running at the 50 ms checks after it until the queue is empty (a
+   *   queued caller whose statements fall between two checks may still commit), so a statement that
+   *   would run for minutes does not hold the process's exit; `onInterrupt` is called first. Default:
+   *   wait as long as it takes.
    */
   async close(opts: { interruptAfterMs?: number; onInterrupt?: () => void } = {}): Promise<void> {
     if (this.closed) return;

@@ -76,23 +76,23 @@ export default definePlugin({
       method: "GET",
       path: "/api/schedules/:scheduleId/dead-letters",
       summary: "List an event schedule's dead-lettered events",
-      description: "Events the schedule's handler failed `maxAttempts` times, oldest first, with their last error. `nextPageToken` names the next page while there is one (pass it back as `pageToken`).",
+      description: "Events the schedule's handler failed `maxAttempts` times, oldest first, with their last error. `nextPageToken` names the next page while there is one (send it back as the `nextPageToken` parameter, as the other listings take it).",
       tags: ["schedules"],
       auth: "bearer",
       params: v.object({ scheduleId: v.string() }),
       query: v.object({
         limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })),
-        pageToken: v.optional(v.pipe(v.string(), v.description("The `nextPageToken` of the previous page"))),
+        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
       }),
       responses: {
         200: { description: "Dead-lettered events", schema: v.object({ data: v.array(DeadLetterSchema), nextPageToken: v.optional(v.string()) }) },
-        400: { description: "`invalid_request`: a `pageToken` of another listing" },
+        400: { description: "`invalid_request`: a `nextPageToken` of another listing (another schedule's, or edited)" },
         404: { description: "`not_found`: no such schedule" },
         409: { description: "`conflict`: a cron / interval schedule has no dead letters" },
       },
       handler: async ({ principal, params, query }) => {
         requirePermission(principal!, can.manage("schedules"));
-        return manager.deadLetters(params.scheduleId, query.limit ?? 100, query.pageToken);
+        return manager.deadLetters(params.scheduleId, query.limit ?? 100, query.nextPageToken);
       },
     });
   },

@@ -74,7 +74,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/status",
       summary: "Service health",
-      description: "Health of the service and its parts: the store, Temporal, the outbox, the event schedules' consumers (backlog, lag, dead letters) and run starts (queued runs not yet started on Temporal, oldest age). `degraded` while any part is unhealthy (spec 6.2). Any valid token may read it.",
+      description: "Health of the service and its parts: the store (a read's latency, and `writerWaitMs`: how long the single writer has kept a write waiting, unhealthy past 10 s), Temporal, the outbox, the event schedules' consumers (backlog, lag, dead letters), run starts (queued runs not yet started on Temporal, oldest age) and files (the blob storage: its directory writable, or its bucket's server answering within 2 s, checked at most every 5 s). `degraded` while any part is unhealthy (spec 6.2). Any valid token may read it.",
       tags: ["status"],
       auth: "bearer",
       responses: { 200: { description: "Health report", schema: StatusSchema } },
