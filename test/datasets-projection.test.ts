@@ -199,6 +199,19 @@ describe("projections of a composite-key dataset with links", () => {
     expect((await dev().post(`${S}/versions`, { transaction: "append", rows: [row("Z", "9", "W1", 1)] })).status).toBe(201);
     await eventually(async () => (await ontology.getObject("item", "Z/9")) !== undefined);
   });
+
+  // last in this app: it leaves the projection failing
+  it("a chunk whose every row is refused is the projection's problem, not the rows': it fails and is retried, nothing skipped", async () => {
+    const before = (await dev().get(S)).body.projection.projectedVersion as number;
+    const v = await dev().post(`${S}/versions`, { transaction: "append", rows: [row("N", "1", "NUM", 1), row("N", "2", "NUM", 2)] });
+    expect(v.status).toBe(201);
+    const failing = await eventually(async () => {
+      const p = (await dev().get(S)).body.projection;
+      return p.lastError ? p : undefined;
+    }, 20_000);
+    expect(failing).toMatchObject({ projectedVersion: before, status: "projecting", lastError: expect.stringMatching(/label/) });
+    expect(failing).not.toHaveProperty("failedRows");
+  });
 });
 
 describe("checks at app start", () => {

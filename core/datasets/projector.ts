@@ -212,9 +212,9 @@ export class DatasetProjector {
           refused.push({ key: m.key, err });
         });
       }
-      // every row refused for the same reason is the projection's problem, not the rows' (an object type
-      // tightened by a deploy, a type another writer owns): the chunk fails and is retried, as before
-      if (refused.length > 1 && refused.length === mapped.length && refused.every((r) => r.err.message === refused[0]!.err.message)) throw refused[0]!.err;
+      // every row of a chunk refused is the projection's problem, not the rows' (an object type tightened
+      // by a deploy, a type another writer owns): the chunk fails and is retried, as before
+      if (refused.length > 1 && refused.length === mapped.length) throw refused[0]!.err;
       for (const r of refused) failed.push({ key: r.key, error: `its object was refused: ${r.err.message}` });
     }
     const written = chunk.map((k) => k.key).filter((key) => !failed.some((f) => f.key === key));

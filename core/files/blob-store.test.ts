@@ -433,6 +433,25 @@ describe("S3BlobStore", () => {
     expect((await readAll(await store.read(sha256))).toString()).toBe("before the stall");
   }, 30_000);
 
+  it("does not cut a download whose reader pauses longer than the idle timeout (the timeout guards the wait for an answer)", async () => {
+    const store = new S3BlobStore({ ...s3Config(`t${++prefixCounter}/`), timeouts: { connectMs: 500, idleMs: 300 } });
+    s3Stores.push(store);
+    const data = randomBytes(8 * MiB);
+    const { sha256 } = await store.write(chunked(data), { maxBytes: 20 * MiB });
+    const stream = await store.read(sha256);
+    const parts: Buffer[] = [];
+    let paused = false;
+    for await (const chunk of stream) {
+      parts.push(chunk as Buffer);
+      // once, after the first chunk: a slow reader (backpressure fills the socket's buffers, and it reads nothing)
+      if (!paused) {
+        paused = true;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+    expect(sha(Buffer.concat(parts))).toBe(sha(data));
+  }, 30_000);
+
   it("is what blobStoreFromEnv opens for SVC_FILE_STORAGE=s3, and names the bucket when it is unreachable", async () => {
     const env = { SVC_FILE_STORAGE: "s3", SVC_S3_ENDPOINT: server!.endpoint, SVC_S3_BUCKET: BUCKET, SVC_S3_ACCESS_KEY_ID: server!.accessKey, SVC_S3_SECRET_ACCESS_KEY: server!.secretKey };
     const store = await blobStoreFromEnv(env, "/nonexistent");
