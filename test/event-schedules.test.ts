@@ -12,6 +12,10 @@ import { eventScheduleProject, probeControl, withLate } from "./fixtures/event-s
 import { OntologyStore } from "../core/ontology/store";
 import { EVENT_STREAM, type StreamScan } from "../core/events/stream";
 import type { App } from "../core/app";
+import sqlite3 from "sqlite3";
+import { Database } from "../core/store/db";
+import { openConnection } from "../core/store/sql";
+import { DEAD_LETTERS_PAGE } from "../core/runtime/event-schedules";
 import { defineConnector, defineSchedule } from "../core/sdk";
 
 type Client = ReturnType<typeof client>;
@@ -237,6 +241,10 @@ describe("event schedules", () => {
     expect(second.body.data.map((d: any) => d.eventId)).toEqual([b.id]);
     expect(second.body).not.toHaveProperty("nextPageToken");
     expect((await c.get(`/api/schedules/dead/dead-letters?nextPageToken=garbage`)).status).toBe(400);
+    // a page reads from its position in an index of the schedule's dead letters, without sorting them all
+    const conn = await openConnection(app.container.resolve(Database).file, sqlite3.OPEN_READONLY);
+    const plan = (await conn.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${DEAD_LETTERS_PAGE}`, ["dead", "", "", 2]).finally(() => conn.close())).map((r) => r.detail);
+    expect(plan).toEqual([expect.stringMatching(/^SEARCH event_schedule_events USING INDEX event_schedule_events_dead \(schedule_id=\? AND \(updated_at,event_id\)>\(\?,\?\)\)$/)]);
     probeControl.failing.delete("bad-a");
     probeControl.failing.delete("bad-b");
     // two retries at once: one is queued, the other is 409 saying so (it was 404 "not dead-lettered")

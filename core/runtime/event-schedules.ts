@@ -76,6 +76,14 @@ export interface EventSchedulesHealth {
 }
 
 /**
+ * A page of a schedule's dead letters (parameters: schedule id, the position's `updated_at` and event id
+ * (`""` for the first page), the rows to read): oldest first, read from the position through
+ * `event_schedule_events_dead` (migration 019) without sorting the schedule's dead letters.
+ */
+export const DEAD_LETTERS_PAGE =
+  "SELECT event_id, json_extract(event, '$.type') AS type, partition_key, occurred_at, attempts, last_error, updated_at FROM event_schedule_events WHERE schedule_id = ? AND status = 'dead' AND (updated_at, event_id) > (?, ?) ORDER BY updated_at, event_id LIMIT ?";
+
+/**
  * The event schedules (spec 6.1: "declarative event schedules use event selectors and are defined and
  * registered separately"; appending an event runs nothing by itself). One durable consumer per
  * schedule whose definition has `on` ({@link ScheduleConsumer}), not on Temporal:
@@ -237,8 +245,8 @@ export class EventScheduleConsumers {
     const filters = JSON.stringify(["dead-letters", scheduleId]);
     const after = pageToken === undefined ? undefined : decodeListingToken(pageToken, filters, (x): x is [string, string] => Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string"), "scheduleId");
     const rows = await this.db.all<{ event_id: string; type: string | null; partition_key: string; occurred_at: string; attempts: number; last_error: string | null; updated_at: string }>(
-      `SELECT event_id, json_extract(event, '$.type') AS type, partition_key, occurred_at, attempts, last_error, updated_at FROM event_schedule_events WHERE schedule_id = ? AND status = 'dead'${after ? " AND (updated_at, event_id) > (?, ?)" : ""} ORDER BY updated_at, event_id LIMIT ?`,
-      [scheduleId, ...(after ?? []), limit + 1],
+      DEAD_LETTERS_PAGE,
+      [scheduleId, after?.[0] ?? "", after?.[1] ?? "", limit + 1],
     );
     const page = rows.slice(0, limit);
     const data = page.map((r) => ({ eventId: r.event_id, type: r.type ?? "", partitionKey: r.partition_key, occurredAt: r.occurred_at, attempts: r.attempts, lastError: r.last_error ?? "", deadAt: r.updated_at }));
