@@ -245,12 +245,19 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
   it("checks theme.json tokens (spec 2.11), but not in a file artifact", async () => {
     const theme = await put(JSON.stringify({ mode: "dim", tokens: { "--primary": "#12345", "--shadow": "0 0 1px red" } }), "theme.json", "application/json");
     const res = await document("# D\n", [{ path: "theme.json", file: theme }]);
-    expect(problems(res)).toEqual(["theme.json mode: mode must be light or dark"]);
+    // a wrong mode does not hide the tokens' problems: every one is listed
+    expect(problems(res)).toEqual([
+      "theme.json mode: mode must be light or dark",
+      'theme.json --primary must be a CSS color, got "#12345"',
+      expect.stringMatching(/^theme.json sets --shadow, which is not a settable token/),
+    ]);
     const tokens = await put(JSON.stringify({ tokens: { "--primary": "#12345", "--shadow": "0 0 1px red", "--radius": "8px", "--font-mono": "JetBrains Mono, monospace" } }), "theme.json", "application/json");
     expect(problems(await document("# D\n", [{ path: "theme.json", file: tokens }]))).toEqual([
       'theme.json --primary must be a CSS color, got "#12345"',
       expect.stringMatching(/^theme.json sets --shadow, which is not a settable token/),
     ]);
+    const notTokens = await put(JSON.stringify({ mode: "dark", tokens: 5 }), "theme.json", "application/json");
+    expect(problems(await document("# D\n", [{ path: "theme.json", file: notTokens }]))).toEqual([expect.stringMatching(/^theme\.json tokens: /)]);
     expect((await publish({ kind: "file", title: "Just a file", files: [{ path: "theme.json", file: theme }] })).status).toBe(200);
   });
 

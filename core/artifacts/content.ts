@@ -321,10 +321,10 @@ export const THEME_TOKENS: Readonly<Record<string, "color" | "font" | "length">>
   ["--radius", "length"],
 ]);
 
-const ThemeSchema = v.strictObject({
-  mode: v.optional(v.picklist(["light", "dark"], "mode must be light or dark")),
-  tokens: v.optional(v.record(v.string(), v.string("token values are strings")), {}),
-});
+/** A theme file's fields; `mode` and `tokens` are checked apart, so a wrong mode does not hide the tokens' problems. */
+const ThemeShape = v.strictObject({ mode: v.optional(v.unknown()), tokens: v.optional(v.unknown()) });
+const ThemeMode = v.picklist(["light", "dark"], "mode must be light or dark");
+const ThemeTokens = v.record(v.string(), v.string("token values are strings"));
 
 /** A theme file's contents (spec 2.11): an optional pinned `mode` and token values. */
 export type Theme = { mode?: "light" | "dark"; tokens: Record<string, string> };
@@ -341,10 +341,15 @@ export function readTheme(text: string): { theme: Theme; problems: [] } | { prob
   } catch (err) {
     return { problems: [{ file: "theme.json", message: `theme.json is not valid JSON: ${(err as Error).message}` }] };
   }
-  const parsed = v.safeParse(ThemeSchema, json);
-  if (!parsed.success) return { problems: parsed.issues.map((i) => ({ file: "theme.json", message: `theme.json ${v.getDotPath(i) ?? ""}: ${i.message}`.replace(" : ", ": ") })) };
+  const issuesOf = (issues: readonly v.BaseIssue<unknown>[], prefix = "") => issues.map((i) => ({ file: "theme.json", message: `theme.json ${prefix}${v.getDotPath(i) ?? ""}: ${i.message}`.replace(/ :|\.:/, ":") }));
+  const shape = v.safeParse(ThemeShape, json);
+  if (!shape.success) return { problems: issuesOf(shape.issues) };
   const problems: ContentProblem[] = [];
-  for (const [token, value] of Object.entries(parsed.output.tokens)) {
+  const mode = shape.output.mode === undefined ? undefined : v.safeParse(ThemeMode, shape.output.mode);
+  if (mode && !mode.success) problems.push(...issuesOf(mode.issues, "mode"));
+  const parsedTokens = v.safeParse(ThemeTokens, shape.output.tokens ?? {});
+  if (!parsedTokens.success) problems.push(...issuesOf(parsedTokens.issues, "tokens."));
+  for (const [token, value] of Object.entries(parsedTokens.success ? parsedTokens.output : {})) {
     const kind = THEME_TOKENS[token];
     if (!kind) {
       problems.push({ file: "theme.json", message: `theme.json sets ${token}, which is not a settable token; settable: ${Object.keys(THEME_TOKENS).join(", ")}`, value: token });
@@ -359,7 +364,7 @@ export function readTheme(text: string): { theme: Theme; problems: [] } | { prob
     }
     if (!ok) problems.push({ file: "theme.json", message: `theme.json ${token} must be a CSS ${kind === "font" ? "font stack" : kind}, got ${JSON.stringify(value)}`, expected: kind, value });
   }
-  return problems.length ? { problems } : { theme: { ...parsed.output, tokens: parsed.output.tokens }, problems: [] };
+  return problems.length ? { problems } : { theme: { ...(mode?.success ? { mode: mode.output } : {}), tokens: parsedTokens.success ? parsedTokens.output : {} }, problems: [] };
 }
 
 /**
