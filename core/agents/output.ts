@@ -309,14 +309,7 @@ export class AgentOutput {
     if (afterCursor !== undefined && this.tailFloor !== undefined && after >= this.tailFloor) {
       // a live reader: everything after its cursor is in the tail
       const records: OutputRecord[] = [];
-      let lo = 0;
-      let hi = this.tail.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (this.tail[mid]!.seq <= after) lo = mid + 1;
-        else hi = mid;
-      }
-      for (let i = lo; i < this.tail.length && records.length < limit; i++) {
+      for (let i = this.tailIndex(after + 1); i < this.tail.length && records.length < limit; i++) {
         const e = this.tail[i]!;
         if ("runId" in scope ? e.runId === scope.runId : e.owner === scope.activityOf && e.activity) records.push(e.record);
       }
@@ -343,8 +336,8 @@ export class AgentOutput {
     if (!ours) throw new ApiError("invalid_request", `afterCursor is a cursor of ${"runId" in scope ? "another run's output" : "output outside your activity"}: use a cursor this subscription's records gave`, { afterCursor });
   }
 
-  /** The tail's entry of `seq` (binary search: the tail is in seq order), or undefined. */
-  private tailEntry(seq: number): TailEntry | undefined {
+  /** The index of the tail's first entry at or after `seq` (binary search: the tail is in seq order). */
+  private tailIndex(seq: number): number {
     let lo = 0;
     let hi = this.tail.length;
     while (lo < hi) {
@@ -352,7 +345,13 @@ export class AgentOutput {
       if (this.tail[mid]!.seq < seq) lo = mid + 1;
       else hi = mid;
     }
-    return this.tail[lo]?.seq === seq ? this.tail[lo] : undefined;
+    return lo;
+  }
+
+  /** The tail's entry of `seq`, or undefined. */
+  private tailEntry(seq: number): TailEntry | undefined {
+    const entry = this.tail[this.tailIndex(seq)];
+    return entry?.seq === seq ? entry : undefined;
   }
 
   /** The cursor of the scope's newest record, or undefined when it has none (a live-only subscription starts after it). */

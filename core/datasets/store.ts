@@ -180,19 +180,12 @@ export class DatasetStore {
     this.dataset(datasetId);
     const committed = await this.db.transaction(async (tx) => {
       // committed already (a retry whose first answer was lost): the same answer, nothing written
-      const done = await this.versionIn(tx, datasetId, version, "committed");
-      if (done) return done;
-      await this.openVersion(tx, datasetId, version);
+      const row = await this.openVersion(tx, datasetId, version, "committed");
+      if (row.status === "committed") return toVersion(row);
       return this.apply(tx, datasetId, version, { actor });
     });
     await this.events.drain();
     return committed;
-  }
-
-  /** Version `version` when its status is `status`, else undefined. */
-  private async versionIn(tx: SqlReader, datasetId: string, version: number, status: "committed" | "aborted"): Promise<DatasetVersion | undefined> {
-    const row = await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]);
-    return row?.status === status ? toVersion(row) : undefined;
   }
 
   /** Aborts open version `version`: its staged rows are dropped; its number is not reused. An aborted version answers as it is. @throws {ApiError} not_found, conflict (committed) */
@@ -200,9 +193,8 @@ export class DatasetStore {
     this.dataset(datasetId);
     return this.db.transaction(async (tx) => {
       // aborted already (a retry, or the idle sweep got there first): the same answer
-      const done = await this.versionIn(tx, datasetId, version, "aborted");
-      if (done) return done;
-      await this.openVersion(tx, datasetId, version);
+      const row = await this.openVersion(tx, datasetId, version, "aborted");
+      if (row.status === "aborted") return toVersion(row);
       await this.abortInTx(tx, datasetId, version, "requested");
       return toVersion((await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]))!);
     });
@@ -274,11 +266,11 @@ export class DatasetStore {
     return toVersion(row);
   }
 
-  /** The version row when it is open. @throws {ApiError} not_found, conflict */
-  private async openVersion(tx: SqlReader, datasetId: string, version: number): Promise<VersionRow> {
+  /** The version row when it is open (or in the `ended` status, which a retried commit or abort answers as it is). @throws {ApiError} not_found, conflict */
+  private async openVersion(tx: SqlReader, datasetId: string, version: number, ended?: "committed" | "aborted"): Promise<VersionRow> {
     const row = await tx.get<VersionRow>("SELECT * FROM dataset_versions WHERE dataset_id = ? AND version = ?", [datasetId, version]);
     if (!row) throw new ApiError("not_found", `Dataset "${datasetId}" has no version ${version}`, { datasetId, version });
-    if (row.status !== "open") {
+    if (row.status !== "open" && row.status !== ended) {
       const why = row.abort_reason === "idle" ? ` (aborted at ${row.aborted_at}: it received no rows for ${this.config.datasetTransactionIdleMs} ms, SVC_DATASET_TRANSACTION_IDLE_MS; open a new transaction)` : "";
       throw new ApiError("conflict", `Version ${version} of dataset "${datasetId}" is ${row.status}, not open${why}`, { datasetId, version, status: row.status, ...(row.abort_reason ? { abortReason: row.abort_reason } : {}) });
     }

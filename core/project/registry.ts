@@ -147,29 +147,9 @@ export class ProjectRegistry {
     return this.permissions.get(identityId);
   }
 
-  /**
-   * Why nobody could answer an intervention assigned to `assignees` (spec 4.3; `InterventionAssignees`:
-   * `{ identities?: string[], permission?: string }`), or undefined when an identity of the project
-   * could: one it names, or one holding the permission it names. The message says what was wrong (no
-   * one named, an identity the project does not define, a permission no identity holds) and lists the
-   * project's identities. A run whose intervention nobody could answer would wait, silently, until it expires.
-   */
-  assigneesProblem(assignees: unknown): string | undefined {
-    const known = Object.keys(this.definition.identities);
-    const theirs = `the project's identities are: ${known.join(", ") || "(none)"}`;
-    const { identities, permission } = (typeof assignees === "object" && assignees !== null ? assignees : {}) as { identities?: unknown; permission?: unknown };
-    if ((identities !== undefined && !(Array.isArray(identities) && identities.every((i) => typeof i === "string"))) || (permission !== undefined && typeof permission !== "string")) {
-      return `its assignees must be { identities?: string[], permission?: string }, not ${JSON.stringify(assignees) ?? String(assignees)}`;
-    }
-    const named = (identities ?? []) as string[];
-    if (named.length === 0 && !permission) return `its assignees name nobody: give identities ({ identities: ["${known[0] ?? "alice"}"] }) or a permission ({ permission: "approve:invoice" }); ${theirs}`;
-    if (named.some((id) => this.permissions.has(id))) return undefined;
-    if (permission && [...this.permissions.values()].some((held) => held.has(permission))) return undefined;
-    const why = [
-      ...(named.length ? [`${named.length === 1 ? "no identity" : "no identities"} ${named.map((id) => `"${id}"`).join(", ")} in this project`] : []),
-      ...(permission ? [`no identity holds the permission "${permission}"`] : []),
-    ];
-    return `nobody could answer it (${why.join("; ")}); ${theirs}`;
+  /** The ids of the project's identities. */
+  identityIds(): string[] {
+    return [...this.permissions.keys()];
   }
 
   /** The identity's display name (its id when it has none), or undefined for an unknown identity. */

@@ -9,6 +9,7 @@ import type { ActionRunner } from "./actions";
 import type { ProjectRegistry } from "../project/registry";
 import type { Actor, DomainEventEnvelope, EventType } from "../events/catalog";
 import { handlerContext, type HandlerRunner, type HandlerCommit, type HandlerRun } from "./handler";
+import { assigneesProblem } from "./workflows";
 import type { SystemContext } from "../sdk/context";
 import { ApiError, isApiError, messageOf } from "../errors";
 import { nowIso } from "../ids";
@@ -135,12 +136,16 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     // records before and beside it are written, then the activity fails for good, naming why (the run
     // fails with it). Runs in flight replay the activity's recorded outcome: no patch is needed.
     let refused: string | undefined;
-    const records = all.filter((record) => {
-      if (!("intervention" in record) || record.intervention.phase !== "requested" || refused) return !refused;
-      const problem = project.assigneesProblem(record.intervention.assignees);
-      if (problem) refused = `Intervention "${record.intervention.name}" of run ${record.intervention.runId} cannot open: ${problem}`;
-      return !refused;
-    });
+    let end = all.length;
+    for (const [i, record] of all.entries()) {
+      if (!("intervention" in record) || record.intervention.phase !== "requested") continue;
+      const problem = assigneesProblem(project, record.intervention.assignees);
+      if (!problem) continue;
+      refused = `Intervention "${record.intervention.name}" of run ${record.intervention.runId} cannot open: ${problem}`;
+      end = i;
+      break;
+    }
+    const records = all.slice(0, end);
     if (records.length) await writeRecordsInTx(records);
     if (refused) throw temporalCommon().ApplicationFailure.nonRetryable(refused, "InvalidIntervention");
   };

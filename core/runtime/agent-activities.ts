@@ -39,32 +39,19 @@ async function beating<T>(fn: () => Promise<T>): Promise<T> {
 function watchRun(runs: AgentRuns, runId: string, cancelled: AbortSignal): { signal: AbortSignal; ended(): boolean; dispose(): void } {
   const controller = new AbortController();
   let ended = false;
-  const end = (status: string) => {
+  // the event of a status change carries the status: the step stops at once, before run.finished is appended
+  const stopWatching = runs.onEnded(runId, (status) => {
     ended = true;
     controller.abort(new Error(`run ${runId} ended (${status})`));
-  };
-  const check = (id: string, status?: string) => {
-    if (id !== runId || ended) return;
-    // the event says the status it changed to: stop at once, before run.finished is appended
-    if (status !== undefined) return void (status !== "queued" && status !== "running" && end(status));
-    void runs.runRow(runId).then(
-      (row) => {
-        if (row.status === "queued" || row.status === "running" || ended) return;
-        end(row.status);
-      },
-      () => undefined,
-    );
-  };
+  });
   const onCancel = () => controller.abort(cancelled.reason);
   if (cancelled.aborted) onCancel();
   else cancelled.addEventListener("abort", onCancel, { once: true });
-  runs.changes.on("changed", check);
-  check(runId);
   return {
     signal: controller.signal,
     ended: () => ended,
     dispose: () => {
-      runs.changes.off("changed", check);
+      stopWatching();
       cancelled.removeEventListener("abort", onCancel);
     },
   };

@@ -167,49 +167,48 @@ export class AgentRuns implements AgentRunAccess {
   async cancel(principal: Principal, runId: string): Promise<AgentRunState> {
     const row = await this.runRow(runId, principal);
     if (row.status !== "queued" && row.status !== "running") throw new ApiError("conflict", `Run ${runId} is not running (it is ${row.status})`, { status: row.status });
-    const wait = this.untilEnded(runId, AgentRuns.CANCEL_WAIT_MS);
+    let stopWatching = () => undefined as void;
+    const ended = new Promise<void>((resolve) => (stopWatching = this.onEnded(runId, () => resolve())));
     try {
       await this.temporal.client.workflow.getHandle(runId).cancel();
-    } catch (err) {
-      wait.dispose();
-      throw err;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([ended, new Promise((resolve) => (timer = setTimeout(resolve, AgentRuns.CANCEL_WAIT_MS)).unref())]);
+      clearTimeout(timer);
+    } finally {
+      stopWatching();
     }
-    return this.toState(await wait.row);
+    return this.toState(await this.runRow(runId));
   }
 
   /** How long a cancel waits for the run to record its end before it answers (ms). */
   static readonly CANCEL_WAIT_MS = 10_000;
 
   /**
-   * The run's row once it has ended, or as it is after `ms` milliseconds (never rejects: a read that
-   * fails leaves the wait to its timer, whose read failing answers the row as it was at the start).
-   * `dispose` drops the wait (its listener and timer) when nobody will read it.
+   * Calls `fn` once with the run's status when the run has ended (at once when it has already), from the
+   * runs' change events (a status change carries the new status: no read) or a read of its row. What a
+   * cancel waits on, and what a reply's step stops on (agent-activities.ts). Answers the stop of the watch.
    */
-  private untilEnded(runId: string, ms: number): { row: Promise<RunRow>; dispose(): void } {
-    const isEnded = (row: RunRow) => row.status !== "queued" && row.status !== "running";
-    const read = () => this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]);
-    let stop = () => undefined as void;
-    const row = new Promise<RunRow>((resolve) => {
-      let done = false;
-      const first = read().catch(() => undefined);
-      const finish = (r: RunRow) => {
-        if (done) return;
-        done = true;
-        stop();
-        resolve(r);
-      };
-      const onChange = (id: string) => {
-        if (id === runId) void read().then((r) => r && isEnded(r) && finish(r), () => undefined);
-      };
-      const timer = setTimeout(() => void read().then((r) => r ?? first, () => first).then((r) => r && finish(r)), ms);
-      timer.unref();
-      stop = () => {
-        clearTimeout(timer);
-        this.changes.off("changed", onChange);
-      };
-      this.changes.on("changed", onChange);
-    });
-    return { row, dispose: () => stop() };
+  onEnded(runId: string, fn: (status: AgentRunEnd) => void): () => void {
+    let done = false;
+    const isEnd = (status: string): status is AgentRunEnd => status !== "queued" && status !== "running";
+    const end = (status: AgentRunEnd) => {
+      if (done) return;
+      stop();
+      fn(status);
+    };
+    const read = () => void this.db.get<{ status: string }>("SELECT status FROM agent_runs WHERE id = ?", [runId]).then((r) => r && isEnd(r.status) && end(r.status), () => undefined);
+    const onChange = (id: string, status?: string) => {
+      if (id !== runId || done) return;
+      if (status === undefined) read();
+      else if (isEnd(status)) end(status);
+    };
+    const stop = () => {
+      done = true;
+      this.changes.off("changed", onChange);
+    };
+    this.changes.on("changed", onChange);
+    read();
+    return stop;
   }
 
   /**

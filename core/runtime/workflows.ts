@@ -162,9 +162,36 @@ function markerName(attributes: Record<string, any>): string | undefined {
   return undefined;
 }
 
+/** `s` as a string literal of a Temporal visibility query (quotes dropped: ids and types never hold one). */
+const visibilityLiteral = (s: string) => `'${s.replace(/'/g, "")}'`;
+
 /** True when the principal may answer: a listed identity, or a holder of the named permission. */
 export function mayAnswer(principal: Principal, assignees: InterventionAssignees): boolean {
   return (assignees.identities?.includes(principal.id) ?? false) || (assignees.permission !== undefined && has(principal, assignees.permission));
+}
+
+/**
+ * Why nobody could answer an intervention assigned to `assignees` (spec 4.3), or undefined when an
+ * identity of the project could ({@link mayAnswer}, asked of each). The message says what was wrong (no
+ * one named, an identity the project does not define, a permission no identity holds) and lists the
+ * project's identities. A run whose intervention nobody could answer would wait, silently, until it expires.
+ */
+export function assigneesProblem(project: ProjectRegistry, assignees: unknown): string | undefined {
+  const known = project.identityIds();
+  const theirs = `the project's identities are: ${known.join(", ") || "(none)"}`;
+  const { identities, permission } = (typeof assignees === "object" && assignees !== null ? assignees : {}) as { identities?: unknown; permission?: unknown };
+  if ((identities !== undefined && !(Array.isArray(identities) && identities.every((i) => typeof i === "string"))) || (permission !== undefined && typeof permission !== "string")) {
+    return `its assignees must be { identities?: string[], permission?: string }, not ${JSON.stringify(assignees) ?? String(assignees)}`;
+  }
+  const named = (identities ?? []) as string[];
+  if (named.length === 0 && !permission) return `its assignees name nobody: give identities ({ identities: ["${known[0] ?? "alice"}"] }) or a permission ({ permission: "approve:invoice" }); ${theirs}`;
+  const checked = { ...(identities ? { identities: named } : {}), ...(permission ? { permission: permission as string } : {}) };
+  if (known.some((id) => mayAnswer({ type: "user", id, permissions: project.identityPermissions(id)! }, checked))) return undefined;
+  const why = [
+    ...(named.length ? [`${named.length === 1 ? "no identity" : "no identities"} ${named.map((id) => `"${id}"`).join(", ")} in this project`] : []),
+    ...(permission ? [`no identity holds the permission "${permission}"`] : []),
+  ];
+  return `nobody could answer it (${why.join("; ")}); ${theirs}`;
 }
 
 /**
@@ -433,9 +460,8 @@ export class WorkflowRuns {
     const ids = (await this.db.all<{ workflow_id: string }>("SELECT DISTINCT workflow_id FROM workflow_runs")).map((r) => r.workflow_id).filter((id) => !defined.has(id));
     if (ids.length === 0) return [];
     const host = this.host();
-    const quote = (s: string) => `'${s.replace(/'/g, "")}'`;
     const byWorkflow = new Map<string, string[]>();
-    for await (const w of host.client.workflow.list({ query: `TaskQueue = ${quote(host.taskQueue)} AND ExecutionStatus = 'Running' AND WorkflowType IN (${ids.map(quote).join(", ")})` })) {
+    for await (const w of host.client.workflow.list({ query: `TaskQueue = ${visibilityLiteral(host.taskQueue)} AND ExecutionStatus = 'Running' AND WorkflowType IN (${ids.map(visibilityLiteral).join(", ")})` })) {
       byWorkflow.set(w.type, [...(byWorkflow.get(w.type) ?? []), w.workflowId]);
     }
     return [...byWorkflow].map(([workflowId, runIds]) => ({ workflowId, open: runIds.length, runIds }));
@@ -444,17 +470,16 @@ export class WorkflowRuns {
   /** Runs newest first from Temporal and the store (see {@link WorkflowRuns.search}), at or before `q.after.at`. */
   private async searchFrom(q: RunSearch): Promise<RunSummary[]> {
     const host = this.host();
-    const quote = (s: string) => `'${s.replace(/'/g, "")}'`;
-    const clauses = [`TaskQueue = ${quote(host.taskQueue)}`];
+    const clauses = [`TaskQueue = ${visibilityLiteral(host.taskQueue)}`];
     // the store first: a run started between the two reads is then in both (Temporal's answer wins), never in neither
     const unstarted = await this.unstartedRuns(q);
-    clauses.push(`WorkflowType IN (${q.workflowIds.map(quote).join(", ")})`);
+    clauses.push(`WorkflowType IN (${q.workflowIds.map(visibilityLiteral).join(", ")})`);
     const statuses: Record<string, string> = { running: "Running", queued: "Running", waiting: "Running", completed: "Completed", failed: "Failed", cancelled: "Canceled", timed_out: "TimedOut" };
-    if (q.status) clauses.push(`ExecutionStatus = ${quote(statuses[q.status] ?? "Running")}`);
-    if (q.startedAfter) clauses.push(`StartTime >= ${quote(new Date(q.startedAfter).toISOString())}`);
-    if (q.startedBefore) clauses.push(`StartTime < ${quote(new Date(q.startedBefore).toISOString())}`);
+    if (q.status) clauses.push(`ExecutionStatus = ${visibilityLiteral(statuses[q.status] ?? "Running")}`);
+    if (q.startedAfter) clauses.push(`StartTime >= ${visibilityLiteral(new Date(q.startedAfter).toISOString())}`);
+    if (q.startedBefore) clauses.push(`StartTime < ${visibilityLiteral(new Date(q.startedBefore).toISOString())}`);
     // Temporal keeps start times finer than the ms of `startedAt`: everything within the position's ms
-    if (q.after) clauses.push(`StartTime < ${quote(new Date(Date.parse(q.after.at) + 1).toISOString())}`);
+    if (q.after) clauses.push(`StartTime < ${visibilityLiteral(new Date(Date.parse(q.after.at) + 1).toISOString())}`);
     const out: RunSummary[] = [];
     for await (const w of host.client.workflow.list({ query: clauses.join(" AND "), pageSize: q.pageSize })) {
       const name = w.status.name;

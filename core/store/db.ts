@@ -179,7 +179,10 @@ export class Database implements SqlReader {
     await Promise.resolve();
     while (this.waiting.length > 0 || this.wal?.restartWanted) {
       if (this.wal?.restartWanted) await this.wal.restartWal(this.writer);
-      else await this.runGroup();
+      else {
+        await this.runGroup(); // never throws
+        this.groupBegan = undefined;
+      }
     }
     // cleared in the same synchronous step as the check above: a caller queued after it starts a new loop
     this.running = undefined;
@@ -199,17 +202,7 @@ export class Database implements SqlReader {
    */
   private async runGroup(): Promise<void> {
     const w = this.writer;
-    const began = performance.now();
-    this.groupBegan = began;
-    try {
-      await this.runGroupFrom(w, began);
-    } finally {
-      this.groupBegan = undefined;
-    }
-  }
-
-  /** {@link Database.runGroup}'s body (`began`: when the group began). */
-  private async runGroupFrom(w: Connection, began: number): Promise<void> {
+    const began = (this.groupBegan = performance.now());
     /** The callers that succeeded, with their commit hooks and the writes they deferred. */
     const done: Done[] = [];
     /** Whether `BEGIN IMMEDIATE` has run (with the first caller statement's savepoint). */
