@@ -155,7 +155,8 @@ const TEMPORAL_UI_PORT_OFFSET = 1000;
 /** The `SVC_DEV_TOKEN` value that disables the development token (any case). */
 export const DEV_TOKEN_NONE = "none";
 
-const intIn = (min: number, max: number) =>
+/** A whole number from `min` to `max` given as an environment variable's text (the number it reads). */
+export const intIn = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`));
 const bool = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(["true", "false", "1", "0", "yes", "no"], "must be true or false"), v.transform((s) => ["true", "1", "yes"].includes(s)));
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1, "must not be empty"));

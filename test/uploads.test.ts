@@ -437,7 +437,8 @@ describe("tus upload sessions on S3 (real S3-compatible server)", () => {
     server = await startS3Server(bin, { port: await freePort(), dir: s3dir, accessKey: "svcuploadaccess", secretKey: "svc-upload-secret-key-0123456789" });
     admin = new S3Client({ region: server.region, endpoint: server.endpoint, forcePathStyle: true, credentials: { accessKeyId: server.accessKey, secretAccessKey: server.secretKey } });
     await admin.send(new CreateBucketCommand({ Bucket: BUCKET }));
-    app = await startApp({ env: { SVC_FILE_STORAGE: "s3", SVC_S3_ENDPOINT: server.endpoint, SVC_S3_BUCKET: BUCKET, SVC_S3_ACCESS_KEY_ID: server.accessKey, SVC_S3_SECRET_ACCESS_KEY: server.secretKey } });
+    // short timeouts, so a bucket that stops answering fails requests within the tests' time
+    app = await startApp({ env: { SVC_FILE_STORAGE: "s3", SVC_S3_ENDPOINT: server.endpoint, SVC_S3_BUCKET: BUCKET, SVC_S3_ACCESS_KEY_ID: server.accessKey, SVC_S3_SECRET_ACCESS_KEY: server.secretKey, SVC_S3_CONNECT_TIMEOUT_MS: "1000", SVC_S3_IDLE_TIMEOUT_MS: "1000" } });
   });
   afterAll(async () => {
     await app?.close();
@@ -495,4 +496,26 @@ describe("tus upload sessions on S3 (real S3-compatible server)", () => {
     const read = await attachAndRead(app!, reference.id);
     expect(sha(read)).toBe(sha(data));
   });
+
+  it("answers an upload session's requests 503 unavailable, naming the bucket, while the bucket does not answer (tus answered 500), and resumes after", async () => {
+    const endpoint = `${app!.url}/api/files/uploads`;
+    const create = () => fetch(endpoint, { method: "POST", headers: { ...AUTH, ...TUS, "upload-length": "10" } });
+    const created = await create();
+    expect(created.status).toBe(201);
+    const location = created.headers.get("location")!;
+    const chunk = () => fetch(location, { method: "PATCH", headers: { ...AUTH, ...TUS, "upload-offset": "0", "content-type": "application/offset+octet-stream" }, body: "0123456789" });
+    const away = { code: "unavailable", message: expect.stringMatching(new RegExp(`^File storage did not answer \\(S3 bucket "${BUCKET}" at http://127\\.0\\.0\\.1:\\d+\\)`)) };
+    server!.process.kill("SIGSTOP");
+    try {
+      const [patch, again] = await Promise.all([chunk(), create()]);
+      expect([patch.status, (await json(patch)).error]).toEqual([503, expect.objectContaining(away)]);
+      expect([again.status, (await json(again)).error]).toEqual([503, expect.objectContaining(away)]);
+    } finally {
+      server!.process.kill("SIGCONT");
+    }
+    // nothing was lost: the session takes the same chunk once the bucket answers, and becomes a file
+    const done = await chunk();
+    expect(done.status).toBe(200);
+    expect(await done.json()).toMatchObject({ size: 10, sha256: sha(Buffer.from("0123456789")) });
+  }, 60_000);
 });

@@ -43,6 +43,13 @@ describe("file storage configuration", () => {
     expect(fileStorageConfigFromEnv({ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "b-1", SVC_S3_ENDPOINT: "https://s3.example.com", SVC_S3_FORCE_PATH_STYLE: "false" }, "/data")).toMatchObject({ forcePathStyle: false });
   });
 
+  it("reads the S3 client's timeouts, leaving the defaults (5 s, 30 s) to the store when unset", () => {
+    const base = { SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "svc-files" };
+    expect(fileStorageConfigFromEnv(base, "/data")).not.toHaveProperty("timeouts.connectMs");
+    expect(fileStorageConfigFromEnv({ ...base, SVC_S3_CONNECT_TIMEOUT_MS: "2000", SVC_S3_IDLE_TIMEOUT_MS: " 90000 " }, "/data")).toMatchObject({ timeouts: { connectMs: 2000, idleMs: 90_000 } });
+    expect(fileStorageConfigFromEnv({ ...base, SVC_S3_IDLE_TIMEOUT_MS: "1500" }, "/data")).toMatchObject({ timeouts: { connectMs: undefined, idleMs: 1500 } });
+  });
+
   it("names the variable with a bad value", () => {
     const cases: [Record<string, string>, string][] = [
       [{ SVC_FILE_STORAGE: "ftp" }, "SVC_FILE_STORAGE"],
@@ -52,6 +59,8 @@ describe("file storage configuration", () => {
       [{ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "ok-bucket", SVC_S3_ENDPOINT: "ftp://x.example" }, "SVC_S3_ENDPOINT"],
       [{ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "ok-bucket", SVC_S3_REGION: "us east" }, "SVC_S3_REGION"],
       [{ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "ok-bucket", SVC_S3_FORCE_PATH_STYLE: "maybe" }, "SVC_S3_FORCE_PATH_STYLE"],
+      [{ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "ok-bucket", SVC_S3_CONNECT_TIMEOUT_MS: "5s" }, "SVC_S3_CONNECT_TIMEOUT_MS"],
+      [{ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "ok-bucket", SVC_S3_IDLE_TIMEOUT_MS: "0" }, "SVC_S3_IDLE_TIMEOUT_MS"],
       [{ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "ok-bucket", SVC_S3_ACCESS_KEY_ID: "ak" }, "SVC_S3_SECRET_ACCESS_KEY"],
       [{ SVC_FILE_STORAGE: "s3", SVC_S3_BUCKET: "ok-bucket", SVC_S3_SECRET_ACCESS_KEY: "top-secret-value" }, "SVC_S3_ACCESS_KEY_ID"],
     ];

@@ -10,12 +10,14 @@
  * | `SVC_S3_ENDPOINT` | unset: AWS | URL of an S3-compatible server, e.g. `http://127.0.0.1:7070` |
  * | `SVC_S3_ACCESS_KEY_ID`, `SVC_S3_SECRET_ACCESS_KEY` | unset: the AWS SDK's default chain | static credentials; set both or neither |
  * | `SVC_S3_FORCE_PATH_STYLE` | true when `SVC_S3_ENDPOINT` is set, else false | path-style bucket addressing |
+ * | `SVC_S3_CONNECT_TIMEOUT_MS` | 5000 | how long a request to the bucket may wait for a connection |
+ * | `SVC_S3_IDLE_TIMEOUT_MS` | 30000 | how long the bucket may stay silent before answering a request |
  *
  * The S3 variables are read (and checked) only when `SVC_FILE_STORAGE=s3`.
  */
 import path from "node:path";
 import * as v from "valibot";
-import { ConfigError } from "../config";
+import { ConfigError, intIn } from "../config";
 import { isMissingKey } from "../http/validation";
 import type { BlobStore } from "./blob-store";
 import { LocalBlobStore } from "./local-blob-store";
@@ -46,6 +48,8 @@ const S3Schema = v.object({
   SVC_S3_ACCESS_KEY_ID: v.optional(nonEmpty),
   SVC_S3_SECRET_ACCESS_KEY: v.optional(nonEmpty),
   SVC_S3_FORCE_PATH_STYLE: v.optional(bool),
+  SVC_S3_CONNECT_TIMEOUT_MS: v.optional(intIn(100, 600_000)),
+  SVC_S3_IDLE_TIMEOUT_MS: v.optional(intIn(100, 3_600_000)),
 });
 
 const SECRET_VARIABLES = new Set(["SVC_S3_SECRET_ACCESS_KEY"]);
@@ -101,6 +105,7 @@ export function fileStorageConfigFromEnv(env: Record<string, string | undefined>
     endpoint: e.SVC_S3_ENDPOINT?.replace(/\/+$/, ""),
     forcePathStyle: e.SVC_S3_FORCE_PATH_STYLE ?? e.SVC_S3_ENDPOINT !== undefined,
     credentials: e.SVC_S3_ACCESS_KEY_ID && e.SVC_S3_SECRET_ACCESS_KEY ? { accessKeyId: e.SVC_S3_ACCESS_KEY_ID, secretAccessKey: e.SVC_S3_SECRET_ACCESS_KEY } : undefined,
+    timeouts: e.SVC_S3_CONNECT_TIMEOUT_MS !== undefined || e.SVC_S3_IDLE_TIMEOUT_MS !== undefined ? { connectMs: e.SVC_S3_CONNECT_TIMEOUT_MS, idleMs: e.SVC_S3_IDLE_TIMEOUT_MS } : undefined,
   };
 }
 

@@ -77,6 +77,24 @@ export interface S3BlobStoreConfig {
 /** Network failures of a request (no answer in time, no connection): the storage is away, not the request wrong. */
 const AWAY = new Set(["TimeoutError", "ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EPIPE", "ETIMEDOUT"]);
 
+/** How a bucket is named in errors: `S3 bucket "<bucket>" at <endpoint or AWS>`. */
+export function bucketWhere(bucket: string, endpoint: string | undefined): string {
+  return `S3 bucket "${bucket}" at ${endpoint ?? "AWS"}`;
+}
+
+/**
+ * The 503 `unavailable` error (spec 7) for an S3 client's failure that means the storage did not answer
+ * (a timeout of `S3BlobStoreConfig.timeouts`, a refused or reset connection, an unknown host), after
+ * the SDK's own retries; undefined for any other failure (an S3 error answer, a bug), which stays what
+ * it is. Used by the blob store's client and by the tus upload sessions' (plugins/files/s3-sessions.ts).
+ * @param where the bucket as {@link bucketWhere} names it
+ */
+export function storageAway(err: unknown, where: string): ApiError | undefined {
+  const code = (err as { code?: string })?.code;
+  if (!AWAY.has(errorName(err) ?? "") && !AWAY.has(code ?? "")) return undefined;
+  return new ApiError("unavailable", `File storage did not answer (${where}): ${(err as Error)?.message ?? err}`);
+}
+
 function errorName(err: unknown): string | undefined {
   return (err as { name?: string })?.name;
 }
@@ -150,15 +168,13 @@ export class S3BlobStore implements BlobStore {
       requestHandler: s3RequestHandler(config.timeouts),
     });
     // after the SDK's retries: a storage that does not answer is 503 `unavailable`, naming the bucket
-    const where = `S3 bucket "${config.bucket}" at ${config.endpoint ?? "AWS"}`;
+    const where = bucketWhere(config.bucket, config.endpoint);
     this.client.middlewareStack.add(
       (next) => async (args) => {
         try {
           return await next(args);
         } catch (err) {
-          const code = (err as { code?: string })?.code;
-          if (AWAY.has(errorName(err) ?? "") || AWAY.has(code ?? "")) throw new ApiError("unavailable", `File storage did not answer (${where}): ${(err as Error)?.message ?? err}`);
-          throw err;
+          throw storageAway(err, where) ?? err;
         }
       },
       { step: "initialize", name: "svcStorageAway" },

@@ -193,8 +193,17 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
         throw { status_code: call.error.status, body: call.error.message };
       }
     },
-    onResponseError: (_req, err) => {
-      if (!("status_code" in err)) log.error({ err }, "upload request failed");
+    onResponseError: (req, err) => {
+      if ("status_code" in err) return undefined;
+      // a bucket that stopped answering is 503 `unavailable` naming it, not tus's 500
+      const away = store.unavailable?.(err);
+      const call = calls.get(req as Request);
+      if (away && call) {
+        log.warn({ err, upload: call.key && urlIdOf(call.key) }, "upload request failed: file storage did not answer");
+        call.error = away;
+        return { status_code: away.status, body: away.message };
+      }
+      log.error({ err }, "upload request failed");
       return undefined;
     },
   });

@@ -65,9 +65,11 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
   const viaTus = async (req: Request, principal: Principal | undefined, urlId?: string) => (await service()).handle(req, principal, urlId);
 
   const common = { tags: ["files"] };
-  const authErrors = {
+  const errorsOfAll = {
     401: { description: "No valid bearer token or browser session (`unauthorized`)" },
     403: { description: "A browser session without its CSRF token or from an origin that is not allowed" },
+    // every route reads or writes the sessions' storage
+    503: { description: "The S3 bucket did not answer in time (`unavailable`, naming the bucket; `SVC_FILE_STORAGE=s3`)" },
   };
   const tusVersion = { 412: { description: "`Tus-Resumable` missing or not `1.0.0` (`precondition_failed`; the answer carries `Tus-Version: 1.0.0`)" } };
 
@@ -89,7 +91,7 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
     responses: {
       201: { description: "Created: `Location`, `Upload-Expires`, `Tus-Resumable`; with creation-with-upload `Upload-Offset`, and when complete `Upload-File-Id` with the file reference as JSON" },
       400: { description: "Neither or both of `Upload-Length` and `Upload-Defer-Length`, a malformed tus header or `Upload-Metadata`, or a `filetype` that is not a media type (`invalid_request`)" },
-      ...authErrors,
+      ...errorsOfAll,
       ...tusVersion,
       413: { description: "`Upload-Length` (or the bytes sent) over `SVC_UPLOAD_MAX_BYTES` (`payload_too_large`, details `limitBytes`)" },
       501: { description: "`Upload-Concat` (the concatenation extension is not offered; `not_implemented`)" },
@@ -122,7 +124,7 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
     responses: {
       200: { description: "The offset, in headers" },
       400: { description: "A malformed tus header (`invalid_request`)" },
-      ...authErrors,
+      ...errorsOfAll,
       404: { description: "No such upload, or not the caller's (`not_found`)" },
       410: { description: "The session expired (`upload_expired`)" },
       ...tusVersion,
@@ -147,7 +149,7 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
       200: { description: "The upload is complete: `Upload-Offset`, `Upload-File-Id` and the file reference", schema: FileReferenceSchema },
       204: { description: "Chunk stored: `Upload-Offset` (new offset), `Upload-Expires`" },
       400: { description: "`Upload-Offset` missing or malformed, another malformed tus header, or an `Upload-Length` that cannot be set (`invalid_request`)" },
-      ...authErrors,
+      ...errorsOfAll,
       404: { description: "No such upload, or not the caller's (`not_found`)" },
       409: { description: "`Upload-Offset` is not the upload's offset (`conflict`)" },
       410: { description: "The session expired (`upload_expired`)" },
@@ -169,7 +171,7 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
     responses: {
       204: { description: "Terminated" },
       400: { description: "A malformed tus header (`invalid_request`)" },
-      ...authErrors,
+      ...errorsOfAll,
       404: { description: "No such upload, or not the caller's (`not_found`)" },
       410: { description: "The session's bytes are gone (`upload_expired`)" },
       ...tusVersion,
@@ -188,7 +190,7 @@ export function registerUploadRoutes(ctx: Pick<PluginContext, "routes" | "hooks"
     params: UploadIdParams,
     responses: {
       200: { description: "The file reference", schema: FileReferenceSchema },
-      ...authErrors,
+      ...errorsOfAll,
       404: { description: "No such upload, not the caller's, not finished yet, or its file was removed (`not_found`)" },
       410: { description: "The session expired (`upload_expired`)" },
     },
