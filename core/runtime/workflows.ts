@@ -165,6 +165,15 @@ function markerName(attributes: Record<string, any>): string | undefined {
 /** `s` as a string literal of a Temporal visibility query (quotes dropped: ids and types never hold one). */
 const visibilityLiteral = (s: string) => `'${s.replace(/'/g, "")}'`;
 
+/**
+ * The workflow ids that have runs in the store, one index seek each (`workflow_runs_by_workflow`,
+ * migration 020: a recursive walk from each id to the next, where `SELECT DISTINCT` read every run).
+ */
+export const WORKFLOW_IDS_WITH_RUNS = `WITH RECURSIVE ids(id) AS (
+  SELECT min(workflow_id) FROM workflow_runs
+  UNION ALL SELECT (SELECT min(workflow_id) FROM workflow_runs WHERE workflow_id > ids.id) FROM ids WHERE ids.id IS NOT NULL
+) SELECT id FROM ids WHERE id IS NOT NULL`;
+
 /** True when the principal may answer: a listed identity, or a holder of the named permission. */
 export function mayAnswer(principal: Principal, assignees: InterventionAssignees): boolean {
   return (assignees.identities?.includes(principal.id) ?? false) || (assignees.permission !== undefined && has(principal, assignees.permission));
@@ -457,7 +466,7 @@ export class WorkflowRuns {
    */
   async openRunsOfUndefinedWorkflows(): Promise<Array<{ workflowId: string; open: number; runIds: string[] }>> {
     const defined = this.project.workflows;
-    const ids = (await this.db.all<{ workflow_id: string }>("SELECT DISTINCT workflow_id FROM workflow_runs")).map((r) => r.workflow_id).filter((id) => !defined.has(id));
+    const ids = (await this.db.all<{ id: string }>(WORKFLOW_IDS_WITH_RUNS)).map((r) => r.id).filter((id) => !defined.has(id));
     if (ids.length === 0) return [];
     const host = this.host();
     const byWorkflow = new Map<string, string[]>();
