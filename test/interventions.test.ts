@@ -227,6 +227,11 @@ describe("interventions", () => {
       return finishedRuns.every((id) => res.body.data.some((r: any) => r.runId === id)) ? res.body.data : undefined;
     });
     expect(listed.every((r: any) => r.status === "completed" && r.workflowId === "invoice-review")).toBe(true);
+    // a run's times are the same in the list and in the run (the run said when its started event was recorded)
+    for (const r of listed.filter((l: any) => finishedRuns.includes(l.runId))) {
+      const run = (await dev.get(`/api/workflow-runs/${r.runId}`)).body;
+      expect([run.startedAt, run.finishedAt]).toEqual([r.startedAt, r.finishedAt]);
+    }
     expect((await auditor.get("/api/workflow-runs")).body.data).toEqual([]);
     // paged two at a time with nextPageToken: the same runs in the same order, none twice, none missed
     const filter = `workflowId=invoice-review&startedAfter=${since}`;

@@ -62,7 +62,9 @@ export interface RunStateBase {
 
 /**
  * Reads a run's execution from Temporal and builds the fields every run state shares: an open
- * execution is `running` once its started event was recorded, else `queued`.
+ * execution is `running` once its started event was recorded, else `queued`. `startedAt` is then
+ * Temporal's start time of the execution, as the run lists show it (the started event is recorded a
+ * few ms later, by the run's first step).
  *
  * @param queuedAt when the run was recorded
  * @param startedAt when its `*.run.started` event occurred, if it did
@@ -77,7 +79,7 @@ export async function readRunState(temporal: TemporalHost, runId: string, queued
     ...(execution.result !== undefined ? { result: execution.result } : {}),
     ...(execution.error ? { error: execution.error } : {}),
     queuedAt,
-    ...(startedAt ? { startedAt } : {}),
+    ...(startedAt ? { startedAt: execution.startTime } : {}),
     ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
     ...(execution.pendingActivities ? { pendingActivities: execution.pendingActivities } : {}),
     ...(execution.workflowTaskFailure ? { workflowTaskFailure: execution.workflowTaskFailure } : {}),

@@ -81,7 +81,7 @@ export const WorkflowRunStateSchema = v.object({
     }),
   ),
   queuedAt: v.string(),
-  startedAt: v.optional(v.string()),
+  startedAt: v.optional(v.pipe(v.string(), v.description("When Temporal started the run (as the run list shows it); absent while the run is queued"))),
   finishedAt: v.optional(v.string()),
   nodes: v.array(WorkflowNodeStateSchema),
   interventions: v.array(InterventionStateSchema),

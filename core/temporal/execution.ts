@@ -83,6 +83,8 @@ export interface ExecutionOutcome {
   pendingActivities?: PendingActivity[];
   /** While open and its workflow task keeps failing: why ({@link WorkflowTaskFailure}). */
   workflowTaskFailure?: WorkflowTaskFailure;
+  /** When Temporal started the execution (its `StartTime`, as the run lists read it). */
+  startTime: string;
   closeTime?: string;
   result?: unknown;
   /** `stack`: the stack trace Temporal recorded with the failure (the thrown error's, for workflow code). */
@@ -102,7 +104,7 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
     if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("not_found", `Run "${handle.workflowId}" is not known to Temporal (namespace ${namespace})`);
     throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
   }
-  const out: ExecutionOutcome = { temporalRunId: d.runId, status: "open", ...(d.closeTime ? { closeTime: d.closeTime.toISOString() } : {}) };
+  const out: ExecutionOutcome = { temporalRunId: d.runId, status: "open", startTime: d.startTime.toISOString(), ...(d.closeTime ? { closeTime: d.closeTime.toISOString() } : {}) };
   switch (d.status.name) {
     case "RUNNING": {
       const failure = await workflowTaskFailureOf(handle, namespace, d.raw).catch(() => undefined);
