@@ -7,7 +7,8 @@
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
-import { client, eventually, startApp, tempDir } from "./helpers";
+import { client, eventually, startApp, tempDir, uploadFile } from "./helpers";
+import { temporalProto } from "../core/temporal/sdk";
 import { workflows as sandboxWorkflows } from "../sandbox/workflows";
 import { defineProject } from "../core/sdk";
 import { sandboxProject } from "../sandbox/project";
@@ -16,7 +17,7 @@ import { workflows } from "./fixtures/odd-workflows";
 let app: Awaited<ReturnType<typeof startApp>>;
 beforeAll(async () => {
   const project = defineProject({ ...sandboxProject, workflows, workflowsModule: path.join(import.meta.dirname, "fixtures/odd-workflows.ts") });
-  app = await startApp({ project, ownWorkflowBundle: true });
+  app = await startApp({ project, ownWorkflowBundle: true, env: { SVC_API_PUBLIC_ORIGIN: "https://files.example.com" } });
 }, 120_000);
 afterAll(() => app?.close());
 
@@ -130,3 +131,31 @@ it("at start, open runs of a workflow the project no longer defines are named in
     await third.close();
   }
 }, 120_000);
+
+it("a download URL made by workflow code keeps its secret out of the run's Temporal history, and the run still answers it", async () => {
+  const dev = client(app);
+  const file = await uploadFile(app, "quarterly numbers", "q3.txt", "text/plain");
+  const customerId = `cus_share_${Date.now()}`;
+  const { runId } = (await dev.post("/api/workflows/odd-share/runs", { input: { fileId: file.id, customerId } })).body;
+  const done = await eventually(async () => {
+    const r = await dev.get(`/api/workflow-runs/${runId}`);
+    return ["completed", "failed"].includes(r.body.status) ? r.body : undefined;
+  }, 60_000);
+  expect(done.status, JSON.stringify(done.error)).toBe("completed");
+  // the run's result and the object it wrote carry the URL, which works
+  const url: string = done.result.url;
+  expect(url).toMatch(/^https:\/\/files\.example\.com\/api\/download\/[A-Za-z0-9_-]{43}$/);
+  const secret = url.split("/").pop()!;
+  expect((await dev.get(`/api/objects/customer/${customerId}`)).body.properties.name).toBe(`shared at ${url}`);
+  const read = await fetch(`${app.url}/api/download/${secret}`);
+  expect([read.status, await read.text()]).toEqual([200, "quarterly numbers"]);
+  // the history as Temporal stores it (no codec): neither the secret nor the URL's path, and the
+  // payloads that held it encrypted (at least the activity's result and the run's result)
+  const raw = await app.temporal.client.workflowService.getWorkflowExecutionHistory({ namespace: app.temporal.namespace, execution: { workflowId: runId } });
+  const bytes = Buffer.from(temporalProto().temporal.api.history.v1.History.encode(raw.history!).finish());
+  expect(bytes.includes(secret)).toBe(false);
+  expect(bytes.includes("/api/download/")).toBe(false);
+  expect(bytes.toString("latin1").split("binary/encrypted").length - 1).toBeGreaterThanOrEqual(2);
+  // and the rest of the history stays readable: the run's input, as it was sent
+  expect(bytes.includes(customerId)).toBe(true);
+}, 90_000);

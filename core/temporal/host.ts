@@ -5,6 +5,7 @@ import type { Logger } from "../logger";
 import type { WorkflowBundle } from "./bundle";
 import type { DevServer } from "./dev-server";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
+import { DownloadUrlCodec, openPayloadKey } from "./payload-codec";
 import { temporalClient } from "./sdk";
 
 export { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
@@ -105,6 +106,8 @@ export class TemporalHost {
     readonly uiUrl: string | undefined,
     private readonly devServer: DevServer | undefined,
     private readonly log: Logger,
+    /** The payload codec of the client and the worker ({@link DownloadUrlCodec}). */
+    readonly payloadCodec: DownloadUrlCodec,
   ) {}
 
   /**
@@ -138,8 +141,10 @@ export class TemporalHost {
       const connection = await sdk.NativeConnection.connect({ address }).catch((err: unknown) => {
         throw t.address ? new ConfigError("TEMPORAL_ADDRESS", `${t.address} has no Temporal server answering (${connectFailure(err)}): start one there, or unset TEMPORAL_ADDRESS to run the embedded dev server`) : err;
       });
-      const client = new (temporalClient().Client)({ connection, namespace: t.namespace });
-      return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log);
+      // download URLs' secrets stay out of the histories (./payload-codec.ts): the client and the worker encode alike
+      const codec = new DownloadUrlCodec(openPayloadKey(config.dataDir));
+      const client = new (temporalClient().Client)({ connection, namespace: t.namespace, dataConverter: { payloadCodecs: [codec] } });
+      return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log, codec);
     } catch (err) {
       await devServer?.stop();
       throw err;
@@ -162,6 +167,7 @@ export class TemporalHost {
       workflowBundle: opts.workflowBundle,
       activities: opts.activities,
       sinks: opts.sinks,
+      dataConverter: { payloadCodecs: [this.payloadCodec] },
       shutdownGraceTime: "10 seconds",
     });
     this.workerRun = this.worker.run().catch((err) => this.log.error({ err }, "the Temporal worker stopped with an error"));

@@ -1,0 +1,63 @@
+/**
+ * The payload codec that keeps download URLs' secrets out of Temporal's histories (./payload-codec.ts):
+ * what it encrypts, what it leaves, and its key file. The history end to end: test/workflows-results.test.ts.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../../test/helpers-fs";
+import { DownloadUrlCodec, openPayloadKey, PAYLOAD_KEY_FILE } from "./payload-codec";
+
+const json = (value: unknown) => ({ metadata: { encoding: new TextEncoder().encode("json/plain") }, data: new TextEncoder().encode(JSON.stringify(value)) });
+const URL_VALUE = { url: "https://files.example.com/api/download/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde", id: "dl_1" };
+
+describe("DownloadUrlCodec", () => {
+  const codec = new DownloadUrlCodec(openPayloadKey(tempDir("svc-codec-")));
+
+  it("encrypts a payload holding a download URL, and decodes it to the same payload", async () => {
+    const [encoded] = await codec.encode([json(URL_VALUE)]);
+    const stored = Buffer.from(encoded!.data!);
+    expect(stored.includes("/api/download/")).toBe(false);
+    expect(new TextDecoder().decode(encoded!.metadata!.encoding!)).toBe("binary/encrypted");
+    expect(new TextDecoder().decode(encoded!.metadata!["encryption-key-id"]!)).toBe(codec.keyId);
+    const [decoded] = await codec.decode([encoded!]);
+    expect(JSON.parse(new TextDecoder().decode(decoded!.data!))).toEqual(URL_VALUE);
+    expect(new TextDecoder().decode(decoded!.metadata!.encoding!)).toBe("json/plain");
+    // a fresh IV each time: the same value never encodes to the same bytes
+    const [again] = await codec.encode([json(URL_VALUE)]);
+    expect(Buffer.from(again!.data!).equals(stored)).toBe(false);
+  });
+
+  it("leaves every other payload as it is, both ways", async () => {
+    // an empty payload's data comes as a plain array from the worker
+    const plain = [json({ invoiceId: "inv_1" }), { metadata: { encoding: new TextEncoder().encode("binary/null") } }, { metadata: { encoding: new TextEncoder().encode("binary/null") }, data: [] as unknown as Uint8Array }];
+    expect(await codec.encode(plain)).toEqual(plain);
+    expect(await codec.decode(plain)).toEqual(plain);
+  });
+
+  it("refuses a payload of another key, naming both keys, and one that was altered", async () => {
+    const other = new DownloadUrlCodec(openPayloadKey(tempDir("svc-codec-")));
+    const [foreign] = await other.encode([json(URL_VALUE)]);
+    await expect(codec.decode([foreign!])).rejects.toThrow(new RegExp(`encrypted with key ${other.keyId}, not this data directory's temporal-payload\\.key \\(${codec.keyId}\\)`));
+    const [mine] = await codec.encode([json(URL_VALUE)]);
+    const altered = Buffer.from(mine!.data!);
+    altered[20]! ^= 1;
+    await expect(codec.decode([{ ...mine!, data: altered }])).rejects.toThrow(/authenticate/);
+  });
+});
+
+describe("openPayloadKey", () => {
+  it("makes the key once (readable by its owner only) and reads the same key after", () => {
+    const dir = tempDir("svc-codec-");
+    const key = openPayloadKey(dir);
+    expect(key).toHaveLength(32);
+    expect(fs.statSync(path.join(dir, PAYLOAD_KEY_FILE)).mode & 0o777).toBe(0o600);
+    expect(openPayloadKey(dir).equals(key)).toBe(true);
+  });
+
+  it("refuses a key file that is not 32 bytes, naming it", () => {
+    const dir = tempDir("svc-codec-");
+    fs.writeFileSync(path.join(dir, PAYLOAD_KEY_FILE), "short");
+    expect(() => openPayloadKey(dir)).toThrow(new RegExp(`${PAYLOAD_KEY_FILE} must hold the 32-byte key .* \\(it holds 5 bytes\\)`));
+  });
+});
