@@ -270,6 +270,22 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
     expect((await sheet()).body.version.warnings).toEqual([]);
   });
 
+  it("publishes an empty document with a warning saying readers see nothing (blank, or only empty blocks), and one with content without", async () => {
+    const empty = { code: "document_empty", file: "document.md", message: expect.stringMatching(/^document\.md shows nothing: it has no text, image or embed/) };
+    for (const md of ["", "\n  \n", "#\n\n>\n\n- \n\n---\n\n<!-- a comment -->\n\n<div></div>\n\n[ref]: https://example.com\n"]) {
+      const res = await document(md);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.version.warnings, JSON.stringify(md)).toEqual([empty]);
+      // the next version is checked again: one with content has no warning
+      const next = await dev.post(`/api/artifacts/${res.body.artifact.id}/versions`, { files: [{ path: "document.md", file: await put("# Filled\n", "document.md", "text/markdown") }] });
+      expect(next.body.warnings).toEqual([]);
+    }
+    for (const md of ["Just a line.\n", "![A figure](images/a.svg)\n", "```\ncode\n```\n", "| A |\n|---|\n| 1 |\n"]) {
+      const files = md.includes("images/") ? [{ path: "images/a.svg", file: await put("<svg xmlns='http://www.w3.org/2000/svg'/>", "a.svg", "image/svg+xml") }] : [];
+      expect((await document(md, files)).body.version.warnings, md).toEqual([]);
+    }
+  });
+
   it("publishes a 100,000-row × 20-column sheet, and refuses 100,001 rows naming the limit", async () => {
     const columns = Array.from({ length: 20 }, (_, i) => `C${i + 1}`);
     const workbook = { sheets: [{ name: "Big", columns: Object.fromEntries(columns.map((c) => [c, "number"])) }] };

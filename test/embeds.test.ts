@@ -56,9 +56,11 @@ describe("EmbedRenderer.show", () => {
     expect(all.body).toContain("10 more rows");
   });
 
-  it("shows a chart as an SVG scaled to its box", async () => {
+  it("shows a chart as an SVG scaled to its box, and a compact drawing of it for a narrow box (a phone)", async () => {
     const chart = shown(await embeds.show(dev, `artifact:${ids.sheet}#chart=Trend`, { ...opts(), chartSize: { width: 400, height: 200 } }));
-    expect(chart.body).toMatch(/^<svg[^>]*viewBox="0 0 400 200"/);
+    expect(chart.body).toMatch(/^<span class="svc-chart-wide"><svg[^>]*viewBox="0 0 400 200"[\s\S]*<\/svg><\/span><span class="svc-chart-compact"><svg[^>]*viewBox="0 0 340 300"[\s\S]*<\/svg><\/span>$/);
+    const sized = shown(await embeds.show(dev, `artifact:${ids.sheet}#chart=Trend`, { ...opts(), compactChartSize: { width: 360, height: 157 } }));
+    expect(sized.body).toMatch(/<span class="svc-chart-compact"><svg[^>]*viewBox="0 0 360 157"/);
     expect(chart.source).toContain("chart “Trend”");
   });
 
@@ -84,7 +86,9 @@ describe("EmbedRenderer.show", () => {
   it("answers unavailable for another owner's artifact and a malformed address, disclosing nothing, and missing to its owner for a part that is gone", async () => {
     expect(await embeds.show(dev, `artifact:${ids.alices}`, opts())).toEqual({ state: "unavailable", address: `artifact:${ids.alices}` });
     // the sheet's owner: what is missing and a way to the artifact
-    expect(await embeds.show(dev, `artifact:${ids.sheet}#chart=Gone`, opts())).toEqual({ state: "missing", address: `artifact:${ids.sheet}#chart=Gone`, title: expect.any(String), href: `/artifacts/${ids.sheet}`, message: expect.stringMatching(/Gone.*Trend/) });
+    // named by its title, not its id: the message is for the reader (the API's error keeps the id)
+    expect(await embeds.show(dev, `artifact:${ids.sheet}#chart=Gone`, opts())).toEqual({ state: "missing", address: `artifact:${ids.sheet}#chart=Gone`, title: "Numbers", href: `/artifacts/${ids.sheet}`, message: `“Numbers” has no chart "Gone"; its charts are: Trend` });
+    expect(await embeds.show(dev, `artifact:${ids.sheet}@7#chart=Trend`, opts())).toMatchObject({ state: "missing", message: "“Numbers” has no version 7; latest is 1" });
     expect((await embeds.show(dev, "artifact:not an address", opts())).state).toBe("unavailable");
     expect((await embeds.show({ kind: "identity", id: "alice" }, `artifact:${ids.sheet}#chart=Trend`, opts())).state).toBe("unavailable");
     expect((await embeds.show({ kind: "identity", id: "alice" }, `artifact:${ids.sheet}#chart=Gone`, opts())).state).toBe("unavailable");

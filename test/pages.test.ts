@@ -2,13 +2,15 @@
  * The artifact pages in a real Chromium (spec 4.1, 2.9–2.11, 5), used the way a person uses them: sign in,
  * list, open each kind, switch versions, move through a deck with keys, the overview, `?part=`, dark mode,
  * embeds that follow the latest version or stay on one, an embed another reader cannot open, and a deck
- * that tries to read the app's cookies, call the API and load from a host it may not. axe-core checks our
- * own pages. Screenshots land in test/screenshots (the README shows them).
+ * that tries to read the app's cookies, call the API and load from a host it may not; charts on a phone
+ * (the compact drawing), an empty document, artifacts named by title (never by id) in what a reader reads,
+ * and the list's previews in dark mode. axe-core checks our own pages. Screenshots land in
+ * test/screenshots (the README shows them).
  */
 import type { Browser, BrowserContext, Frame, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { axeViolations, launchBrowser, screenshot, signIn } from "./helpers-browser";
-import { client, publishAs as publishWith, startApp } from "./helpers";
+import { client, publishAs as publishWith, startApp, uploadFile } from "./helpers";
 import { chartStyle } from "../core/artifacts/render/chart";
 
 // browser globals inside page.evaluate callbacks (this file is type-checked without the DOM library)
@@ -139,7 +141,7 @@ describe("a document", () => {
     expect(await page.locator(".doc .footnotes li").count()).toBe(1);
     // the chart follows the latest version of the sheet (2: six months); the range is pinned at 1
     const [chart, range] = [page.locator("figure.embed").nth(0), page.locator("figure.embed").nth(1)];
-    expect(await chart.locator("svg").count()).toBe(1);
+    expect([await chart.locator(".svc-chart-wide svg").count(), await chart.locator(".svc-chart-compact svg").count()]).toEqual([1, 1]); // the compact one for phones
     expect(await chart.locator(".embed-source").textContent()).toContain("follows the latest version (2)");
     expect(await chart.locator("figcaption").textContent()).toBe("Revenue and costs by month");
     expect(await range.locator(".embed-source").textContent()).toContain("fixed at version 1 of 2");
@@ -239,7 +241,7 @@ describe("a deck", () => {
     await expect.poll(() => page.locator("[data-deck-position]").textContent()).toBe("2 / 4");
     await page.keyboard.press("ArrowRight");
     await expect.poll(() => page.locator("[data-deck-position]").textContent()).toBe("3 / 4");
-    expect(await frame.locator("section.slide[data-current] svc-embed[data-state=shown] svg").count()).toBe(1);
+    expect(await frame.locator("section.slide[data-current] svc-embed[data-state=shown] .svc-chart-wide svg").count()).toBe(1);
     await screenshot(page, "deck");
     await page.locator("iframe[data-deck-frame]").click();
     await page.keyboard.press("o");
@@ -363,6 +365,184 @@ describe("a deck", () => {
     const base = `${app.url}${(await page.locator("iframe[data-deck-frame]").getAttribute("src"))!.replace(/index\.html.*$/, "")}`;
     expect((await fetch(`${base}_artifact/${doc}/1/red.svg`)).status).toBe(200);
     expect((await fetch(`${base}_artifact/${doc}/1/document.md`)).status).toBe(404);
+  });
+});
+
+/** A sheet of twelve months and three series with long names, its bar chart "Year" and line chart "Trend" (no theme: both modes). */
+async function yearSheet(title: string): Promise<string> {
+  const months = Array.from({ length: 12 }, (_, i) => `2026-${String(i + 1).padStart(2, "0")}-28`);
+  const rows = ["Month,Recurring revenue,Professional services,Hardware costs", ...months.map((m, i) => `${m},${200000 + i * 13000},${80000 + i * 4000},${50000 + i * 2500}`)];
+  const usd = { type: "currency", currency: "USD" };
+  return publishAs("dev", "sheet", title, {
+    "workbook.json": JSON.stringify({
+      sheets: [{ name: "Data", columns: { Month: "date", "Recurring revenue": usd, "Professional services": usd, "Hardware costs": usd } }],
+      charts: [
+        { name: "Year", type: "bar", sheet: "Data", x: "Month", y: ["Recurring revenue", "Professional services", "Hardware costs"], title: "Revenue and costs by month, 2026" },
+        { name: "Trend", type: "line", sheet: "Data", x: "Month", y: ["Recurring revenue"] },
+      ],
+    }),
+    "sheets/Data.csv": rows.join("\n") + "\n",
+  });
+}
+
+/**
+ * The charts drawn on the page or frame as the reader sees them: which drawing shows (`svc-chart-wide` or
+ * `svc-chart-compact`), its viewBox, the smallest label in CSS px as rendered (its font size times the
+ * drawing's scale, slide scaling included), and the labels that overlap another or stick out of the drawing.
+ */
+function visibleCharts(where: Page | Frame) {
+  return where.evaluate(() => {
+    const svgs = [...document.querySelectorAll(".embed-chart svg, svc-embed svg")].filter((svg: any) => svg.getBoundingClientRect().width > 0);
+    return svgs.map((svg: any) => {
+      const box = svg.getBoundingClientRect();
+      const scale = box.width / svg.viewBox.baseVal.width;
+      const texts = [...svg.querySelectorAll("text")].filter((t: any) => t.textContent.trim() && getComputedStyle(t).opacity !== "0").map((t: any) => ({ text: t.textContent, rect: t.getBoundingClientRect(), px: parseFloat(getComputedStyle(t).fontSize) * scale }));
+      const overlaps: string[] = [];
+      texts.forEach((a: any, i: number) => texts.slice(i + 1).forEach((b: any) => {
+        const w = Math.min(a.rect.right, b.rect.right) - Math.max(a.rect.left, b.rect.left);
+        const h = Math.min(a.rect.bottom, b.rect.bottom) - Math.max(a.rect.top, b.rect.top);
+        if (w > 1 && h > 1) overlaps.push(`${a.text} / ${b.text}`);
+      }));
+      const cut = texts.filter((t: any) => t.rect.left < box.left - 1 || t.rect.right > box.right + 1 || t.rect.top < box.top - 1 || t.rect.bottom > box.bottom + 1).map((t: any) => t.text);
+      return { layout: svg.closest(".svc-chart-wide, .svc-chart-compact")?.className ?? "one drawing", viewBox: svg.getAttribute("viewBox"), smallest: Math.round(Math.min(...texts.map((t: any) => t.px)) * 10) / 10, labels: texts.length, overlaps, cut };
+    });
+  });
+}
+
+describe("charts on a phone", () => {
+  it("draws a document's and a deck's charts in the compact layout on a 390 px phone (labels of 10 px or more, none overlapping or cut), and wide on a desktop", async () => {
+    const sheet = await yearSheet("Year numbers");
+    const doc = await publishAs("dev", "document", "Year review", { "document.md": `# Year review\n\nThe lede.\n\n## Year\n\n![Year](artifact:${sheet}#chart=Year)\n\n![Trend](artifact:${sheet}#chart=Trend)\n` });
+    const deck = await publishAs("dev", "slides", "Year deck", { "index.html": `<!doctype html><html><head><title>d</title></head><body><section class="slide chart"><h2>Year</h2><svc-embed src="artifact:${sheet}#chart=Year"></svc-embed></section></body></html>` });
+    const phone = await devPage(await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 }));
+    await phone.goto(`${app.url}/artifacts/${doc}`);
+    const docCharts = await visibleCharts(phone);
+    expect(docCharts).toHaveLength(2);
+    for (const c of docCharts) {
+      expect(c.smallest, JSON.stringify(c)).toBeGreaterThanOrEqual(10);
+      expect(c.labels).toBeGreaterThan(5);
+      expect(c.overlaps, JSON.stringify(c)).toEqual([]);
+      expect(c.cut, JSON.stringify(c)).toEqual([]);
+    }
+    expect(docCharts.map((c) => [c.layout, c.viewBox])).toEqual([["svc-chart-compact", "0 0 340 300"], ["svc-chart-compact", "0 0 340 300"]]);
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await phone.locator("figure.embed").first().scrollIntoViewIfNeeded();
+    await screenshot(phone, "document-chart-phone");
+
+    await phone.goto(`${app.url}/artifacts/${deck}`);
+    const frame = await deckFrame(phone);
+    const deckCharts = await visibleCharts(frame);
+    expect(deckCharts).toHaveLength(1);
+    expect(deckCharts[0]!.smallest, JSON.stringify(deckCharts[0])).toBeGreaterThanOrEqual(10);
+    expect(deckCharts[0]!.overlaps, JSON.stringify(deckCharts[0])).toEqual([]);
+    expect(deckCharts[0]!.cut, JSON.stringify(deckCharts[0])).toEqual([]);
+    expect(deckCharts.map((c) => [c.layout, c.viewBox])).toEqual([["svc-chart-compact", "0 0 360 157"]]);
+    await screenshot(phone, "deck-chart-phone");
+
+    // a desktop keeps the wide drawing, at the box's size
+    const desktop = await devPage();
+    await desktop.goto(`${app.url}/artifacts/${doc}`);
+    expect((await visibleCharts(desktop)).map((c) => [c.layout, c.viewBox])).toEqual([["svc-chart-wide", "0 0 720 360"], ["svc-chart-wide", "0 0 720 360"]]);
+    await desktop.goto(`${app.url}/artifacts/${deck}`);
+    expect((await visibleCharts(await deckFrame(desktop))).map((c) => [c.layout, c.viewBox])).toEqual([["svc-chart-wide", "0 0 1100 480"]]);
+  });
+});
+
+describe("an empty document", () => {
+  it("shows the reader a page saying the document is empty, and its author the publish warning", async () => {
+    const id = await publishAs("dev", "document", "Nothing yet", { "document.md": "#\n\n> \n\n<!-- to do -->\n" });
+    const page = await devPage();
+    expect((await page.goto(`${app.url}/artifacts/${id}`))!.status()).toBe(200);
+    const empty = page.locator("[data-document-empty]");
+    expect(await empty.locator("h2").textContent()).toBe("This document is empty");
+    expect(await empty.locator("p").textContent()).toBe("Version 1 has no text, images or embeds yet.");
+    expect(await page.locator(".warnings summary").textContent()).toBe("1 publish warning");
+    await page.locator(".warnings summary").click();
+    expect(await page.locator('.warnings li[data-code="document_empty"]').textContent()).toMatch(/^document_empty document\.md shows nothing: it has no text, image or embed/);
+    await screenshot(page, "document-empty");
+    expect(await axeViolations(page)).toEqual([]);
+    // a document with content says nothing of the kind
+    await page.goto(`${app.url}/artifacts/${ids.document}`);
+    expect(await page.locator("[data-document-empty]").count()).toBe(0);
+  });
+});
+
+describe("artifacts named in what a reader reads", () => {
+  it("names them by title, never by id (art_…): a missing embed, a broken dependent's warning (neutral for one the reader cannot open), a version that is not there; the API keeps the ids", async () => {
+    const sheet = await yearSheet("Pipeline numbers");
+    const doc = await publishAs("dev", "document", "Pipeline review", { "document.md": `# Pipeline review\n\nThe lede.\n\n![Year](artifact:${sheet}#chart=Year)\n` });
+    // system code reaches every artifact: alice's document shows dev's chart too, and dev may not open it
+    const alices = await publishAs("alice", "document", "Alice's secret plan", { "document.md": `# Plan\n\n![Year](artifact:${sheet}#chart=Year)\n` });
+    // version 2 of the sheet renames the chart both documents show
+    const dev = client(app);
+    const workbook = JSON.parse((await dev.get(`/api/artifacts/${sheet}/versions/1/files/workbook.json`)).text);
+    workbook.charts[0].name = "Year 2026";
+    const csv = (await dev.get(`/api/artifacts/${sheet}/versions/1/files/sheets/Data.csv`)).text;
+    const next = await dev.post(`/api/artifacts/${sheet}/versions`, { files: [
+      { path: "workbook.json", file: await uploadFile(app, JSON.stringify(workbook), "workbook.json", "application/json") },
+      { path: "sheets/Data.csv", file: await uploadFile(app, csv, "Data.csv", "text/csv") },
+    ] });
+    expect(next.status, next.text).toBe(200);
+    // the API's warnings keep the ids, for code and operators
+    expect(next.body.warnings.map((w: any) => [w.code, w.artifactId, w.message.includes(w.artifactId)]).sort()).toEqual([["dependent_broken", alices, true], ["dependent_broken", doc, true]].sort());
+
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts/${doc}`);
+    const missing = page.locator(".embed-missing");
+    expect(await missing.textContent()).toBe(`No longer there: “Pipeline numbers” has no chart "Year"; its charts are: Year 2026, Trend. Open Pipeline numbers`);
+
+    await page.goto(`${app.url}/artifacts/${sheet}`);
+    await page.locator(".warnings summary").click();
+    const warnings = await page.locator('.warnings li[data-code="dependent_broken"]').allTextContents();
+    expect(warnings.sort()).toEqual([
+      `dependent_broken An artifact you cannot open shows chart “Year” of this artifact, which this version no longer has: this artifact has no chart "Year"; its charts are: Year 2026, Trend`,
+      `dependent_broken “Pipeline review” shows chart “Year” of this artifact, which this version no longer has: this artifact has no chart "Year"; its charts are: Year 2026, Trend`,
+    ]);
+    expect(await page.locator(`.warnings a[href="/artifacts/${doc}"]`).textContent()).toBe("“Pipeline review”");
+    await screenshot(page, "warnings-named");
+    const text = await page.locator("main").innerText(); // what shows (the sheet view's JSON config holds its id)
+    expect(text).not.toMatch(/art_[0-9A-Za-z]/);
+    expect(text).not.toContain("Alice's secret plan");
+
+    const gone = await page.goto(`${app.url}/artifacts/${sheet}?v=9`);
+    expect(gone!.status()).toBe(404);
+    expect(await page.locator(".empty-state p").first().textContent()).toBe("This artifact has no version 9; latest is 2");
+  });
+});
+
+describe("the list in dark mode", () => {
+  it("draws the previews in the reader's colour scheme, or the mode the theme pins", async () => {
+    const sheet = await yearSheet("Dark preview numbers");
+    const deck = await publishAs("dev", "slides", "Dark preview deck", { "index.html": `<!doctype html><html><head><title>d</title></head><body><section class="slide title"><h1>Night and day</h1><p>A deck whose theme pins no mode</p></section></body></html>` });
+    const background = (el: any) => getComputedStyle(el).backgroundColor;
+    const DARK_BG = "rgb(11, 17, 32)";
+    const LIGHT_BG = "rgb(255, 255, 255)";
+    /** The visible drawing of a sheet card's chart preview: its title's fill. */
+    const chartTitle = (page: Page, id: string) => page.locator(`.card[data-artifact="${id}"] .preview-chart`).evaluate((el: any) => [...el.querySelectorAll("svg")].find((svg: any) => svg.getBoundingClientRect().width > 0)?.querySelector("text")?.ownerSVGElement && [...el.querySelectorAll("svg")].find((svg: any) => svg.getBoundingClientRect().width > 0)!.querySelectorAll("text").values().find((t: any) => t.textContent === "Revenue and costs by month, 2026")?.getAttribute("fill"));
+
+    const context = await browser.newContext({ colorScheme: "dark", viewport: { width: 1360, height: 900 } });
+    const page = await devPage(context);
+    await page.goto(`${app.url}/artifacts`);
+    expect(await page.locator(`.card[data-artifact="${sheet}"] .preview-chart`).evaluate(background)).toBe(DARK_BG);
+    expect(await chartTitle(page, sheet)).toBe(chartStyle(undefined, "dark").foreground);
+    // the deck check's screenshot is light: a dark page shows the live thumbnail, dark
+    const thumb = page.locator(`.card[data-artifact="${deck}"] .preview iframe`);
+    await expect.poll(() => thumb.count()).toBe(1);
+    const frame = (await (await thumb.elementHandle())!.contentFrame())!;
+    await frame.waitForFunction(() => (window as any).svcKit?.count > 0);
+    expect(await frame.locator("section.slide").evaluate(background)).toBe(DARK_BG);
+    // the sandbox's sheet and deck pin light: they stay light
+    expect(await page.locator(`.card[data-artifact="${ids.sheet}"] .preview-chart`).evaluate(background)).toBe(LIGHT_BG);
+    expect(await page.locator(`.card[data-artifact="${ids.deck}"] .preview img`).count()).toBe(1);
+    await screenshot(page, "artifacts-list-dark", { fullPage: true });
+    expect(await axeViolations(page)).toEqual([]);
+
+    // light: the light drawing and the screenshot
+    const light = await devPage();
+    await light.goto(`${app.url}/artifacts`);
+    expect(await light.locator(`.card[data-artifact="${sheet}"] .preview-chart`).evaluate(background)).toBe(LIGHT_BG);
+    expect(await chartTitle(light, sheet)).toBe(chartStyle(undefined, "light").foreground);
+    expect(await light.locator(`.card[data-artifact="${deck}"] .preview img`).evaluate((img: any) => img.complete && img.naturalWidth)).toBe(1280);
   });
 });
 

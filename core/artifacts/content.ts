@@ -136,11 +136,33 @@ const markdownParser = lazily(async () => {
 });
 
 /**
+ * Whether `document.md` shows a reader nothing (spec 2.9): no block with text, code, an image or an
+ * embed. Blank, or only empty blocks (`#` with no text, an empty quote or list item, a lone `---`), raw
+ * HTML (the renderer drops it) and link definitions no text uses.
+ */
+export async function isEmptyDocument(markdown: string): Promise<boolean> {
+  return emptyTree((await markdownParser()).parse(markdown));
+}
+
+/** {@link isEmptyDocument} over the parsed tree. */
+function emptyTree(tree: ReturnType<Awaited<ReturnType<typeof markdownParser>>["parse"]>): boolean {
+  let shown = false;
+  visit(tree, (node) => {
+    if (shown) return false;
+    if (node.type === "definition" || node.type === "html") return "skip";
+    if ((node.type === "text" || node.type === "inlineCode" || node.type === "code") && /\S/.test(node.value)) shown = true;
+    else if (node.type === "image" || node.type === "imageReference") shown = true;
+    return undefined;
+  });
+  return !shown;
+}
+
+/**
  * Reads `document.md` (spec 2.9): the first `#` heading is the title and the paragraph after it the
  * lede; every heading gets a GitHub slug (`q3-results`, then `q3-results-1`); images and links are
- * collected with their lines.
+ * collected with their lines; `empty` when it shows a reader nothing ({@link isEmptyDocument}).
  */
-export async function readDocument(markdown: string): Promise<{ title?: string; lede?: string; sections: Section[]; references: ContentReference[] }> {
+export async function readDocument(markdown: string): Promise<{ title?: string; lede?: string; sections: Section[]; references: ContentReference[]; empty: boolean }> {
   const tree = (await markdownParser()).parse(markdown);
   const slugger = new GithubSlugger();
   const sections: Section[] = [];
@@ -179,7 +201,7 @@ export async function readDocument(markdown: string): Promise<{ title?: string; 
     }
   });
   for (const [id, def] of definitions) if (!used.has(id)) references.push({ file: "document.md", target: def.url, use: "link", line: def.position?.start.line });
-  return { title, lede, sections, references };
+  return { title, lede, sections, references, empty: emptyTree(tree) };
 }
 
 /**

@@ -13,6 +13,16 @@ import { ALLOWED_CDN_HOSTS, classifyReference, cssUrls, isImagePath, readDeck, r
 import type { VersionOutline } from "./resolve";
 import { validateWorkbook } from "./workbook";
 
+/** Something about a version that publishes, but its author should know (a publish warning with its file). */
+export interface ContentWarning {
+  code: string;
+  file: string;
+  message: string;
+}
+
+/** The `document_empty` warning's sentence. */
+export const DOCUMENT_EMPTY_MESSAGE = "document.md shows nothing: it has no text, image or embed (blank, or only empty blocks), so readers see an empty document. Write its content in Markdown: a # title, then paragraphs";
+
 /** The most problems one refusal lists (the total is always given). */
 const MAX_PROBLEMS = 100;
 /** The largest text file (document.md, index.html, CSS, JSON) read for checks, in bytes. */
@@ -25,12 +35,14 @@ const MAX_TEXT_BYTES = 5 * 1024 * 1024;
  *
  * @param files where the version's files are read
  * @returns the version's outline (sections, slides, or sheets and charts), every reference its content
- *   makes (the artifact addresses among them are for the publisher to resolve), and what is wrong with it
+ *   makes (the artifact addresses among them are for the publisher to resolve), what is wrong with it,
+ *   and what publishes but the author should know (`warnings`: a document that shows nothing)
  * @throws {ApiError} artifact_invalid for a text file larger than MAX_TEXT_BYTES, a workbook.json that
  *   is not JSON, or more workbook problems than MAX_PROBLEMS (with the total)
  */
-export async function checkContent(files: FileStore, kind: ArtifactKind, entries: ReadonlyArray<{ path: string; file: FileReference }>): Promise<{ outline: VersionOutline; references: ContentReference[]; problems: ContentProblem[] }> {
+export async function checkContent(files: FileStore, kind: ArtifactKind, entries: ReadonlyArray<{ path: string; file: FileReference }>): Promise<{ outline: VersionOutline; references: ContentReference[]; problems: ContentProblem[]; warnings: ContentWarning[] }> {
   const problems: ContentProblem[] = [];
+  const warnings: ContentWarning[] = [];
   const paths = new Set(entries.map((e) => e.path));
   const text = async (path: string) => {
     const entry = entries.find((e) => e.path === path)!;
@@ -47,6 +59,7 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
     const doc = await readDocument(await text("document.md"));
     Object.assign(outline, { ...(doc.title ? { title: doc.title } : {}), ...(doc.lede ? { lede: doc.lede } : {}), sections: doc.sections });
     references.push(...doc.references);
+    if (doc.empty) warnings.push({ code: "document_empty", file: "document.md", message: DOCUMENT_EMPTY_MESSAGE });
     for (const ref of doc.references) {
       if (ref.use !== "image") continue;
       const where = classifyReference(ref);
@@ -98,7 +111,7 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
     outline.charts = result.charts;
     for (const link of result.links) references.push({ file: link.file, target: link.address, use: "link", line: link.row });
   }
-  return { outline, references, problems };
+  return { outline, references, problems, warnings };
 }
 
 /** The 422 refusal of a version: every problem (capped) with the total count. */

@@ -276,7 +276,7 @@ export class ArtifactStore {
     problems.push(...checkLayout(kind, [...meant]));
     if (problems.length) throw invalid(problems);
 
-    const { outline, references, problems: contentProblems } = await checkContent(this.files, kind, entries);
+    const { outline, references, problems: contentProblems, warnings: contentWarnings } = await checkContent(this.files, kind, entries);
     problems.push(...contentProblems);
 
     // every artifact address, resolved against what the author can read (spec 4.3)
@@ -322,7 +322,7 @@ export class ArtifactStore {
     if (problems.length) throw invalid(problems);
 
     // dependents that follow the latest version and would no longer find what they show (spec 4.3)
-    const warnings: Array<v.InferOutput<typeof PublishWarningSchema>> = [];
+    const warnings: Array<v.InferOutput<typeof PublishWarningSchema>> = [...contentWarnings];
     if (existing) {
       const dependents = await this.db.all<{ source_id: string; address: string }>(
         `SELECT l.source_id, l.address FROM artifact_links l JOIN artifacts a ON a.id = l.source_id AND a.latest_version = l.source_version

@@ -1,5 +1,5 @@
 import {
-  ArtifactStore, EmbedRenderer, FileStore, SheetData, artifactFileUrl, formatBytes, html, isImagePath, raw, renderDocument, renderSheetView, safePageUrl, themeStyle, workbookChart,
+  ArtifactStore, EmbedRenderer, FileStore, SheetData, artifactFileUrl, describeAddressPart, formatBytes, html, isEmptyDocument, isImagePath, quoted, raw, withoutArtifactIds, renderDocument, renderSheetView, safePageUrl, themeStyle, workbookChart,
   type ArtifactVersion, type EmbedOptions, type RawHtml, type Theme, type VersionOutline,
 } from "../../core/plugin-api";
 import { FRAME_PREFIX, type FrameLinks } from "./frames";
@@ -83,7 +83,7 @@ export async function artifactPage(s: PageServices, ctx: { reader: Reader; user:
 ${head(version, versions, ctx)}
 ${version.version < version.latestVersion ? html`<p class="banner" role="status">You are reading version ${version.version}. <a href="${`/artifacts/${encodeURIComponent(ctx.artifactId)}${ctx.part ? `?part=${encodeURIComponent(ctx.part)}` : ""}`}">Open the latest (version ${version.latestVersion})</a></p>` : ""}
 ${partMissing ? html`<p class="banner" role="status" data-part-missing>${partMissing}</p>` : ""}
-${warningsList(version)}
+${await warningsList(s, ctx.reader, version)}
 ${view}`;
   return shell({ title: version.artifactTitle, user: ctx.user, body, head: raw(themeStyle(theme, "[data-svc-artifact]")), styles, scripts, bodyClass: `kind-${version.kind}` });
 }
@@ -106,10 +106,28 @@ function head(version: Version, versions: ArtifactVersion[], ctx: { artifactId: 
 </header>`;
 }
 
-function warningsList(version: Version): RawHtml {
+/**
+ * The version's publish warnings (the deck check's per slide are beside their screenshots), in the
+ * reader's words: another artifact by its title when the reader may open it, else "an artifact you cannot
+ * open"; never by its id (the API's warnings keep the ids).
+ */
+async function warningsList(s: PageServices, reader: Reader, version: Version): Promise<RawHtml> {
   const warnings = version.warnings.filter((w) => w.code !== "deck_unchecked" && w.slide === undefined);
   const unchecked = version.warnings.find((w) => w.code === "deck_unchecked");
-  return html`${warnings.length ? html`<details class="warnings"><summary>${warnings.length} publish ${warnings.length === 1 ? "warning" : "warnings"}</summary><ul>${warnings.map((w) => html`<li><code>${w.code}</code> ${w.message}</li>`)}</ul></details>` : ""}${unchecked ? html`<p class="banner banner-muted" role="note">${unchecked.message}</p>` : ""}`;
+  const others = new Set(warnings.flatMap((w) => [...(w.artifactId ? [w.artifactId] : []), ...(w.message.match(/art_[0-9A-Za-z]+/g) ?? [])]));
+  others.delete(version.artifactId);
+  const titles = new Map<string, string | undefined>(await Promise.all([...others].map(async (id) => [id, (await s.artifacts.get(reader, id).catch(() => undefined))?.title] as const)));
+  const name = (id: string) => (id === version.artifactId ? "this artifact" : titles.get(id) !== undefined ? quoted(titles.get(id)!) : "an artifact you cannot open");
+  const item = (w: Version["warnings"][number]): RawHtml => {
+    if (w.code === "dependent_broken" && w.artifactId && w.address) {
+      const title = titles.get(w.artifactId);
+      const who = title !== undefined ? html`<a href="/artifacts/${encodeURIComponent(w.artifactId)}">${quoted(title)}</a>` : html`An artifact you cannot open`;
+      const why = /which this version no longer has: ([\s\S]*)$/.exec(w.message)?.[1];
+      return html`${who} shows ${describeAddressPart(w.address)} of this artifact, which this version no longer has${why ? `: ${withoutArtifactIds(why, name, { midSentence: true })}` : ""}`;
+    }
+    return html`${withoutArtifactIds(w.message, name)}`;
+  };
+  return html`${warnings.length ? html`<details class="warnings"><summary>${warnings.length} publish ${warnings.length === 1 ? "warning" : "warnings"}</summary><ul>${warnings.map((w) => html`<li data-code="${w.code}"><code>${w.code}</code> ${item(w)}</li>`)}</ul></details>` : ""}${unchecked ? html`<p class="banner banner-muted" role="note">${unchecked.message}</p>` : ""}`;
 }
 
 /**
@@ -129,6 +147,11 @@ function sheetPartMissing(outline: VersionOutline, part: string): string | undef
 
 async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: EmbedOptions["mode"]): Promise<{ view: RawHtml; ids: string[] }> {
   const md = (await versionText(s, version, "document.md")) ?? "";
+  // a document that shows nothing (publishing warned its author): say so, not a blank page
+  if (await isEmptyDocument(md)) {
+    const older = version.latestVersion > 1 ? " Another version may have some: pick it above." : "";
+    return { view: surface("doc-surface", html`<section class="empty-state doc-empty" role="status" data-document-empty><h2>This document is empty</h2><p>Version ${version.version} has no text, images or embeds yet.${older}</p></section>`), ids: [] };
+  }
   const opts: EmbedOptions = { locale: ctx.locale, mode, links: pageLinks };
   const doc = await renderDocument(md, {
     imageUrl: (path) => fileUrl(version.artifactId, version.version, path),

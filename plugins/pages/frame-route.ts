@@ -28,6 +28,8 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
         locale: r.locale,
         mode: theme?.mode ?? "system",
         chartSize: { width: 1100, height: 480 },
+        // a phone shows the slide about 0.28 times its size: a drawing that much smaller keeps its type readable
+        compactChartSize: { width: 360, height: 157 },
         links: {
           file: (id, v, p) => `${base}_artifact/${encodeURIComponent(id)}/${v}/${p.split("/").map(encodeURIComponent).join("/")}`,
           screenshot: (id, v, n) => `${base}_slide/${encodeURIComponent(id)}/${v}/${n}`,

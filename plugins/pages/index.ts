@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { H3Event } from "h3";
 import * as v from "valibot";
 import {
-  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie,
+  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie, withoutArtifactIds,
   type Principal, type RawHtml,
 } from "../../core/plugin-api";
 import { artifactPage, type PageServices } from "./artifact";
@@ -99,8 +99,10 @@ export default definePlugin({
       return { principal: session.principal, user: { id: session.principal.id, name: project.identityName(session.principal.id) ?? session.principal.id } };
     };
     const failed = (err: unknown, user?: ShellUser): Response => {
-      if (isApiError(err) && err.code === "not_found") return errorPage(404, "Not found", err.message.replace(/^No artifact ".*"$/, "There is no such artifact, or it is not yours."), user);
-      if (isApiError(err)) return errorPage(err.status, "Something is wrong with this request", err.message, user);
+      // the reader's words: no artifact ids (the API's errors and the log keep them)
+      const said = (message: string) => withoutArtifactIds(message, () => "this artifact");
+      if (isApiError(err) && err.code === "not_found") return errorPage(404, "Not found", said(err.message.replace(/^No artifact ".*"$/, "There is no such artifact, or it is not yours.")), user);
+      if (isApiError(err)) return errorPage(err.status, "Something is wrong with this request", said(err.message), user);
       log.error({ err }, "page failed");
       return errorPage(500, "Something went wrong", "The page could not be shown; the server's log says why.", user);
     };

@@ -57,8 +57,11 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
       const chart = book.charts[0];
       if (chart) {
         const table = await s.sheets.table(ctx.reader, artifact.id, version.version, chart.sheet);
-        const { svg } = workbookChart(book, chart, table, { mode: "light", locale: ctx.locale, size: { width: 480, height: 270 } });
-        return raw(`<div class="preview-chart" data-svc-artifact data-theme="${book.theme?.mode ?? "light"}">${svg}</div>`);
+        const drawn = (mode: "light" | "dark") => workbookChart(book, chart, table, { mode, locale: ctx.locale, size: { width: 480, height: 270 } }).svg;
+        // the mode the sheet's theme pins, else both: the page's CSS shows the one of the reader's colour scheme
+        const pinned = book.theme?.mode;
+        const svg = pinned ? drawn(pinned) : `<span class="svc-chart-light">${drawn("light")}</span><span class="svc-chart-dark">${drawn("dark")}</span>`;
+        return raw(`<div class="preview-chart" data-svc-artifact data-theme="${pinned ?? ""}">${svg}</div>`);
       }
       const sheet = book.sheets[0];
       if (!sheet) return html``;
@@ -71,9 +74,16 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
       return html`<table class="preview-table"><thead><tr>${cols.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead><tbody>${table.rows.slice(0, 5).map((row) => html`<tr>${cols.map((c, i) => cell(row[i] ?? "", c))}</tr>`)}</tbody></table>`;
     }
     case "slides": {
-      if (outline.checks?.checked && outline.checks.slides.length) return html`<img src="${screenshotUrl(artifact.id, version.version, 1)}" alt="" width="480" height="270" loading="lazy">`;
       const token = s.frames.mint({ artifactId: artifact.id, version: version.version, reader: ctx.reader.id });
-      return html`<iframe class="preview-frame" src="${`${FRAME_PREFIX}${token}/index.html?part=1&thumbnail=1`}" sandbox="allow-scripts" loading="lazy" tabindex="-1" title="${`First slide of ${artifact.title}`}" referrerpolicy="no-referrer"></iframe>`;
+      const thumbnail = `${FRAME_PREFIX}${token}/index.html?part=1&thumbnail=1`;
+      const title = `First slide of ${artifact.title}`;
+      if (outline.checks?.checked && outline.checks.slides.length) {
+        // the deck check's screenshot is in the mode the theme pins, else light: with none pinned, a dark
+        // page swaps it for the live thumbnail, which follows the reader's colour scheme (pages.js)
+        const pinned = (await s.artifacts.theme({ kind: "slides", files: version.files as never }))?.mode;
+        return html`<img src="${screenshotUrl(artifact.id, version.version, 1)}" alt="" width="480" height="270" loading="lazy" ${raw(pinned ? "" : html`data-dark-thumbnail="${thumbnail}" data-title="${title}"`.value)}>`;
+      }
+      return html`<iframe class="preview-frame" src="${thumbnail}" sandbox="allow-scripts" loading="lazy" tabindex="-1" title="${title}" referrerpolicy="no-referrer"></iframe>`;
     }
     default: {
       const file = version.files[0];

@@ -133,6 +133,52 @@ describe("chartOption + renderChartSvg (spec 2.8)", () => {
     expect(svg).toContain('stroke="#ffffff"'); // slices separated by the background
   });
 
+  it("compact (a phone's width): 13 px type, dates abbreviated, the legend below the plot and wrapping, x labels cut to their share; JSON only", () => {
+    const months = Array.from({ length: 12 }, (_, i) => [`2026-${String(i + 1).padStart(2, "0")}-28`, String(200000 + i * 1000), String(100000 + i * 500), "0.4", "North"]);
+    const data = { ...DATA, rows: months };
+    const compact = { width: 340, height: 300 };
+    const option = chartOption(chart({ type: "bar" }), data, LIGHT, "en-US", compact) as any;
+    expect(JSON.parse(JSON.stringify(option))).toEqual(option);
+    expect(option.xAxis[0].data.slice(0, 3)).toEqual(["Jan 26", "Feb 26", "Mar 26"]); // one date a month: month and year
+    expect(option.xAxis[0].axisLabel).toMatchObject({ fontSize: 13, hideOverlap: true, overflow: "truncate" });
+    expect(option.yAxis[0].axisLabel.fontSize).toBe(13);
+    expect(option.legend[0]).toMatchObject({ bottom: 0, left: 0, textStyle: { fontSize: 13 } });
+    expect(option.grid.bottom).toBeGreaterThanOrEqual(28); // the legend's row is kept free
+    const svg = renderChartSvg(option, compact);
+    expect(texts(svg)).toEqual(expect.arrayContaining(["Jan 26", "Revenue", "Costs"]));
+    // the wide layout keeps its medium dates and the legend on top
+    const wide = chartOption(chart({ type: "bar" }), data, LIGHT, "en-US") as any;
+    expect(wide.xAxis[0].data[0]).toBe("Jan 28, 2026");
+    expect(wide.legend[0].top).toBe(26);
+    // dates of one month: month and day; over years with repeats: the locale's short date
+    expect((chartOption(chart({ type: "line" }), DATA, LIGHT, "de-DE", compact) as any).xAxis[0].data).toEqual(["Juli 26", "Aug. 26", "Sept. 26"]);
+    const days = { ...DATA, rows: [["2026-07-01", "1", "1", "0", "A"], ["2026-07-02", "2", "1", "0", "B"]] };
+    expect((chartOption(chart({ type: "line" }), days, LIGHT, "en-US", compact) as any).xAxis[0].data).toEqual(["Jul 1", "Jul 2"]);
+    const years = { ...DATA, rows: [["2025-07-01", "1", "1", "0", "A"], ["2026-07-01", "2", "1", "0", "B"], ["2026-07-02", "2", "1", "0", "B"]] };
+    expect((chartOption(chart({ type: "line" }), years, LIGHT, "en-US", compact) as any).xAxis[0].data).toEqual(["7/1/25", "7/1/26", "7/2/26"]);
+    // a pie: shares on the slices, names in the legend below
+    const pie = chartOption(chart({ type: "pie", x: "Region", y: ["Revenue"] }), DATA, LIGHT, "en-US", compact) as any;
+    expect(pie.series[0].label.formatter).toBe("{d}%");
+    expect(pie.legend[0].data.map((d: any) => d.name)).toEqual(["North", "South", "East"]);
+  });
+
+  it("compact: the legend's items as wide as their names in a wide fallback font, wrapping rows (they ran into each other)", () => {
+    const columns = ["Month", "Recurring revenue", "Professional services", "Hardware costs"];
+    const rows = [["2026-01-28", "1", "2", "3"], ["2026-02-28", "2", "3", "4"]];
+    const option = chartOption(chart({ type: "bar", y: columns.slice(1) }), { columns, rows, types: { Month: { type: "date" } } }, LIGHT, "en-US", { width: 340, height: 300 }) as any;
+    const svg = renderChartSvg(option, { width: 340, height: 300 });
+    /** Each legend name's left edge and row (its y). */
+    const items = columns.slice(1).map((name) => {
+      const m = new RegExp(`translate\\(([\\d.]+) ([\\d.]+)\\)[^>]*>${name}<`).exec(svg)!;
+      return { name, x: Number(m[1]), y: Number(m[2]) };
+    });
+    // 0.62 em a character at 13 px: "Recurring revenue" needs 138 px, then the next one starts past it
+    const [first, second, third] = items;
+    expect(second!.y === first!.y ? second!.x - first!.x : Infinity).toBeGreaterThanOrEqual(138);
+    expect(third!.y === second!.y ? third!.x - second!.x : Infinity).toBeGreaterThanOrEqual(Math.ceil(21 * 13 * 0.62));
+    expect(new Set(items.map((i) => i.y)).size).toBe(2); // two rows in 340 px
+  });
+
   it("refuses a column the sheet does not have", () => {
     expect(() => chartOption(chart({ type: "bar", y: ["Nope"] }), DATA, LIGHT, "en-US")).toThrow(/no column "Nope"/);
   });

@@ -103,6 +103,80 @@ function halfLabel(label: string | undefined): number {
 }
 
 /**
+ * The compact layout of a chart: a drawing about as wide as a phone shows it (so its type is not scaled
+ * down to a few pixels), for a narrow box: the drawing's size in px (the legend's rows are counted
+ * against its width, the y ticks against its height).
+ */
+export interface CompactLayout {
+  width: number;
+  height: number;
+}
+
+/** The compact layout's type size in px (the wide layout's axis labels are 12 px, its title 15 px). */
+const COMPACT_FONT = 13;
+
+/**
+ * A date label as short as the dates allow (compact layout): month and two-digit year when no two dates
+ * share a month (`Jan 26`), month and day when all are in one year (`Jan 28`), else the locale's short
+ * date (`1/28/26`). In `locale`, read in UTC. Answers undefined when not every value is a `YYYY-MM-DD` date.
+ */
+function shortDates(raws: string[], locale: string): string[] | undefined {
+  const dates: Date[] = [];
+  for (const raw of raws) {
+    const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(raw);
+    if (!m) return undefined;
+    const d = new Date(0);
+    d.setUTCFullYear(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+    if (Number.isNaN(d.getTime())) return undefined;
+    dates.push(d);
+  }
+  const months = new Set(dates.map((d) => `${d.getUTCFullYear()}-${d.getUTCMonth()}`));
+  const years = new Set(dates.map((d) => d.getUTCFullYear()));
+  const opts: Intl.DateTimeFormatOptions =
+    months.size === dates.length ? { month: "short", year: "2-digit" } : years.size === 1 ? { month: "short", day: "numeric" } : { dateStyle: "short" };
+  let f: Intl.DateTimeFormat;
+  try {
+    f = new Intl.DateTimeFormat(locale, { ...opts, timeZone: "UTC" });
+  } catch {
+    f = new Intl.DateTimeFormat("en-US", { ...opts, timeZone: "UTC" });
+  }
+  return dates.map((d) => f.format(d));
+}
+
+/**
+ * The width in px a compact legend gives a name: ~0.62 em a character, what wide fallback fonts such as
+ * DejaVu Sans take (ECharts' own estimate without a canvas is narrower, and names ran into the next item).
+ */
+const legendTextWidth = (name: string) => Math.ceil(name.length * COMPACT_FONT * 0.62);
+
+/**
+ * The compact layout's legend, below the plot: each item as wide as its name needs ({@link legendTextWidth}),
+ * wrapping to more rows when they do not fit ({@link legendRows}). ECharts lays an item out by its text's
+ * box, which has the given width only when a background is drawn: a transparent one.
+ */
+function compactLegend(names: string[]): Record<string, unknown> {
+  return {
+    bottom: 0, left: 0, icon: "roundRect", itemWidth: 12, itemHeight: 8, itemGap: 12, textStyle: { fontSize: COMPACT_FONT },
+    data: names.map((name) => ({ name, textStyle: { width: legendTextWidth(name), overflow: "truncate", backgroundColor: "transparent" } })),
+  };
+}
+
+/** Rows {@link compactLegend} takes for `names` in a drawing `width` px wide. */
+function legendRows(names: string[], width: number): number {
+  let rows = 1;
+  let x = 0;
+  for (const name of names) {
+    const item = 12 + 5 + legendTextWidth(name) + 12;
+    if (x > 0 && x + item > width) {
+      rows++;
+      x = 0;
+    }
+    x += item;
+  }
+  return rows;
+}
+
+/**
  * The ECharts option of a workbook chart (spec 2.8): JSON only (no functions), so a page can embed it for
  * the browser; {@link renderChartSvg} and the browser add the formatters.
  *
@@ -115,13 +189,17 @@ function halfLabel(label: string | undefined): number {
  *   (server rendering). Series over 1,000 rows are sampled for drawing (lines: LTTB; bars: average).
  * - The option carries its formats under `svcFormats` (locale, axis type, each series' type), which
  *   ECharts ignores.
+ * - `compact` (a phone's width): 13 px type, the title alone on top and the legend below the plot
+ *   (wrapping), dates abbreviated (`Jan 26`), x labels thinned so none overlap and long ones cut with an
+ *   ellipsis, fewer y ticks; a pie's slices labelled with their share only (the legend names them).
  *
  * @param data the sheet's header, data rows (raw CSV values) and column types
  * @param style from {@link chartStyle}
  * @param locale BCP 47 tag the labels are formatted in
+ * @param compact the compact layout (undefined: the wide one, for a desktop's box)
  * @throws Error when `x` or a `y` column is not a column of `data` (publishing guarantees they are)
  */
-export function chartOption(chart: Chart, data: { columns: string[]; rows: string[][]; types: Record<string, CellType> }, style: ChartStyle, locale: string): Record<string, unknown> {
+export function chartOption(chart: Chart, data: { columns: string[]; rows: string[][]; types: Record<string, CellType> }, style: ChartStyle, locale: string, compact?: CompactLayout): Record<string, unknown> {
   const index = (name: string) => {
     const i = data.columns.indexOf(name);
     if (i < 0) throw new Error(`Chart "${chart.name}": the sheet has no column "${name}"; its columns are ${data.columns.join(", ")}`);
@@ -131,7 +209,7 @@ export function chartOption(chart: Chart, data: { columns: string[]; rows: strin
   const ys = chart.y.map((name) => ({ name, i: index(name), type: data.types[name] ?? ({ type: "number" } as CellType) }));
   const xType = data.types[chart.x] ?? { type: "text" };
   const rows = chart.type === "pie" ? data.rows.slice(0, 5) : data.rows;
-  const labels = rows.map((r) => formatCell(r[xi] ?? "", xType, locale).text);
+  const labels = (compact && xType.type === "date" ? shortDates(rows.map((r) => r[xi] ?? ""), locale) : undefined) ?? rows.map((r) => formatCell(r[xi] ?? "", xType, locale).text);
   const value = (raw: string | undefined) => {
     if (raw === undefined || raw === "") return null;
     const n = Number(raw);
@@ -146,26 +224,30 @@ export function chartOption(chart: Chart, data: { columns: string[]; rows: strin
   const base: Record<string, unknown> = {
     animation: false,
     aria: { enabled: true },
-    title: { text: title, left: 0, top: 0, textStyle: { fontSize: 15, fontWeight: 600 } },
+    title: { text: title, left: 0, top: 0, textStyle: { fontSize: compact ? COMPACT_FONT + 1 : 15, fontWeight: 600 }, ...(compact ? { width: compact.width, overflow: "truncate" } : {}) },
     tooltip: { trigger: chart.type === "pie" ? "item" : "axis", confine: true, ...(chart.type === "bar" ? { axisPointer: { type: "shadow" } } : {}) },
     [CHART_FORMATS_KEY]: formats,
   };
 
   if (chart.type === "pie") {
     const y = ys[0]!;
+    // compact: the slices' names in a legend below (names beside a small pie were cut at the edges)
+    const rowsOfLegend = compact ? legendRows(labels, compact.width) : 0;
     return applyChartStyle(
       {
         ...base,
+        ...(compact ? { legend: compactLegend(labels) } : {}),
         series: [
           {
             type: "pie",
             name: y.name,
-            radius: ["42%", "68%"],
-            center: ["50%", "56%"],
+            radius: compact ? ["36%", "62%"] : ["42%", "68%"],
+            center: compact ? ["50%", `${Math.round(50 - rowsOfLegend * 4)}%`] : ["50%", "56%"],
             avoidLabelOverlap: true,
             percentPrecision: 1,
             itemStyle: { borderWidth: 2, borderRadius: 4 },
-            label: { formatter: "{b}\n{d}%", fontSize: 12, lineHeight: 16 },
+            label: compact ? { formatter: "{d}%", fontSize: COMPACT_FONT, lineHeight: 16 } : { formatter: "{b}\n{d}%", fontSize: 12, lineHeight: 16 },
+            ...(compact ? { labelLine: { length: 6, length2: 6 } } : {}),
             data: rows.map((r, k) => ({ name: labels[k], value: value(r[y.i]) })),
           },
         ],
@@ -194,6 +276,25 @@ export function chartOption(chart: Chart, data: { columns: string[]; rows: strin
           ...(many ? { sampling: "lttb" } : {}),
         }),
   }));
+  if (compact) {
+    // the legend below the plot, wrapping; the grid leaves its rows free
+    const rowsOfLegend = legend ? legendRows(ys.map((y) => y.name), compact.width) : 0;
+    const bottom = rowsOfLegend ? rowsOfLegend * 20 + 8 : 2;
+    // an x label may take its share of the plot's width (at least 64 px) and is cut with an ellipsis past it
+    const slot = Math.max(64, Math.floor((compact.width - 56) / Math.min(4, Math.max(1, labels.length))));
+    return applyChartStyle(
+      {
+        ...base,
+        ...(legend ? { legend: compactLegend(ys.map((y) => y.name)) } : {}),
+        grid: { left: 0, right: chart.type === "bar" ? 4 : Math.min(slot / 2, Math.max(8, halfLabel(labels.at(-1)))), top: 30, bottom, containLabel: true },
+        xAxis: { type: "category", data: labels, boundaryGap: chart.type === "bar", axisTick: { alignWithLabel: true }, axisLabel: { fontSize: COMPACT_FONT, hideOverlap: true, width: slot, overflow: "truncate" } },
+        // as many y ticks as the plot's height has room for, 28 px apart at least (a deck's box is short)
+        yAxis: { type: "value", splitNumber: Math.max(1, Math.min(3, Math.floor((compact.height - 30 - bottom - 22) / 28))), axisLabel: { fontSize: COMPACT_FONT, hideOverlap: true }, splitLine: { lineStyle: { type: "dashed" } } },
+        series,
+      },
+      style,
+    );
+  }
   return applyChartStyle(
     {
       ...base,
@@ -245,15 +346,16 @@ export function renderChartSvg(option: Record<string, unknown>, size: { width: n
  * drawn from the chart's sheet rows with the workbook's theme, in the mode the theme pins, else `mode`.
  * @param table the chart's sheet (header and data rows, raw CSV values)
  * @param opts.size the SVG's box in px (it scales by its viewBox)
+ * @param opts.compact draw the compact layout ({@link chartOption}) at `size`, for a narrow box (a phone)
  */
 export function workbookChart(
   book: { theme?: Theme; sheets: ReadonlyArray<{ name: string; types: Record<string, CellType> }> },
   chart: Chart,
   table: { columns: string[]; rows: string[][] },
-  opts: { mode: "light" | "dark"; locale: string; size: { width: number; height: number } },
+  opts: { mode: "light" | "dark"; locale: string; size: { width: number; height: number }; compact?: boolean },
 ): { option: Record<string, unknown>; svg: string } {
   const types = book.sheets.find((s) => s.name === chart.sheet)?.types ?? {};
-  const option = chartOption(chart, { columns: table.columns, rows: table.rows, types }, chartStyle(book.theme, book.theme?.mode ?? opts.mode), opts.locale);
+  const option = chartOption(chart, { columns: table.columns, rows: table.rows, types }, chartStyle(book.theme, book.theme?.mode ?? opts.mode), opts.locale, opts.compact ? opts.size : undefined);
   return { option, svg: renderChartSvg(option, opts.size) };
 }
 

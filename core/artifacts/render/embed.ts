@@ -18,6 +18,7 @@ import { workbookChart } from "./chart";
 import { formatCell, type CellType } from "./format";
 import { html, raw, type RawHtml } from "./html";
 import { renderSection } from "./markdown";
+import { quoted, withoutArtifactIds } from "./reader-text";
 
 /** URLs the embedding page uses for an artifact's page, a version's file and a slide's screenshot. */
 export interface EmbedLinks {
@@ -30,18 +31,29 @@ export interface EmbedLinks {
  * chart's box in px. `system`, for a page whose theme pins no mode: a chart is drawn in both, one SVG
  * each (`.svc-chart-light`, `.svc-chart-dark`), and the page's CSS shows the one of the reader's
  * `prefers-color-scheme` (core/artifacts/kit/kit.css, plugins/pages/assets/pages.css).
+ *
+ * A chart is also drawn in two layouts (in each mode): `.svc-chart-wide` at `chartSize`, and
+ * `.svc-chart-compact` at `compactChartSize` in the compact layout (larger type, abbreviated and fewer x
+ * labels, the legend below: render/chart.ts), which the CSS shows instead in a narrow box (a phone).
  */
 export interface EmbedOptions {
   locale: string;
   mode: "light" | "dark" | "system";
+  /** The wide drawing's size (default 720×360). */
   chartSize?: { width: number; height: number };
+  /** The compact drawing's size (default {@link COMPACT_CHART_SIZE}); a box of fixed shape (a deck's) keeps `chartSize`'s aspect ratio. */
+  compactChartSize?: { width: number; height: number };
   links: EmbedLinks;
 }
+
+/** The compact drawing's default size: about a phone's column, so its 13 px type reads at about that size. */
+export const COMPACT_CHART_SIZE = { width: 340, height: 300 };
 
 /**
  * What an address shows: `body` and `source` are safe HTML; `href` opens the target's page. `missing`:
  * the reader can open the artifact, but what the address names is not in it (any more: a later version
- * renamed or removed it); `message` says what it has instead (text, not HTML). `unavailable`: anything
+ * renamed or removed it); `message` says what it has instead (text, not HTML), naming the artifact by
+ * its title, never its id (render/reader-text.ts). `unavailable`: anything
  * else the reader cannot see (nothing of it is disclosed).
  */
 export type Shown =
@@ -93,7 +105,9 @@ export class EmbedRenderer {
       // the artifact itself, when this reader may open it: then saying what it lacks discloses nothing
       const artifact = parsed ? await this.artifacts.get(reader, parsed.artifactId).catch(() => undefined) : undefined;
       if (!artifact) return { state: "unavailable", address };
-      return { state: "missing", address, title: artifact.title, href: pageUrl({ artifactId: artifact.id }), message: err.message };
+      // the reader's words: the artifact by its title, not its id (the API's error keeps the id)
+      const message = withoutArtifactIds(err.message, (id) => (id === artifact.id ? quoted(artifact.title) : "another artifact"));
+      return { state: "missing", address, title: artifact.title, href: pageUrl({ artifactId: artifact.id }), message };
     }
     const body = await this.body(reader, parsed, resolution, opts);
     const title = resolution.artifact.title;
@@ -113,7 +127,11 @@ export class EmbedRenderer {
         const book = await this.sheets.workbook(reader, id, r.version);
         const chart = book.charts.find((c) => c.name === part.chart)!;
         const table = await this.sheets.table(reader, id, r.version, chart.sheet);
-        const drawn = (mode: "light" | "dark") => workbookChart(book, chart, table, { mode, locale: opts.locale, size: opts.chartSize ?? { width: 720, height: 360 } }).svg;
+        const drawn = (mode: "light" | "dark") => {
+          const wide = workbookChart(book, chart, table, { mode, locale: opts.locale, size: opts.chartSize ?? { width: 720, height: 360 } }).svg;
+          const compact = workbookChart(book, chart, table, { mode, locale: opts.locale, size: opts.compactChartSize ?? COMPACT_CHART_SIZE, compact: true }).svg;
+          return `<span class="svc-chart-wide">${wide}</span><span class="svc-chart-compact">${compact}</span>`;
+        };
         // a sheet whose own theme pins a mode draws both the same: one is enough
         if (opts.mode !== "system" || book.theme?.mode) return raw(drawn(opts.mode === "system" ? book.theme!.mode! : opts.mode));
         return raw(`<span class="svc-chart-light">${drawn("light")}</span><span class="svc-chart-dark">${drawn("dark")}</span>`);

@@ -1,5 +1,6 @@
 /*
- * svc artifact pages: sign in and out, the version picker, `?part=` for documents, and the deck host
+ * svc artifact pages: sign in and out, the version picker, `?part=` for documents, the list's deck
+ * previews in dark mode, and the deck host
  * (the toolbar drives the sandboxed frame by postMessage; the frame reports the slide shown and hands
  * over links to other artifacts, which only this page may follow). Plain JavaScript, no build.
  */
@@ -48,6 +49,32 @@
         .catch(function () { error.textContent = "The server cannot be reached."; })
         .finally(function () { button.disabled = false; });
     });
+  }
+
+  /**
+   * On a dark page, a deck's list preview that is the deck check's (light) screenshot becomes the live
+   * thumbnail, which follows the colour scheme (list.ts marks those with data-dark-thumbnail).
+   */
+  function darkPreviews() {
+    var dark = window.matchMedia("(prefers-color-scheme: dark)");
+    function swap() {
+      if (!dark.matches) return;
+      document.querySelectorAll("img[data-dark-thumbnail]").forEach(function (img) {
+        var src = safePath(img.getAttribute("data-dark-thumbnail"));
+        if (!src) return;
+        var frame = document.createElement("iframe");
+        frame.className = "preview-frame";
+        frame.setAttribute("sandbox", "allow-scripts");
+        frame.setAttribute("loading", "lazy");
+        frame.setAttribute("tabindex", "-1");
+        frame.setAttribute("referrerpolicy", "no-referrer");
+        frame.title = img.getAttribute("data-title") || "First slide";
+        frame.src = src;
+        img.replaceWith(frame);
+      });
+    }
+    swap();
+    dark.addEventListener("change", swap);
   }
 
   function signOut(button) {
@@ -109,6 +136,7 @@
   ready(function () {
     document.querySelectorAll("form[data-sign-in]").forEach(signIn);
     document.querySelectorAll("[data-sign-out]").forEach(signOut);
+    if (document.body.classList.contains("list")) darkPreviews();
     var frame = document.querySelector("iframe[data-deck-frame]");
     if (frame) deck(frame);
     // ?part=<heading slug> on a document: go to that section (again once images have their size)
