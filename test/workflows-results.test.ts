@@ -23,8 +23,13 @@ afterAll(() => app?.close());
 
 /** Starts `workflowId` and answers its run state once it failed. */
 async function failedRun(workflowId: string) {
+  return failedRunWith(workflowId, {});
+}
+
+/** Starts `workflowId` with `input` and answers its run state once it failed. */
+async function failedRunWith(workflowId: string, input: unknown) {
   const dev = client(app);
-  const { runId } = (await dev.post(`/api/workflows/${workflowId}/runs`, { input: {} })).body;
+  const { runId } = (await dev.post(`/api/workflows/${workflowId}/runs`, { input })).body;
   const failed = await eventually(async () => {
     const r = await dev.get(`/api/workflow-runs/${runId}`);
     return r.body.status === "failed" ? r.body : undefined;
@@ -158,4 +163,17 @@ it("a download URL made by workflow code keeps its secret out of the run's Tempo
   expect(bytes.toString("latin1").split("binary/encrypted").length - 1).toBeGreaterThanOrEqual(2);
   // and the rest of the history stays readable: the run's input, as it was sent
   expect(bytes.includes(customerId)).toBe(true);
+}, 90_000);
+
+it("a workflow that fails naming a download URL keeps its secret out of the history's failure (plain text there), and its error says which link it was", async () => {
+  const dev = client(app);
+  const file = await uploadFile(app, "quarterly numbers", "q3.txt", "text/plain");
+  const { runId, failed } = await failedRunWith("odd-share-fails", { fileId: file.id });
+  expect(failed.error.message).toBe("could not mail https://files.example.com/api/download/[secret] (nor https%3A%2F%2Ffiles.example.com%2Fapi%2Fdownload%2F[secret])");
+  expect(failed.error.stack).not.toMatch(/download\/[A-Za-z0-9_-]{43}/);
+  const raw = await app.temporal.client.workflowService.getWorkflowExecutionHistory({ namespace: app.temporal.namespace, execution: { workflowId: runId } });
+  const text = Buffer.from(temporalProto().temporal.api.history.v1.History.encode(raw.history!).finish()).toString("latin1");
+  expect(text).toContain("could not mail https://files.example.com/api/download/[secret]");
+  expect(text).not.toMatch(/(\/api\/download\/|%2Fapi%2Fdownload%2F)[A-Za-z0-9_-]{43}/i);
+  expect((await dev.get(`/api/workflow-runs/${runId}`)).status).toBe(200);
 }, 90_000);

@@ -14,6 +14,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/commo
 import { workflows } from "svc-project-workflows";
 import type { RecordRunEventInput, RecordWorkflowEventInput, SvcSinks } from "../core/sdk/activities-types";
 import type { WorkflowContext, WorkflowDefinition } from "../core/sdk/workflow";
+import { withoutDownloadSecrets } from "../core/sdk/download-url-secrets";
 import { installInterventions } from "./interventions";
 import { activities, clampSummary, createRecorder, named, namedLocal, recordingMode, runsLocalWork, type Recorder, type RecordingMode } from "./records";
 export { agentReply } from "./agents";
@@ -66,8 +67,9 @@ function thrownMessage(err: unknown): string {
  * own stack (the designer's files and lines, mapped by the worker), not this function's.
  */
 function designerFailure(err: unknown): ApplicationFailure {
-  const failure = ApplicationFailure.nonRetryable(thrownMessage(err), err instanceof Error ? err.name : "Error");
-  if (err instanceof Error && err.stack) failure.stack = err.stack;
+  // Temporal keeps a failure's message and stack as plain text in the history: no download URL's secret
+  const failure = ApplicationFailure.nonRetryable(withoutDownloadSecrets(thrownMessage(err)), err instanceof Error ? err.name : "Error");
+  if (err instanceof Error && err.stack) failure.stack = withoutDownloadSecrets(err.stack);
   return failure;
 }
 

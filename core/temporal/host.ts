@@ -5,7 +5,7 @@ import type { Logger } from "../logger";
 import type { WorkflowBundle } from "./bundle";
 import type { DevServer } from "./dev-server";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
-import { DownloadUrlCodec, openPayloadKey } from "./payload-codec";
+import { DownloadUrlCodec, openPayloadKey, withoutSecretsInError } from "./payload-codec";
 import { temporalClient } from "./sdk";
 
 export { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
@@ -142,7 +142,7 @@ export class TemporalHost {
         throw t.address ? new ConfigError("TEMPORAL_ADDRESS", `${t.address} has no Temporal server answering (${connectFailure(err)}): start one there, or unset TEMPORAL_ADDRESS to run the embedded dev server`) : err;
       });
       // download URLs' secrets stay out of the histories (./payload-codec.ts): the client and the worker encode alike
-      const codec = new DownloadUrlCodec(openPayloadKey(config.dataDir));
+      const codec = new DownloadUrlCodec(openPayloadKey(config.dataDir, (file) => log.info({ file }, "wrote a new key for the Temporal payloads that hold download URLs: back it up with the data directory (runs holding such payloads cannot be read without it)")));
       const client = new (temporalClient().Client)({ connection, namespace: t.namespace, dataConverter: { payloadCodecs: [codec] } });
       return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log, codec);
     } catch (err) {
@@ -168,6 +168,9 @@ export class TemporalHost {
       activities: opts.activities,
       sinks: opts.sinks,
       dataConverter: { payloadCodecs: [this.payloadCodec] },
+      // a failure's message and stack stay plain text in the history (no codec sees them): an activity's
+      // error (one repeating its input, say) keeps no download URL's secret
+      interceptors: { activity: [() => ({ inbound: { execute: (input, next) => next(input).catch((err: unknown) => Promise.reject(withoutSecretsInError(err))) } })] },
       shutdownGraceTime: "10 seconds",
     });
     this.workerRun = this.worker.run().catch((err) => this.log.error({ err }, "the Temporal worker stopped with an error"));

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../test/helpers-fs";
-import { DownloadUrlCodec, openPayloadKey, PAYLOAD_KEY_FILE } from "./payload-codec";
+import { DownloadUrlCodec, openPayloadKey, PAYLOAD_KEY_FILE, withoutSecretsInError } from "./payload-codec";
 
 const json = (value: unknown) => ({ metadata: { encoding: new TextEncoder().encode("json/plain") }, data: new TextEncoder().encode(JSON.stringify(value)) });
 const URL_VALUE = { url: "https://files.example.com/api/download/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde", id: "dl_1" };
@@ -28,6 +28,15 @@ describe("DownloadUrlCodec", () => {
     expect(Buffer.from(again!.data!).equals(stored)).toBe(false);
   });
 
+  it("encrypts a URL percent-encoded inside another URL's query too", async () => {
+    const [encoded] = await codec.encode([json({ link: `https://mail.example.com/send?u=${encodeURIComponent(URL_VALUE.url)}` })]);
+    expect(new TextDecoder().decode(encoded!.metadata!.encoding!)).toBe("binary/encrypted");
+  });
+
+  it("keeps its key out of a JSON dump of it", () => {
+    expect(JSON.stringify(codec)).toBe(JSON.stringify({ keyId: codec.keyId }));
+  });
+
   it("leaves every other payload as it is, both ways", async () => {
     // an empty payload's data comes as a plain array from the worker
     const plain = [json({ invoiceId: "inv_1" }), { metadata: { encoding: new TextEncoder().encode("binary/null") } }, { metadata: { encoding: new TextEncoder().encode("binary/null") }, data: [] as unknown as Uint8Array }];
@@ -46,13 +55,31 @@ describe("DownloadUrlCodec", () => {
   });
 });
 
+describe("withoutSecretsInError", () => {
+  it("takes download URLs' secrets out of an error's message and stack and its causes', in place, keeping which link it was", () => {
+    const cause = new Error(`upstream refused ${URL_VALUE.url}`);
+    const err = new Error(`could not mail ${URL_VALUE.url} (${encodeURIComponent(URL_VALUE.url)})`, { cause });
+    expect(withoutSecretsInError(err)).toBe(err);
+    expect(err.message).toBe("could not mail https://files.example.com/api/download/[secret] (https%3A%2F%2Ffiles.example.com%2Fapi%2Fdownload%2F[secret])");
+    expect(err.stack).not.toContain("AbCdEf");
+    expect(cause.message).toBe("upstream refused https://files.example.com/api/download/[secret]");
+    // not an Error, or no URL: as it was
+    expect(withoutSecretsInError("plain")).toBe("plain");
+    expect(withoutSecretsInError(new Error("no link here")).message).toBe("no link here");
+  });
+});
+
 describe("openPayloadKey", () => {
   it("makes the key once (readable by its owner only) and reads the same key after", () => {
     const dir = tempDir("svc-codec-");
-    const key = openPayloadKey(dir);
+    const made: string[] = [];
+    const key = openPayloadKey(dir, (file) => made.push(file));
+    expect(made).toEqual([path.join(dir, PAYLOAD_KEY_FILE)]);
+    expect(fs.readdirSync(dir)).toEqual([PAYLOAD_KEY_FILE]); // the temporary file is gone
     expect(key).toHaveLength(32);
     expect(fs.statSync(path.join(dir, PAYLOAD_KEY_FILE)).mode & 0o777).toBe(0o600);
-    expect(openPayloadKey(dir).equals(key)).toBe(true);
+    expect(openPayloadKey(dir, (file) => made.push(file)).equals(key)).toBe(true);
+    expect(made).toHaveLength(1);
   });
 
   it("refuses a key file that is not 32 bytes, naming it", () => {
