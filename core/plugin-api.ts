@@ -113,8 +113,8 @@ export { SheetData, SheetRowsSchema, CellTypeSchema } from "./artifacts/sheet-da
  * @returns the helpers; it rejects only when the module cannot be imported
  */
 export const loadS3Helpers = lazily(async () => {
-  const { bucketWhere, isMissing, listMultipartUploads, listObjects, storageAway } = await import("./files/s3-blob-store");
-  return { bucketWhere, isMissing, listMultipartUploads, listObjects, storageAway };
+  const { answerStorageAway, bucketWhere, isMissing, listMultipartUploads, listObjects } = await import("./files/s3-blob-store");
+  return { answerStorageAway, bucketWhere, isMissing, listMultipartUploads, listObjects };
 });
 export { newId, nowIso } from "./ids";
 export { kitAssets, kitDocument, themeStyle } from "./artifacts/kit";

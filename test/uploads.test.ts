@@ -517,5 +517,14 @@ describe("tus upload sessions on S3 (real S3-compatible server)", () => {
     const done = await chunk();
     expect(done.status).toBe(200);
     expect(await done.json()).toMatchObject({ size: 10, sha256: sha(Buffer.from("0123456789")) });
-  }, 60_000);
+    // and outside tus's own handling (ending a finished upload: svc deletes its session itself), the same 503
+    server!.process.kill("SIGSTOP");
+    try {
+      const ended = await fetch(location, { method: "DELETE", headers: { ...AUTH, ...TUS } });
+      expect([ended.status, (await json(ended)).error]).toEqual([503, expect.objectContaining(away)]);
+    } finally {
+      server!.process.kill("SIGCONT");
+    }
+    expect((await fetch(location, { method: "DELETE", headers: { ...AUTH, ...TUS } })).status).toBe(204);
+  }, 90_000);
 });

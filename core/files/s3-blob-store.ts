@@ -95,6 +95,25 @@ export function storageAway(err: unknown, where: string): ApiError | undefined {
   return new ApiError("unavailable", `File storage did not answer (${where}): ${(err as Error)?.message ?? err}`);
 }
 
+/**
+ * Makes `client` fail a request whose storage did not answer with {@link storageAway}'s 503 (after the
+ * SDK's retries: the middleware sits before them), and every other failure as it was: the blob store's
+ * client and the tus upload sessions' (plugins/files/s3-sessions.ts), so every path through either answers alike.
+ * @param where the bucket as {@link bucketWhere} names it
+ */
+export function answerStorageAway(client: Pick<S3Client, "middlewareStack">, where: string): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (err) {
+        throw storageAway(err, where) ?? err;
+      }
+    },
+    { step: "initialize", name: "svcStorageAway" },
+  );
+}
+
 function errorName(err: unknown): string | undefined {
   return (err as { name?: string })?.name;
 }
@@ -168,17 +187,7 @@ export class S3BlobStore implements BlobStore {
       requestHandler: s3RequestHandler(config.timeouts),
     });
     // after the SDK's retries: a storage that does not answer is 503 `unavailable`, naming the bucket
-    const where = bucketWhere(config.bucket, config.endpoint);
-    this.client.middlewareStack.add(
-      (next) => async (args) => {
-        try {
-          return await next(args);
-        } catch (err) {
-          throw storageAway(err, where) ?? err;
-        }
-      },
-      { step: "initialize", name: "svcStorageAway" },
-    );
+    answerStorageAway(this.client, bucketWhere(config.bucket, config.endpoint));
   }
 
   /**

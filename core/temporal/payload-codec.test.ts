@@ -65,7 +65,7 @@ describe("withoutSecretsInError", () => {
     expect(cause.message).toBe("upstream refused https://files.example.com/api/download/[secret]");
     // not an Error, or no URL: as it was
     expect(withoutSecretsInError("plain")).toBe("plain");
-    expect(withoutSecretsInError(new Error("no link here")).message).toBe("no link here");
+    expect((withoutSecretsInError(new Error("no link here")) as Error).message).toBe("no link here");
   });
 });
 

@@ -7,29 +7,22 @@
 import { Readable } from "node:stream";
 import { Upload } from "@tus/server";
 import { S3Store } from "@tus/s3-store";
-import { loadS3Helpers, nowIso, type ApiError, type S3UploadTarget } from "../../core/plugin-api";
+import { loadS3Helpers, nowIso, type S3UploadTarget } from "../../core/plugin-api";
 import { FILE_ID_KEY, isExpired, type SessionStore } from "./upload-sessions";
 
-const { bucketWhere, isMissing, listMultipartUploads, listObjects, storageAway } = await loadS3Helpers();
+const { answerStorageAway, bucketWhere, isMissing, listMultipartUploads, listObjects } = await loadS3Helpers();
 
 /** Upload sessions in the blob bucket (see the module comment). */
 export class S3SessionStore extends S3Store implements SessionStore {
   readonly kind = "s3" as const;
   readonly keyPrefix: string;
 
-  /** The bucket as errors name it. */
-  private readonly where: string;
-
   constructor(target: S3UploadTarget, private readonly ttlMs: number) {
     // tags mark completed uploads for bucket lifecycle rules; expiry here is the sweep's job
     super({ s3ClientConfig: { ...target.client, bucket: target.bucket }, expirationPeriodInMilliseconds: ttlMs, useTags: false });
     this.keyPrefix = target.prefix;
-    this.where = bucketWhere(target.bucket, target.client.endpoint);
-  }
-
-  /** {@link SessionStore.unavailable}: the bucket did not answer (a timeout, no connection). */
-  unavailable(err: unknown): ApiError | undefined {
-    return storageAway(err, this.where);
+    // a bucket that does not answer fails every call with 503 `unavailable`, inside tus or not
+    answerStorageAway(this.client, bucketWhere(target.bucket, target.client.endpoint));
   }
 
   /** Moves the upload's last activity (tus's `creation_date`) to now, in `<key>.info` and the cache. */

@@ -195,13 +195,13 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
     },
     onResponseError: (req, err) => {
       if ("status_code" in err) return undefined;
-      // a bucket that stopped answering is 503 `unavailable` naming it, not tus's 500
-      const away = store.unavailable?.(err);
+      // an error of ours from the store (a bucket that stopped answering: 503 `unavailable` naming it) is
+      // answered as it is, not as tus's 500
       const call = calls.get(req as Request);
-      if (away && call) {
-        log.warn({ err, upload: call.key && urlIdOf(call.key) }, "upload request failed: file storage did not answer");
-        call.error = away;
-        return { status_code: away.status, body: away.message };
+      if (isApiError(err) && call) {
+        log.warn({ err, upload: call.key && urlIdOf(call.key) }, "upload request failed");
+        call.error = err;
+        return { status_code: err.status, body: err.message };
       }
       log.error({ err }, "upload request failed");
       return undefined;

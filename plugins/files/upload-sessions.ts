@@ -5,7 +5,6 @@
  */
 import type { Readable } from "node:stream";
 import type { Upload } from "@tus/server";
-import type { ApiError } from "../../core/plugin-api";
 
 /** The collection URL of upload sessions (spec 4.1). */
 export const UPLOADS_PATH = "/api/files/uploads";
@@ -36,12 +35,6 @@ export interface SessionStore {
   deleteExpired(): Promise<number>;
   /** Releases sockets. */
   close(): Promise<void>;
-  /**
-   * The 503 `unavailable` error for a failure of this store that means its storage did not answer
-   * (S3: a timeout or no connection, after the client's retries); undefined for any other failure.
-   * Absent on the local store, whose failures are the disk's.
-   */
-  unavailable?(err: unknown): ApiError | undefined;
   getUpload(key: string): Promise<Upload>;
 }
 
