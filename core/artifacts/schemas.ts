@@ -21,8 +21,9 @@ export type Artifact = v.InferOutput<typeof ArtifactSchema>;
 /**
  * A warning a version was published with: a dependent that no longer finds what it shows
  * (`dependent_broken`), a deck check's finding on a slide (`overflow`, `footer_overlap`, `text_overlap`,
- * `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`), `deck_unchecked`, or a
- * sheet's CSV that no sheet of `workbook.json` names (`sheet_file_unused`, with `file`).
+ * `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`), `deck_unchecked`, a
+ * sheet's CSV that no sheet of `workbook.json` names (`sheet_file_unused`, with `file`), or a document
+ * that shows nothing (`document_empty`, with `file`).
  */
 export const PublishWarningSchema = v.object({
   code: v.string(),

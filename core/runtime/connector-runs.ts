@@ -22,7 +22,7 @@ export const ConnectorRunStateSchema = v.object({
   result: v.optional(v.unknown()),
   error: v.optional(v.object({ message: v.string() })),
   queuedAt: v.string(),
-  startedAt: v.optional(v.string()),
+  startedAt: v.optional(v.pipe(v.string(), v.description("When Temporal started the run; absent while the run is queued"))),
   finishedAt: v.optional(v.string()),
   steps: v.optional(v.array(v.object({ name: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) }))),
   pendingActivities: v.optional(v.array(PendingActivitySchema)),
@@ -83,7 +83,7 @@ export class ConnectorRuns {
     const row = await this.db.get<{ definition_id: string; input: string } & StartRow>("SELECT definition_id, input, requested_at, start_status, start_error, start_finished_at FROM connector_runs WHERE run_id = ? AND kind = ?", [runId, kind]);
     if (!row) throw new ApiError("not_found", `No ${kind} run "${runId}"`);
     const events = await this.events.read({ runId, topics: [k.topic], limit: 1000 });
-    const { error, ...base } = await runStateFromRow(this.temporal, runId, row, events.find((e) => e.type.endsWith(".run.started"))?.occurredAt);
+    const { error, ...base } = await runStateFromRow(this.temporal, runId, row, events.some((e) => e.type.endsWith(".run.started")));
     const state: ConnectorRunState = { runId, kind, [k.key]: row.definition_id, input: JSON.parse(row.input), ...base, ...(error ? { error: { message: error.message } } : {}) };
     if (kind === "pipeline") {
       const steps = new Map<number, NonNullable<ConnectorRunState["steps"]>[number]>();

@@ -67,19 +67,19 @@ export interface RunStateBase {
  * few ms later, by the run's first step).
  *
  * @param queuedAt when the run was recorded
- * @param startedAt when its `*.run.started` event occurred, if it did
+ * @param started whether its `*.run.started` event was recorded
  * @throws {ApiError} not_found when Temporal does not know the run; unavailable when it does not answer
  */
-export async function readRunState(temporal: TemporalHost, runId: string, queuedAt: string, startedAt: string | undefined): Promise<RunStateBase & { execution: ExecutionOutcome }> {
+export async function readRunState(temporal: TemporalHost, runId: string, queuedAt: string, started: boolean): Promise<RunStateBase & { execution: ExecutionOutcome }> {
   const execution = await readExecution(temporal.client.workflow.getHandle(runId), temporal.namespace);
   const ui = temporal.executionUrl(runId, execution.temporalRunId);
   return {
     execution,
-    status: execution.status !== "open" ? execution.status : startedAt ? "running" : "queued",
+    status: execution.status !== "open" ? execution.status : started ? "running" : "queued",
     ...(execution.result !== undefined ? { result: execution.result } : {}),
     ...(execution.error ? { error: execution.error } : {}),
     queuedAt,
-    ...(startedAt ? { startedAt: execution.startTime } : {}),
+    ...(started ? { startedAt: execution.startTime } : {}),
     ...(execution.closeTime ? { finishedAt: execution.closeTime } : {}),
     ...(execution.pendingActivities ? { pendingActivities: execution.pendingActivities } : {}),
     ...(execution.workflowTaskFailure ? { workflowTaskFailure: execution.workflowTaskFailure } : {}),
@@ -105,11 +105,11 @@ export function unstartedRunState(runId: string, row: StartRow): RunStateBase {
 /**
  * A run's shared state fields from its row: from Temporal (`readRunState`, without the raw execution)
  * once it was started there, else from the row alone ({@link unstartedRunState}).
- * @param startedAt when the run's `*.run.started` event says it started, if it did
+ * @param started whether the run's `*.run.started` event was recorded
  * @throws {ApiError} unavailable when Temporal does not answer for a started run
  */
-export async function runStateFromRow(temporal: TemporalHost, runId: string, row: StartRow, startedAt: string | undefined): Promise<RunStateBase> {
+export async function runStateFromRow(temporal: TemporalHost, runId: string, row: StartRow, started: boolean): Promise<RunStateBase> {
   if (row.start_status !== "started") return unstartedRunState(runId, row);
-  const { execution: _execution, ...base } = await readRunState(temporal, runId, row.requested_at, startedAt);
+  const { execution: _execution, ...base } = await readRunState(temporal, runId, row.requested_at, started);
   return base;
 }

@@ -277,7 +277,7 @@ export class WorkflowRuns {
       else if (e.type === "workflow.run.node.finished" && nodes.has(n)) Object.assign(nodes.get(n)!, { status: e.payload.status, finishedAt: e.occurredAt });
     }
     const interventions = await this.interventions(runId);
-    const { status, ...base } = await runStateFromRow(this.host(), runId, row, events.find((e) => e.type === "workflow.run.started")?.occurredAt);
+    const { status, ...base } = await runStateFromRow(this.host(), runId, row, events.some((e) => e.type === "workflow.run.started"));
     return {
       runId,
       workflowId: row.workflow_id,

@@ -98,9 +98,10 @@ export default definePlugin({
       if (session.renewed) event.res.headers.append("set-cookie", sessions.cookie(token, event.req));
       return { principal: session.principal, user: { id: session.principal.id, name: project.identityName(session.principal.id) ?? session.principal.id } };
     };
-    const failed = (err: unknown, user?: ShellUser): Response => {
+    /** The error page for `err`; `artifactId`: the page's own artifact (any other id reads "another artifact"). */
+    const failed = (err: unknown, user?: ShellUser, artifactId?: string): Response => {
       // the reader's words: no artifact ids (the API's errors and the log keep them)
-      const said = (message: string) => withoutArtifactIds(message, () => "this artifact");
+      const said = (message: string) => withoutArtifactIds(message, (id) => (id === artifactId ? "this artifact" : "another artifact"));
       if (isApiError(err) && err.code === "not_found") return errorPage(404, "Not found", said(err.message.replace(/^No artifact ".*"$/, "There is no such artifact, or it is not yours.")), user);
       if (isApiError(err)) return errorPage(err.status, "Something is wrong with this request", said(err.message), user);
       log.error({ err }, "page failed");
@@ -191,7 +192,7 @@ export default definePlugin({
         try {
           return page(await artifactPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, artifactId: params.artifactId, v: version, part: query.part?.slice(0, 500), locale: localeOf(event.req), origin: event.url.origin }));
         } catch (err) {
-          return failed(err, session.user);
+          return failed(err, session.user, params.artifactId);
         }
       },
     });

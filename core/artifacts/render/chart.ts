@@ -116,8 +116,8 @@ export interface CompactLayout {
 const COMPACT_FONT = 13;
 
 /**
- * A date label as short as the dates allow (compact layout): month and two-digit year when no two dates
- * share a month (`Jan 26`), month and day when all are in one year (`Jan 28`), else the locale's short
+ * A date label as short as the dates allow (compact layout): month and year when no two dates share a
+ * month (`Jan 2026`: a two-digit year would read as a day), month and day when all are in one year (`Jan 28`), else the locale's short
  * date (`1/28/26`). In `locale`, read in UTC. Answers undefined when not every value is a `YYYY-MM-DD` date.
  */
 function shortDates(raws: string[], locale: string): string[] | undefined {
@@ -133,7 +133,7 @@ function shortDates(raws: string[], locale: string): string[] | undefined {
   const months = new Set(dates.map((d) => `${d.getUTCFullYear()}-${d.getUTCMonth()}`));
   const years = new Set(dates.map((d) => d.getUTCFullYear()));
   const opts: Intl.DateTimeFormatOptions =
-    months.size === dates.length ? { month: "short", year: "2-digit" } : years.size === 1 ? { month: "short", day: "numeric" } : { dateStyle: "short" };
+    months.size === dates.length ? { month: "short", year: "numeric" } : years.size === 1 ? { month: "short", day: "numeric" } : { dateStyle: "short" };
   let f: Intl.DateTimeFormat;
   try {
     f = new Intl.DateTimeFormat(locale, { ...opts, timeZone: "UTC" });
@@ -190,7 +190,7 @@ function legendRows(names: string[], width: number): number {
  * - The option carries its formats under `svcFormats` (locale, axis type, each series' type), which
  *   ECharts ignores.
  * - `compact` (a phone's width): 13 px type, the title alone on top and the legend below the plot
- *   (wrapping), dates abbreviated (`Jan 26`), x labels thinned so none overlap and long ones cut with an
+ *   (wrapping), dates abbreviated (`Jan 2026`), x labels thinned so none overlap and long ones cut with an
  *   ellipsis, fewer y ticks; a pie's slices labelled with their share only (the legend names them).
  *
  * @param data the sheet's header, data rows (raw CSV values) and column types

@@ -18,6 +18,13 @@ describe("withoutArtifactIds", () => {
   it("leaves addresses and words that only look alike", () => {
     expect(withoutArtifactIds("see artifact:art_01ABC#chart=Trend", name)).toBe("see artifact:art_01ABC#chart=Trend");
     expect(withoutArtifactIds("start_art_01 is no id", name)).toBe("start_art_01 is no id");
+    // a path is not a sentence: /artifacts/art_… stays (it read "/artifacts/another artifact")
+    expect(withoutArtifactIds("open /artifacts/art_01ABC?v=2", name)).toBe("open /artifacts/art_01ABC?v=2");
+  });
+
+  it("replaces a \"the artifact\" before an id with the name too (it read \"the another artifact\")", () => {
+    expect(withoutArtifactIds("the artifact art_09XYZ was withdrawn", name, { midSentence: true })).toBe("another artifact was withdrawn");
+    expect(withoutArtifactIds("The artifact art_01ABC was withdrawn", name)).toBe("“Revenue 2026” was withdrawn");
   });
 });
 

@@ -7,8 +7,8 @@
 import { parseAddress } from "../address";
 import { formatRange } from "../cell-range";
 
-/** An artifact id as the store makes them (`art_` and a ULID), not inside an address (`artifact:art_…`). */
-const ARTIFACT_ID = /(?<![:\w])([Aa]rtifact )?(art_[0-9A-Za-z]+)\b/g;
+/** An artifact id as the store makes them (`art_` and a ULID), not inside an address (`artifact:art_…`) or a path (`/artifacts/art_…`); with a "the" or "artifact" before it, which the name replaces. */
+const ARTIFACT_ID = /(?<![:\w/])((?:[Tt]he )?[Aa]rtifact )?(art_[0-9A-Za-z]+)\b/g;
 
 /**
  * `message` (an API error's or the resolver's, e.g. `artifact art_01… version 3 has no chart "Gone"; its
