@@ -145,10 +145,16 @@ function sheetPartMissing(outline: VersionOutline, part: string): string | undef
   return `This version has no sheet or chart "${part}" (it has: ${has.length ? has.join(", ") : "none"}). Showing the first tab.`;
 }
 
+/** The longest `document.md` a page parses again to tell it shows nothing, when its version has no `document_empty` warning (older versions). */
+const EMPTY_CHECK_MAX_CHARS = 2048;
+
 async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: EmbedOptions["mode"]): Promise<{ view: RawHtml; ids: string[] }> {
   const md = (await versionText(s, version, "document.md")) ?? "";
-  // a document that shows nothing (publishing warned its author): say so, not a blank page
-  if (await isEmptyDocument(md)) {
+  // a document that shows nothing (publishing warned its author): say so, not a blank page. The warning
+  // tells; a version published before there was one is parsed again only when short (a longer text
+  // that shows nothing is all HTML or link definitions: its page stays blank, as it was)
+  const warned = version.warnings.some((w) => w.code === "document_empty");
+  if (warned || (md.length <= EMPTY_CHECK_MAX_CHARS && (await isEmptyDocument(md)))) {
     const older = version.latestVersion > 1 ? " Another version may have some: pick it above." : "";
     return { view: surface("doc-surface", html`<section class="empty-state doc-empty" role="status" data-document-empty><h2>This document is empty</h2><p>Version ${version.version} has no text, images or embeds yet.${older}</p></section>`), ids: [] };
   }
