@@ -9,6 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { client, eventually, startApp, tempDir, uploadFile } from "./helpers";
 import { temporalProto } from "../core/temporal/sdk";
+import { Worker } from "@temporalio/worker";
+import { bundleWorkflows } from "../core/temporal/bundle";
+import type { DownloadUrlCodec } from "../core/temporal/payload-codec";
+import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { workflows as sandboxWorkflows } from "../sandbox/workflows";
 import { defineProject } from "../core/sdk";
 import { sandboxProject } from "../sandbox/project";
@@ -163,7 +167,14 @@ it("a download URL made by workflow code keeps its secret out of the run's Tempo
   expect(bytes.toString("latin1").split("binary/encrypted").length - 1).toBeGreaterThanOrEqual(2);
   // and the rest of the history stays readable: the run's input, as it was sent
   expect(bytes.includes(customerId)).toBe(true);
-}, 90_000);
+  // the history replays with the codec (and only with it: its encrypted payloads are not JSON without it)
+  const history = await app.temporal.client.workflow.getHandle(runId).fetchHistory();
+  const bundle = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows: path.join(import.meta.dirname, "fixtures/odd-workflows.ts") });
+  const sinks = { handlerLog: { write: { fn: () => undefined, callDuringReplay: false } } };
+  const replayed = async (payloadCodecs: DownloadUrlCodec[]) => (await Worker.runReplayHistory({ workflowBundle: bundle, sinks, dataConverter: { payloadCodecs } }, history, runId).then(() => "ok", (err: Error) => err.message));
+  expect(await replayed([app.temporal.payloadCodec])).toBe("ok");
+  expect(await replayed([])).not.toBe("ok");
+}, 120_000);
 
 it("a workflow that fails naming a download URL keeps its secret out of the history's failure (plain text there), and its error says which link it was", async () => {
   const dev = client(app);
