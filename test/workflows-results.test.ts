@@ -5,13 +5,15 @@
  * when the run is cancelled.
  */
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import pino from "pino";
 import { client, eventually, startApp, tempDir, uploadFile } from "./helpers";
 import { temporalProto } from "../core/temporal/sdk";
 import { Worker } from "@temporalio/worker";
 import { bundleWorkflows } from "../core/temporal/bundle";
-import type { DownloadUrlCodec } from "../core/temporal/payload-codec";
+import { DownloadUrlCodec, openPayloadKey } from "../core/temporal/payload-codec";
+import { readExecution } from "../core/temporal/execution";
+import { Client, Connection } from "@temporalio/client";
 import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { workflows as sandboxWorkflows } from "../sandbox/workflows";
 import { defineProject } from "../core/sdk";
@@ -174,6 +176,17 @@ it("a download URL made by workflow code keeps its secret out of the run's Tempo
   const replayed = async (payloadCodecs: DownloadUrlCodec[]) => (await Worker.runReplayHistory({ workflowBundle: bundle, sinks, dataConverter: { payloadCodecs } }, history, runId).then(() => "ok", (err: Error) => err.message));
   expect(await replayed([app.temporal.payloadCodec])).toBe("ok");
   expect(await replayed([])).not.toBe("ok");
+  // read with another key (the data directory's key lost and made again): the run is still completed,
+  // saying its result cannot be read and why (it was a 500)
+  const connection = await Connection.connect({ address: inject("temporalAddress") });
+  try {
+    const otherKey = new Client({ connection, namespace: app.temporal.namespace, dataConverter: { payloadCodecs: [new DownloadUrlCodec(openPayloadKey(tempDir()))] } });
+    const read = await readExecution(otherKey.workflow.getHandle(runId), app.temporal.namespace);
+    expect(read).toMatchObject({ status: "completed", error: { message: expect.stringMatching(/^The run completed, but its result cannot be read: a Temporal payload is encrypted with key \w+, not this data directory's temporal-payload\.key/) } });
+    expect(read).not.toHaveProperty("result");
+  } finally {
+    await connection.close();
+  }
 }, 120_000);
 
 it("a workflow that fails naming a download URL keeps its secret out of the history's failure (plain text there), and its error says which link it was", async () => {

@@ -2,6 +2,7 @@ import type { WorkflowHandle } from "@temporalio/client";
 import type { temporal } from "@temporalio/proto";
 import { temporalClient, temporalProto } from "./sdk";
 import { ApiError } from "../errors";
+import { isUnreadablePayload } from "./payload-codec";
 
 type PendingActivityInfo = temporal.api.workflow.v1.IPendingActivityInfo;
 
@@ -111,7 +112,13 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
       return { ...out, pendingActivities: pendingActivitiesOf(d.raw), ...(failure ? { workflowTaskFailure: failure } : {}) };
     }
     case "COMPLETED":
-      return { ...out, status: "completed", result: await handle.result() };
+      try {
+        return { ...out, status: "completed", result: await handle.result() };
+      } catch (err) {
+        // the run completed; only its result is unreadable here (encrypted with a key this data directory lost)
+        if (!isUnreadablePayload(err)) throw err;
+        return { ...out, status: "completed", error: { message: `The run completed, but its result cannot be read: ${(err as Error).message}` } };
+      }
     case "CANCELLED":
     case "TERMINATED":
       return { ...out, status: "cancelled" };

@@ -95,6 +95,15 @@ export function openPayloadKey(dataDir: string, onCreated?: (file: string) => vo
   return key;
 }
 
+/**
+ * Whether `err` says a payload could not be decoded here: encrypted with another key than this data
+ * directory's (the key file lost or replaced), or read by a converter without the codec.
+ */
+export function isUnreadablePayload(err: unknown): boolean {
+  const message = (err as Error | undefined)?.message ?? "";
+  return message.includes(`this data directory's ${PAYLOAD_KEY_FILE}`) || message.includes("Unknown encoding: binary/encrypted");
+}
+
 /** The Temporal `PayloadCodec` of the module comment. */
 export class DownloadUrlCodec implements PayloadCodec {
   /** The key's id, kept with each encrypted payload: the first 16 hex digits of its SHA-256. */
