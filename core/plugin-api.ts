@@ -122,8 +122,8 @@ export { EmbedRenderer, formatBytes, type EmbedOptions, type Shown } from "./art
 export { rewriteDeck } from "./artifacts/render/deck-frame";
 export { html, raw, escapeHtml, RawHtml } from "./artifacts/render/html";
 export { renderDocument } from "./artifacts/render/markdown";
-export { workbookChart } from "./artifacts/render/chart";
-export { describeAddressPart, quoted, withoutArtifactIds } from "./artifacts/render/reader-text";
+export { chartInModes, workbookChart } from "./artifacts/render/chart";
+export { artifactIdsIn, describeAddressPart, quoted, withoutArtifactIds } from "./artifacts/render/reader-text";
 export { artifactFileUrl, formatCell } from "./artifacts/render/format";
 export { renderSheetView } from "./artifacts/render/sheet-view";
 export { browserScript, echartsBrowserPath, sheetCss } from "./artifacts/render/assets";

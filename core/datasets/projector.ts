@@ -217,7 +217,8 @@ export class DatasetProjector {
       if (refused.length > 1 && refused.length === mapped.length) throw refused[0]!.err;
       for (const r of refused) failed.push({ key: r.key, error: `its object was refused: ${r.err.message}` });
     }
-    const written = chunk.map((k) => k.key).filter((key) => !failed.some((f) => f.key === key));
+    const skipped = new Set(failed.map((f) => f.key));
+    const written = chunk.map((k) => k.key).filter((key) => !skipped.has(key));
     if (written.length) await tx.run(`DELETE FROM dataset_projection_failures WHERE dataset_id = ? AND row_key IN (SELECT value FROM json_each(?))`, [dataset.id, JSON.stringify(written)]);
     for (const f of failed) {
       await tx.run(

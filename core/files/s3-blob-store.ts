@@ -89,7 +89,7 @@ export function bucketWhere(bucket: string, endpoint: string | undefined): strin
  * it is. Used by the blob store's client and by the tus upload sessions' (plugins/files/s3-sessions.ts).
  * @param where the bucket as {@link bucketWhere} names it
  */
-export function storageAway(err: unknown, where: string): ApiError | undefined {
+function storageAway(err: unknown, where: string): ApiError | undefined {
   const code = (err as { code?: string })?.code;
   if (!AWAY.has(errorName(err) ?? "") && !AWAY.has(code ?? "")) return undefined;
   return new ApiError("unavailable", `File storage did not answer (${where}): ${(err as Error)?.message ?? err}`);
@@ -154,7 +154,7 @@ export class S3BlobStore implements BlobStore {
   readonly health = healthCheck("s3", (abortSignal) =>
     // any HTTP answer is the storage answering (credentials limited to objects get 403 for a bucket's HEAD)
     this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }).catch((err: unknown) => {
-      if ((err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode === undefined) throw err;
+      if (httpStatus(err) === undefined) throw err;
     }),
   );
   /** The client (the tus upload store builds its own from the same settings, see `s3UploadTargetOf`). */

@@ -9,7 +9,7 @@ import type { ActionRunner } from "./actions";
 import type { ProjectRegistry } from "../project/registry";
 import type { Actor, DomainEventEnvelope, EventType } from "../events/catalog";
 import { handlerContext, type HandlerRunner, type HandlerCommit, type HandlerRun } from "./handler";
-import { assigneesProblem } from "./workflows";
+import { assigneesProblem } from "./intervention-assignees";
 import type { SystemContext } from "../sdk/context";
 import { ApiError, isApiError, messageOf } from "../errors";
 import { nowIso } from "../ids";

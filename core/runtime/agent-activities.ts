@@ -11,7 +11,7 @@ import type { AgentActivities } from "../sdk/activities-types";
 import type { ProjectRegistry } from "../project/registry";
 import type { AgentOutput } from "../agents/output";
 import { ModelError, type Model } from "../agents/model";
-import { AGENT_RULES, type AgentRuns, type StoredStep } from "./agents";
+import { AGENT_RULES, isRunEnded, type AgentRuns, type StoredStep } from "./agents";
 import type { AgentTools, PublishResult } from "./agent-tools";
 import { temporalActivity, temporalCommon } from "../temporal/sdk";
 
@@ -120,7 +120,7 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       if (!stored) throw temporalCommon().ApplicationFailure.nonRetryable(`Step ${step} of ${runId} has no model answer`, "AgentStepMissing");
       if (stored.results[index]) return;
       // a tool of a run that has ended does not run (a publish after a cancel)
-      if (row.status !== "queued" && row.status !== "running") return;
+      if (isRunEnded(row.status)) return;
       const call = stored.model.toolCalls[index]!;
       let result: unknown;
       let isError = false;

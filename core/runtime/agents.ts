@@ -22,6 +22,9 @@ import type { PublishResult } from "./agent-tools";
 
 export const AGENT_RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
 
+/** Whether a reply run's status is an end (completed, failed, cancelled): it takes no more steps. */
+export const isRunEnded = (status: string): status is AgentRunEnd => status !== "queued" && status !== "running";
+
 /** A reply run's state (spec 6.5 `run.snapshot`): status, what it published (and whether withdrawn), usage. */
 export const AgentRunStateSchema = v.object({
   runId: v.string(),
@@ -166,7 +169,7 @@ export class AgentRuns implements AgentRunAccess {
    */
   async cancel(principal: Principal, runId: string): Promise<AgentRunState> {
     const row = await this.runRow(runId, principal);
-    if (row.status !== "queued" && row.status !== "running") throw new ApiError("conflict", `Run ${runId} is not running (it is ${row.status})`, { status: row.status });
+    if (isRunEnded(row.status)) throw new ApiError("conflict", `Run ${runId} is not running (it is ${row.status})`, { status: row.status });
     let stopWatching = () => undefined as void;
     const ended = new Promise<void>((resolve) => (stopWatching = this.onEnded(runId, () => resolve())));
     try {
@@ -190,17 +193,16 @@ export class AgentRuns implements AgentRunAccess {
    */
   onEnded(runId: string, fn: (status: AgentRunEnd) => void): () => void {
     let done = false;
-    const isEnd = (status: string): status is AgentRunEnd => status !== "queued" && status !== "running";
     const end = (status: AgentRunEnd) => {
       if (done) return;
       stop();
       fn(status);
     };
-    const read = () => void this.db.get<{ status: string }>("SELECT status FROM agent_runs WHERE id = ?", [runId]).then((r) => r && isEnd(r.status) && end(r.status), () => undefined);
+    const read = () => void this.db.get<{ status: string }>("SELECT status FROM agent_runs WHERE id = ?", [runId]).then((r) => r && isRunEnded(r.status) && end(r.status), () => undefined);
     const onChange = (id: string, status?: string) => {
       if (id !== runId || done) return;
       if (status === undefined) read();
-      else if (isEnd(status)) end(status);
+      else if (isRunEnded(status)) end(status);
     };
     const stop = () => {
       done = true;
@@ -258,7 +260,7 @@ export class AgentRuns implements AgentRunAccess {
     const saved = await this.db.transaction(async (tx) => {
       const row = (await tx.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]))!;
       // a run that has ended keeps what it had then: a step that finished after a cancel adds nothing
-      if (row.status !== "queued" && row.status !== "running") return false;
+      if (isRunEnded(row.status)) return false;
       const steps = JSON.parse(row.steps) as StoredStep[];
       const usage = JSON.parse(row.usage) as AgentRunState["usage"];
       if (update.model && !steps[step]) {
@@ -279,8 +281,7 @@ export class AgentRuns implements AgentRunAccess {
   async setStatus(runId: string, status: "running" | AgentRunEnd, error?: string): Promise<boolean> {
     const changed = await this.db.transaction(async (tx) => {
       const row = (await tx.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]))!;
-      const ended = row.status !== "queued" && row.status !== "running";
-      if (ended || (status === "running" && row.status === "running")) return false;
+      if (isRunEnded(row.status) || (status === "running" && row.status === "running")) return false;
       const now = nowIso();
       await tx.run("UPDATE agent_runs SET status = ?, error = ?, updated_at = ? WHERE id = ?", [status, error ? JSON.stringify({ message: error }) : null, now, runId]);
       if (status !== "running") {

@@ -1,5 +1,5 @@
 import {
-  ArtifactStore, EmbedRenderer, FileStore, SheetData, artifactFileUrl, describeAddressPart, formatBytes, html, isEmptyDocument, isImagePath, quoted, raw, withoutArtifactIds, renderDocument, renderSheetView, safePageUrl, themeStyle, workbookChart,
+  ArtifactStore, EmbedRenderer, FileStore, SheetData, artifactFileUrl, artifactIdsIn, describeAddressPart, formatBytes, html, isEmptyDocument, isImagePath, quoted, raw, withoutArtifactIds, renderDocument, renderSheetView, safePageUrl, themeStyle, workbookChart,
   type ArtifactVersion, type EmbedOptions, type RawHtml, type Theme, type VersionOutline,
 } from "../../core/plugin-api";
 import { FRAME_PREFIX, type FrameLinks } from "./frames";
@@ -114,7 +114,7 @@ function head(version: Version, versions: ArtifactVersion[], ctx: { artifactId: 
 async function warningsList(s: PageServices, reader: Reader, version: Version): Promise<RawHtml> {
   const warnings = version.warnings.filter((w) => w.code !== "deck_unchecked" && w.slide === undefined);
   const unchecked = version.warnings.find((w) => w.code === "deck_unchecked");
-  const others = new Set(warnings.flatMap((w) => [...(w.artifactId ? [w.artifactId] : []), ...(w.message.match(/art_[0-9A-Za-z]+/g) ?? [])]));
+  const others = new Set(warnings.flatMap((w) => [...(w.artifactId ? [w.artifactId] : []), ...artifactIdsIn(w.message)]));
   others.delete(version.artifactId);
   const titles = new Map<string, string | undefined>(await Promise.all([...others].map(async (id) => [id, (await s.artifacts.get(reader, id).catch(() => undefined))?.title] as const)));
   const name = (id: string) => (id === version.artifactId ? "this artifact" : titles.get(id) !== undefined ? quoted(titles.get(id)!) : "an artifact you cannot open");

@@ -1,4 +1,4 @@
-import { ApiError, formatBytes, isApiError, formatCell, html, raw, workbookChart, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
+import { ApiError, formatBytes, isApiError, formatCell, chartInModes, html, raw, workbookChart, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
 import { extension, screenshotUrl, type PageServices } from "./artifact";
 import { FRAME_PREFIX } from "./frames";
 import { shell, type ShellUser } from "./shell";
@@ -60,8 +60,7 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
         const drawn = (mode: "light" | "dark") => workbookChart(book, chart, table, { mode, locale: ctx.locale, size: { width: 480, height: 270 } }).svg;
         // the mode the sheet's theme pins, else both: the page's CSS shows the one of the reader's colour scheme
         const pinned = book.theme?.mode;
-        const svg = pinned ? drawn(pinned) : `<span class="svc-chart-light">${drawn("light")}</span><span class="svc-chart-dark">${drawn("dark")}</span>`;
-        return raw(`<div class="preview-chart" data-svc-artifact data-theme="${pinned ?? ""}">${svg}</div>`);
+        return raw(`<div class="preview-chart" data-svc-artifact data-theme="${pinned ?? ""}">${chartInModes(drawn, pinned)}</div>`);
       }
       const sheet = book.sheets[0];
       if (!sheet) return html``;
@@ -81,7 +80,7 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
         // the deck check's screenshot is in the mode the theme pins, else light: with none pinned, a dark
         // page swaps it for the live thumbnail, which follows the reader's colour scheme (pages.js)
         const pinned = (await s.artifacts.theme({ kind: "slides", files: version.files as never }))?.mode;
-        return html`<img src="${screenshotUrl(artifact.id, version.version, 1)}" alt="" width="480" height="270" loading="lazy" ${raw(pinned ? "" : html`data-dark-thumbnail="${thumbnail}" data-title="${title}"`.value)}>`;
+        return html`<img src="${screenshotUrl(artifact.id, version.version, 1)}" alt="" width="480" height="270" loading="lazy" ${pinned ? "" : html`data-dark-thumbnail="${thumbnail}" data-title="${title}"`}>`;
       }
       return html`<iframe class="preview-frame" src="${thumbnail}" sandbox="allow-scripts" loading="lazy" tabindex="-1" title="${title}" referrerpolicy="no-referrer"></iframe>`;
     }

@@ -103,6 +103,16 @@ function halfLabel(label: string | undefined): number {
 }
 
 /**
+ * A chart drawn in the mode `pinned` names, else in both, each in its span (`.svc-chart-light`,
+ * `.svc-chart-dark`) for the page's CSS to show the one of the reader's colour scheme
+ * (core/artifacts/kit/kit.css, plugins/pages/assets/pages.css).
+ * @param drawn the chart's SVG (or markup) in a mode
+ */
+export function chartInModes(drawn: (mode: "light" | "dark") => string, pinned: "light" | "dark" | undefined): string {
+  return pinned ? drawn(pinned) : `<span class="svc-chart-light">${drawn("light")}</span><span class="svc-chart-dark">${drawn("dark")}</span>`;
+}
+
+/**
  * The compact layout of a chart: a drawing about as wide as a phone shows it (so its type is not scaled
  * down to a few pixels), for a narrow box: the drawing's size in px (the legend's rows are counted
  * against its width, the y ticks against its height).

@@ -14,7 +14,7 @@ import { isImagePath } from "../content";
 import type { Resolution, VersionOutline } from "../resolve";
 import { SheetData } from "../sheet-data";
 import { ArtifactStore, type ArtifactReader } from "../store";
-import { workbookChart } from "./chart";
+import { chartInModes, workbookChart } from "./chart";
 import { formatCell, type CellType } from "./format";
 import { html, raw, type RawHtml } from "./html";
 import { renderSection } from "./markdown";
@@ -132,9 +132,8 @@ export class EmbedRenderer {
           const compact = workbookChart(book, chart, table, { mode, locale: opts.locale, size: opts.compactChartSize ?? COMPACT_CHART_SIZE, compact: true }).svg;
           return `<span class="svc-chart-wide">${wide}</span><span class="svc-chart-compact">${compact}</span>`;
         };
-        // a sheet whose own theme pins a mode draws both the same: one is enough
-        if (opts.mode !== "system" || book.theme?.mode) return raw(drawn(opts.mode === "system" ? book.theme!.mode! : opts.mode));
-        return raw(`<span class="svc-chart-light">${drawn("light")}</span><span class="svc-chart-dark">${drawn("dark")}</span>`);
+        // the page's mode, else the one the sheet's own theme pins (both would draw the same), else both
+        return raw(chartInModes(drawn, opts.mode !== "system" ? opts.mode : book.theme?.mode));
       }
       case "range":
       case "sheet": {

@@ -10,6 +10,11 @@ import { formatRange } from "../cell-range";
 /** An artifact id as the store makes them (`art_` and a ULID), not inside an address (`artifact:art_…`) or a path (`/artifacts/art_…`); with a "the" or "artifact" before it, which the name replaces. */
 const ARTIFACT_ID = /(?<![:\w/])((?:[Tt]he )?[Aa]rtifact )?(art_[0-9A-Za-z]+)\b/g;
 
+/** The artifact ids `message` names (as {@link withoutArtifactIds} finds them), each once. */
+export function artifactIdsIn(message: string): string[] {
+  return [...new Set([...message.matchAll(ARTIFACT_ID)].map((m) => m[2]!))];
+}
+
 /**
  * `message` (an API error's or the resolver's, e.g. `artifact art_01… version 3 has no chart "Gone"; its
  * charts are: Trend`) with every artifact id, and the word "artifact" before it, replaced by `name(id)`:
