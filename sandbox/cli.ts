@@ -5,10 +5,13 @@
  *   tokens list                                     list tokens (never their secrets)
  *   tokens revoke <tokenId>                         revoke a token
  *   identities                                      list identities and their permissions
+ *   payload-keys                                    the Temporal payload keys' ids: current and retired
+ *   payload-keys rotate                             retire the current key, make a new one (next start)
  *
  * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data: the same for
- * `npm start` and the compiled `npm run start:prod`), running or not. The tokens commands refuse a data
- * directory that holds no svc database (a misspelt SVC_DATA_DIR), rather than make an empty one.
+ * `npm start` and the compiled `npm run start:prod`), running or not. The tokens and payload-keys
+ * commands refuse a data directory that holds no svc database (a misspelt SVC_DATA_DIR), rather than
+ * make an empty one.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -17,12 +20,14 @@ import { databaseFile } from "../core/config";
 import { Database } from "../core/store/db";
 import { TokenService } from "../core/auth/tokens";
 import { ProjectRegistry } from "../core/project/registry";
+import { openPayloadKeys, PAYLOAD_KEY_FILE, payloadKeyId, RETIRED_PAYLOAD_KEYS_DIR, rotatePayloadKey } from "../core/temporal/payload-keys";
 import { SANDBOX_DATA_DIR, sandboxProject } from "./project";
 
 const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name>]
        npm run svc -- tokens list
        npm run svc -- tokens revoke <tokenId>
-       npm run svc -- identities`;
+       npm run svc -- identities
+       npm run svc -- payload-keys [rotate]`;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } } });
@@ -38,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
     }
     return 0;
   }
-  if (group !== "tokens") {
+  if (group !== "tokens" && group !== "payload-keys") {
     console.error(`unknown command "${group}"\n${USAGE}`);
     return 2;
   }
@@ -48,6 +53,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`${which} holds no svc database (${path.basename(databaseFile(dataDir))}): start the service on it once (npm start), or set SVC_DATA_DIR to the data dir the service uses`);
     return 2;
   }
+  if (group === "payload-keys") return payloadKeys(dataDir, command);
   const db = await Database.open(databaseFile(dataDir));
   const tokens = new TokenService(db, registry);
   try {
@@ -84,6 +90,35 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   } finally {
     await db.close();
+  }
+}
+
+/**
+ * `payload-keys`: prints the ids of the Temporal payload keys (core/temporal/payload-keys.ts);
+ * `payload-keys rotate` retires the current one and makes a new one.
+ */
+function payloadKeys(dataDir: string, command: string | undefined): number {
+  try {
+    if (command === "rotate") {
+      const { retired, current } = rotatePayloadKey(dataDir);
+      console.log(`Retired key ${retired} (kept in ${path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR)}, it still reads what it encrypted); new key ${current} in ${path.join(dataDir, PAYLOAD_KEY_FILE)}. A running service encrypts with the new key from its next start. Back up both with the data directory.`);
+      return 0;
+    }
+    if (command !== undefined) {
+      console.error("usage: npm run svc -- payload-keys [rotate]");
+      return 2;
+    }
+    if (!fs.existsSync(path.join(dataDir, PAYLOAD_KEY_FILE))) {
+      console.error(`${dataDir} has no ${PAYLOAD_KEY_FILE} yet: the service writes it at its first start with Temporal`);
+      return 1;
+    }
+    const keys = openPayloadKeys(dataDir);
+    console.log(`current  ${payloadKeyId(keys.current)}  ${path.join(dataDir, PAYLOAD_KEY_FILE)}`);
+    for (const key of keys.retired) console.log(`retired  ${payloadKeyId(key)}  ${path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR)}`);
+    return 0;
+  } catch (err) {
+    console.error((err as Error).message);
+    return 1;
   }
 }
 

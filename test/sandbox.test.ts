@@ -6,7 +6,9 @@ import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { freePort } from "./setup/global";
 import { tempDir } from "./helpers";
-import { loadConfig } from "../core/config";
+import { databaseFile, loadConfig } from "../core/config";
+import { Database } from "../core/store/db";
+import { openPayloadKey, payloadKeyId } from "../core/temporal/payload-keys";
 import { sandboxBanner, type BannerApp } from "../sandbox/banner";
 import { SANDBOX_DATA_DIR, SANDBOX_DEV_TOKEN } from "../sandbox/defaults";
 
@@ -192,6 +194,7 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     const cases: [string, string[]][] = [
       [tempDir(), ["tokens", "create", "--identity", "alice"]],
       [path.join(tempDir(), "typo"), ["tokens", "list"]],
+      [tempDir(), ["payload-keys", "rotate"]],
     ];
     for (const [dataDir, args] of cases) {
       const answer = await cli(args, { ...env, SVC_DATA_DIR: dataDir });
@@ -200,6 +203,24 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
       expect(answer.stdout).not.toMatch(/Created token/);
       expect(fs.existsSync(path.join(dataDir, "svc.db"))).toBe(false);
     }
+  });
+
+  it("the CLI lists the Temporal payload keys and rotates them: the old key retired under its id, a new one current", async () => {
+    const { env } = await sandboxEnv("warn");
+    const dataDir = tempDir();
+    await (await Database.open(databaseFile(dataDir))).close();
+    const cliEnv = { ...env, SVC_DATA_DIR: dataDir };
+    const none = await cli(["payload-keys"], cliEnv);
+    expect([none.code, none.stderr.trim()]).toEqual([1, `${dataDir} has no temporal-payload.key yet: the service writes it at its first start with Temporal`]);
+    const first = payloadKeyId(openPayloadKey(dataDir));
+    expect((await cli(["payload-keys"], cliEnv)).stdout.trim()).toBe(`current  ${first}  ${path.join(dataDir, "temporal-payload.key")}`);
+    const rotated = await cli(["payload-keys", "rotate"], cliEnv);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const second = payloadKeyId(openPayloadKey(dataDir));
+    expect(second).not.toBe(first);
+    expect(rotated.stdout).toContain(`Retired key ${first} (kept in ${path.join(dataDir, "temporal-payload-keys")}, it still reads what it encrypted); new key ${second}`);
+    expect((await cli(["payload-keys"], cliEnv)).stdout.trim().split("\n")).toEqual([`current  ${second}  ${path.join(dataDir, "temporal-payload.key")}`, `retired  ${first}  ${path.join(dataDir, "temporal-payload-keys")}`]);
+    expect((await cli(["payload-keys", "spin"], cliEnv)).code).toBe(2);
   });
 
   it("a data dir it cannot use or a port in use ends the start with one line naming the variable and its value, exit 2, no stack trace", async () => {

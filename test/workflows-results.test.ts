@@ -11,7 +11,8 @@ import { client, eventually, startApp, tempDir, uploadFile } from "./helpers";
 import { temporalProto } from "../core/temporal/sdk";
 import { Worker } from "@temporalio/worker";
 import { bundleWorkflows } from "../core/temporal/bundle";
-import { DownloadUrlCodec, openPayloadKey } from "../core/temporal/payload-codec";
+import { DownloadUrlCodec } from "../core/temporal/payload-codec";
+import { openPayloadKey, rotatePayloadKey } from "../core/temporal/payload-keys";
 import { readExecution } from "../core/temporal/execution";
 import { Client, Connection } from "@temporalio/client";
 import { WORKFLOW_ENGINE } from "../workflows/modules";
@@ -21,9 +22,9 @@ import { sandboxProject } from "../sandbox/project";
 import { workflows } from "./fixtures/odd-workflows";
 
 let app: Awaited<ReturnType<typeof startApp>>;
+const oddApp = { project: defineProject({ ...sandboxProject, workflows, workflowsModule: path.join(import.meta.dirname, "fixtures/odd-workflows.ts") }), ownWorkflowBundle: true, env: { SVC_API_PUBLIC_ORIGIN: "https://files.example.com" } };
 beforeAll(async () => {
-  const project = defineProject({ ...sandboxProject, workflows, workflowsModule: path.join(import.meta.dirname, "fixtures/odd-workflows.ts") });
-  app = await startApp({ project, ownWorkflowBundle: true, env: { SVC_API_PUBLIC_ORIGIN: "https://files.example.com" } });
+  app = await startApp(oddApp);
 }, 120_000);
 afterAll(() => app?.close());
 
@@ -143,9 +144,10 @@ it("at start, open runs of a workflow the project no longer defines are named in
   }
 }, 120_000);
 
-it("a download URL made by workflow code keeps its secret out of the run's Temporal history, and the run still answers it", async () => {
-  const dev = client(app);
-  const file = await uploadFile(app, "quarterly numbers", "q3.txt", "text/plain");
+/** Runs `odd-share` on `target` (a file shared by a download URL written into a new customer) until it ends; answers its run state. */
+async function sharedRun(target: typeof app) {
+  const dev = client(target);
+  const file = await uploadFile(target, "quarterly numbers", "q3.txt", "text/plain");
   const customerId = `cus_share_${Date.now()}`;
   const { runId } = (await dev.post("/api/workflows/odd-share/runs", { input: { fileId: file.id, customerId } })).body;
   const done = await eventually(async () => {
@@ -153,6 +155,18 @@ it("a download URL made by workflow code keeps its secret out of the run's Tempo
     return ["completed", "failed"].includes(r.body.status) ? r.body : undefined;
   }, 60_000);
   expect(done.status, JSON.stringify(done.error)).toBe("completed");
+  return { runId: runId as string, customerId, done };
+}
+
+/** The raw bytes of a run's history as Temporal stores it (no codec). */
+async function rawHistory(target: typeof app, runId: string): Promise<Buffer> {
+  const raw = await target.temporal.client.workflowService.getWorkflowExecutionHistory({ namespace: target.temporal.namespace, execution: { workflowId: runId } });
+  return Buffer.from(temporalProto().temporal.api.history.v1.History.encode(raw.history!).finish());
+}
+
+it("a download URL made by workflow code keeps its secret out of the run's Temporal history, and the run still answers it", async () => {
+  const dev = client(app);
+  const { runId, customerId, done } = await sharedRun(app);
   // the run's result and the object it wrote carry the URL, which works
   const url: string = done.result.url;
   expect(url).toMatch(/^https:\/\/files\.example\.com\/api\/download\/[A-Za-z0-9_-]{43}$/);
@@ -162,13 +176,15 @@ it("a download URL made by workflow code keeps its secret out of the run's Tempo
   expect([read.status, await read.text()]).toEqual([200, "quarterly numbers"]);
   // the history as Temporal stores it (no codec): neither the secret nor the URL's path, and the
   // payloads that held it encrypted (at least the activity's result and the run's result)
-  const raw = await app.temporal.client.workflowService.getWorkflowExecutionHistory({ namespace: app.temporal.namespace, execution: { workflowId: runId } });
-  const bytes = Buffer.from(temporalProto().temporal.api.history.v1.History.encode(raw.history!).finish());
+  const bytes = await rawHistory(app, runId);
   expect(bytes.includes(secret)).toBe(false);
   expect(bytes.includes("/api/download/")).toBe(false);
   expect(bytes.toString("latin1").split("binary/encrypted").length - 1).toBeGreaterThanOrEqual(2);
   // and the rest of the history stays readable: the run's input, as it was sent
   expect(bytes.includes(customerId)).toBe(true);
+  // the run's history read through the API decodes the timer's summary, which holds the URL
+  const events = (await dev.get(`/api/workflow-runs/${runId}/history`)).body.events as Array<{ eventType: string; summary?: string }>;
+  expect(events.find((e) => e.eventType === "TIMER_STARTED")?.summary).toBe(`mailed ${url}`);
   // the history replays with the codec (and only with it: its encrypted payloads are not JSON without it)
   const history = await app.temporal.client.workflow.getHandle(runId).fetchHistory();
   const bundle = await bundleWorkflows({ engine: WORKFLOW_ENGINE.module, projectWorkflows: path.join(import.meta.dirname, "fixtures/odd-workflows.ts") });
@@ -182,12 +198,42 @@ it("a download URL made by workflow code keeps its secret out of the run's Tempo
   try {
     const otherKey = new Client({ connection, namespace: app.temporal.namespace, dataConverter: { payloadCodecs: [new DownloadUrlCodec(openPayloadKey(tempDir()))] } });
     const read = await readExecution(otherKey.workflow.getHandle(runId), app.temporal.namespace);
-    expect(read).toMatchObject({ status: "completed", error: { message: expect.stringMatching(/^The run completed, but its result cannot be read: a Temporal payload is encrypted with key \w+, not this data directory's temporal-payload\.key/) } });
+    expect(read).toMatchObject({ status: "completed", error: { message: expect.stringMatching(/^The run completed, but its result cannot be read: a Temporal payload is encrypted with key \w+, not this data directory's temporal-payload\.key \(\w+\) nor a retired key in its temporal-payload-keys\/, none$/) } });
     expect(read).not.toHaveProperty("result");
   } finally {
     await connection.close();
   }
 }, 120_000);
+
+it("after a key rotation, a restarted service reads the runs the retired key encrypted and encrypts new ones with the new key", async () => {
+  const opts = { ...oddApp, dataDir: tempDir(), taskQueue: `rotation-${Date.now()}` };
+  const first = await startApp(opts);
+  let before: Awaited<ReturnType<typeof sharedRun>>;
+  let oldKey: string;
+  try {
+    before = await sharedRun(first);
+    oldKey = first.temporal.payloadCodec.keyId;
+    expect((await rawHistory(first, before.runId)).includes(oldKey)).toBe(true);
+  } finally {
+    await first.close();
+  }
+  const { retired, current } = rotatePayloadKey(opts.dataDir);
+  expect(retired).toBe(oldKey);
+  const second = await startApp(opts);
+  try {
+    expect(second.temporal.payloadCodec).toMatchObject({ keyId: current, retiredKeyIds: [retired] });
+    // the old run's result, encrypted with the retired key, reads as it did
+    const read = (await client(second).get(`/api/workflow-runs/${before.runId}`)).body;
+    expect(read, JSON.stringify(read.error)).toMatchObject({ status: "completed", result: { url: before.done.result.url } });
+    expect(read).not.toHaveProperty("error");
+    // a new run's payloads name the new key, not the retired one
+    const after = await sharedRun(second);
+    const bytes = await rawHistory(second, after.runId);
+    expect([bytes.includes(current), bytes.includes(retired), bytes.includes("/api/download/")]).toEqual([true, false, false]);
+  } finally {
+    await second.close();
+  }
+}, 180_000);
 
 it("a workflow that fails naming a download URL keeps its secret out of the history's failure (plain text there), and its error says which link it was", async () => {
   const dev = client(app);

@@ -14,6 +14,7 @@ import { PendingActivitySchema, RunLinksSchema, WorkflowTaskFailureSchema, runSt
 import { RunStarter } from "./run-starter";
 import { temporalClient, temporalCommon, temporalProto } from "../temporal/sdk";
 import { isoOf } from "../temporal/execution";
+import type { Payload, PayloadCodec } from "@temporalio/common";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
 export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
@@ -141,6 +142,21 @@ function toIntervention(r: InterventionRow): InterventionState {
     ...(r.resolved_by ? { by: JSON.parse(r.resolved_by) } : {}),
     ...(r.reason ? { reason: r.reason } : {}),
   };
+}
+
+/**
+ * A history event's summary (Temporal user metadata: a JSON string payload), decoded with the payload
+ * codec first; undefined when there is none or it cannot be read (not JSON, or encrypted with a key
+ * this data directory does not hold).
+ */
+async function summaryText(codec: PayloadCodec, payload: Payload | null | undefined): Promise<string | undefined> {
+  if (!payload?.data?.length) return undefined;
+  try {
+    const [decoded] = await codec.decode([payload as Payload]);
+    return String(JSON.parse(Buffer.from(decoded!.data!).toString("utf8")));
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -388,17 +404,13 @@ export class WorkflowRuns {
     }
     const { History } = temporalProto().temporal.api.history.v1;
     const parsed = History.toObject(history as Parameters<typeof History.toObject>[0], { enums: String, longs: String, bytes: String, defaults: false }) as { events?: Array<Record<string, any>> };
-    const events = (parsed.events ?? []).map((e) => {
+    // summaries are payloads: one holding a download URL is stored encrypted (core/temporal/payload-codec.ts)
+    const summaries = await Promise.all((history.events ?? []).map((e) => summaryText(this.host().payloadCodec, e.userMetadata?.summary)));
+    const events = (parsed.events ?? []).map((e, i) => {
       const key = Object.keys(e).find((k) => k.endsWith("EventAttributes"));
       const attributes = (key ? e[key] : {}) as Record<string, any>;
       const name = attributes.activityType?.name ?? attributes.workflowType?.name ?? attributes.request?.input?.name ?? attributes.acceptedRequest?.input?.name ?? (attributes.timerId ? `timer ${attributes.timerId}` : undefined) ?? markerName(attributes);
-      const summaryData = e.userMetadata?.summary?.data as string | undefined;
-      let summary: string | undefined;
-      try {
-        summary = summaryData ? String(JSON.parse(Buffer.from(summaryData, "base64").toString("utf8"))) : undefined;
-      } catch {
-        summary = undefined;
-      }
+      const summary = summaries[i];
       return { eventId: Number(e.eventId), eventType: String(e.eventType).replace(/^EVENT_TYPE_/, ""), eventTime: isoOf(e.eventTime) ?? "", ...(name ? { name } : {}), ...(summary ? { summary } : {}), attributes };
     });
     return { runId, events };

@@ -5,7 +5,8 @@ import type { Logger } from "../logger";
 import type { WorkflowBundle } from "./bundle";
 import type { DevServer } from "./dev-server";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
-import { DownloadUrlCodec, openPayloadKey, withoutSecretsInError } from "./payload-codec";
+import { DownloadUrlCodec, withoutSecretsInError } from "./payload-codec";
+import { openPayloadKeys } from "./payload-keys";
 import { temporalClient } from "./sdk";
 
 export { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
@@ -142,7 +143,9 @@ export class TemporalHost {
         throw t.address ? new ConfigError("TEMPORAL_ADDRESS", `${t.address} has no Temporal server answering (${connectFailure(err)}): start one there, or unset TEMPORAL_ADDRESS to run the embedded dev server`) : err;
       });
       // download URLs' secrets stay out of the histories (./payload-codec.ts): the client and the worker encode alike
-      const codec = new DownloadUrlCodec(openPayloadKey(config.dataDir, (file) => log.info({ file }, "wrote a new key for the Temporal payloads that hold download URLs: back it up with the data directory (runs holding such payloads cannot be read without it)")));
+      const keys = openPayloadKeys(config.dataDir, (file) => log.info({ file }, "wrote a new key for the Temporal payloads that hold download URLs: back it up with the data directory (runs holding such payloads cannot be read without it)"));
+      const codec = new DownloadUrlCodec(keys.current, keys.retired);
+      if (codec.retiredKeyIds.length) log.info({ keyId: codec.keyId, retiredKeyIds: codec.retiredKeyIds }, "Temporal payloads: encrypting with the current key, reading with the retired ones too");
       const client = new (temporalClient().Client)({ connection, namespace: t.namespace, dataConverter: { payloadCodecs: [codec] } });
       return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log, codec);
     } catch (err) {

@@ -1,12 +1,11 @@
 /**
  * The payload codec that keeps download URLs' secrets out of Temporal's histories (./payload-codec.ts):
- * what it encrypts, what it leaves, and its key file. The history end to end: test/workflows-results.test.ts.
+ * what it encrypts, what it leaves, and the keys it reads with (their files: ./payload-keys.test.ts). The history end to end: test/workflows-results.test.ts.
  */
-import fs from "node:fs";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../test/helpers-fs";
-import { DownloadUrlCodec, openPayloadKey, PAYLOAD_KEY_FILE, withoutSecretsInError } from "./payload-codec";
+import { DownloadUrlCodec, withoutSecretsInError } from "./payload-codec";
+import { openPayloadKey, openPayloadKeys, rotatePayloadKey } from "./payload-keys";
 
 const json = (value: unknown) => ({ metadata: { encoding: new TextEncoder().encode("json/plain") }, data: new TextEncoder().encode(JSON.stringify(value)) });
 const URL_VALUE = { url: "https://files.example.com/api/download/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde", id: "dl_1" };
@@ -34,7 +33,7 @@ describe("DownloadUrlCodec", () => {
   });
 
   it("keeps its key out of a JSON dump of it", () => {
-    expect(JSON.stringify(codec)).toBe(JSON.stringify({ keyId: codec.keyId }));
+    expect(JSON.stringify(codec)).toBe(JSON.stringify({ keyId: codec.keyId, retiredKeyIds: [] }));
   });
 
   it("leaves every other payload as it is, both ways", async () => {
@@ -47,7 +46,7 @@ describe("DownloadUrlCodec", () => {
   it("refuses a payload of another key, naming both keys, and one that was altered", async () => {
     const other = new DownloadUrlCodec(openPayloadKey(tempDir("svc-codec-")));
     const [foreign] = await other.encode([json(URL_VALUE)]);
-    await expect(codec.decode([foreign!])).rejects.toThrow(new RegExp(`encrypted with key ${other.keyId}, not this data directory's temporal-payload\\.key \\(${codec.keyId}\\)`));
+    await expect(codec.decode([foreign!])).rejects.toThrow(new RegExp(`encrypted with key ${other.keyId}, not this data directory's temporal-payload\\.key \\(${codec.keyId}\\) nor a retired key in its temporal-payload-keys/, none$`));
     const [mine] = await codec.encode([json(URL_VALUE)]);
     const altered = Buffer.from(mine!.data!);
     altered[20]! ^= 1;
@@ -69,22 +68,27 @@ describe("withoutSecretsInError", () => {
   });
 });
 
-describe("openPayloadKey", () => {
-  it("makes the key once (readable by its owner only) and reads the same key after", () => {
+describe("DownloadUrlCodec after a key rotation", () => {
+  it("encrypts with the new key and still decrypts what the retired one encrypted; without the retired key that fails, naming the keys it holds", async () => {
     const dir = tempDir("svc-codec-");
-    const made: string[] = [];
-    const key = openPayloadKey(dir, (file) => made.push(file));
-    expect(made).toEqual([path.join(dir, PAYLOAD_KEY_FILE)]);
-    expect(fs.readdirSync(dir)).toEqual([PAYLOAD_KEY_FILE]); // the temporary file is gone
-    expect(key).toHaveLength(32);
-    expect(fs.statSync(path.join(dir, PAYLOAD_KEY_FILE)).mode & 0o777).toBe(0o600);
-    expect(openPayloadKey(dir, (file) => made.push(file)).equals(key)).toBe(true);
-    expect(made).toHaveLength(1);
+    const before = new DownloadUrlCodec(openPayloadKey(dir));
+    const [old] = await before.encode([json(URL_VALUE)]);
+    const { retired, current } = rotatePayloadKey(dir);
+    expect(retired).toBe(before.keyId);
+    const keys = openPayloadKeys(dir);
+    const after = new DownloadUrlCodec(keys.current, keys.retired);
+    expect([after.keyId, after.retiredKeyIds]).toEqual([current, [retired]]);
+    const [fresh] = await after.encode([json(URL_VALUE)]);
+    expect(new TextDecoder().decode(fresh!.metadata!["encryption-key-id"]!)).toBe(current);
+    for (const encoded of [old!, fresh!]) expect(JSON.parse(new TextDecoder().decode((await after.decode([encoded]))[0]!.data!))).toEqual(URL_VALUE);
+    // the new key alone cannot read the old payload; the message says which keys it looked for
+    const currentOnly = new DownloadUrlCodec(keys.current);
+    await expect(currentOnly.decode([old!])).rejects.toThrow(`encrypted with key ${retired}, not this data directory's temporal-payload.key (${current}) nor a retired key in its temporal-payload-keys/, none`);
+    const otherRetired = new DownloadUrlCodec(keys.current, [openPayloadKey(tempDir("svc-codec-"))]);
+    await expect(otherRetired.decode([old!])).rejects.toThrow(new RegExp(`nor a retired key in its temporal-payload-keys/: ${otherRetired.retiredKeyIds[0]}$`));
   });
 
-  it("refuses a key file that is not 32 bytes, naming it", () => {
-    const dir = tempDir("svc-codec-");
-    fs.writeFileSync(path.join(dir, PAYLOAD_KEY_FILE), "short");
-    expect(() => openPayloadKey(dir)).toThrow(new RegExp(`${PAYLOAD_KEY_FILE} must hold the 32-byte key .* \\(it holds 5 bytes\\)`));
+  it("refuses a retired key that is not 32 bytes", () => {
+    expect(() => new DownloadUrlCodec(openPayloadKey(tempDir("svc-codec-")), [Buffer.alloc(16)])).toThrow("a payload key must be 32 bytes");
   });
 });

@@ -10,9 +10,10 @@
  * replays the same): a payload whose bytes hold a download URL's path (`/api/download/`, or its
  * percent-encoded form inside another URL) is stored encrypted (AES-256-GCM over the whole payload,
  * metadata `encoding: binary/encrypted` and the key's id), every other payload as it was. The history
- * stays readable but for those values, which the Temporal UI shows as `binary/encrypted`. The key is
- * {@link PAYLOAD_KEY_FILE} in the data directory, made at the first start: losing it makes the runs
- * holding such payloads unreadable (as losing the data directory loses the rest of their state).
+ * stays readable but for those values, which the Temporal UI shows as `binary/encrypted`. The keys are
+ * in the data directory (./payload-keys.ts: the current one, made at the first start, and the ones
+ * retired by rotations, which still decrypt): losing them makes the runs holding such payloads
+ * unreadable (as losing the data directory loses the rest of their state).
  *
  * A failure's message and stack are not payloads: Temporal keeps them as plain text, out of a codec's
  * reach. So the secrets are taken out of them instead ({@link withoutSecretsInError} for activities'
@@ -20,15 +21,11 @@
  * cannot see is a secret written some other way (cut out of its URL, base64-encoded): hand URLs on as
  * `DownloadUrl` values.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import fs from "node:fs";
-import path from "node:path";
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import type { Payload, PayloadCodec } from "@temporalio/common";
 import { DOWNLOAD_URL_MARKS, withoutDownloadSecrets } from "../sdk/download-url-secrets";
+import { PAYLOAD_KEY_FILE, payloadKeyId, RETIRED_PAYLOAD_KEYS_DIR } from "./payload-keys";
 import { temporalProto } from "./sdk";
-
-/** The key's file in the data directory: 32 random bytes, readable by the service's user only. */
-export const PAYLOAD_KEY_FILE = "temporal-payload.key";
 
 /** The bytes that mark a payload holding a download URL: its path, plain or percent-encoded. */
 const MARKS = DOWNLOAD_URL_MARKS.map((m) => Buffer.from(m));
@@ -57,45 +54,6 @@ export function withoutSecretsInError(err: unknown): unknown {
 }
 
 /**
- * Reads the codec's key from `<dataDir>/temporal-payload.key`, making it when it is missing: written
- * to a temporary file, flushed, and linked into place, so a crash never leaves a short key behind
- * (mode 0600: the service's user only).
- * @param onCreated told the key file's path when this call made it (the start logs it: back it up)
- * @throws Error when the file exists but is not 32 bytes (naming it), or cannot be read or written
- */
-export function openPayloadKey(dataDir: string, onCreated?: (file: string) => void): Buffer {
-  const file = path.join(dataDir, PAYLOAD_KEY_FILE);
-  if (!fs.existsSync(file)) {
-    const temporary = `${file}.${process.pid}.tmp`;
-    const fd = fs.openSync(temporary, "w", 0o600);
-    try {
-      fs.writeSync(fd, randomBytes(32));
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    try {
-      fs.linkSync(temporary, file);
-      const dir = fs.openSync(dataDir, "r");
-      try {
-        fs.fsyncSync(dir);
-      } finally {
-        fs.closeSync(dir);
-      }
-      onCreated?.(file);
-    } catch (err) {
-      // another process made it meanwhile: its key is the one
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    } finally {
-      fs.rmSync(temporary, { force: true });
-    }
-  }
-  const key = fs.readFileSync(file);
-  if (key.length !== 32) throw new Error(`${file} must hold the 32-byte key of the Temporal payloads svc encrypts (it holds ${key.length} bytes); restore it from a backup of the data directory`);
-  return key;
-}
-
-/**
  * Whether `err` says a payload could not be decoded here: encrypted with another key than this data
  * directory's (the key file lost or replaced), or read by a converter without the codec.
  */
@@ -106,27 +64,40 @@ export function isUnreadablePayload(err: unknown): boolean {
 
 /** The Temporal `PayloadCodec` of the module comment. */
 export class DownloadUrlCodec implements PayloadCodec {
-  /** The key's id, kept with each encrypted payload: the first 16 hex digits of its SHA-256. */
+  /** The current key's id, kept with each payload it encrypts ({@link payloadKeyId}). */
   readonly keyId: string;
 
-  /** The key (a private field: no log or JSON dump of the codec shows it). */
+  /** The ids of the retired keys it also decrypts with. */
+  readonly retiredKeyIds: readonly string[];
+
+  /** The current key (a private field, as the others: no log or JSON dump of the codec shows them). */
   readonly #key: Buffer;
 
-  /** @param key 32 bytes ({@link openPayloadKey}) */
-  constructor(key: Buffer) {
-    if (key.length !== 32) throw new Error("the payload key must be 32 bytes");
+  /** Every key it decrypts with, by id: the current one and the retired ones. */
+  readonly #keys: ReadonlyMap<string, Buffer>;
+
+  /**
+   * @param key the current key, 32 bytes (./payload-keys.ts `openPayloadKeys`)
+   * @param retired keys retired by rotations (32 bytes each), which only decrypt
+   * @throws Error when a key is not 32 bytes
+   */
+  constructor(key: Buffer, retired: readonly Buffer[] = []) {
+    for (const k of [key, ...retired]) if (k.length !== 32) throw new Error("a payload key must be 32 bytes");
     this.#key = key;
-    this.keyId = createHash("sha256").update(key).digest("hex").slice(0, 16);
+    this.keyId = payloadKeyId(key);
+    this.#keys = new Map([...retired.map((k) => [payloadKeyId(k), k] as const), [this.keyId, key]]);
+    this.retiredKeyIds = [...this.#keys.keys()].filter((id) => id !== this.keyId);
   }
 
-  /** Encrypts the payloads holding a download URL; answers the others as they are. */
+  /** Encrypts the payloads holding a download URL with the current key; answers the others as they are. */
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((p) => (p.data && holdsMark(bytesOf(p.data)) ? this.encrypt(p) : p));
   }
 
   /**
-   * Decrypts the payloads {@link DownloadUrlCodec.encode} encrypted; answers the others as they are.
-   * @throws Error for a payload encrypted with another key (naming both key ids) or altered
+   * Decrypts the payloads {@link DownloadUrlCodec.encode} encrypted, with the key they name (current or
+   * retired); answers the others as they are.
+   * @throws Error for a payload encrypted with a key it does not hold (naming the key ids it holds) or altered
    */
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((p) => (textOf(p.metadata?.encoding) === ENCODING ? this.decrypt(p) : p));
@@ -142,9 +113,13 @@ export class DownloadUrlCodec implements PayloadCodec {
 
   private decrypt(payload: Payload): Payload {
     const keyId = textOf(payload.metadata?.[KEY_ID]);
-    if (keyId !== this.keyId) throw new Error(`a Temporal payload is encrypted with key ${keyId ?? "(none named)"}, not this data directory's ${PAYLOAD_KEY_FILE} (${this.keyId})`);
+    const key = keyId === undefined ? undefined : this.#keys.get(keyId);
+    if (!key) {
+      const retired = this.retiredKeyIds.length ? `: ${this.retiredKeyIds.join(", ")}` : ", none";
+      throw new Error(`a Temporal payload is encrypted with key ${keyId ?? "(none named)"}, not this data directory's ${PAYLOAD_KEY_FILE} (${this.keyId}) nor a retired key in its ${RETIRED_PAYLOAD_KEYS_DIR}/${retired}`);
+    }
     const data = bytesOf(payload.data ?? new Uint8Array());
-    const decipher = createDecipheriv("aes-256-gcm", this.#key, data.subarray(0, IV_BYTES));
+    const decipher = createDecipheriv("aes-256-gcm", key, data.subarray(0, IV_BYTES));
     decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
     const plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
     return temporalProto().temporal.api.common.v1.Payload.decode(plain) as Payload;

@@ -1,0 +1,87 @@
+/**
+ * The payload codec's key files in the data directory (./payload-keys.ts): the current key made once,
+ * retired keys read beside it, and a rotation that never leaves a directory without a readable key.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../../test/helpers-fs";
+import { openPayloadKey, openPayloadKeys, PAYLOAD_KEY_FILE, payloadKeyId, RETIRED_PAYLOAD_KEYS_DIR, rotatePayloadKey } from "./payload-keys";
+
+describe("openPayloadKey", () => {
+  it("makes the key once (readable by its owner only) and reads the same key after", () => {
+    const dir = tempDir("svc-keys-");
+    const made: string[] = [];
+    const key = openPayloadKey(dir, (file) => made.push(file));
+    expect(made).toEqual([path.join(dir, PAYLOAD_KEY_FILE)]);
+    expect(fs.readdirSync(dir)).toEqual([PAYLOAD_KEY_FILE]); // the temporary file is gone
+    expect(key).toHaveLength(32);
+    expect(fs.statSync(path.join(dir, PAYLOAD_KEY_FILE)).mode & 0o777).toBe(0o600);
+    expect(openPayloadKey(dir, (file) => made.push(file)).equals(key)).toBe(true);
+    expect(made).toHaveLength(1);
+  });
+
+  it("refuses a key file that is not 32 bytes, naming it", () => {
+    const dir = tempDir("svc-keys-");
+    fs.writeFileSync(path.join(dir, PAYLOAD_KEY_FILE), "short");
+    expect(() => openPayloadKey(dir)).toThrow(new RegExp(`${PAYLOAD_KEY_FILE} must hold a 32-byte key .* \\(it holds 5 bytes\\)`));
+  });
+});
+
+describe("rotatePayloadKey", () => {
+  it("retires the current key under its id (owner-only) and makes a new one; the keys read back as current and retired", () => {
+    const dir = tempDir("svc-keys-");
+    const first = openPayloadKey(dir);
+    const one = rotatePayloadKey(dir);
+    expect(one.retired).toBe(payloadKeyId(first));
+    const retiredFile = path.join(dir, RETIRED_PAYLOAD_KEYS_DIR, `${one.retired}.key`);
+    expect(fs.readFileSync(retiredFile).equals(first)).toBe(true);
+    expect(fs.statSync(retiredFile).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(dir, RETIRED_PAYLOAD_KEYS_DIR)).mode & 0o777).toBe(0o700);
+    const second = openPayloadKey(dir);
+    expect(payloadKeyId(second)).toBe(one.current);
+    expect(second.equals(first)).toBe(false);
+    expect(fs.statSync(path.join(dir, PAYLOAD_KEY_FILE)).mode & 0o777).toBe(0o600);
+    // a second rotation retires the second key beside the first; no temporary file is left anywhere
+    const two = rotatePayloadKey(dir);
+    const keys = openPayloadKeys(dir);
+    expect(payloadKeyId(keys.current)).toBe(two.current);
+    expect(keys.retired.map(payloadKeyId).sort()).toEqual([one.retired, two.retired].sort());
+    expect(fs.readdirSync(dir).sort()).toEqual([PAYLOAD_KEY_FILE, RETIRED_PAYLOAD_KEYS_DIR].sort());
+    expect(fs.readdirSync(path.join(dir, RETIRED_PAYLOAD_KEYS_DIR)).sort()).toEqual([`${one.retired}.key`, `${two.retired}.key`].sort());
+  });
+
+  it("finishes a rotation that stopped after retiring the key (the copy is there, the old key still current)", () => {
+    const dir = tempDir("svc-keys-");
+    const key = openPayloadKey(dir);
+    fs.mkdirSync(path.join(dir, RETIRED_PAYLOAD_KEYS_DIR));
+    fs.writeFileSync(path.join(dir, RETIRED_PAYLOAD_KEYS_DIR, `${payloadKeyId(key)}.key`), key);
+    const { retired, current } = rotatePayloadKey(dir);
+    expect(retired).toBe(payloadKeyId(key));
+    expect(payloadKeyId(openPayloadKey(dir))).toBe(current);
+  });
+
+  it("refuses a data directory with no key yet, making none", () => {
+    const dir = tempDir("svc-keys-");
+    expect(() => rotatePayloadKey(dir)).toThrow(`${dir} has no ${PAYLOAD_KEY_FILE} to rotate: the service writes it at its first start there`);
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe("openPayloadKeys", () => {
+  it("reads a key restored from a backup under any .key name, ignores other files and a copy of the current key, and names a bad file", () => {
+    const dir = tempDir("svc-keys-");
+    const current = openPayloadKey(dir);
+    const restored = Buffer.alloc(32, 7);
+    const retiredDir = path.join(dir, RETIRED_PAYLOAD_KEYS_DIR);
+    fs.mkdirSync(retiredDir);
+    fs.writeFileSync(path.join(retiredDir, "from-backup-2026-10.key"), restored);
+    fs.writeFileSync(path.join(retiredDir, "same-as-current.key"), current);
+    fs.writeFileSync(path.join(retiredDir, "README.txt"), "not a key");
+    const keys = openPayloadKeys(dir);
+    expect(keys.current.equals(current)).toBe(true);
+    expect(keys.retired).toEqual([restored]);
+    fs.writeFileSync(path.join(retiredDir, "cut.key"), "short");
+    expect(() => openPayloadKeys(dir)).toThrow(`${path.join(retiredDir, "cut.key")} must hold a 32-byte key`);
+  });
+});
