@@ -261,6 +261,18 @@ describe("checks before a version is published (spec 4.3, 7, 8): the whole versi
     expect((await publish({ kind: "file", title: "Just a file", files: [{ path: "theme.json", file: theme }] })).status).toBe(200);
   });
 
+  it("keeps the mode a version's theme pins in its outline (null when none), so the pages need not read theme.json again", async () => {
+    const dark = await put(JSON.stringify({ mode: "dark", tokens: { "--primary": "#123456" } }), "theme.json", "application/json");
+    const unpinned = await put(JSON.stringify({ tokens: { "--primary": "#123456" } }), "theme.json", "application/json");
+    const modes = [];
+    for (const extra of [[{ path: "theme.json", file: dark }], [{ path: "theme.json", file: unpinned }], []]) {
+      const res = await document("# D\n\nText.\n", extra);
+      expect(res.status, res.text).toBe(200);
+      modes.push(res.body.version.outline.themeMode);
+    }
+    expect(modes).toEqual(["dark", null, null]);
+  });
+
   it("publishes a sheet with a CSV no sheet names, with a warning naming the file", async () => {
     const res = await sheet(CSV, WORKBOOK, [{ path: "sheets/revenue-old.csv", file: await put(CSV, "revenue-old.csv", "text/csv") }]);
     expect(res.status, res.text).toBe(200);
@@ -353,7 +365,7 @@ describe("addresses (spec 2.7, 4.3, 9)", () => {
     const res = await dev.post(`/api/artifacts/${sheetId}/versions`, { files: [{ path: "workbook.json", file: await put(JSON.stringify(renamed), "workbook.json", "application/json") }, { path: "sheets/Revenue.csv", file: await put(CSV, "Revenue.csv", "text/csv") }] });
     expect(res.status).toBe(200);
     expect(res.body.version).toBe(2);
-    expect(res.body.warnings).toEqual([{ code: "dependent_broken", artifactId: docId, address: `artifact:${sheetId}#chart=Revenue%20by%20month`, message: `Artifact ${docId} shows artifact:${sheetId}#chart=Revenue%20by%20month, which this version no longer has: artifact ${sheetId} has no chart "Revenue by month"; its charts are: Revenue` }]);
+    expect(res.body.warnings).toEqual([{ code: "dependent_broken", artifactId: docId, address: `artifact:${sheetId}#chart=Revenue%20by%20month`, reason: `artifact ${sheetId} has no chart "Revenue by month"; its charts are: Revenue`, message: `Artifact ${docId} shows artifact:${sheetId}#chart=Revenue%20by%20month, which this version no longer has: artifact ${sheetId} has no chart "Revenue by month"; its charts are: Revenue` }]);
     // the pinned address stays on version 1 forever
     expect((await resolve(`artifact:${sheetId}@1#chart=Revenue%20by%20month`)).status).toBe(200);
     expect((await resolve(`artifact:${sheetId}#chart=Revenue%20by%20month`)).status).toBe(404);

@@ -49,11 +49,12 @@ export async function checkContent(files: FileStore, kind: ArtifactKind, entries
     if (entry.file.size > MAX_TEXT_BYTES) throw invalid([{ file: path, message: `${path} is ${entry.file.size.toLocaleString("en-US")} bytes; the text files a version's checks read (document.md, index.html, CSS, JSON) are at most 5 MiB (${MAX_TEXT_BYTES.toLocaleString("en-US")} bytes)` }]);
     return files.text(entry.file.id);
   };
-  const outline: VersionOutline = {};
+  const outline: VersionOutline = { themeMode: null };
   const references: ContentReference[] = [];
   if (kind !== "file" && paths.has("theme.json")) {
     const theme = readTheme(await text("theme.json"));
     problems.push(...theme.problems);
+    if ("theme" in theme) outline.themeMode = theme.theme.mode ?? null;
   }
   if (kind === "document") {
     const doc = await readDocument(await text("document.md"));

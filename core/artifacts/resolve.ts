@@ -22,6 +22,11 @@ export interface VersionOutline {
   charts?: Array<{ name: string; sheet: string; type?: string; title?: string }>;
   /** Decks: slides, numbered from 1. */
   slides?: Array<{ number: number; title?: string }>;
+  /**
+   * The colour mode the version's `theme.json` pins (spec 2.11), null when it pins none or has no theme;
+   * undefined in versions published before svc kept it here (2026-11-29): read their `theme.json`.
+   */
+  themeMode?: "light" | "dark" | null;
   /** Decks: the deck check (spec 4.3): each slide's screenshot, or why it was not checked. */
   checks?: { checked: true; slides: Array<{ number: number; screenshot: FileReference }> } | { checked: false; reason: string };
 }

@@ -20,7 +20,8 @@ export type Artifact = v.InferOutput<typeof ArtifactSchema>;
 
 /**
  * A warning a version was published with: a dependent that no longer finds what it shows
- * (`dependent_broken`), a deck check's finding on a slide (`overflow`, `footer_overlap`, `text_overlap`,
+ * (`dependent_broken`, with the dependent's `artifactId`, the `address` it shows and the `reason` that
+ * address no longer resolves), a deck check's finding on a slide (`overflow`, `footer_overlap`, `text_overlap`,
  * `text_cut_off`, `small_text`, `contrast`, `contrast_review`, `broken_image`), `deck_unchecked`, a
  * sheet's CSV that no sheet of `workbook.json` names (`sheet_file_unused`, with `file`), or a document
  * that shows nothing (`document_empty`, with `file`).
@@ -31,6 +32,7 @@ export const PublishWarningSchema = v.object({
   file: v.optional(v.string()),
   artifactId: v.optional(v.string()),
   address: v.optional(v.string()),
+  reason: v.optional(v.string()),
   slide: v.optional(v.number()),
   element: v.optional(v.string()),
 });

@@ -334,7 +334,7 @@ export class ArtifactStore {
           resolveWithin(parseAddress(d.address), { artifactId: existing.id, kind, title, version: nextVersion, latestVersion: nextVersion, files: entries, outline });
         } catch (err) {
           if (!isApiError(err)) throw err;
-          warnings.push({ code: "dependent_broken", artifactId: d.source_id, address: d.address, message: `Artifact ${d.source_id} shows ${d.address}, which this version no longer has: ${err.message}` });
+          warnings.push({ code: "dependent_broken", artifactId: d.source_id, address: d.address, reason: err.message, message: `Artifact ${d.source_id} shows ${d.address}, which this version no longer has: ${err.message}` });
         }
       }
     }

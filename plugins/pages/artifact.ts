@@ -122,7 +122,8 @@ async function warningsList(s: PageServices, reader: Reader, version: Version): 
     if (w.code === "dependent_broken" && w.artifactId && w.address) {
       const title = titles.get(w.artifactId);
       const who = title !== undefined ? html`<a href="/artifacts/${encodeURIComponent(w.artifactId)}">${quoted(title)}</a>` : html`An artifact you cannot open`;
-      const why = /which this version no longer has: ([\s\S]*)$/.exec(w.message)?.[1];
+      // versions published before the warning carried its reason: read it from the message
+      const why = w.reason ?? /which this version no longer has: ([\s\S]*)$/.exec(w.message)?.[1];
       return html`${who} shows ${describeAddressPart(w.address)} of this artifact, which this version no longer has${why ? `: ${withoutArtifactIds(why, name, { midSentence: true })}` : ""}`;
     }
     return html`${withoutArtifactIds(w.message, name)}`;

@@ -79,7 +79,7 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
       if (outline.checks?.checked && outline.checks.slides.length) {
         // the deck check's screenshot is in the mode the theme pins, else light: with none pinned, a dark
         // page swaps it for the live thumbnail, which follows the reader's colour scheme (pages.js)
-        const pinned = (await s.artifacts.theme({ kind: "slides", files: version.files as never }))?.mode;
+        const pinned = outline.themeMode !== undefined ? outline.themeMode : (await s.artifacts.theme({ kind: "slides", files: version.files as never }))?.mode;
         return html`<img src="${screenshotUrl(artifact.id, version.version, 1)}" alt="" width="480" height="270" loading="lazy" ${pinned ? "" : html`data-dark-thumbnail="${thumbnail}" data-title="${title}"`}>`;
       }
       return html`<iframe class="preview-frame" src="${thumbnail}" sandbox="allow-scripts" loading="lazy" tabindex="-1" title="${title}" referrerpolicy="no-referrer"></iframe>`;
