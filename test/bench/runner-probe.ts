@@ -28,6 +28,8 @@ export interface RunnerFigures {
   actionRunAllThreadsUs: number;
   /** Bytes allocated per action run, garbage included (V8's sampling heap profiler), KiB. */
   allocatedKiB: number;
+  /** Where those bytes were allocated: the functions allocating the most, KiB per action run each (bundle file and line). */
+  allocationSites: Array<{ site: string; kib: number }>;
 }
 
 /** CPU time of the calling (main) thread, µs, or of the process where /proc is missing. */
@@ -79,17 +81,26 @@ export async function measureRunner(app: App): Promise<RunnerFigures> {
   const session = new Session();
   session.connect();
   let allocated = 0;
+  const bySite = new Map<string, number>();
   const batches = 200;
   try {
     await session.post("HeapProfiler.enable");
     await session.post("HeapProfiler.startSampling", { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
     for (let i = 0; i < batches; i++) await sixteen();
-    type Node = { selfSize: number; children: Node[] };
+    type Node = { selfSize: number; children: Node[]; callFrame: { functionName: string; url: string; lineNumber: number } };
     const { profile } = (await session.post("HeapProfiler.stopSampling")) as unknown as { profile: { head: Node } };
-    const sum = (n: Node): number => n.selfSize + n.children.reduce((t, c) => t + sum(c), 0);
-    allocated = sum(profile.head);
+    const walk = (n: Node): void => {
+      allocated += n.selfSize;
+      const { functionName, url, lineNumber } = n.callFrame;
+      const site = `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/") || "(native)"}:${lineNumber + 1}`;
+      bySite.set(site, (bySite.get(site) ?? 0) + n.selfSize);
+      n.children.forEach(walk);
+    };
+    walk(profile.head);
   } finally {
     session.disconnect();
   }
-  return { clock: runs.clock, directCallUs: direct.us, executeUs: execute.us, actionRunUs: runs.us / 16, actionRunAllThreadsUs: runs.allUs / 16, allocatedKiB: allocated / (batches * 16) / 1024 };
+  const perRunKiB = (bytes: number) => bytes / (batches * 16) / 1024;
+  const allocationSites = [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([site, bytes]) => ({ site, kib: perRunKiB(bytes) }));
+  return { clock: runs.clock, directCallUs: direct.us, executeUs: execute.us, actionRunUs: runs.us / 16, actionRunAllThreadsUs: runs.allUs / 16, allocatedKiB: perRunKiB(allocated), allocationSites };
 }
