@@ -5,7 +5,7 @@
  *   tokens list                                     list tokens (never their secrets)
  *   tokens revoke <tokenId>                         revoke a token
  *   identities                                      list identities and their permissions
- *   payload-keys                                    the Temporal payload keys' ids: current and retired
+ *   payload-keys [list]                             the Temporal payload keys' ids: current and retired
  *   payload-keys rotate                             retire the current key, make a new one (next start)
  *
  * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data: the same for
@@ -27,7 +27,7 @@ const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name
        npm run svc -- tokens list
        npm run svc -- tokens revoke <tokenId>
        npm run svc -- identities
-       npm run svc -- payload-keys [rotate]`;
+       npm run svc -- payload-keys [list | rotate]`;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } } });
@@ -53,7 +53,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`${which} holds no svc database (${path.basename(databaseFile(dataDir))}): start the service on it once (npm start), or set SVC_DATA_DIR to the data dir the service uses`);
     return 2;
   }
-  if (group === "payload-keys") return payloadKeys(dataDir, command);
+  if (group === "payload-keys") return payloadKeys(dataDir, command, positionals.length > 2);
   const db = await Database.open(databaseFile(dataDir));
   const tokens = new TokenService(db, registry);
   try {
@@ -68,6 +68,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case "list":
+        console.log(`${"ID".padEnd(30)}  ${"IDENTITY".padEnd(10)} ${"NAME".padEnd(14)} CREATED`);
         for (const t of await tokens.list()) console.log(`${t.id}  ${t.identityId.padEnd(10)} ${t.name.padEnd(14)} ${t.createdAt}${t.revokedAt ? `  revoked ${t.revokedAt}` : ""}`);
         return 0;
       case "revoke":
@@ -97,16 +98,16 @@ async function main(argv: string[]): Promise<number> {
  * `payload-keys`: prints the ids of the Temporal payload keys (core/temporal/payload-keys.ts);
  * `payload-keys rotate` retires the current one and makes a new one.
  */
-function payloadKeys(dataDir: string, command: string | undefined): number {
+function payloadKeys(dataDir: string, command: string | undefined, extra: boolean): number {
+  if (extra || (command !== undefined && command !== "list" && command !== "rotate")) {
+    console.error("usage: npm run svc -- payload-keys [list | rotate]");
+    return 2;
+  }
   try {
     if (command === "rotate") {
       const { retired, current } = rotatePayloadKey(dataDir);
       console.log(`Retired key ${retired} (kept in ${path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR)}, it still reads what it encrypted); new key ${current} in ${path.join(dataDir, PAYLOAD_KEY_FILE)}. A running service encrypts with the new key from its next start. Back up both with the data directory.`);
       return 0;
-    }
-    if (command !== undefined) {
-      console.error("usage: npm run svc -- payload-keys [rotate]");
-      return 2;
     }
     if (!fs.existsSync(path.join(dataDir, PAYLOAD_KEY_FILE))) {
       console.error(`${dataDir} has no ${PAYLOAD_KEY_FILE} yet: the service writes it at its first start with Temporal`);
@@ -114,7 +115,7 @@ function payloadKeys(dataDir: string, command: string | undefined): number {
     }
     const keys = openPayloadKeys(dataDir);
     console.log(`current  ${payloadKeyId(keys.current)}  ${path.join(dataDir, PAYLOAD_KEY_FILE)}`);
-    for (const key of keys.retired) console.log(`retired  ${payloadKeyId(key)}  ${path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR)}`);
+    for (const { key, file } of keys.retired) console.log(`retired  ${payloadKeyId(key)}  ${file}`);
     return 0;
   } catch (err) {
     console.error((err as Error).message);

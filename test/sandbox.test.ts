@@ -219,8 +219,10 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     const second = payloadKeyId(openPayloadKey(dataDir));
     expect(second).not.toBe(first);
     expect(rotated.stdout).toContain(`Retired key ${first} (kept in ${path.join(dataDir, "temporal-payload-keys")}, it still reads what it encrypted); new key ${second}`);
-    expect((await cli(["payload-keys"], cliEnv)).stdout.trim().split("\n")).toEqual([`current  ${second}  ${path.join(dataDir, "temporal-payload.key")}`, `retired  ${first}  ${path.join(dataDir, "temporal-payload-keys")}`]);
-    expect((await cli(["payload-keys", "spin"], cliEnv)).code).toBe(2);
+    expect((await cli(["payload-keys"], cliEnv)).stdout.trim().split("\n")).toEqual([`current  ${second}  ${path.join(dataDir, "temporal-payload.key")}`, `retired  ${first}  ${path.join(dataDir, "temporal-payload-keys", `${first}.key`)}`]);
+    expect((await cli(["payload-keys", "list"], cliEnv)).stdout).toContain(`current  ${second}`);
+    for (const wrong of [["payload-keys", "spin"], ["payload-keys", "rotate", "now"]]) expect((await cli(wrong, cliEnv)).stderr.trim()).toBe("usage: npm run svc -- payload-keys [list | rotate]");
+    expect(payloadKeyId(openPayloadKey(dataDir))).toBe(second); // the refused commands rotated nothing
   });
 
   it("a data dir it cannot use or a port in use ends the start with one line naming the variable and its value, exit 2, no stack trace", async () => {
@@ -238,6 +240,14 @@ describe("the sandbox process (npm start) and CLI (npm run svc)", () => {
     const notADir = await failedStart({ SVC_DATA_DIR: file });
     expect(notADir.code, notADir.stderr).toBe(2);
     expect(notADir.stderr.trim()).toBe(`Invalid configuration: SVC_DATA_DIR ${file} is a file, not a directory (EEXIST)`);
+
+    // a retired payload key that is cut short (core/temporal/payload-keys.ts): the same one line, read before Temporal is connected
+    const keysDir = tempDir();
+    fs.mkdirSync(path.join(keysDir, "temporal-payload-keys"));
+    fs.writeFileSync(path.join(keysDir, "temporal-payload-keys", "cut.key"), "short");
+    const cutKey = await failedStart({ SVC_DATA_DIR: keysDir });
+    expect(cutKey.code, cutKey.stderr).toBe(2);
+    expect(cutKey.stderr.trim()).toBe(`Invalid configuration: SVC_DATA_DIR ${path.join(keysDir, "temporal-payload-keys", "cut.key")} must hold a 32-byte key of the Temporal payloads svc encrypts (it holds 5 bytes); restore it from a backup of the data directory`);
 
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(port, "127.0.0.1", resolve));

@@ -273,7 +273,7 @@ function isValibotSchema(x: unknown): x is v.GenericSchema {
  * its id (a lowercase slug), the ids of its webhooks, schedules, syncs, pipelines, agents, rules and
  * datasets (one URL path segment each), each action's id, `run` and `params` (and `subject`'s shape, `effect`),
  * each webhook's `format`, `handle` (and `schema`, `verify`, `idempotencyKey` when given), each
- * schedule as {@link defineSchedule} does (then naming it). Called by
+ * schedule as `defineSchedule` (./schedule.ts) does (then naming it). Called by
  * {@link defineConnector}, and by the project registry at start for connectors made without it.
  * @throws Error naming the connector and the action or webhook, and what is wrong with it
  */
@@ -322,7 +322,7 @@ export function checkConnector(def: ConnectorDefinition): void {
  *   pipeline, agent, rule or dataset id is not one URL path segment, or an action, webhook or
  *   schedule is malformed: an action id that is not lowercase slugs joined by dots, no `run`
  *   function, `params` not a valibot schema; a webhook without a `handle` function or with a format
- *   other than json, text or raw; a schedule {@link defineSchedule} would refuse (then named)
+ *   other than json, text or raw; a schedule `defineSchedule` (./schedule.ts) would refuse (then named)
  */
 export function defineConnector<const C extends ConnectorDefinition>(def: C): C {
   checkConnector(def);

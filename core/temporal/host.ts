@@ -6,7 +6,7 @@ import type { WorkflowBundle } from "./bundle";
 import type { DevServer } from "./dev-server";
 import { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
 import { DownloadUrlCodec, withoutSecretsInError } from "./payload-codec";
-import { openPayloadKeys } from "./payload-keys";
+import { openPayloadKeys, type PayloadKeys } from "./payload-keys";
 import { temporalClient } from "./sdk";
 
 export { startEmbeddedTemporal, type EmbeddedTemporal } from "./embedded";
@@ -136,15 +136,21 @@ export class TemporalHost {
       uiUrl = devServer.uiUrl;
     }
     try {
+      // download URLs' secrets stay out of the histories (./payload-codec.ts): the client and the worker
+      // encode alike; the keys are read before any connection, so a key file that cannot be used ends the start cleanly
+      let keys: PayloadKeys;
+      try {
+        keys = openPayloadKeys(config.dataDir, (file) => log.info({ file }, "wrote a new key for the Temporal payloads that hold download URLs: back it up with the data directory (runs holding such payloads cannot be read without it)"));
+      } catch (err) {
+        throw new ConfigError("SVC_DATA_DIR", (err as Error).message);
+      }
       await opts.loadAfter;
       const sdk = await import("@temporalio/worker");
       installRuntime(sdk, log);
       const connection = await sdk.NativeConnection.connect({ address }).catch((err: unknown) => {
         throw t.address ? new ConfigError("TEMPORAL_ADDRESS", `${t.address} has no Temporal server answering (${connectFailure(err)}): start one there, or unset TEMPORAL_ADDRESS to run the embedded dev server`) : err;
       });
-      // download URLs' secrets stay out of the histories (./payload-codec.ts): the client and the worker encode alike
-      const keys = openPayloadKeys(config.dataDir, (file) => log.info({ file }, "wrote a new key for the Temporal payloads that hold download URLs: back it up with the data directory (runs holding such payloads cannot be read without it)"));
-      const codec = new DownloadUrlCodec(keys.current, keys.retired);
+      const codec = new DownloadUrlCodec(keys.current, keys.retired.map((r) => r.key));
       if (codec.retiredKeyIds.length) log.info({ keyId: codec.keyId, retiredKeyIds: codec.retiredKeyIds }, "Temporal payloads: encrypting with the current key, reading with the retired ones too");
       const client = new (temporalClient().Client)({ connection, namespace: t.namespace, dataConverter: { payloadCodecs: [codec] } });
       return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log, codec);

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../test/helpers-fs";
 import { DownloadUrlCodec, withoutSecretsInError } from "./payload-codec";
-import { openPayloadKey, openPayloadKeys, rotatePayloadKey } from "./payload-keys";
+import { openPayloadKey, openPayloadKeys, payloadKeyId, rotatePayloadKey } from "./payload-keys";
 
 const json = (value: unknown) => ({ metadata: { encoding: new TextEncoder().encode("json/plain") }, data: new TextEncoder().encode(JSON.stringify(value)) });
 const URL_VALUE = { url: "https://files.example.com/api/download/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde", id: "dl_1" };
@@ -32,8 +32,10 @@ describe("DownloadUrlCodec", () => {
     expect(new TextDecoder().decode(encoded!.metadata!.encoding!)).toBe("binary/encrypted");
   });
 
-  it("keeps its key out of a JSON dump of it", () => {
-    expect(JSON.stringify(codec)).toBe(JSON.stringify({ keyId: codec.keyId, retiredKeyIds: [] }));
+  it("keeps its keys out of a JSON dump of it", () => {
+    const retired = openPayloadKey(tempDir("svc-codec-"));
+    const withRetired = new DownloadUrlCodec(openPayloadKey(tempDir("svc-codec-")), [retired]);
+    expect(JSON.stringify(withRetired)).toBe(JSON.stringify({ keyId: withRetired.keyId, retiredKeyIds: [payloadKeyId(retired)] }));
   });
 
   it("leaves every other payload as it is, both ways", async () => {
@@ -76,7 +78,7 @@ describe("DownloadUrlCodec after a key rotation", () => {
     const { retired, current } = rotatePayloadKey(dir);
     expect(retired).toBe(before.keyId);
     const keys = openPayloadKeys(dir);
-    const after = new DownloadUrlCodec(keys.current, keys.retired);
+    const after = new DownloadUrlCodec(keys.current, keys.retired.map((r) => r.key));
     expect([after.keyId, after.retiredKeyIds]).toEqual([current, [retired]]);
     const [fresh] = await after.encode([json(URL_VALUE)]);
     expect(new TextDecoder().decode(fresh!.metadata!["encryption-key-id"]!)).toBe(current);

@@ -46,7 +46,7 @@ describe("rotatePayloadKey", () => {
     const two = rotatePayloadKey(dir);
     const keys = openPayloadKeys(dir);
     expect(payloadKeyId(keys.current)).toBe(two.current);
-    expect(keys.retired.map(payloadKeyId).sort()).toEqual([one.retired, two.retired].sort());
+    expect(keys.retired.map((r) => [payloadKeyId(r.key), r.file])).toEqual([one.retired, two.retired].sort().map((id) => [id, path.join(dir, RETIRED_PAYLOAD_KEYS_DIR, `${id}.key`)]));
     expect(fs.readdirSync(dir).sort()).toEqual([PAYLOAD_KEY_FILE, RETIRED_PAYLOAD_KEYS_DIR].sort());
     expect(fs.readdirSync(path.join(dir, RETIRED_PAYLOAD_KEYS_DIR)).sort()).toEqual([`${one.retired}.key`, `${two.retired}.key`].sort());
   });
@@ -59,6 +59,30 @@ describe("rotatePayloadKey", () => {
     const { retired, current } = rotatePayloadKey(dir);
     expect(retired).toBe(payloadKeyId(key));
     expect(payloadKeyId(openPayloadKey(dir))).toBe(current);
+  });
+
+  it("refuses a second rotation while one holds the lock, and a retired copy that holds another key than its name says; both leave the current key", () => {
+    const dir = tempDir("svc-keys-");
+    const key = openPayloadKey(dir);
+    const lock = path.join(dir, `${PAYLOAD_KEY_FILE}.lock`);
+    fs.writeFileSync(lock, "");
+    expect(() => rotatePayloadKey(dir)).toThrow(`another rotation of ${path.join(dir, PAYLOAD_KEY_FILE)} is under way (${lock} exists); if none is, a rotation crashed: remove ${lock} and rotate again`);
+    fs.rmSync(lock);
+    const copy = path.join(dir, RETIRED_PAYLOAD_KEYS_DIR, `${payloadKeyId(key)}.key`);
+    fs.mkdirSync(path.dirname(copy));
+    fs.writeFileSync(copy, Buffer.alloc(32, 9));
+    expect(() => rotatePayloadKey(dir)).toThrow(`${copy} holds another key than its name says; move it aside and rotate again`);
+    expect(openPayloadKey(dir).equals(key)).toBe(true);
+    expect(fs.existsSync(lock)).toBe(false); // released after a refusal too
+  });
+
+  it.runIf(process.getuid?.() === 0)("refuses to rotate a key that belongs to another user (the service could not read the new one)", () => {
+    const dir = tempDir("svc-keys-");
+    const key = openPayloadKey(dir);
+    fs.chownSync(path.join(dir, PAYLOAD_KEY_FILE), 65534, 65534);
+    expect(() => rotatePayloadKey(dir)).toThrow(`${path.join(dir, PAYLOAD_KEY_FILE)} belongs to uid 65534, not to this user (uid 0): run the rotation as the user the service runs as`);
+    expect(openPayloadKey(dir).equals(key)).toBe(true);
+    expect(fs.existsSync(path.join(dir, RETIRED_PAYLOAD_KEYS_DIR))).toBe(false);
   });
 
   it("refuses a data directory with no key yet, making none", () => {
@@ -80,8 +104,16 @@ describe("openPayloadKeys", () => {
     fs.writeFileSync(path.join(retiredDir, "README.txt"), "not a key");
     const keys = openPayloadKeys(dir);
     expect(keys.current.equals(current)).toBe(true);
-    expect(keys.retired).toEqual([restored]);
+    expect(keys.retired).toEqual([{ key: restored, file: path.join(retiredDir, "from-backup-2026-10.key") }]);
+    // a directory named like a key, macOS metadata and a second copy of a key are passed over
+    fs.mkdirSync(path.join(retiredDir, "folder.key"));
+    fs.writeFileSync(path.join(retiredDir, "._from-backup-2026-10.key"), "mac");
+    fs.writeFileSync(path.join(retiredDir, "zz-copy.key"), restored);
+    expect(openPayloadKeys(dir).retired).toEqual([{ key: restored, file: path.join(retiredDir, "from-backup-2026-10.key") }]);
     fs.writeFileSync(path.join(retiredDir, "cut.key"), "short");
     expect(() => openPayloadKeys(dir)).toThrow(`${path.join(retiredDir, "cut.key")} must hold a 32-byte key`);
+    // and a rotation refuses to add a key beside one that would stop the next start
+    expect(() => rotatePayloadKey(dir)).toThrow(`${path.join(retiredDir, "cut.key")} must hold a 32-byte key`);
+    expect(openPayloadKey(dir).equals(current)).toBe(true);
   });
 });

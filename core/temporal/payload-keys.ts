@@ -10,10 +10,15 @@
  *   stays readable). A key restored from a backup goes there too, under any name ending in `.key`, to
  *   read the runs it encrypted again.
  *
- * Every key file is written to a temporary file, flushed, then linked or renamed into place and the
- * directory flushed, so a crash never leaves a short or missing key (mode 0600: the service's user only).
+ * Every key file is written to a new temporary file (a random name, created exclusively), flushed,
+ * then linked or renamed into place and the directory flushed, so a crash never leaves a short or
+ * missing key (mode 0600: the service's user only).
+ *
+ * A rotation does not re-encrypt what the retired key encrypted: a leaked key goes on decrypting those
+ * histories until Temporal's retention removes them. A retired key can be deleted once no open run,
+ * no history still kept, and no Temporal Schedule's arguments hold a payload it encrypted.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -29,8 +34,8 @@ const KEY_BYTES = 32;
 export interface PayloadKeys {
   /** The current key (32 bytes). */
   current: Buffer;
-  /** The retired keys (32 bytes each; none equal to `current`), in file-name order. */
-  retired: Buffer[];
+  /** The retired keys (32 bytes each; each once, none equal to `current`) and their files, in file-name order. */
+  retired: Array<{ key: Buffer; file: string }>;
 }
 
 /** A key's id, kept with each payload it encrypts: the first 16 hex digits of its SHA-256. */
@@ -53,8 +58,8 @@ function syncDir(dir: string): void {
  * (answers false when `file` exists meanwhile, leaving it as it is), renamed over it when true.
  */
 function writeKeyFile(file: string, key: Buffer, replace: boolean): boolean {
-  const temporary = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(temporary, "w", 0o600);
+  const temporary = `${file}.${randomUUID()}.tmp`;
+  const fd = fs.openSync(temporary, "wx", 0o600);
   try {
     fs.writeSync(fd, key);
     fs.fsyncSync(fd);
@@ -79,7 +84,12 @@ function writeKeyFile(file: string, key: Buffer, replace: boolean): boolean {
  * @throws Error naming the file and what to do, when it is not 32 bytes; the read's own error otherwise
  */
 function readKeyFile(file: string): Buffer {
-  const key = fs.readFileSync(file);
+  let key: Buffer;
+  try {
+    key = fs.readFileSync(file);
+  } catch (err) {
+    throw new Error(`${file} cannot be read as a key of the Temporal payloads svc encrypts (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); fix its permissions, or move it out of the data directory`);
+  }
   if (key.length !== KEY_BYTES) throw new Error(`${file} must hold a 32-byte key of the Temporal payloads svc encrypts (it holds ${key.length} bytes); restore it from a backup of the data directory`);
   return key;
 }
@@ -98,14 +108,31 @@ export function openPayloadKey(dataDir: string, onCreated?: (file: string) => vo
 
 /**
  * Reads the current key (made when missing, as {@link openPayloadKey}) and the retired ones in
- * `<dataDir>/temporal-payload-keys/` (files ending in `.key`; others are ignored).
- * @throws Error naming the file, for a key file that is not 32 bytes or cannot be read
+ * `<dataDir>/temporal-payload-keys/`: its regular files ending in `.key` (not macOS's `._` metadata
+ * files); other entries are ignored, and a key found twice (or equal to the current one) counts once.
+ * @throws Error naming the file or directory, for a key file that is not 32 bytes or cannot be read, or
+ *   a retired-keys directory that cannot be listed
  */
 export function openPayloadKeys(dataDir: string, onCreated?: (file: string) => void): PayloadKeys {
   const current = openPayloadKey(dataDir, onCreated);
   const dir = path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR);
-  const names = fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => n.endsWith(".key")).sort() : [];
-  const retired = names.map((n) => readKeyFile(path.join(dir, n))).filter((k) => !k.equals(current));
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT") throw new Error(`${dir} cannot be listed (${code ?? (err as Error).message}): it holds the retired keys of the Temporal payloads svc encrypts; fix its permissions, or move it out of the data directory`);
+  }
+  const seen = new Set([payloadKeyId(current)]);
+  const retired: PayloadKeys["retired"] = [];
+  for (const entry of entries.filter((e) => e.name.endsWith(".key") && !e.name.startsWith("._") && (e.isFile() || e.isSymbolicLink())).sort((a, b) => a.name.localeCompare(b.name))) {
+    const file = path.join(dir, entry.name);
+    const key = readKeyFile(file);
+    const id = payloadKeyId(key);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    retired.push({ key, file });
+  }
   return { current, retired };
 }
 
@@ -120,24 +147,46 @@ export interface PayloadKeyRotation {
 /**
  * Retires the current key (copied to `temporal-payload-keys/<id>.key` first, flushed) and makes a new
  * current key (renamed over `temporal-payload.key`). A crash between the two leaves the old key current
- * and retired, which reads as before. The service takes the new key at its next start.
- * @throws Error when the data directory has no current key yet (the service never started on it), or a
- *   key file is not 32 bytes
+ * and retired, which reads as before. The service takes the new key at its next start. Two rotations at
+ * once are refused (`temporal-payload.key.lock`, created exclusively and removed at the end; a rotation
+ * that crashed leaves it behind, and the refusal says to remove it).
+ * @throws Error when the data directory has no current key yet (the service never started on it),
+ *   the key belongs to another user than the caller (the service could not read the new key: run the
+ *   rotation as the key's owner), another rotation holds the lock, the current key changed meanwhile,
+ *   or a key file (current or retired) is not 32 bytes or cannot be read
  */
 export function rotatePayloadKey(dataDir: string): PayloadKeyRotation {
   const file = path.join(dataDir, PAYLOAD_KEY_FILE);
   if (!fs.existsSync(file)) throw new Error(`${dataDir} has no ${PAYLOAD_KEY_FILE} to rotate: the service writes it at its first start there`);
-  const old = readKeyFile(file);
-  const retired = payloadKeyId(old);
-  const dir = path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR);
-  if (!fs.existsSync(dir)) {
-    fs.mkdirSync(dir, { mode: 0o700 });
-    syncDir(dataDir);
+  const owner = fs.statSync(file).uid;
+  const me = process.getuid?.();
+  if (me !== undefined && me !== owner) throw new Error(`${file} belongs to uid ${owner}, not to this user (uid ${me}): run the rotation as the user the service runs as, or it could not read the new key`);
+  const lock = `${file}.lock`;
+  let lockFd: number;
+  try {
+    lockFd = fs.openSync(lock, "wx", 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new Error(`another rotation of ${file} is under way (${lock} exists); if none is, a rotation crashed: remove ${lock} and rotate again`);
+    throw err;
   }
-  const copy = path.join(dir, `${retired}.key`);
-  // retired before (a rotation that crashed after this step): the copy is already there
-  if (!writeKeyFile(copy, old, false) && !readKeyFile(copy).equals(old)) throw new Error(`${copy} holds another key than its name says; move it aside and rotate again`);
-  const fresh = randomBytes(KEY_BYTES);
-  writeKeyFile(file, fresh, true);
-  return { retired, current: payloadKeyId(fresh) };
+  try {
+    // every key must read before one is added: a rotation must not leave a start that fails
+    const { current: old } = openPayloadKeys(dataDir);
+    const retired = payloadKeyId(old);
+    const dir = path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const copy = path.join(dir, `${retired}.key`);
+    // retired before (a rotation that crashed after this step): the copy is already there
+    if (!writeKeyFile(copy, old, false) && !readKeyFile(copy).equals(old)) throw new Error(`${copy} holds another key than its name says; move it aside and rotate again`);
+    // the copy's entry and the directory's are durable before the current key changes
+    syncDir(dir);
+    syncDir(dataDir);
+    if (!readKeyFile(file).equals(old)) throw new Error(`${file} changed during the rotation; its key is kept as it is, and the old one is retired as ${copy}`);
+    const fresh = randomBytes(KEY_BYTES);
+    writeKeyFile(file, fresh, true);
+    return { retired, current: payloadKeyId(fresh) };
+  } finally {
+    fs.closeSync(lockFd);
+    fs.rmSync(lock, { force: true });
+  }
 }

@@ -91,7 +91,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/artifacts/:artifactId/versions/:version",
       summary: "Read a version",
-      description: `Its files, its outline (sections, sheets, charts, slides that addresses can name) and its publish warnings. A version that does not exist is 404 naming the latest. ${OWNER_ONLY}`,
+      description: `Its files, its outline (sections, sheets, charts, slides that addresses can name; \`themeMode\`: the colour mode its theme.json pins, null when none) and its publish warnings. A version that does not exist is 404 naming the latest. ${OWNER_ONLY}`,
       tags: ["artifacts"],
       auth: "bearer",
       params: v.object({ artifactId: v.string(), version: VersionNumber }),

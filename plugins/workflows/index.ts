@@ -114,7 +114,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/workflow-runs/:runId/history",
       summary: "Read a run's Temporal history",
-      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) and its attributes — the same as `temporal workflow show -w <runId> -o json`. Empty for a run not started on Temporal.",
+      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) its summary (decrypted when svc stored it encrypted: it held a download URL) and its attributes, as Temporal stores them (`temporal workflow show -w <runId> -o json`: payloads base64, encrypted ones as \`binary/encrypted\`). Empty for a run not started on Temporal.",
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,

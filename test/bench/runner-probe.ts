@@ -28,8 +28,8 @@ export interface RunnerFigures {
   actionRunAllThreadsUs: number;
   /** Bytes allocated per action run, garbage included (V8's sampling heap profiler), KiB. */
   allocatedKiB: number;
-  /** Where those bytes were allocated: the functions allocating the most, KiB per action run each (bundle file and line). */
-  allocationSites: Array<{ site: string; kib: number }>;
+  /** Which functions allocated those bytes: the twelve allocating most, KiB per action run each, named by the bundle file and the line the function starts at. */
+  allocatingFunctions: Array<{ site: string; kib: number }>;
 }
 
 /** CPU time of the calling (main) thread, µs, or of the process where /proc is missing. */
@@ -87,12 +87,12 @@ export async function measureRunner(app: App): Promise<RunnerFigures> {
     await session.post("HeapProfiler.enable");
     await session.post("HeapProfiler.startSampling", { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
     for (let i = 0; i < batches; i++) await sixteen();
-    type Node = { selfSize: number; children: Node[]; callFrame: { functionName: string; url: string; lineNumber: number } };
+    type Node = { selfSize: number; children: Node[]; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number } };
     const { profile } = (await session.post("HeapProfiler.stopSampling")) as unknown as { profile: { head: Node } };
     const walk = (n: Node): void => {
       allocated += n.selfSize;
       const { functionName, url, lineNumber } = n.callFrame;
-      const site = `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/") || "(native)"}:${lineNumber + 1}`;
+      const site = `${functionName || "(anonymous)"} (${url ? `${url.split("/").slice(-2).join("/")}, function at line ${lineNumber + 1}, column ${n.callFrame.columnNumber + 1}` : "native"})`;
       bySite.set(site, (bySite.get(site) ?? 0) + n.selfSize);
       n.children.forEach(walk);
     };
@@ -101,6 +101,6 @@ export async function measureRunner(app: App): Promise<RunnerFigures> {
     session.disconnect();
   }
   const perRunKiB = (bytes: number) => bytes / (batches * 16) / 1024;
-  const allocationSites = [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([site, bytes]) => ({ site, kib: perRunKiB(bytes) }));
-  return { clock: runs.clock, directCallUs: direct.us, executeUs: execute.us, actionRunUs: runs.us / 16, actionRunAllThreadsUs: runs.allUs / 16, allocatedKiB: perRunKiB(allocated), allocationSites };
+  const allocatingFunctions = [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([site, bytes]) => ({ site, kib: perRunKiB(bytes) }));
+  return { clock: runs.clock, directCallUs: direct.us, executeUs: execute.us, actionRunUs: runs.us / 16, actionRunAllThreadsUs: runs.allUs / 16, allocatedKiB: perRunKiB(allocated), allocatingFunctions };
 }

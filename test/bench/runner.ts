@@ -18,8 +18,8 @@ console.log(`| noop handler called directly (the yardstick) | ${us(f.directCallU
 console.log(`| HandlerRunner.execute, noop handler | ${us(f.executeUs)} |`);
 console.log(`| ActionRunner.run, diagnostics.noop, 16 at a time, per run | ${us(f.actionRunUs)} (all threads ${us(f.actionRunAllThreadsUs)}) |`);
 console.log(`| allocated per action run (garbage included) | ${f.allocatedKiB.toFixed(1)} KiB |`);
-console.log(`\nwhere an action run's ${f.allocatedKiB.toFixed(1)} KiB are allocated (V8's sampling heap profiler; functions of the compiled bundle, KiB per run):`);
-for (const { site, kib } of f.allocationSites) console.log(`  ${kib.toFixed(2).padStart(6)}  ${site}`);
+console.log(`\nwhich functions allocate an action run's ${f.allocatedKiB.toFixed(1)} KiB (V8's sampling heap profiler; functions of the compiled bundle, KiB per run):`);
+for (const { site, kib } of f.allocatingFunctions) console.log(`  ${kib.toFixed(2).padStart(6)}  ${site}`);
 reportRows("runner", [
   { case: "HandlerRunner.execute, noop handler", now: `${us(f.executeUs)} of ${f.clock} CPU (direct call ${us(f.directCallUs)})`, goal: "-", met: null },
   { case: "ActionRunner.run, diagnostics.noop, 16 at a time", now: `${us(f.actionRunUs)} of ${f.clock} CPU per run (all threads ${us(f.actionRunAllThreadsUs)}); ${f.allocatedKiB.toFixed(1)} KiB allocated`, goal: "-", met: null },
