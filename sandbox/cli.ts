@@ -116,6 +116,7 @@ function payloadKeys(dataDir: string, command: string | undefined, extra: boolea
     const keys = openPayloadKeys(dataDir);
     console.log(`current  ${payloadKeyId(keys.current)}  ${path.join(dataDir, PAYLOAD_KEY_FILE)}`);
     for (const { key, file } of keys.retired) console.log(`retired  ${payloadKeyId(key)}  ${file}`);
+    if (keys.laxFiles.length) console.error(`warning: other users than their owner may read or write ${keys.laxFiles.join(", ")}: chmod 600 them`);
     return 0;
   } catch (err) {
     console.error((err as Error).message);

@@ -144,6 +144,7 @@ export class TemporalHost {
       } catch (err) {
         throw new ConfigError("SVC_DATA_DIR", (err as Error).message);
       }
+      if (keys.laxFiles.length) log.warn({ files: keys.laxFiles }, "key files of the Temporal payloads are readable or writable by other users than their owner: chmod 600 them");
       await opts.loadAfter;
       const sdk = await import("@temporalio/worker");
       installRuntime(sdk, log);

@@ -105,6 +105,11 @@ describe("openPayloadKeys", () => {
     const keys = openPayloadKeys(dir);
     expect(keys.current.equals(current)).toBe(true);
     expect(keys.retired).toEqual([{ key: restored, file: path.join(retiredDir, "from-backup-2026-10.key") }]);
+    // restored with the umask's mode (0644): named, so the start can warn
+    fs.chmodSync(path.join(retiredDir, "from-backup-2026-10.key"), 0o644);
+    expect(openPayloadKeys(dir).laxFiles).toEqual([path.join(retiredDir, "from-backup-2026-10.key")]);
+    fs.chmodSync(path.join(retiredDir, "from-backup-2026-10.key"), 0o600);
+    expect(openPayloadKeys(dir).laxFiles).toEqual([]);
     // a directory named like a key, macOS metadata and a second copy of a key are passed over
     fs.mkdirSync(path.join(retiredDir, "folder.key"));
     fs.writeFileSync(path.join(retiredDir, "._from-backup-2026-10.key"), "mac");

@@ -36,6 +36,8 @@ export interface PayloadKeys {
   current: Buffer;
   /** The retired keys (32 bytes each; each once, none equal to `current`) and their files, in file-name order. */
   retired: Array<{ key: Buffer; file: string }>;
+  /** The key files (current or retired) that others than their owner may read or write (mode beyond 0600): `chmod 600` them. */
+  laxFiles: string[];
 }
 
 /** A key's id, kept with each payload it encrypts: the first 16 hex digits of its SHA-256. */
@@ -133,7 +135,8 @@ export function openPayloadKeys(dataDir: string, onCreated?: (file: string) => v
     seen.add(id);
     retired.push({ key, file });
   }
-  return { current, retired };
+  const laxFiles = [path.join(dataDir, PAYLOAD_KEY_FILE), ...retired.map((r) => r.file)].filter((f) => (fs.statSync(f).mode & 0o077) !== 0);
+  return { current, retired, laxFiles };
 }
 
 /** What {@link rotatePayloadKey} did: the ids of the key it retired and of the new current key. */
