@@ -61,7 +61,10 @@ describe("a dataset's versions and their projection", () => {
     expect(ids(await projected(1), "object.created")).toEqual(SAMPLE_PRICE_LIST.map((r) => r.sku).sort());
 
     // v2 snapshot, written in two calls: the sample unchanged + 700 new rows
-    const opened = await dev().post(`${P}/transactions`, { type: "snapshot" });
+    // the transaction's kind is `transaction`, as in a version and in POST …/versions (`type`, its older name, is still taken: below)
+    const both = await dev().post(`${P}/transactions`, { transaction: "snapshot", type: "snapshot" });
+    expect([both.status, both.body.error?.message]).toEqual([400, expect.stringContaining("give transaction: snapshot or append (type is its older name; not both)")]);
+    const opened = await dev().post(`${P}/transactions`, { transaction: "snapshot" });
     expect(opened.status, opened.text).toBe(201);
     expect(opened.body).toMatchObject({ datasetId: "price-list", version: 2, transaction: "snapshot", status: "open", rowCount: 0, source: { kind: "http" }, openedBy: { type: "user", id: "dev" } });
     expect((await dev().post(`${P}/transactions/2/rows`, { rows: [...SAMPLE_PRICE_LIST, ...range(0, 300)] })).body.rowCount).toBe(305);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import NodeWebSocket from "crossws/websocket";
 import { client, eventually, startApp, tokenFor } from "./helpers";
 import type { App } from "../core/app";
+import { LogCapture } from "../core/logs/capture";
 
 let app: App;
 let dev: ReturnType<typeof client>;
@@ -39,6 +40,23 @@ describe("handler logs (spec 2.5)", () => {
     expect(paged).toEqual(all);
     const eventCursor = (await dev.get("/api/events?limit=1")).body.events[0].cursor;
     expect((await dev.get(`/api/logs?afterCursor=${encodeURIComponent(eventCursor)}`)).status).toBe(400);
+  });
+
+  it("answers where to continue (nextCursor): the last line of a full page, else past the lines the filter skipped, so a filter that matches nothing still moves its reader on", async () => {
+    await approve("inv_1001", "logs-next-1");
+    const full = (await dev.get("/api/logs?limit=1&kinds=action")).body;
+    expect(full.nextCursor).toBe(full.logs[0].cursor);
+    // a filter nothing matches: no lines, but a cursor at the newest line this read covered
+    const none = (await dev.get("/api/logs?kinds=no-such-kind")).body;
+    expect([none.count, none.nextCursor]).toEqual([0, (await app.container.resolve(LogCapture).latestCursor())]);
+    // more lines, none matching: the reader moves on past them, and a matching line comes next
+    await dev.post("/api/actions/diagnostics.fail", { params: { message: "not for this filter" }, runId: "logs-next-fail" });
+    const skipped = (await dev.get(`/api/logs?runKind=action&runId=logs-next-2&afterCursor=${encodeURIComponent(none.nextCursor)}`)).body;
+    expect(skipped.count).toBe(0);
+    expect(skipped.nextCursor).not.toBe(none.nextCursor);
+    await approve("inv_1001", "logs-next-2");
+    const next = (await dev.get(`/api/logs?runKind=action&runId=logs-next-2&afterCursor=${encodeURIComponent(skipped.nextCursor)}`)).body;
+    expect(next.logs.map((l: any) => l.run.id)).toEqual(["logs-next-2"]);
   });
 
   it("refuses a cursor past the newest line (one it never issued), which would skip lines in silence, on GET and on /ws/logs", async () => {

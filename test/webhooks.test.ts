@@ -317,7 +317,14 @@ describe("webhook delivery table (spec 3)", () => {
     expect(replay.body.run).toMatchObject({ status: "completed", replayOf: run.id, idempotencyKey: null });
     expect(replay.body.run.executionId).not.toBe(run.executionId);
     expect(replay.body.response.status).toBe(202);
-    expect((await dev.get(`/api/webhook-runs/${run.id}`)).body.id).toBe(run.id);
+    // the run's id as every other run kind names it (runId), and the 202 names the run it made
+    expect((await dev.get(`/api/webhook-runs/${run.id}`)).body).toMatchObject({ id: run.id, runId: run.id });
+    expect(replay.body.run.runId).toBe(replay.body.run.id);
+    const fresh = standardDelivery({ customerId: "cus_replay_2", name: "Replay 2" });
+    const accepted = await fetch(probeUrl(), { method: "POST", body: fresh.payload, headers: fresh.headers });
+    const answer = (await accepted.json()) as { status: string; runId: string };
+    expect([accepted.status, answer.status]).toEqual([202, "accepted"]);
+    expect((await dev.get(`/api/webhook-runs/${answer.runId}`)).body.idempotencyKey).toBe(fresh.headers["webhook-id"]);
     expect((await dev.get("/api/webhook-runs/whrun_nope")).status).toBe(404);
   });
 });

@@ -139,8 +139,20 @@ export class LogCapture {
    * @throws {ApiError} invalid_request (a foreign cursor, or one past the newest line), cursor_expired
    */
   async read(q: LogQuery): Promise<LogLine[]> {
+    return (await this.readPage(q)).lines;
+  }
+
+  /**
+   * {@link LogCapture.read}, with where to continue: `nextCursor` is the last line's cursor on a full
+   * page; on a shorter one (caught up) the newest position the read covered, past the lines the filters
+   * skipped, so a reader whose filter matched nothing for a while still holds a cursor inside the
+   * retained window; the `afterCursor` sent when the log has no line yet, null when none was sent.
+   * @throws {ApiError} as {@link LogCapture.read}
+   */
+  async readPage(q: LogQuery): Promise<{ lines: LogLine[]; nextCursor: string | null }> {
+    const newest = this.newest;
     const where: string[] = ["seq <= ?"];
-    const params: SqlParams = [this.newest];
+    const params: SqlParams = [newest];
     if (q.afterCursor !== undefined) {
       const seq = this.checkCursor(q.afterCursor);
       if (seq < this.prunedThrough) throw new ApiError("cursor_expired", "The cursor points before the retained logs", { afterCursor: q.afterCursor });
@@ -163,7 +175,9 @@ export class LogCapture {
       `SELECT * FROM logs WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
       [...params, q.limit] as SqlParams,
     );
-    return rows.map((r) => ({ message: r.message, level: r.level, fields: JSON.parse(r.fields), run: { kind: r.run_kind, id: r.run_id }, at: r.at, cursor: encodeCursor(this.epoch, r.seq) }));
+    const lines = rows.map((r) => ({ message: r.message, level: r.level, fields: JSON.parse(r.fields), run: { kind: r.run_kind, id: r.run_id }, at: r.at, cursor: encodeCursor(this.epoch, r.seq) }));
+    const nextCursor = lines.length === q.limit ? lines.at(-1)!.cursor : newest > 0 ? encodeCursor(this.epoch, newest) : (q.afterCursor ?? null);
+    return { lines, nextCursor };
   }
 
   /** The newest position's cursor (the newest line's, or the prune mark's when retention deleted every line), or undefined when the log has none. */

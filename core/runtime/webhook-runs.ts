@@ -19,7 +19,9 @@ export type WebhookAttempt = v.InferOutput<typeof WebhookAttemptSchema>;
 
 /** A Webhook run as operators read it (`GET /api/webhook-runs/:runId`). Sensitive headers are `[redacted]`. */
 export const WebhookRunSchema = v.object({
-  id: v.string(),
+  /** The run's id (`whrun_…`), as every other run kind's `runId`; the same value as `id`. */
+  runId: v.string(),
+  id: v.pipe(v.string(), v.description("The same value as `runId` (kept for clients written before `runId`)")),
   executionId: v.string(),
   connectorId: v.string(),
   webhookId: v.string(),
@@ -124,6 +126,7 @@ const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 /** A stored run with its attempts, as operators read it. */
 export function toRun(r: WebhookRunRow, attempts: WebhookAttempt[]): WebhookRun {
   return {
+    runId: r.id,
     id: r.id,
     executionId: r.execution_id,
     connectorId: r.connector_id,

@@ -106,9 +106,12 @@ export default definePlugin({
       tags: ["datasets"],
       auth: "bearer",
       params: Id,
-      body: v.strictObject({ type: TransactionTypeSchema }),
+      body: v.union(
+        [v.strictObject({ transaction: TransactionTypeSchema }), v.strictObject({ type: v.pipe(TransactionTypeSchema, v.description("The older name of `transaction`, still taken")) })],
+        "give transaction: snapshot or append (type is its older name; not both)",
+      ),
       responses: { 201: { description: "The open version", schema: DatasetVersionSchema }, 404: notFound, 409: { description: "`conflict`: a transaction is open (`details.openVersion` names it, `details.expiresAt` from when it may be aborted as idle; one idle past `SVC_DATASET_TRANSACTION_IDLE_MS` is aborted instead and this request goes on)" } },
-      handler: async ({ principal, params, body }) => created(await datasets.open(allowed(principal, params.id, can.editDataset).id, body.type, { kind: "http" }, actorOf(principal!))),
+      handler: async ({ principal, params, body }) => created(await datasets.open(allowed(principal, params.id, can.editDataset).id, "transaction" in body ? body.transaction : body.type, { kind: "http" }, actorOf(principal!))),
     });
     routes.add({
       method: "POST",

@@ -22,7 +22,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/logs",
       summary: "Read handler logs",
-      description: "Lines written by action, webhook, schedule, sync, pipeline and effect handlers, oldest first. Filter by run (`runKind` + `runId`), `kinds`, exact `levels` (comma-separated); continue with `afterCursor`. Needs observe:logs.",
+      description: "Lines written by action, webhook, schedule, sync, pipeline and effect handlers, oldest first. Filter by run (`runKind` + `runId`), `kinds`, exact `levels` (comma-separated); continue with `afterCursor` = the answer's `nextCursor`. Needs observe:logs.",
       tags: ["logs"],
       auth: "bearer",
       query: routes.schemas.queryGroups(v.object({
@@ -34,7 +34,17 @@ export default definePlugin({
         limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })),
       }), { run: ["runKind", "runId"] }),
       responses: {
-        200: { description: "Log lines", schema: v.object({ count: v.number(), logs: v.array(LogLineSchema) }) },
+        200: {
+          description: "Log lines",
+          schema: v.object({
+            count: v.number(),
+            logs: v.array(LogLineSchema),
+            nextCursor: v.pipe(
+              v.nullable(v.string()),
+              v.description("Where to continue: send it as `afterCursor`. On a full page, the last line's `cursor`; on a shorter one (caught up), the newest position this read covered, past the lines your filters skip, so a reader whose filter matched nothing for a while still holds a cursor inside the retained window. Null only for a log with no line yet, read from its start."),
+            ),
+          }),
+        },
         400: { description: "`invalid_request`: the query does not match this operation's schema (`runKind` and `runId` go together), or `afterCursor` is not a cursor of this log" },
         410: { description: "`cursor_expired`: `afterCursor` points before the retained lines" },
       },
@@ -42,8 +52,8 @@ export default definePlugin({
         requirePermission(principal!, can.observe("logs"));
         if ((query.runKind === undefined) !== (query.runId === undefined)) throw new ApiError("invalid_request", "runKind and runId go together");
         await logs.flush();
-        const lines = await logs.read({ run: query.runKind ? { kind: query.runKind, id: query.runId! } : undefined, kinds: query.kinds, levels: query.levels, afterCursor: query.afterCursor, limit: query.limit ?? 100 });
-        return { count: lines.length, logs: lines };
+        const { lines, nextCursor } = await logs.readPage({ run: query.runKind ? { kind: query.runKind, id: query.runId! } : undefined, kinds: query.kinds, levels: query.levels, afterCursor: query.afterCursor, limit: query.limit ?? 100 });
+        return { count: lines.length, logs: lines, nextCursor };
       },
     });
 

@@ -19,7 +19,7 @@ export default definePlugin({
         "Every schedule the connectors declare. Cron and interval schedules: their Temporal state (paused, the next five run times, the recent runs). Event schedules (`on`: an event selector, spec 6.1): paused and their consumer (`cursor`, `backlog` of matching events read and not finished, `caughtUp`, `oldestPendingAt`, `lagMs`, `retrying`, `deadLettered`, `lastError`). A new event schedule starts at the newest event: it does not back-fill history.",
       tags: ["schedules"],
       auth: "bearer",
-      responses: { 200: { description: "Schedules", schema: v.object({ data: v.array(ScheduleStateSchema) }) }, 404: { description: "`not_found`: a declared cron / interval schedule is not on Temporal (schedules were not synced at startup: `SVC_SCHEDULES=false`)" } },
+      responses: { 200: { description: "Schedules (with `SVC_SCHEDULES=false`, the cron and interval ones are listed with `onTemporal: false`)", schema: v.object({ data: v.array(ScheduleStateSchema) }) } },
       handler: async ({ principal }) => {
         requirePermission(principal!, can.manage("schedules"));
         return { data: await manager.list() };

@@ -44,6 +44,7 @@ export default definePlugin({
         method: "GET",
         path: `/api/${kind}-runs/:runId`,
         summary: `Read a ${kind} run`,
+        description: `The run's state: status (queued, running, completed, failed, cancelled, timed_out), input, error${kind === "pipeline" ? ", its steps" : ""}, Temporal links; while it runs, \`pendingActivities\` (attempt, last failure), and \`workflowTaskFailure\` when its workflow task keeps failing.`,
         tags: [plural],
         auth: "bearer",
         params: v.object({ runId: v.string() }),

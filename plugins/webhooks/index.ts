@@ -45,7 +45,10 @@ export default definePlugin({
       rawBodyDoc: { contentType: "*/*", description: "The provider's payload, in the webhook's format (json, text or raw)" },
       params: v.object({ connectorId: v.string(), webhookId: v.string() }),
       responses: {
-        202: { description: "Accepted (handler returned nothing, or the delivery was already completed or is in progress)" },
+        202: {
+          description: "Accepted: the handler returned nothing (`accepted`, with the run), or the delivery was already completed (`duplicate`) or is in progress (`in_progress`)",
+          schema: v.object({ status: v.picklist(["accepted", "duplicate", "in_progress"]), runId: v.optional(v.pipe(v.string(), v.description("The Webhook run (`accepted` only): `GET /api/webhook-runs/{runId}`"))) }),
+        },
         200: { description: "The handler's response" },
         400: { description: "`invalid_request`: the body does not parse in the webhook's format or match its schema, or has no usable idempotency key" },
         401: { description: "`unauthorized`: the webhook's signature check refused the delivery (nothing stored)" },

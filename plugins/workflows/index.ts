@@ -144,6 +144,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/workflow-runs/:runId/interventions",
       summary: "List a run's interventions",
+      description: "Every intervention the run opened, open or not, in the order it opened them: name, prompt, status (open, submitted, cancelled, expired), assignees, the answer's schema, and once resolved the answer, who gave it (`by`) and when (`resolvedAt`).",
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
