@@ -24,7 +24,7 @@ export const ConnectorRunStateSchema = v.object({
   queuedAt: v.string(),
   startedAt: v.optional(v.pipe(v.string(), v.description("When Temporal started the run; absent while the run is queued"))),
   finishedAt: v.optional(v.string()),
-  steps: v.optional(v.array(v.object({ name: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) }))),
+  steps: v.optional(v.array(v.object({ name: v.string(), status: v.picklist(["running", "completed", "failed", "cancelled"]), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) }))),
   pendingActivities: v.optional(v.array(PendingActivitySchema)),
   workflowTaskFailure: v.optional(WorkflowTaskFailureSchema),
   links: RunLinksSchema,

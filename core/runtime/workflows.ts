@@ -93,7 +93,16 @@ export type WorkflowRunState = v.InferOutput<typeof WorkflowRunStateSchema>;
 
 
 /** A run found by {@link WorkflowRuns.search}. */
-export const WorkflowRunSummarySchema = v.object({ runId: v.string(), workflowId: v.string(), status: v.string(), startedAt: v.string(), finishedAt: v.optional(v.string()) });
+export const WorkflowRunSummarySchema = v.object({
+  runId: v.string(),
+  workflowId: v.string(),
+  status: v.pipe(
+    v.picklist(["running", "completed", "failed", "cancelled", "timed_out"]),
+    v.description("As Temporal's visibility knows it: a queued or waiting run is `running` here (read the run for its exact status)"),
+  ),
+  startedAt: v.string(),
+  finishedAt: v.optional(v.string()),
+});
 
 interface InterventionRow {
   id: string;
