@@ -65,7 +65,7 @@ export { EVENT_TOPICS, EVENT_TYPES, ONTOLOGY_TOPICS, TOPICS, eventSubject, type 
 export { CATALOG_FIELDS, EventLog, requiredPayloadFields } from "./events/log";
 export { Outbox } from "./events/outbox";
 export { cursorPump } from "./events/pump";
-export { LOG_LEVELS, LogCapture, LogLineSchema } from "./logs/capture";
+export { LOG_LEVELS, LOG_RUN_KINDS, LogCapture, LogLineSchema } from "./logs/capture";
 export { OntologyStore } from "./ontology/store";
 export { DirectWrites, isObjectOrLinkChange, type DirectChange, type DirectWriteResult } from "./ontology/writes";
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QUERY_OPERATORS, QUERY_WORDING, containsApplies, operandKind, type OperandKind } from "./ontology/query";

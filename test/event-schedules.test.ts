@@ -237,10 +237,12 @@ describe("event schedules", () => {
     const first = await c.get("/api/schedules/dead/dead-letters?limit=1");
     expect(first.body.data.map((d: any) => d.eventId)).toEqual([a.id]);
     expect(first.body.nextPageToken).toEqual(expect.any(String));
-    const second = await c.get(`/api/schedules/dead/dead-letters?limit=1&nextPageToken=${first.body.nextPageToken}`);
+    // pageSize, as the other listings name it (limit, its older name, above)
+    const second = await c.get(`/api/schedules/dead/dead-letters?pageSize=1&nextPageToken=${first.body.nextPageToken}`);
     expect(second.body.data.map((d: any) => d.eventId)).toEqual([b.id]);
     expect(second.body).not.toHaveProperty("nextPageToken");
     expect((await c.get(`/api/schedules/dead/dead-letters?nextPageToken=garbage`)).status).toBe(400);
+    expect((await c.get("/api/schedules/dead/dead-letters?pageSize=1&limit=2")).body.data).toHaveLength(1); // pageSize wins
     // a page reads from its position in an index of the schedule's dead letters, without sorting them all
     const conn = await openConnection(app.container.resolve(Database).file, sqlite3.OPEN_READONLY);
     const plan = (await conn.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${DEAD_LETTERS_PAGE}`, ["dead", "", "", 2]).finally(() => conn.close())).map((r) => r.detail);

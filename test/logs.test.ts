@@ -46,8 +46,11 @@ describe("handler logs (spec 2.5)", () => {
     await approve("inv_1001", "logs-next-1");
     const full = (await dev.get("/api/logs?limit=1&kinds=action")).body;
     expect(full.nextCursor).toBe(full.logs[0].cursor);
+    // a kind no run has is refused, naming the kinds (it answered 200 with nothing, as if none had logged)
+    const bogus = await dev.get("/api/logs?kinds=no-such-kind");
+    expect([bogus.status, bogus.body.error.message]).toEqual([400, expect.stringContaining("action, webhook, schedule, sync, pipeline, workflow")]);
     // a filter nothing matches: no lines, but a cursor at the newest line this read covered
-    const none = (await dev.get("/api/logs?kinds=no-such-kind")).body;
+    const none = (await dev.get("/api/logs?runKind=sync&runId=logs-no-such-run")).body;
     expect([none.count, none.nextCursor]).toEqual([0, (await app.container.resolve(LogCapture).latestCursor())]);
     // more lines, none matching: the reader moves on past them, and a matching line comes next
     await dev.post("/api/actions/diagnostics.fail", { params: { message: "not for this filter" }, runId: "logs-next-fail" });

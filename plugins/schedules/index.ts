@@ -81,7 +81,8 @@ export default definePlugin({
       auth: "bearer",
       params: v.object({ scheduleId: v.string() }),
       query: v.object({
-        limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })),
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100 (as the other listings name it)" })),
+        limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "The older name of `pageSize`, still taken (`pageSize` wins when both are given)" })),
         nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
       }),
       responses: {
@@ -92,7 +93,7 @@ export default definePlugin({
       },
       handler: async ({ principal, params, query }) => {
         requirePermission(principal!, can.manage("schedules"));
-        return manager.deadLetters(params.scheduleId, query.limit ?? 100, query.nextPageToken);
+        return manager.deadLetters(params.scheduleId, query.pageSize ?? query.limit ?? 100, query.nextPageToken);
       },
     });
   },
