@@ -140,6 +140,28 @@ describe("agent replies", () => {
   });
 });
 
+describe("listing conversations", () => {
+  it("pages the caller's conversations, the most recently updated first, with no gaps or repeats; another caller's token is refused", async () => {
+    for (let i = 0; i < 3; i++) await dev.post("/api/agents/assistant/conversations", { title: `paged ${i}` });
+    const all = (await dev.get("/api/conversations")).body.data as Array<{ id: string; updatedAt: string }>;
+    expect(all.length).toBeGreaterThanOrEqual(3);
+    expect(all.map((c) => c.updatedAt)).toEqual([...all.map((c) => c.updatedAt)].sort().reverse());
+    const paged: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = (await dev.get(`/api/conversations?pageSize=2${token ? `&nextPageToken=${token}` : ""}`)).body;
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      paged.push(...page.data.map((c: { id: string }) => c.id));
+      token = page.nextPageToken;
+    } while (token);
+    expect(paged).toEqual(all.map((c) => c.id));
+    const first = (await dev.get("/api/conversations?pageSize=1")).body.nextPageToken;
+    const refused = await alice.get(`/api/conversations?nextPageToken=${first}`);
+    expect([refused.status, refused.body.error.message]).toEqual([400, "nextPageToken was answered to another caller: send one your own listing answered"]);
+    expect((await alice.get("/api/conversations")).body.data).toEqual([]);
+  });
+});
+
 describe("who may read what", () => {
   it("lets only the owner read a conversation and its runs, and only holders of use:agent start one", async () => {
     const { conversationId, runId } = await converse(dev, "hello");

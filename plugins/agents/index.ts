@@ -33,11 +33,18 @@ export default definePlugin({
       method: "GET",
       path: "/api/conversations",
       summary: "List your conversations",
-      description: "Newest first (at most 200).",
+      description: "The most recently updated first, a page at a time: `nextPageToken` names the next page while there is one. A conversation updated while you page moves to the front (a later page may miss it).",
       tags: ["agents"],
       auth: "bearer",
-      responses: { 200: { description: "Conversations", schema: v.object({ data: v.array(v.omit(ConversationSchema, ["messages", "runs"])) }) } },
-      handler: async ({ principal }) => ({ data: await runs.conversations(principal!) }),
+      query: v.object({
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 200" })),
+        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
+      }),
+      responses: {
+        200: { description: "Conversations", schema: v.object({ data: v.array(v.omit(ConversationSchema, ["messages", "runs"])), nextPageToken: v.optional(v.string()) }) },
+        400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another caller's, or edited)" },
+      },
+      handler: async ({ principal, query }) => runs.conversations(principal!, { pageSize: query.pageSize ?? 200, nextPageToken: query.nextPageToken }),
     });
     routes.add({
       method: "GET",
