@@ -36,6 +36,19 @@ describe("action runs (spec 4.2)", () => {
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
   });
 
+  it("reads a run by its id alone at /api/action-runs/:runId, as the other run kinds are read; a run of an action the caller may not run is 404, as one that does not exist", async () => {
+    const res = await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: "by-id-alone-1" });
+    const byRunId = await dev.get("/api/action-runs/by-id-alone-1");
+    expect([byRunId.status, byRunId.body]).toEqual([200, res.body]);
+    expect((await dev.get(`/api/action-runs/${res.body.id}`)).body).toEqual(res.body); // the record's id names it too
+    // auditor may not run diagnostics.noop: the run is not told apart from a run that does not exist
+    const auditor = client(() => suite.app, suite.tokens.auditor);
+    const hidden = await auditor.get("/api/action-runs/by-id-alone-1");
+    const missing = await auditor.get("/api/action-runs/no-such-run");
+    expect([hidden.status, hidden.body.error.message]).toEqual([404, 'No action run "by-id-alone-1"']);
+    expect([missing.status, missing.body.error.message]).toEqual([404, 'No action run "no-such-run"']);
+  });
+
   it("starts the declared effect on Temporal once per runId", async () => {
     await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "approve-1006" });
     await dev.post("/api/actions/invoice.approve", { subject: invoiceSubject("inv_1006"), params: {}, runId: "approve-1006" });

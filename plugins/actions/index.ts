@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ActionRunRecordSchema, ActionRunner, ApiError, SubjectSchema, can, definePlugin, requirePermission } from "../../core/plugin-api";
+import { ActionRunRecordSchema, ActionRunner, ApiError, SubjectSchema, can, definePlugin, has, requirePermission } from "../../core/plugin-api";
 
 const RunRequest = v.strictObject({
   subject: v.optional(SubjectSchema),
@@ -8,7 +8,8 @@ const RunRequest = v.strictObject({
 });
 
 /**
- * `POST /api/actions/:actionId` (spec 4.1, 4.2) and `GET /api/actions/:actionId/runs/:runId`.
+ * `POST /api/actions/:actionId` (spec 4.1, 4.2), `GET /api/actions/:actionId/runs/:runId` and
+ * `GET /api/action-runs/:runId` (the same record, read as the other run kinds are, without the action's id).
  * Needs `run:action:<actionId>`; a subject also needs view access to its type.
  */
 export default definePlugin({
@@ -70,6 +71,22 @@ export default definePlugin({
         requirePermission(principal!, can.runAction(params.actionId));
         const run = await runner.get(params.runId);
         if (run.actionId !== params.actionId) throw new ApiError("not_found", `No run "${params.runId}" of ${params.actionId}`);
+        return run;
+      },
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/action-runs/:runId",
+      summary: "Read an action run by its id alone",
+      description: "The same record as `GET /api/actions/{actionId}/runs/{runId}`, for a client that holds only the run's id, as the other run kinds are read (`/api/workflow-runs/{runId}`, …). `runId` is the run's `runId` or its record's `id`. Needs `run:action:<actionId>` of the run's action: a run of an action you may not run is 404, as one that does not exist.",
+      tags: ["actions"],
+      auth: "bearer",
+      params: v.object({ runId: v.string() }),
+      responses: { 200: { description: "The run record", schema: ActionRunRecordSchema }, 404: { description: "`not_found`: no such run, or a run of an action you may not run" } },
+      handler: async ({ principal, params }) => {
+        const run = await runner.get(params.runId);
+        // the record's action decides who may read it; one the caller may not read is not told apart from none
+        if (!has(principal!, can.runAction(run.actionId))) throw new ApiError("not_found", `No action run "${params.runId}"`);
         return run;
       },
     });
