@@ -47,6 +47,18 @@ describe("action runs (spec 4.2)", () => {
     const missing = await auditor.get("/api/action-runs/no-such-run");
     expect([hidden.status, hidden.body.error.message]).toEqual([404, 'No action run "by-id-alone-1"']);
     expect([missing.status, missing.body.error.message]).toEqual([404, 'No action run "no-such-run"']);
+    // ops-bot runs diagnostics.noop but may not view invoices: a run about an invoice is not its to read,
+    // on either route (its record shows the subject, params and result); one without a subject is
+    const opsBot = client(() => suite.app, suite.tokens.opsBot);
+    await dev.post("/api/actions/diagnostics.noop", { subject: invoiceSubject("inv_1001"), params: {}, runId: "by-id-about-invoice" });
+    for (const path of ["/api/action-runs/by-id-about-invoice", "/api/actions/diagnostics.noop/runs/by-id-about-invoice"]) {
+      const about = await opsBot.get(path);
+      expect([about.status, about.body.error?.message], path).toEqual([404, 'No action run "by-id-about-invoice"']);
+    }
+    expect((await opsBot.get("/api/action-runs/by-id-alone-1")).status).toBe(200);
+    // a run of another action, through an action the caller may run: the same answer as none
+    const other = await opsBot.get(`/api/actions/diagnostics.fail/runs/by-id-alone-1`);
+    expect([other.status, other.body.error.message]).toEqual([404, 'No action run "by-id-alone-1"']);
   });
 
   it("starts the declared effect on Temporal once per runId", async () => {

@@ -18,11 +18,12 @@ export function encodeListingToken(position: unknown, filters: string): string {
 /**
  * The position a token of this listing names.
  * @param isPosition checks the decoded position's shape
- * @param filterNames the listing's filter parameters, named in the refusal of a token of other filters
+ * @param filterNames the listing's filter parameters, named in the refusal of a token of other filters;
+ *   or `{ refusal }`, that refusal's whole message (a listing whose one "filter" is the caller)
  * @throws {ApiError} invalid_request when `token` is not one of this listing (not ours, edited, or a
  *   position of another shape), or belongs to the listing with other filters
  */
-export function decodeListingToken<P>(token: string, filters: string, isPosition: (x: unknown) => x is P, filterNames: string): P {
+export function decodeListingToken<P>(token: string, filters: string, isPosition: (x: unknown) => x is P, filterNames: string | { refusal: string }): P {
   let decoded: { position?: unknown; filters?: unknown } | undefined;
   try {
     decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as typeof decoded;
@@ -30,6 +31,6 @@ export function decodeListingToken<P>(token: string, filters: string, isPosition
     decoded = undefined;
   }
   if (typeof decoded?.filters !== "string" || !isPosition(decoded.position)) throw new ApiError("invalid_request", "nextPageToken is not a token of this listing: send the one a page answered", { nextPageToken: token });
-  if (decoded.filters !== filters) throw new ApiError("invalid_request", `nextPageToken belongs to this listing with other filters: send the same ${filterNames}`, { nextPageToken: token });
+  if (decoded.filters !== filters) throw new ApiError("invalid_request", typeof filterNames === "string" ? `nextPageToken belongs to this listing with other filters: send the same ${filterNames}` : filterNames.refusal, { nextPageToken: token });
   return decoded.position;
 }

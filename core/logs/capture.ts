@@ -10,8 +10,11 @@ import { pruneBefore } from "../store/retention";
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** The kinds of run whose code writes log lines: an action's effect logs under its action run, workflow code under its workflow run. */
-export const LOG_RUN_KINDS = ["action", "webhook", "schedule", "sync", "pipeline", "workflow"] as const;
+/**
+ * The kinds of run whose code writes log lines: an action's effect logs under its action run, workflow
+ * code under its workflow run, the project's seed under `{ kind: "seed", id: "seed" }`.
+ */
+export const LOG_RUN_KINDS = ["action", "webhook", "schedule", "sync", "pipeline", "workflow", "seed"] as const;
 
 /** A run reference (spec 2.5): `{ kind, id }`, e.g. `{ kind: "action", id: <runId> }`. */
 export const RunRefSchema = v.object({ kind: v.string(), id: v.string() });

@@ -7,7 +7,7 @@
 import { EventEmitter } from "node:events";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
-import { ApiError, isApiError } from "../errors";
+import { ApiError } from "../errors";
 import { decodeListingToken, encodeListingToken } from "../http/listing-token";
 import { newId, nowIso } from "../ids";
 import { can, has, type Principal } from "../auth/permissions";
@@ -155,22 +155,17 @@ export class AgentRuns implements AgentRunAccess {
 
   /**
    * The caller's conversations, the most recently updated first, a page at a time (keyset on
-   * `(updated_at, id)` along `agent_conversations_by_owner`; a conversation updated while you page moves
-   * to the front, so a later page may miss it).
+   * `(updated_at, id)`: `agent_conversations_by_owner` finds the caller's from the position on, and SQLite
+   * sorts ties of `updated_at` by id; a conversation updated while you page moves to the front, so a
+   * later page may miss it).
    * @param page.pageSize 1 to 200; `page.nextPageToken` from the page before
    * @throws {ApiError} invalid_request for a `nextPageToken` this listing did not issue (another caller's included)
    */
   async conversations(principal: Principal, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: Array<Omit<Conversation, "messages" | "runs">>; nextPageToken?: string }> {
     const filters = JSON.stringify({ owner: principal.id });
     const isPosition = (x: unknown): x is [string, string] => Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string");
-    let after: [string, string] | undefined;
-    try {
-      after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isPosition, "caller");
-    } catch (err) {
-      // the listing's one filter is the caller: say so rather than "other filters"
-      if (isApiError(err) && err.message.startsWith("nextPageToken belongs to this listing with other filters")) throw new ApiError("invalid_request", "nextPageToken was answered to another caller: send one your own listing answered", { nextPageToken: page.nextPageToken });
-      throw err;
-    }
+    // the listing's one "filter" is the caller
+    const after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isPosition, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
     const rows = await this.db.all<ConversationRow>(
       `SELECT * FROM agent_conversations WHERE owner = ?${after ? " AND (updated_at, id) < (?, ?)" : ""} ORDER BY updated_at DESC, id DESC LIMIT ?`,
       [principal.id, ...(after ?? []), page.pageSize + 1],

@@ -36,7 +36,7 @@ export interface PayloadKeys {
   current: Buffer;
   /** The retired keys (32 bytes each; each once, none equal to `current`) and their files, in file-name order. */
   retired: Array<{ key: Buffer; file: string }>;
-  /** The key files (current or retired) that others than their owner may read or write (mode beyond 0600): `chmod 600` them. */
+  /** The key files read (current, retired, and second copies of either) that others than their owner may read or write (mode beyond 0600): `chmod 600` them. */
   laxFiles: string[];
 }
 
@@ -127,15 +127,18 @@ export function openPayloadKeys(dataDir: string, onCreated?: (file: string) => v
   }
   const seen = new Set([payloadKeyId(current)]);
   const retired: PayloadKeys["retired"] = [];
+  const read = [path.join(dataDir, PAYLOAD_KEY_FILE)];
   for (const entry of entries.filter((e) => e.name.endsWith(".key") && !e.name.startsWith("._") && (e.isFile() || e.isSymbolicLink())).sort((a, b) => a.name.localeCompare(b.name))) {
     const file = path.join(dir, entry.name);
     const key = readKeyFile(file);
+    read.push(file);
     const id = payloadKeyId(key);
     if (seen.has(id)) continue;
     seen.add(id);
     retired.push({ key, file });
   }
-  const laxFiles = [path.join(dataDir, PAYLOAD_KEY_FILE), ...retired.map((r) => r.file)].filter((f) => (fs.statSync(f).mode & 0o077) !== 0);
+  // every file holding a key counts, a second copy of one included
+  const laxFiles = read.filter((f) => (fs.statSync(f).mode & 0o077) !== 0);
   return { current, retired, laxFiles };
 }
 

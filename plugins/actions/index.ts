@@ -1,11 +1,19 @@
 import * as v from "valibot";
-import { ActionRunRecordSchema, ActionRunner, ApiError, SubjectSchema, can, definePlugin, has, requirePermission } from "../../core/plugin-api";
+import { ActionRunRecordSchema, ActionRunner, ApiError, SubjectSchema, can, definePlugin, has, requirePermission, type Principal } from "../../core/plugin-api";
 
 const RunRequest = v.strictObject({
   subject: v.optional(SubjectSchema),
   params: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.description("Action parameters; validated by the action's own schema")), {}),
   runId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, "must be 1-128 characters of letters, digits, _ . : -"), v.description("Identifies the run for retry (spec 4.2)"))),
 });
+
+/**
+ * Whether `principal` may read `run` beyond its action's permission: a run about an object needs view
+ * access to its type, as starting it did (its record shows the subject, params and result).
+ */
+function mayReadRun(principal: Principal, run: { subject?: { objectTypeId: string } }): boolean {
+  return !run.subject || has(principal, can.view(run.subject.objectTypeId));
+}
 
 /**
  * `POST /api/actions/:actionId` (spec 4.1, 4.2), `GET /api/actions/:actionId/runs/:runId` and
@@ -66,11 +74,12 @@ export default definePlugin({
       tags: ["actions"],
       auth: "bearer",
       params: v.object({ actionId: v.string(), runId: v.string() }),
-      responses: { 200: { description: "The run record", schema: ActionRunRecordSchema } },
+      responses: { 200: { description: "The run record", schema: ActionRunRecordSchema }, 404: { description: "`not_found`: no such run of this action, or a run about an object whose type you may not view" } },
       handler: async ({ principal, params }) => {
         requirePermission(principal!, can.runAction(params.actionId));
         const run = await runner.get(params.runId);
-        if (run.actionId !== params.actionId) throw new ApiError("not_found", `No run "${params.runId}" of ${params.actionId}`);
+        // a run of another action, or about an object the caller may not view, reads as one that does not exist
+        if (run.actionId !== params.actionId || !mayReadRun(principal!, run)) throw new ApiError("not_found", `No action run "${params.runId}"`);
         return run;
       },
     });
@@ -78,15 +87,15 @@ export default definePlugin({
       method: "GET",
       path: "/api/action-runs/:runId",
       summary: "Read an action run by its id alone",
-      description: "The same record as `GET /api/actions/{actionId}/runs/{runId}`, for a client that holds only the run's id, as the other run kinds are read (`/api/workflow-runs/{runId}`, …). `runId` is the run's `runId` or its record's `id`. Needs `run:action:<actionId>` of the run's action: a run of an action you may not run is 404, as one that does not exist.",
+      description: "The same record as `GET /api/actions/{actionId}/runs/{runId}`, for a client that holds only the run's id, as the other run kinds are read (`/api/workflow-runs/{runId}`, …). `runId` is the run's `runId` or its record's `id`. Needs `run:action:<actionId>` of the run's action, and for a run about an object view access to its type: a run you may not read is 404, as one that does not exist.",
       tags: ["actions"],
       auth: "bearer",
       params: v.object({ runId: v.string() }),
-      responses: { 200: { description: "The run record", schema: ActionRunRecordSchema }, 404: { description: "`not_found`: no such run, or a run of an action you may not run" } },
+      responses: { 200: { description: "The run record", schema: ActionRunRecordSchema }, 404: { description: "`not_found`: no such run, or a run you may not read (of an action you may not run, or about an object whose type you may not view)" } },
       handler: async ({ principal, params }) => {
         const run = await runner.get(params.runId);
-        // the record's action decides who may read it; one the caller may not read is not told apart from none
-        if (!has(principal!, can.runAction(run.actionId))) throw new ApiError("not_found", `No action run "${params.runId}"`);
+        // the record's action and subject decide who may read it; one the caller may not read is not told apart from none
+        if (!has(principal!, can.runAction(run.actionId)) || !mayReadRun(principal!, run)) throw new ApiError("not_found", `No action run "${params.runId}"`);
         return run;
       },
     });

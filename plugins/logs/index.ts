@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { ApiError, closeIfSlow, errorResponse, LOG_LEVELS, LOG_RUN_KINDS, LogCapture, LogLineSchema, can, cursorPump, definePlugin, has, requirePermission, sendFrame, subscriptionSocket } from "../../core/plugin-api";
 
-const RunRef = v.strictObject({ kind: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) });
+const RunRef = v.strictObject({ kind: v.picklist(LOG_RUN_KINDS), id: v.pipe(v.string(), v.minLength(1)) });
 const Subscribe = v.strictObject({
   type: v.literal("subscribe"),
   run: v.optional(RunRef),
@@ -22,7 +22,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/logs",
       summary: "Read handler logs",
-      description: "Lines written by action, webhook, schedule, sync, pipeline and effect handlers and by workflow code, oldest first. Filter by run (`runKind` + `runId`), `kinds`, exact `levels` (comma-separated); continue with `afterCursor` = the answer's `nextCursor`. Needs observe:logs.",
+      description: "Lines written by action, webhook, schedule, sync, pipeline and effect handlers, by workflow code and by the project's seed (`runKind=seed&runId=seed`), oldest first. Filter by run (`runKind` + `runId`), `kinds`, exact `levels` (comma-separated); continue with `afterCursor` = the answer's `nextCursor`. Needs observe:logs.",
       tags: ["logs"],
       auth: "bearer",
       query: routes.schemas.queryGroups(v.object({
@@ -30,7 +30,7 @@ export default definePlugin({
         runId: v.optional(v.string()),
         kinds: v.optional(routes.schemas.queryCommaList(LOG_RUN_KINDS, `Run kinds, comma-separated: ${LOG_RUN_KINDS.join(", ")}`)),
         levels: v.optional(routes.schemas.queryCommaList(LOG_LEVELS, `Exact levels, comma-separated: ${LOG_LEVELS.join(", ")}`)),
-        afterCursor: v.optional(v.pipe(v.string(), v.minLength(1), v.description("`cursor` of the last line already read (opaque: only a cursor this server issued; another value is 400)"))),
+        afterCursor: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The answer's `nextCursor` (or the `cursor` of the last line already read): opaque, only a cursor this server issued; another value is 400"))),
         limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100" })),
       }), { run: ["runKind", "runId"] }),
       responses: {

@@ -46,7 +46,7 @@ export default definePlugin({
       params: v.object({ connectorId: v.string(), webhookId: v.string() }),
       responses: {
         202: {
-          description: "Accepted: the handler returned nothing (`accepted`, with the run), or the delivery was already completed (`duplicate`) or is in progress (`in_progress`)",
+          description: "Accepted: the handler returned nothing (`accepted`, with the run), or the delivery was already completed (`duplicate`) or is in progress (`in_progress`). A handler that answers 202 itself sends its own body instead.",
           schema: v.object({ status: v.picklist(["accepted", "duplicate", "in_progress"]), runId: v.optional(v.pipe(v.string(), v.description("The Webhook run (`accepted` only): `GET /api/webhook-runs/{runId}`"))) }),
         },
         200: { description: "The handler's response" },
