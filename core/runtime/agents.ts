@@ -84,6 +84,11 @@ export const AGENT_RULES = [
   "Decks are laid out in a headless browser when published; fix what the deck check warns about when the user asks.",
 ].join("\n");
 
+/** A caller's conversations after a position `(updated_at, id)`, newest first: parameters owner, updated_at, id, limit. */
+export const CONVERSATIONS_PAGE = "SELECT * FROM agent_conversations WHERE owner = ? AND (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?";
+/** The first page of {@link CONVERSATIONS_PAGE}: parameters owner, limit. */
+export const CONVERSATIONS_FIRST_PAGE = "SELECT * FROM agent_conversations WHERE owner = ? ORDER BY updated_at DESC, id DESC LIMIT ?";
+
 /** Conversations and reply runs; also what /ws/agents checks access with ({@link AgentRunAccess}). */
 @injectable()
 export class AgentRuns implements AgentRunAccess {
@@ -155,9 +160,8 @@ export class AgentRuns implements AgentRunAccess {
 
   /**
    * The caller's conversations, the most recently updated first, a page at a time (keyset on
-   * `(updated_at, id)`: `agent_conversations_by_owner` finds the caller's from the position on, and SQLite
-   * sorts ties of `updated_at` by id; a conversation updated while you page moves to the front, so a
-   * later page may miss it).
+   * `(updated_at, id)` along `agent_conversations_by_owner`, migration 021: no sort; a conversation
+   * updated while you page moves to the front, so a later page may miss it).
    * @param page.pageSize 1 to 200; `page.nextPageToken` from the page before
    * @throws {ApiError} invalid_request for a `nextPageToken` this listing did not issue (another caller's included)
    */
@@ -166,10 +170,7 @@ export class AgentRuns implements AgentRunAccess {
     const isPosition = (x: unknown): x is [string, string] => Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string");
     // the listing's one "filter" is the caller
     const after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isPosition, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
-    const rows = await this.db.all<ConversationRow>(
-      `SELECT * FROM agent_conversations WHERE owner = ?${after ? " AND (updated_at, id) < (?, ?)" : ""} ORDER BY updated_at DESC, id DESC LIMIT ?`,
-      [principal.id, ...(after ?? []), page.pageSize + 1],
-    );
+    const rows = await this.db.all<ConversationRow>(after ? CONVERSATIONS_PAGE : CONVERSATIONS_FIRST_PAGE, [principal.id, ...(after ?? []), page.pageSize + 1]);
     const data = rows.slice(0, page.pageSize).map((c) => ({ id: c.id, agentId: c.agent_id, title: c.title, owner: c.owner, createdAt: c.created_at, updatedAt: c.updated_at }));
     const last = rows.length > page.pageSize ? data.at(-1) : undefined;
     return { data, ...(last ? { nextPageToken: encodeListingToken([last.updatedAt, last.id], filters) } : {}) };
