@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Database } from "../store/db";
 import { SqliteEventStream } from "../events/sqlite-stream";
 import { tempDir } from "../../test/helpers-fs";
-import { LogCapture } from "./capture";
+import { LogCapture, logsPageQuery } from "./capture";
 
 const opened: Database[] = [];
 afterEach(async () => {
@@ -96,5 +96,31 @@ describe("LogCapture", () => {
       ["info", "received", { connectorId: "c", webhookId: "w", attempt: 1, messageId: "msg_1" }],
       ["warn", "slow", { connectorId: "c", webhookId: "w", attempt: 1 }],
     ]);
+  });
+});
+
+describe("logsPageQuery", () => {
+  it("follows by kinds along the seqs after the position, and reads from the start by kinds or by run along logs_by_run", async () => {
+    const { db } = await openCapture();
+    const plan = async (q: Parameters<typeof logsPageQuery>[0], afterSeq: number | undefined) => {
+      const { sql, params } = logsPageQuery(q, 1000, afterSeq);
+      return (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail).join(" | ");
+    };
+    // a follower by kinds: the primary key's range, no sort (it read every line of those kinds and sorted them)
+    expect(await plan({ kinds: ["action", "webhook"], limit: 100 }, 900)).toMatch(/^SEARCH logs USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)$/);
+    // from the start by kinds, and by run: the index
+    expect(await plan({ kinds: ["action"], limit: 100 }, undefined)).toMatch(/^SEARCH logs USING INDEX logs_by_run \(run_kind=\?\)/);
+    expect(await plan({ run: { kind: "action", id: "run_1" }, kinds: ["action"], limit: 100 }, 900)).toMatch(/^SEARCH logs USING INDEX logs_by_run \(run_kind=\? AND run_id=\? AND seq>\? AND seq<\?\)$/);
+  });
+
+  it("answers the same lines either way", async () => {
+    const { capture } = await openCapture();
+    const log = (kind: string, id: string) => capture.logger(pino({ level: "info", enabled: false }), { kind, id });
+    for (let i = 0; i < 30; i++) log(["action", "webhook", "sync"][i % 3]!, `run_${i}`).info({ i }, `line ${i}`);
+    await capture.flush();
+    const all = await capture.read({ limit: 100 });
+    const after = all[4]!.cursor;
+    const followed = await capture.read({ kinds: ["sync", "webhook"], afterCursor: after, limit: 100 });
+    expect(followed.map((l) => l.message)).toEqual(all.slice(5).filter((l) => l.run.kind !== "action").map((l) => l.message));
   });
 });

@@ -41,6 +41,35 @@ export interface LogQuery {
 const insertLines = insertRows<[at: string, appendedAt: number, level: LogLevel, message: string, fields: string, runKind: string, runId: string]>("logs", ["at", "appended_at", "level", "message", "fields", "run_kind", "run_id"]);
 
 /**
+ * The statement of a page of {@link LogCapture.readPage}: lines up to `newest`, after `afterSeq`, with
+ * the query's filters, oldest first. A reader that follows (`afterSeq` given) by kinds alone reads the
+ * range of seqs after its position (the primary key: `+run_kind` keeps SQLite off `logs_by_run`, which
+ * would read every retained line of those kinds and sort them on each poll); a read from the start by
+ * kinds, or by run, goes along `logs_by_run`.
+ */
+export function logsPageQuery(q: Omit<LogQuery, "afterCursor">, newest: number, afterSeq: number | undefined): { sql: string; params: SqlParams } {
+  const where: string[] = ["seq <= ?"];
+  const params: SqlParams = [newest];
+  if (afterSeq !== undefined) {
+    where.push("seq > ?");
+    params.push(afterSeq);
+  }
+  if (q.run) {
+    where.push("run_kind = ? AND run_id = ?");
+    params.push(q.run.kind, q.run.id);
+  }
+  if (q.kinds?.length) {
+    where.push(`${afterSeq !== undefined && !q.run ? "+" : ""}run_kind IN (${q.kinds.map(() => "?").join(",")})`);
+    params.push(...q.kinds);
+  }
+  if (q.levels?.length) {
+    where.push(`level IN (${q.levels.map(() => "?").join(",")})`);
+    params.push(...q.levels);
+  }
+  return { sql: `SELECT * FROM logs WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`, params: [...params, q.limit] };
+}
+
+/**
  * Handler log capture (spec 2.5). {@link LogCapture.logger} gives a handler a logger that writes to the
  * process log (pino, with the run context bound) and to the `logs` table, batched (flushed every
  * 100 ms or 500 lines, one transaction and one statement per batch). Lines get opaque cursors of their own (not
@@ -157,30 +186,13 @@ export class LogCapture {
    */
   async readPage(q: LogQuery): Promise<{ lines: LogLine[]; nextCursor: string | null }> {
     const newest = this.newest;
-    const where: string[] = ["seq <= ?"];
-    const params: SqlParams = [newest];
+    let afterSeq: number | undefined;
     if (q.afterCursor !== undefined) {
-      const seq = this.checkCursor(q.afterCursor);
-      if (seq < this.prunedThrough) throw new ApiError("cursor_expired", "The cursor points before the retained logs", { afterCursor: q.afterCursor });
-      where.push("seq > ?");
-      params.push(seq);
+      afterSeq = this.checkCursor(q.afterCursor);
+      if (afterSeq < this.prunedThrough) throw new ApiError("cursor_expired", "The cursor points before the retained logs", { afterCursor: q.afterCursor });
     }
-    if (q.run) {
-      where.push("run_kind = ? AND run_id = ?");
-      params.push(q.run.kind, q.run.id);
-    }
-    if (q.kinds?.length) {
-      where.push(`run_kind IN (${q.kinds.map(() => "?").join(",")})`);
-      params.push(...q.kinds);
-    }
-    if (q.levels?.length) {
-      where.push(`level IN (${q.levels.map(() => "?").join(",")})`);
-      params.push(...q.levels);
-    }
-    const rows = await this.db.all<{ seq: number; at: string; level: LogLevel; message: string; fields: string; run_kind: string; run_id: string }>(
-      `SELECT * FROM logs WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
-      [...params, q.limit] as SqlParams,
-    );
+    const { sql, params } = logsPageQuery(q, newest, afterSeq);
+    const rows = await this.db.all<{ seq: number; at: string; level: LogLevel; message: string; fields: string; run_kind: string; run_id: string }>(sql, params);
     const lines = rows.map((r) => ({ message: r.message, level: r.level, fields: JSON.parse(r.fields), run: { kind: r.run_kind, id: r.run_id }, at: r.at, cursor: encodeCursor(this.epoch, r.seq) }));
     const nextCursor = lines.length === q.limit ? lines.at(-1)!.cursor : newest > 0 ? encodeCursor(this.epoch, newest) : (q.afterCursor ?? null);
     return { lines, nextCursor };
