@@ -15,6 +15,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { ApiError } from "../errors";
+import { fsyncDir } from "../fsync-dir";
 import { writeInBatches } from "./batched-write";
 import { assertBlobAddress, assertRange, healthCheck, meter, newMeterState, STALE_TEMP_MS, tooLarge, type BlobInfo, type BlobStore, type BlobWriteOptions, type ByteRange, type StageFileOptions, type StagedBlob } from "./blob-store";
 
@@ -24,18 +25,6 @@ function isNotFound(err: unknown): boolean {
   return (err as NodeJS.ErrnoException)?.code === "ENOENT";
 }
 
-/** Flushes a directory entry change (a rename) to disk; ignored where directories cannot be fsynced. */
-async function fsyncDir(dir: string): Promise<void> {
-  let fh: fsp.FileHandle | undefined;
-  try {
-    fh = await fsp.open(dir, "r");
-    await fh.sync();
-  } catch {
-    // some filesystems refuse fsync on a directory; the rename itself is still atomic
-  } finally {
-    await fh?.close().catch(() => undefined);
-  }
-}
 
 /** The lowercase hex SHA-256 of an open file's bytes, read a MiB at a time into one buffer. */
 async function hashFile(fh: fsp.FileHandle): Promise<string> {

@@ -34,3 +34,8 @@ export function decodeListingToken<P>(token: string, filters: string, isPosition
   if (decoded.filters !== filters) throw new ApiError("invalid_request", typeof filterNames === "string" ? `nextPageToken belongs to this listing with other filters: send the same ${filterNames}` : filterNames.refusal, { nextPageToken: token });
   return decoded.position;
 }
+
+/** A listing position of two texts (e.g. `[updated_at, id]` of a keyset), for {@link decodeListingToken}'s `isPosition`. */
+export function isTextPair(x: unknown): x is [string, string] {
+  return Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string");
+}

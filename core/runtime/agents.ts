@@ -8,7 +8,7 @@ import { EventEmitter } from "node:events";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { ApiError } from "../errors";
-import { decodeListingToken, encodeListingToken } from "../http/listing-token";
+import { decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
 import { newId, nowIso } from "../ids";
 import { can, has, type Principal } from "../auth/permissions";
 import { Database, type SqlWriter } from "../store/db";
@@ -167,9 +167,8 @@ export class AgentRuns implements AgentRunAccess {
    */
   async conversations(principal: Principal, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: Array<Omit<Conversation, "messages" | "runs">>; nextPageToken?: string }> {
     const filters = JSON.stringify({ owner: principal.id });
-    const isPosition = (x: unknown): x is [string, string] => Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string");
     // the listing's one "filter" is the caller
-    const after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isPosition, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
+    const after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
     const rows = await this.db.all<ConversationRow>(after ? CONVERSATIONS_PAGE : CONVERSATIONS_FIRST_PAGE, [principal.id, ...(after ?? []), page.pageSize + 1]);
     const data = rows.slice(0, page.pageSize).map((c) => ({ id: c.id, agentId: c.agent_id, title: c.title, owner: c.owner, createdAt: c.created_at, updatedAt: c.updated_at }));
     const last = rows.length > page.pageSize ? data.at(-1) : undefined;

@@ -11,7 +11,7 @@ import { Lifecycle } from "../lifecycle";
 import { LOGGER, type Logger } from "../logger";
 import { CONFIG, type Config } from "../config";
 import { ApiError } from "../errors";
-import { decodeListingToken, encodeListingToken } from "../http/listing-token";
+import { decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
 import { HandlerRunner } from "./handler";
 import { ScheduleConsumer } from "./event-schedule-consumer";
 import { eventScheduleLimits, type RegisteredEventSchedule } from "./event-schedule-model";
@@ -243,7 +243,7 @@ export class EventScheduleConsumers {
   async deadLetters(scheduleId: string, limit: number, pageToken?: string): Promise<{ data: DeadLetter[]; nextPageToken?: string }> {
     this.consumer(scheduleId);
     const filters = JSON.stringify(["dead-letters", scheduleId]);
-    const after = pageToken === undefined ? undefined : decodeListingToken(pageToken, filters, (x): x is [string, string] => Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string"), "scheduleId");
+    const after = pageToken === undefined ? undefined : decodeListingToken(pageToken, filters, isTextPair, "scheduleId");
     const rows = await this.db.all<{ event_id: string; type: string | null; partition_key: string; occurred_at: string; attempts: number; last_error: string | null; updated_at: string }>(
       DEAD_LETTERS_PAGE,
       [scheduleId, after?.[0] ?? "", after?.[1] ?? "", limit + 1],

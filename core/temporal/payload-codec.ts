@@ -70,10 +70,7 @@ export class DownloadUrlCodec implements PayloadCodec {
   /** The ids of the retired keys it also decrypts with. */
   readonly retiredKeyIds: readonly string[];
 
-  /** The current key (a private field, as the others: no log or JSON dump of the codec shows them). */
-  readonly #key: Buffer;
-
-  /** Every key it decrypts with, by id: the current one and the retired ones. */
+  /** Every key it decrypts with, by id: the current one (under {@link keyId}) and the retired ones (a private field: no log or JSON dump of the codec shows them). */
   readonly #keys: ReadonlyMap<string, Buffer>;
 
   /**
@@ -83,7 +80,6 @@ export class DownloadUrlCodec implements PayloadCodec {
    */
   constructor(key: Buffer, retired: readonly Buffer[] = []) {
     for (const k of [key, ...retired]) if (k.length !== 32) throw new Error("a payload key must be 32 bytes");
-    this.#key = key;
     this.keyId = payloadKeyId(key);
     this.#keys = new Map([...retired.map((k) => [payloadKeyId(k), k] as const), [this.keyId, key]]);
     this.retiredKeyIds = [...this.#keys.keys()].filter((id) => id !== this.keyId);
@@ -106,7 +102,7 @@ export class DownloadUrlCodec implements PayloadCodec {
   private encrypt(payload: Payload): Payload {
     const Message = temporalProto().temporal.api.common.v1.Payload;
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", this.#key, iv);
+    const cipher = createCipheriv("aes-256-gcm", this.#keys.get(this.keyId)!, iv);
     const body = Buffer.concat([cipher.update(Message.encode(payload).finish()), cipher.final()]);
     return { metadata: { encoding: text(ENCODING), [KEY_ID]: text(this.keyId) }, data: Buffer.concat([iv, body, cipher.getAuthTag()]) };
   }

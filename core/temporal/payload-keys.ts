@@ -21,6 +21,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { fsyncDirSync } from "../fsync-dir";
 
 /** The current key's file in the data directory: 32 random bytes, readable by the service's user only. */
 export const PAYLOAD_KEY_FILE = "temporal-payload.key";
@@ -45,16 +46,6 @@ export function payloadKeyId(key: Buffer): string {
   return createHash("sha256").update(key).digest("hex").slice(0, 16);
 }
 
-/** Flushes a directory's entries (a new or renamed file in it survives a crash). */
-function syncDir(dir: string): void {
-  const fd = fs.openSync(dir, "r");
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 /**
  * Writes `key` to `file` through a flushed temporary file: linked into place when `replace` is false
  * (answers false when `file` exists meanwhile, leaving it as it is), renamed over it when true.
@@ -71,7 +62,7 @@ function writeKeyFile(file: string, key: Buffer, replace: boolean): boolean {
   try {
     if (replace) fs.renameSync(temporary, file);
     else fs.linkSync(temporary, file);
-    syncDir(path.dirname(file));
+    fsyncDirSync(path.dirname(file));
     return true;
   } catch (err) {
     if (!replace && (err as NodeJS.ErrnoException).code === "EEXIST") return false;
@@ -185,8 +176,8 @@ export function rotatePayloadKey(dataDir: string): PayloadKeyRotation {
     // retired before (a rotation that crashed after this step): the copy is already there
     if (!writeKeyFile(copy, old, false) && !readKeyFile(copy).equals(old)) throw new Error(`${copy} holds another key than its name says; move it aside and rotate again`);
     // the copy's entry and the directory's are durable before the current key changes
-    syncDir(dir);
-    syncDir(dataDir);
+    fsyncDirSync(dir);
+    fsyncDirSync(dataDir);
     if (!readKeyFile(file).equals(old)) throw new Error(`${file} changed during the rotation; its key is kept as it is, and the old one is retired as ${copy}`);
     const fresh = randomBytes(KEY_BYTES);
     writeKeyFile(file, fresh, true);

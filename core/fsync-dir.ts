@@ -1,0 +1,34 @@
+/**
+ * Flushing a directory's entries to disk, so a file created, linked or renamed in it survives a crash
+ * (the local blob store's writes, core/files/local-blob-store.ts; the Temporal payload keys,
+ * core/temporal/payload-keys.ts). Some filesystems refuse fsync on a directory: that is ignored, since
+ * the rename or link itself is still atomic there.
+ */
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+
+/** Flushes `dir`'s entries; a refusal to fsync a directory is ignored (see the module comment). */
+export async function fsyncDir(dir: string): Promise<void> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, "r");
+    await fh.sync();
+  } catch {
+    // some filesystems refuse fsync on a directory; the rename itself is still atomic
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** {@link fsyncDir}, synchronously (for code that runs before anything is served, such as the start's key files). */
+export function fsyncDirSync(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, "r");
+    fs.fsyncSync(fd);
+  } catch {
+    // as fsyncDir
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
