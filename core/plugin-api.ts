@@ -136,5 +136,5 @@ export type { ArtifactReader } from "./artifacts/store";
 export { AGENT_TOOLS } from "./sdk/connector";
 export { AgentOutput, AGENT_OUTPUT_KINDS, encodeOutputCursor, decodeOutputCursor, type AgentOutputKind, type AgentRunAccess, type AgentRunState, type OutputRecord, type OutputRecordInput, type OutputScope } from "./agents/output";
 export type { SocketMessageHandler } from "./http/socket";
-export { AgentRuns, AgentRunStateSchema, ConversationSchema } from "./runtime/agents";
+export { AgentRuns, AgentRunStateSchema, ConversationMessageSchema, ConversationSchema } from "./runtime/agents";
 export { RuleEngine, RuleInfoSchema, RuleStateSchema, TriggeredSubjectSchema, ruleInfo, type RuleInfo, type RuleState } from "./runtime/rules";

@@ -58,6 +58,17 @@ describe("agent replies", () => {
     expect(conv.body.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect(conv.body.messages[1].text).toContain(`artifact:${artifactId}@1`);
     expect(conv.body.runs).toHaveLength(2);
+
+    // the same messages a page at a time, each page's token bound to this conversation
+    const first = await dev.get(`/api/conversations/${conversationId}/messages?pageSize=3`);
+    expect(first.status).toBe(200);
+    expect(first.body.data).toEqual(conv.body.messages.slice(0, 3));
+    const rest = await dev.get(`/api/conversations/${conversationId}/messages?pageSize=3&nextPageToken=${first.body.nextPageToken}`);
+    expect(rest.body).toEqual({ data: conv.body.messages.slice(3) });
+    expect((await dev.get(`/api/conversations/${conversationId}/messages`)).body).toEqual({ data: conv.body.messages });
+    const other = (await dev.post("/api/agents/assistant/conversations", { title: "other" })).body.conversation.id;
+    expect(await dev.get(`/api/conversations/${other}/messages?nextPageToken=${first.body.nextPageToken}`)).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: expect.stringContaining("another conversation's messages") } } });
+    expect((await alice.get(`/api/conversations/${conversationId}/messages`)).status).toBe(404);
   });
 
   it("hands the deck check's warnings back to the agent", async () => {

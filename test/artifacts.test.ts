@@ -86,6 +86,36 @@ describe("publishing versions (spec 2.7, 3, 9)", () => {
       token = page.body.nextPageToken;
     } while (token);
     expect(seen.slice(0, 3)).toEqual(["Attachment 3", "Attachment 2", "Attachment 1"]);
+    // a token is bound to its listing: another kind's, or another caller's, is refused rather than read as a position
+    const first = await dev.get("/api/artifacts?kind=file&pageSize=1");
+    expect(await dev.get(`/api/artifacts?kind=document&pageSize=1&nextPageToken=${first.body.nextPageToken}`)).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: expect.stringContaining("another kind") } } });
+    expect((await alice.get(`/api/artifacts?kind=file&pageSize=1&nextPageToken=${first.body.nextPageToken}`)).status).toBe(400);
+  });
+
+  it("lists an artifact's versions oldest first, page by page, each page's token bound to its artifact", async () => {
+    const first = await document("# v1\n");
+    const id = first.body.artifact.id;
+    for (const n of [2, 3, 4, 5]) expect((await dev.post(`/api/artifacts/${id}/versions`, { files: [{ path: "document.md", file: await put(`# v${n}\n`, "document.md", "text/markdown") }] })).status).toBe(200);
+    const seen: number[] = [];
+    const tokens: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await dev.get(`/api/artifacts/${id}/versions?pageSize=2${token ? `&nextPageToken=${token}` : ""}`);
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data.map((v: any) => v.version));
+      token = page.body.nextPageToken;
+      if (token) tokens.push(token);
+    } while (token);
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+    expect(tokens).toHaveLength(2); // the last page (version 5) says no more
+    // without pageSize, one page of up to 50
+    expect((await dev.get(`/api/artifacts/${id}/versions`)).body).toEqual({ data: expect.any(Array) });
+    // another artifact's token, or an edited one, is refused rather than read as a position
+    const other = (await document("# other\n")).body.artifact.id;
+    expect(await dev.get(`/api/artifacts/${other}/versions?nextPageToken=${tokens[0]}`)).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: expect.stringContaining("another artifact's versions") } } });
+    expect((await dev.get(`/api/artifacts/${id}/versions?nextPageToken=${tokens[0]!.slice(0, -2)}`)).status).toBe(400);
+    expect((await dev.get(`/api/artifacts/${id}/versions?pageSize=201`)).status).toBe(400);
   });
 });
 

@@ -54,8 +54,13 @@ describe("interventions", () => {
     expect(approve.answerSchema).toMatchObject({ type: "object", properties: { approved: { type: "boolean" } } });
     expect((await runEvents(runId)).map((e) => e.type)).toEqual(expect.arrayContaining(["workflow.intervention.requested", "workflow.run.waiting", "workflow.run.node.waiting"]));
 
-    const open = await alice.get("/api/interventions");
+    const open = await alice.get("/api/interventions?pageSize=200");
     expect(open.body.data.map((i: any) => i.runId)).toContain(runId);
+    // a page at a time: the first of one, then on from its token
+    const one = await alice.get("/api/interventions?pageSize=1");
+    expect(one.body.data).toEqual(open.body.data.slice(0, 1));
+    if (open.body.data.length > 1) expect((await alice.get(`/api/interventions?pageSize=200&nextPageToken=${one.body.nextPageToken}`)).body.data).toEqual(open.body.data.slice(1));
+    else expect(one.body.nextPageToken).toBeUndefined();
     expect((await auditor.get("/api/interventions")).body.data).toEqual([]);
     expect((await auditor.post(`/api/workflow-runs/${runId}/interventions/approve/submit`, { answer: { approved: true } })).status).toBe(403);
 
@@ -90,6 +95,35 @@ describe("interventions", () => {
     expect(summaries).toEqual(expect.arrayContaining(["read invoice: read invoice inv_1002", "workflow.run.node.finished read invoice, workflow.run.node.started approve, intervention approve requested", "approve invoice: run action invoice.approve", "write review status: write 1 change"]));
     // a zero wait starts no timer (the SDK's sleep(0) would be a 1 ms timer, fired about a second later)
     expect(summaries).not.toContain("wait 0 ms");
+
+    // the history a page at a time: the same events, in order, none twice; each token bound to its run
+    const whole = (await alice.get(`/api/workflow-runs/${runId}/history`)).body;
+    expect(whole.nextPageToken).toBeUndefined();
+    expect(whole.events.length).toBeGreaterThan(7);
+    const paged: any[] = [];
+    const tokens: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await alice.get(`/api/workflow-runs/${runId}/history?pageSize=3${token ? `&nextPageToken=${encodeURIComponent(token)}` : ""}`);
+      expect(page.status).toBe(200);
+      expect(page.body.events.length).toBeLessThanOrEqual(3);
+      paged.push(...page.body.events);
+      token = page.body.nextPageToken;
+      if (token) tokens.push(token);
+    } while (token);
+    expect(paged).toEqual(whole.events);
+    expect(tokens.length).toBeGreaterThanOrEqual(Math.ceil(whole.events.length / 3) - 1);
+    expect((await alice.get(`/api/workflow-runs/${runId}/history?pageSize=3&nextPageToken=${encodeURIComponent(tokens[0]!)}`)).body.events).toEqual(whole.events.slice(3, 6));
+    const otherRun = await startReview(alice, { invoiceId: "inv_1002", approvalTimeoutMs: 120_000 });
+    expect((await alice.post(`/api/workflow-runs/${otherRun}/cancel`, {})).status).toBe(200);
+    const other = await alice.get(`/api/workflow-runs/${otherRun}/history?nextPageToken=${encodeURIComponent(tokens[0]!)}`);
+    expect(other).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: expect.stringContaining("another run's history") } } });
+    expect((await alice.get(`/api/workflow-runs/${runId}/history?pageSize=1001`)).status).toBe(400);
+    // a token edited inside (Temporal's part made garbage) is Temporal's to refuse: a 400 naming it, not a 500
+    const edited = JSON.parse(Buffer.from(tokens[0]!, "base64url").toString());
+    edited.position[0] = Buffer.from("not a token of Temporal's").toString("base64");
+    const refused = await alice.get(`/api/workflow-runs/${runId}/history?nextPageToken=${Buffer.from(JSON.stringify(edited)).toString("base64url")}`);
+    expect(refused).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: expect.stringContaining("Temporal refused this nextPageToken") } } });
     finishedRuns.push(runId);
   });
 

@@ -10,6 +10,7 @@ import { Readable } from "node:stream";
 import { buffer as readBuffer } from "node:stream/consumers";
 import { ApiError, isApiError } from "../errors";
 import { newId, nowIso } from "../ids";
+import { decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
 import type { FileReference } from "../sdk/context";
 import { formatAddress, parseAddress, type ArtifactAddress } from "./address";
 import { AddressError, toApiError } from "./address-error";
@@ -116,27 +117,41 @@ export class ArtifactStore {
     where.push("latest_version > 0");
     if (reader.kind === "identity") where.push("owner = ?"), params.push(reader.id);
     if (q.kind) where.push("kind = ?"), params.push(q.kind);
-    if (q.nextPageToken) {
-      let after: [string, string];
-      try {
-        after = JSON.parse(Buffer.from(q.nextPageToken, "base64url").toString("utf8"));
-        if (!Array.isArray(after) || after.length !== 2 || !after.every((x) => typeof x === "string")) throw new Error("shape");
-      } catch {
-        throw new ApiError("invalid_request", "nextPageToken is not a token of this listing");
-      }
+    // a token is bound to the caller and the kind filter: another's is refused, not read as a position
+    const filters = JSON.stringify({ owner: reader.kind === "identity" ? reader.id : null, kind: q.kind ?? null });
+    if (q.nextPageToken !== undefined) {
+      const after = decodeListingToken(q.nextPageToken, filters, isTextPair, { refusal: "nextPageToken belongs to this listing with another kind, or to another caller: send the same kind, and a token your own listing answered" });
       where.push("(updated_at < ? OR (updated_at = ? AND id < ?))");
       params.push(after[0], after[0], after[1]);
     }
     const rows = await this.db.all<ArtifactRow>(`SELECT * FROM artifacts ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY updated_at DESC, id DESC LIMIT ?`, [...params, q.pageSize + 1]);
     const page = rows.slice(0, q.pageSize);
     const last = page.at(-1);
-    return { data: page.map(toArtifact), ...(rows.length > q.pageSize && last ? { nextPageToken: Buffer.from(JSON.stringify([last.updated_at, last.id])).toString("base64url") } : {}) };
+    return { data: page.map(toArtifact), ...(rows.length > q.pageSize && last ? { nextPageToken: encodeListingToken([last.updated_at, last.id], filters) } : {}) };
   }
 
-  /** Every version of an artifact, oldest first. @throws {ApiError} not_found */
-  async versions(reader: ArtifactReader, id: string): Promise<ArtifactVersion[]> {
+  /**
+   * An artifact's versions, oldest first, a page at a time (`GET /api/artifacts/:id/versions`, spec
+   * 4.3): keyset on `version` along the table's key, withdrawn versions left out. A page holds at most
+   * `pageSize` versions, and `nextPageToken` when more follow (bound to this artifact).
+   * @param page.pageSize 1 to 200; `page.nextPageToken` from the page before
+   * @throws {ApiError} not_found for an artifact the reader may not open; invalid_request for a token
+   *   this listing did not issue (another artifact's included)
+   */
+  async versions(reader: ArtifactReader, id: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: ArtifactVersion[]; nextPageToken?: string }> {
     await this.row(reader, id);
-    return (await this.db.all<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND withdrawn_at IS NULL ORDER BY version", [id])).map(toVersion);
+    const filters = JSON.stringify({ artifactId: id });
+    const after = page.nextPageToken === undefined ? 0 : decodeListingToken(page.nextPageToken, filters, isVersionNumber, { refusal: "nextPageToken belongs to another artifact's versions: send one this artifact's listing answered" });
+    const rows = await this.db.all<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND version > ? AND withdrawn_at IS NULL ORDER BY version LIMIT ?", [id, after, page.pageSize + 1]);
+    const data = rows.slice(0, page.pageSize).map(toVersion);
+    const last = rows.length > page.pageSize ? data.at(-1) : undefined;
+    return { data, ...(last ? { nextPageToken: encodeListingToken(last.version, filters) } : {}) };
+  }
+
+  /** The numbers of an artifact's versions, oldest first, withdrawn ones left out (the page's version picker). @throws {ApiError} not_found */
+  async versionNumbers(reader: ArtifactReader, id: string): Promise<number[]> {
+    await this.row(reader, id);
+    return (await this.db.all<{ version: number }>("SELECT version FROM artifact_versions WHERE artifact_id = ? AND withdrawn_at IS NULL ORDER BY version", [id])).map((r) => r.version);
   }
 
   /**
@@ -419,4 +434,9 @@ export function parseAddressOrThrow(address: string): ArtifactAddress {
   } catch (err) {
     throw err instanceof AddressError ? toApiError(err) : err;
   }
+}
+
+/** A listing position that is a version number (1, 2, …), for {@link decodeListingToken}. */
+function isVersionNumber(x: unknown): x is number {
+  return Number.isSafeInteger(x) && (x as number) >= 1;
 }

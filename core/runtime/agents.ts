@@ -41,6 +41,10 @@ export const AgentRunStateSchema = v.object({
   updatedAt: v.string(),
 });
 
+/** One message of a conversation: the caller's (`user`) or the agent's reply (`assistant`), numbered 1, 2, … (`seq`). */
+export const ConversationMessageSchema = v.object({ seq: v.number(), role: v.picklist(["user", "assistant"]), text: v.string(), runId: v.optional(v.string()), createdAt: v.string() });
+export type ConversationMessage = v.InferOutput<typeof ConversationMessageSchema>;
+
 /** A conversation with its messages (oldest first) and its reply runs. */
 export const ConversationSchema = v.object({
   id: v.string(),
@@ -49,7 +53,7 @@ export const ConversationSchema = v.object({
   owner: v.string(),
   createdAt: v.string(),
   updatedAt: v.string(),
-  messages: v.array(v.object({ seq: v.number(), role: v.picklist(["user", "assistant"]), text: v.string(), runId: v.optional(v.string()), createdAt: v.string() })),
+  messages: v.array(ConversationMessageSchema),
   runs: v.array(AgentRunStateSchema),
 });
 export type Conversation = v.InferOutput<typeof ConversationSchema>;
@@ -149,13 +153,31 @@ export class AgentRuns implements AgentRunAccess {
   /** A conversation of the caller's. @throws {ApiError} not_found (also for another user's) */
   async conversation(principal: Principal, id: string): Promise<Conversation> {
     const conv = await this.conversationRow(principal, id);
-    const messages = await this.db.all<{ seq: number; role: "user" | "assistant"; text: string; run_id: string | null; created_at: string }>("SELECT * FROM agent_messages WHERE conversation_id = ? ORDER BY seq", [id]);
+    const messages = await this.db.all<MessageRow>("SELECT * FROM agent_messages WHERE conversation_id = ? ORDER BY seq", [id]);
     const runs = await this.db.all<RunRow>("SELECT * FROM agent_runs WHERE conversation_id = ? ORDER BY created_at, id", [id]);
     return {
       id: conv.id, agentId: conv.agent_id, title: conv.title, owner: conv.owner, createdAt: conv.created_at, updatedAt: conv.updated_at,
-      messages: messages.map((m) => ({ seq: m.seq, role: m.role, text: m.text, ...(m.run_id ? { runId: m.run_id } : {}), createdAt: m.created_at })),
+      messages: messages.map(toMessage),
       runs: await Promise.all(runs.map((r) => this.toState(r))),
     };
+  }
+
+  /**
+   * A conversation's messages, oldest first, a page at a time (`GET /api/conversations/:id/messages`):
+   * keyset on `seq` along the table's key. A page holds at most `pageSize` messages, and
+   * `nextPageToken` when more follow (bound to this conversation).
+   * @param page.pageSize 1 to 200; `page.nextPageToken` from the page before
+   * @throws {ApiError} not_found for a conversation that is not the caller's; invalid_request for a
+   *   token this listing did not issue (another conversation's included)
+   */
+  async messages(principal: Principal, id: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: ConversationMessage[]; nextPageToken?: string }> {
+    await this.conversationRow(principal, id);
+    const filters = JSON.stringify({ conversationId: id });
+    const after = page.nextPageToken === undefined ? 0 : decodeListingToken(page.nextPageToken, filters, isSeq, { refusal: "nextPageToken belongs to another conversation's messages: send one this conversation's listing answered" });
+    const rows = await this.db.all<MessageRow>("SELECT * FROM agent_messages WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?", [id, after, page.pageSize + 1]);
+    const data = rows.slice(0, page.pageSize).map(toMessage);
+    const last = rows.length > page.pageSize ? data.at(-1) : undefined;
+    return { data, ...(last ? { nextPageToken: encodeListingToken(last.seq, filters) } : {}) };
   }
 
   /**
@@ -402,4 +424,19 @@ function stepsAsMessages(steps: StoredStep[]): ModelMessage[] {
     });
   }
   return out;
+}
+
+interface MessageRow {
+  seq: number;
+  role: "user" | "assistant";
+  text: string;
+  run_id: string | null;
+  created_at: string;
+}
+
+const toMessage = (m: MessageRow): ConversationMessage => ({ seq: m.seq, role: m.role, text: m.text, ...(m.run_id ? { runId: m.run_id } : {}), createdAt: m.created_at });
+
+/** A listing position that is a message's `seq` (1, 2, …), for {@link decodeListingToken}. */
+function isSeq(x: unknown): x is number {
+  return Number.isSafeInteger(x) && (x as number) >= 1;
 }

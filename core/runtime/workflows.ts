@@ -10,10 +10,12 @@ import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
+import { decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
 import { PendingActivitySchema, RunLinksSchema, WorkflowTaskFailureSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 import { temporalClient, temporalCommon } from "../temporal/sdk";
 import { historyEvents, type HistoryEvent } from "./run-history";
+import type { temporal } from "@temporalio/proto";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
 export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
@@ -152,6 +154,17 @@ export const WORKFLOW_IDS_WITH_RUNS = `WITH RECURSIVE ids(id) AS (
   UNION ALL SELECT (SELECT min(workflow_id) FROM workflow_runs WHERE workflow_id > ids.id) FROM ids WHERE ids.id IS NOT NULL
 ) SELECT id FROM ids WHERE id IS NOT NULL`;
 
+/** gRPC status codes Temporal answers with (grpc/status: NOT_FOUND 5, INVALID_ARGUMENT 3). */
+const GRPC_NOT_FOUND = 5;
+const GRPC_INVALID_ARGUMENT = 3;
+/** A history position: Temporal's page token as base64 ("" for the first page) and how many of that page's events were answered, for {@link decodeListingToken}. */
+const isHistoryPosition = (x: unknown): x is [string, number] => Array.isArray(x) && x.length === 2 && typeof x[0] === "string" && /^[A-Za-z0-9+/]*=*$/.test(x[0]) && Number.isSafeInteger(x[1]) && x[1] >= 0;
+
+/** Open interventions after a position `(requested_at, id)`, oldest first: parameters requested_at, id, limit (migration 022). */
+export const OPEN_INTERVENTIONS_PAGE = "SELECT * FROM interventions WHERE status = 'open' AND (requested_at, id) > (?, ?) ORDER BY requested_at, id LIMIT ?";
+/** The first page of {@link OPEN_INTERVENTIONS_PAGE}: parameter limit. */
+export const OPEN_INTERVENTIONS_FIRST_PAGE = "SELECT * FROM interventions WHERE status = 'open' ORDER BY requested_at, id LIMIT ?";
+
 /**
  * Workflow runs over Temporal (spec 4.1, 4.3): a run is a Temporal execution whose workflow id is the
  * runId and whose workflow type is the designer's workflow id.
@@ -244,11 +257,36 @@ export class WorkflowRuns {
     return rows.map(toIntervention);
   }
 
-  /** Open interventions across runs that the principal may answer, oldest first. */
-  async openFor(principal: Principal): Promise<InterventionState[]> {
-    const rows = await this.db.all<InterventionRow>("SELECT * FROM interventions WHERE status = 'open' ORDER BY requested_at, id");
-    return rows.map(toIntervention).filter((i) => mayAnswer(principal, i.assignees));
+  /**
+   * Open interventions across runs that the principal may answer, oldest first, a page at a time
+   * (`GET /api/interventions`, spec 4.1): keyset on `(requested_at, id)` along
+   * `interventions_open_by_time` (migration 022), read {@link WorkflowRuns.OPEN_INTERVENTIONS_CHUNK}
+   * rows at a time until the page is full, since who may answer is decided here, not in SQL.
+   * @param page.pageSize 1 to 200; `page.nextPageToken` from the page before (bound to the caller)
+   * @throws {ApiError} invalid_request for a token this listing did not issue (another caller's included)
+   */
+  async openFor(principal: Principal, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: InterventionState[]; nextPageToken?: string }> {
+    const filters = JSON.stringify({ caller: principal.id });
+    let after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
+    const data: InterventionState[] = [];
+    let last: InterventionRow | undefined;
+    for (;;) {
+      const rows = await this.db.all<InterventionRow>(after ? OPEN_INTERVENTIONS_PAGE : OPEN_INTERVENTIONS_FIRST_PAGE, [...(after ?? []), WorkflowRuns.OPEN_INTERVENTIONS_CHUNK]);
+      for (const row of rows) {
+        const intervention = toIntervention(row);
+        if (!mayAnswer(principal, intervention.assignees)) continue;
+        // one more than the page: there is a next page, and it starts after the page's last
+        if (data.length === page.pageSize) return { data, nextPageToken: encodeListingToken([last!.requested_at, last!.id], filters) };
+        data.push(intervention);
+        last = row;
+      }
+      if (rows.length < WorkflowRuns.OPEN_INTERVENTIONS_CHUNK) return { data };
+      after = [rows.at(-1)!.requested_at, rows.at(-1)!.id];
+    }
   }
+
+  /** How many open interventions {@link openFor} reads at a time while filling a page. */
+  static OPEN_INTERVENTIONS_CHUNK = 200;
 
   private async openIntervention(runId: string, name: string, principal: Principal, action: "submit" | "cancel"): Promise<InterventionState> {
     const rows = await this.db.all<InterventionRow>("SELECT * FROM interventions WHERE run_id = ? AND name = ? ORDER BY requested_at DESC, id DESC LIMIT 1", [runId, name]);
@@ -352,20 +390,49 @@ export class WorkflowRuns {
     if (closed) throw new ApiError("conflict", `Run ${runId} is not running (it is ${closed})`, { runId });
   }
 
-  /** The run's Temporal history, event by event, with the names the designer gave. */
-  async history(runId: string): Promise<{ runId: string; events: HistoryEvent[] }> {
+  /**
+   * The run's Temporal history, event by event, with the names the designer gave, a page at a time
+   * (`GET /api/workflow-runs/:runId/history`): Temporal's own pages (`GetWorkflowExecutionHistory`)
+   * read one after the other until `pageSize` events or the end. Temporal does not split the batch of
+   * events one workflow task wrote, so a page of its may hold more than asked for: the position is
+   * Temporal's token of the page it stopped in and how many of that page's events were answered
+   * (`nextPageToken`, bound to the run).
+   * @param page.pageSize 1 to 1000 events; `page.nextPageToken` from the page before
+   * @throws {ApiError} not_found when Temporal does not know the run; invalid_request for a token this
+   *   listing did not issue (another run's included), or one Temporal no longer takes
+   */
+  async history(runId: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ runId: string; events: HistoryEvent[]; nextPageToken?: string }> {
+    const filters = JSON.stringify({ runId });
+    const [from, skipped] = page.nextPageToken === undefined ? ["", 0] : decodeListingToken(page.nextPageToken, filters, isHistoryPosition, { refusal: "nextPageToken belongs to another run's history: send one this run's history answered" });
     // a run not started on Temporal has no history (and its id may name another execution: never read that)
     const row = await this.db.get<{ start_status: string }>("SELECT start_status FROM workflow_runs WHERE run_id = ?", [runId]);
     if (row && row.start_status !== "started") return { runId, events: [] };
-    let history;
-    try {
-      history = await this.host().client.workflow.getHandle(runId).fetchHistory();
-    } catch (err) {
-      if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
-      throw err;
+    const host = this.host();
+    const events: temporal.api.history.v1.IHistoryEvent[] = [];
+    let token = from ? Buffer.from(from, "base64") : undefined;
+    let skip = skipped;
+    let next: [string, number] | undefined;
+    for (;;) {
+      let response;
+      try {
+        response = await host.client.workflowService.getWorkflowExecutionHistory({ namespace: host.namespace, execution: { workflowId: runId }, maximumPageSize: page.pageSize - events.length + skip, nextPageToken: token });
+      } catch (err) {
+        const { WorkflowNotFoundError, isGrpcServiceError } = temporalClient();
+        if (err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND)) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
+        if (isGrpcServiceError(err) && err.code === GRPC_INVALID_ARGUMENT && token) throw new ApiError("invalid_request", `Temporal refused this nextPageToken (${err.details}): read the history from its start again`, { nextPageToken: page.nextPageToken });
+        throw err;
+      }
+      const rest = (response.history?.events ?? []).slice(skip);
+      const taken = rest.slice(0, page.pageSize - events.length);
+      events.push(...taken);
+      const after = response.nextPageToken?.length ? Buffer.from(response.nextPageToken) : undefined;
+      if (taken.length < rest.length) next = [token?.toString("base64") ?? "", skip + taken.length];
+      else if (after && events.length === page.pageSize) next = [after.toString("base64"), 0];
+      if (next || !after) break;
+      token = after;
+      skip = 0;
     }
-    const events = await historyEvents(history, this.host().payloadCodec);
-    return { runId, events };
+    return { runId, events: await historyEvents({ events }, host.payloadCodec), ...(next ? { nextPageToken: encodeListingToken(next, filters) } : {}) };
   }
 
   /**

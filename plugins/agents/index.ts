@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { AgentOutput, AgentRunStateSchema, AgentRuns, ConversationSchema, definePlugin } from "../../core/plugin-api";
+import { AgentOutput, AgentRunStateSchema, AgentRuns, ConversationMessageSchema, ConversationSchema, definePlugin } from "../../core/plugin-api";
 import { agentsSocket } from "./socket";
 
 const RunParams = v.object({ runId: v.pipe(v.string(), v.description("`arun_…`")) });
@@ -50,12 +50,31 @@ export default definePlugin({
       method: "GET",
       path: "/api/conversations/:conversationId",
       summary: "Read a conversation",
-      description: `Its messages (yours and the agent's replies) and its reply runs. ${OWNER_ONLY}`,
+      description: `Its messages (yours and the agent's replies, all of them: page through a long conversation's with GET /api/conversations/{conversationId}/messages) and its reply runs. ${OWNER_ONLY}`,
       tags: ["agents"],
       auth: "bearer",
       params: v.object({ conversationId: v.string() }),
       responses: { 200: { description: "The conversation", schema: ConversationSchema }, 404: { description: "No such conversation (or not yours)" } },
       handler: ({ principal, params }) => runs.conversation(principal!, params.conversationId),
+    });
+    routes.add({
+      method: "GET",
+      path: "/api/conversations/:conversationId/messages",
+      summary: "List a conversation's messages",
+      description: `Oldest first, yours and the agent's replies, a page at a time; continue with \`nextPageToken\`. For a long conversation, where reading it whole (GET /api/conversations/{conversationId}) grows with every message. ${OWNER_ONLY}`,
+      tags: ["agents"],
+      auth: "bearer",
+      params: v.object({ conversationId: v.string() }),
+      query: v.object({
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" })),
+        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
+      }),
+      responses: {
+        200: { description: "A page of messages; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ data: v.array(ConversationMessageSchema), nextPageToken: v.optional(v.string()) }) },
+        400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another conversation's, or edited)" },
+        404: { description: "No such conversation (or not yours)" },
+      },
+      handler: ({ principal, params, query }) => runs.messages(principal!, params.conversationId, { pageSize: query.pageSize ?? 50, nextPageToken: query.nextPageToken }),
     });
     routes.add({
       method: "POST",

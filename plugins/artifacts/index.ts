@@ -51,7 +51,10 @@ export default definePlugin({
       tags: ["artifacts"],
       auth: "bearer",
       query: v.object({ kind: v.optional(v.picklist(ARTIFACT_KINDS)), pageSize: PageSize, nextPageToken: v.optional(v.string()) }),
-      responses: { 200: { description: "A page of artifacts", schema: v.object({ data: v.array(ArtifactSchema), nextPageToken: v.optional(v.string()) }) } },
+      responses: {
+        200: { description: "A page of artifacts; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ data: v.array(ArtifactSchema), nextPageToken: v.optional(v.string()) }) },
+        400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another kind's, another caller's, or edited)" },
+      },
       handler: ({ principal, query }) => artifacts.list(reader(principal), { kind: query.kind, pageSize: query.pageSize ?? 50, nextPageToken: query.nextPageToken }),
     });
     routes.add({
@@ -80,12 +83,17 @@ export default definePlugin({
       method: "GET",
       path: "/api/artifacts/:artifactId/versions",
       summary: "List an artifact's versions",
-      description: `Oldest first. ${OWNER_ONLY}`,
+      description: `Oldest first, withdrawn versions left out; continue with \`nextPageToken\`. ${OWNER_ONLY}`,
       tags: ["artifacts"],
       auth: "bearer",
       params: ArtifactParams,
-      responses: { 200: { description: "Versions", schema: v.object({ data: v.array(ArtifactVersionSchema) }) }, 404: { description: "No such artifact (or not yours)" } },
-      handler: async ({ principal, params }) => ({ data: await artifacts.versions(reader(principal), params.artifactId) }),
+      query: v.object({ pageSize: PageSize, nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))) }),
+      responses: {
+        200: { description: "A page of versions; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ data: v.array(ArtifactVersionSchema), nextPageToken: v.optional(v.string()) }) },
+        400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another artifact's, or edited)" },
+        404: { description: "No such artifact (or not yours)" },
+      },
+      handler: ({ principal, params, query }) => artifacts.versions(reader(principal), params.artifactId, { pageSize: query.pageSize ?? 50, nextPageToken: query.nextPageToken }),
     });
     routes.add({
       method: "GET",

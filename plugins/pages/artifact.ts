@@ -40,7 +40,7 @@ export async function versionText(s: PageServices, version: Version, path: strin
  */
 export async function artifactPage(s: PageServices, ctx: { reader: Reader; user: ShellUser; artifactId: string; v?: number; part?: string; locale: string; origin: string }): Promise<string> {
   const version = (await s.artifacts.version(ctx.reader, ctx.artifactId, ctx.v)) as Version;
-  const versions = await s.artifacts.versions(ctx.reader, ctx.artifactId);
+  const versions = await s.artifacts.versionNumbers(ctx.reader, ctx.artifactId);
   const theme = await s.artifacts.theme(version);
   const mode = theme?.mode;
   const surface = (cls: string, content: RawHtml) => html`<div class="artifact-surface ${cls}" data-svc-artifact data-kind="${version.kind}" data-theme="${mode ?? ""}">${content}</div>`;
@@ -88,9 +88,9 @@ ${view}`;
   return shell({ title: version.artifactTitle, user: ctx.user, body, head: raw(themeStyle(theme, "[data-svc-artifact]")), styles, scripts, bodyClass: `kind-${version.kind}` });
 }
 
-function head(version: Version, versions: ArtifactVersion[], ctx: { artifactId: string; part?: string; locale: string }): RawHtml {
+function head(version: Version, versions: number[], ctx: { artifactId: string; part?: string; locale: string }): RawHtml {
   const published = new Intl.DateTimeFormat(ctx.locale, { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" }).format(new Date(version.publishedAt));
-  const options = [...versions].reverse().map((ver) => html`<option value="${ver.version}" ${raw(ver.version === version.version ? "selected" : "")}>Version ${ver.version}${ver.version === version.latestVersion ? " (latest)" : ""}</option>`);
+  const options = [...versions].reverse().map((n) => html`<option value="${n}" ${raw(n === version.version ? "selected" : "")}>Version ${n}${n === version.latestVersion ? " (latest)" : ""}</option>`);
   return html`<header class="artifact-head">
   <div class="artifact-title">
     <p class="kind-badge" data-kind="${version.kind}">${KIND_LABEL[version.kind]}</p>

@@ -114,14 +114,23 @@ export default definePlugin({
       method: "GET",
       path: "/api/workflow-runs/:runId/history",
       summary: "Read a run's Temporal history",
-      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) its summary (decrypted when svc stored it encrypted: it held a download URL) and its attributes, as Temporal stores them (`temporal workflow show -w <runId> -o json`: payloads base64, encrypted ones as \`binary/encrypted\`). Empty for a run not started on Temporal.",
+      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) its summary (decrypted when svc stored it encrypted: it held a download URL) and its attributes, as Temporal stores them (`temporal workflow show -w <runId> -o json`: payloads base64, encrypted ones as \`binary/encrypted\`). Empty for a run not started on Temporal. A page at a time: continue with `nextPageToken`.",
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
-      responses: { 200: { description: "History", schema: v.object({ runId: v.string(), events: v.array(HistoryEventSchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
-      handler: async ({ principal, params }) => {
+      query: v.object({
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "Events per page, 1 to 1000, default 1000" })),
+        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
+      }),
+      responses: {
+        200: { description: "A page of the history, oldest event first; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ runId: v.string(), events: v.array(HistoryEventSchema), nextPageToken: v.optional(v.string()) }) },
+        400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another run's, or edited), or one Temporal no longer takes" },
+        404: { description: "`not_found`: no such run, or Temporal does not know it (its history was removed after the namespace's retention)" },
+        503: { description: "`unavailable`: Temporal did not answer" },
+      },
+      handler: async ({ principal, params, query }) => {
         await authorize(principal!, params.runId);
-        return runs.history(params.runId);
+        return runs.history(params.runId, { pageSize: query.pageSize ?? 1000, nextPageToken: query.nextPageToken });
       },
     });
     routes.add({
@@ -183,11 +192,18 @@ export default definePlugin({
       method: "GET",
       path: "/api/interventions",
       summary: "Open interventions for the caller",
-      description: "Open interventions across runs that the caller may answer, oldest first.",
+      description: "Open interventions across runs that the caller may answer (a listed identity, or a holder of the named permission), oldest first; continue with `nextPageToken`.",
       tags: ["workflows"],
       auth: "bearer",
-      responses: { 200: { description: "Interventions", schema: v.object({ data: v.array(InterventionStateSchema) }) }, 503: { description: "`unavailable`: Temporal did not answer" } },
-      handler: async ({ principal }) => ({ data: await runs.openFor(principal!) }),
+      query: v.object({
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" })),
+        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
+      }),
+      responses: {
+        200: { description: "A page of interventions; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ data: v.array(InterventionStateSchema), nextPageToken: v.optional(v.string()) }) },
+        400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another caller's, or edited)" },
+      },
+      handler: ({ principal, query }) => runs.openFor(principal!, { pageSize: query.pageSize ?? 50, nextPageToken: query.nextPageToken }),
     });
   },
 });
