@@ -41,7 +41,15 @@ describeMatrix("status, project, docs", (transport) => {
     const doc = (await client(suite.app, null, transport).get("/docs/openapi.json")).body;
     expect(doc.openapi).toBe("3.1.0");
     // generated clients see every envelope field of an event, the catalog's types, and the stable error codes
-    const event = doc.paths["/api/events"].get.responses["200"].content["application/json"].schema.properties.events.items;
+    // the domain types are named once (components.schemas) and referenced where operations use them
+    expect(doc.paths["/api/events"].get.responses["200"].content["application/json"].schema.properties.events.items).toEqual({ $ref: "#/components/schemas/Event" });
+    const event = doc.components.schemas.Event;
+    expect(doc.paths["/api/artifacts/{artifactId}/versions"].get.responses["200"].content["application/json"].schema.properties.data.items).toEqual({ $ref: "#/components/schemas/ArtifactVersion" });
+    expect(doc.paths["/api/artifacts/{artifactId}/versions/{version}"].get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ArtifactVersion" });
+    expect(doc.components.schemas.ArtifactVersion.properties.warnings.type).toBe("array");
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain('"$defs"');
+    for (const [, name] of text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)) expect(doc.components.schemas, `$ref ${name}`).toHaveProperty(name!);
     for (const field of ["correlationId", "causationId", "idempotencyKey", "actor", "metadata", "origin", "commitId", "commitOrdinal", "cursor"]) expect(event.properties, field).toHaveProperty(field);
     expect(event.properties.type.enum).toContain("workflow.intervention.submitted");
     expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual(expect.arrayContaining(["invalid_request", "cursor_expired", "too_many_requests"]));

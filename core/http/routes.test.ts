@@ -48,3 +48,35 @@ describe("route parameters", () => {
     expect(() => decodePathParams({ a: "ok", b: "%E0%A4%A" })).toThrow(expect.objectContaining({ code: "invalid_request", details: { issues: [{ path: "path.b", message: "malformed percent-escape" }] } }));
   });
 });
+
+describe("named schemas in the OpenAPI document (RouteRegistry.component)", () => {
+  const registry = () => new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined });
+  const Item = v.object({ id: v.string(), tags: v.array(v.string()) });
+  const Page = v.object({ data: v.array(Item), next: v.optional(Item) });
+
+  it("writes a named schema once under components.schemas and a $ref wherever an operation holds it, nested ones included", () => {
+    const routes = registry();
+    routes.component("Item", Item);
+    routes.component("Page", Page);
+    routes.component("Item", Item); // the same schema under the same name again: allowed
+    routes.add({ method: "GET", path: "/items", summary: "List", tags: ["test"], auth: "none", responses: { 200: { description: "A page", schema: Page } }, handler: () => ({ data: [] }) });
+    routes.add({ method: "POST", path: "/items", summary: "Create", tags: ["test"], auth: "none", body: Item, responses: { 200: { description: "The item", schema: v.object({ item: Item }) } }, handler: ({ body }) => ({ item: body }) });
+    const doc = routes.openapi({ title: "t", version: "1" }) as any;
+    expect(doc.components.schemas.Item).toEqual({ type: "object", properties: { id: { type: "string" }, tags: { type: "array", items: { type: "string" } } }, required: ["id", "tags"] });
+    expect(doc.components.schemas.Page).toEqual({ type: "object", properties: { data: { type: "array", items: { $ref: "#/components/schemas/Item" } }, next: { $ref: "#/components/schemas/Item" } }, required: ["data"] });
+    expect(doc.paths["/items"].get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Page" });
+    expect(doc.paths["/items"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Item" });
+    expect(doc.paths["/items"].post.responses["200"].content["application/json"].schema).toEqual({ type: "object", properties: { item: { $ref: "#/components/schemas/Item" } }, required: ["item"] });
+    expect(JSON.stringify(doc)).not.toContain("$defs");
+  });
+
+  it("refuses a name given to another schema, a name outside the pattern, the error body's name, and naming after mount", () => {
+    const routes = registry();
+    routes.component("Item", Item);
+    expect(() => routes.component("Item", v.object({ id: v.string() }))).toThrow("Component Item is already another schema");
+    expect(() => routes.component("An item", Item)).toThrow(/is not allowed/);
+    expect(() => routes.component("Error", Item)).toThrow(/is not allowed/);
+    routes.mount(new H3());
+    expect(() => routes.component("Late", Item)).toThrow("Component Late named after the server started");
+  });
+});

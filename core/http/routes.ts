@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { toJsonSchema } from "@valibot/to-json-schema";
+import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from "@valibot/to-json-schema";
 import { defineWebSocketHandler, getQuery, type H3, type H3Event } from "h3";
 import type { Hooks as WebSocketHooks } from "crossws";
 import { ApiError, ERROR_STATUS, isApiError, type ErrorCode } from "../errors";
@@ -122,6 +122,8 @@ export function implicitErrorResponses(def: Pick<RouteDefinition<any, any, any>,
 export class RouteRegistry {
   private readonly routes: RouteDefinition<any, any, any>[] = [];
   private readonly sockets: Array<{ path: string; summary: string; description: string; hooks: Partial<WebSocketHooks> }> = [];
+  /** The OpenAPI document's named schemas ({@link RouteRegistry.component}), by name. */
+  private readonly components = new Map<string, Schema>();
   private mounted = false;
   /**
    * The schema helpers of core/http/schemas.ts, whose JSON Schema the OpenAPI generator understands,
@@ -154,6 +156,25 @@ export class RouteRegistry {
   ws(path: string, doc: { summary: string; description: string }, hooks: Partial<WebSocketHooks>): void {
     if (this.mounted) throw new Error(`WebSocket ${path} added after the server started`);
     this.sockets.push({ path, ...doc, hooks });
+  }
+
+  /**
+   * Names `schema` in the OpenAPI document (components.schemas, OpenAPI 3.1 4.8.7): each place an
+   * operation uses this very schema object reads `{ "$ref": "#/components/schemas/<name>" }`, and the
+   * schema is written once under its name, so a generated client has one named type (`Artifact`,
+   * `WorkflowRunState`) instead of an anonymous copy per operation. Validation is unchanged. A plugin
+   * names the domain types its routes answer; naming the same schema again under the same name is allowed.
+   * @param name the component's name (`^[A-Za-z0-9._-]+$`), the spec's name of the type
+   * @returns `schema`, for declaring and naming in one expression
+   * @throws Error after mount, for a name outside that pattern, or one already given to another schema
+   */
+  component<S extends Schema>(name: string, schema: S): S {
+    if (this.mounted) throw new Error(`Component ${name} named after the server started`);
+    if (!/^[A-Za-z0-9._-]+$/.test(name) || name === "Error") throw new Error(`Component name "${name}" is not allowed: use letters, digits, ".", "_" and "-" (Error is the error body's)`);
+    const named = this.components.get(name);
+    if (named && named !== schema) throw new Error(`Component ${name} is already another schema`);
+    this.components.set(name, schema);
+    return schema;
   }
 
   /** Registers every route on the h3 app. */
@@ -237,15 +258,31 @@ export class RouteRegistry {
 
   /** The OpenAPI 3.1 document of every route (served at `/docs/openapi.json`). */
   openapi(info: { title: string; version: string; description?: string }): Record<string, unknown> {
-    const json = (s: Schema) => {
+    // the named schemas ({@link RouteRegistry.component}) become `$ref`s to components.schemas wherever
+    // an operation's schema holds one of them
+    const definitions = Object.fromEntries(this.components) as Record<string, never>;
+    const config: ConversionConfig = {
+      target: "draft-2020-12",
+      typeMode: "input",
+      errorMode: "ignore",
       // `overrideAction`: a pipe documents itself with `documentedAs` (core/http/schemas.ts) where the
       // converter cannot (it stops at the first transformation: `string → transform(Number) → minValue`)
-      const { $schema: _ignored, ...rest } = toJsonSchema(s as never, { target: "draft-2020-12", typeMode: "input", errorMode: "ignore", overrideAction: ({ valibotAction }) => documentedJsonSchema(valibotAction) }) as Record<string, unknown>;
-      // an intersection whose first member is an object (`v.intersect([v.object(…), refinement])`) keeps
-      // that object's properties at the top: `{ …first, allOf: [refinement] }` is the same JSON Schema
+      overrideAction: ({ valibotAction }) => documentedJsonSchema(valibotAction),
+      definitions,
+      overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+    };
+    // an intersection whose first member is an object (`v.intersect([v.object(…), refinement])`) keeps
+    // that object's properties at the top: `{ …first, allOf: [refinement] }` is the same JSON Schema
+    const flattened = (rest: Record<string, unknown>) => {
       const [first, ...others] = Array.isArray(rest.allOf) && Object.keys(rest).length === 1 ? (rest.allOf as Record<string, unknown>[]) : [];
       return first?.type === "object" && !("allOf" in first) ? { ...first, allOf: others } : rest;
     };
+    const json = (s: Schema) => {
+      // the named schemas are written once, under components.schemas: not in each operation's `$defs`
+      const { $schema: _ignored, $defs: _defs, ...rest } = toJsonSchema(s as never, config) as Record<string, unknown>;
+      return flattened(rest);
+    };
+    const named = Object.fromEntries(Object.entries(toJsonSchemaDefs(definitions, config)).map(([name, schema]) => [name, flattened(schema as Record<string, unknown>)]));
     const paths: Record<string, Record<string, unknown>> = {};
     /**
      * The operation of `def` with `body`; `fixed` names the path parameter that `bodyByParam` splits
@@ -342,7 +379,7 @@ export class RouteRegistry {
           bearerAuth: { type: "http", scheme: "bearer", description: "API token (`Authorization: Bearer <API_TOKEN>`); only on operations marked x-svc-bearer-auth" },
           sessionCookie: { type: "apiKey", in: "cookie", name: "svc_session", description: "Browser session from POST /api/auth/sign-in. Mutating requests also send `x-svc-csrf` and must come from an allowed Origin." },
         },
-        schemas: { Error: json(ErrorBodySchema) },
+        schemas: { Error: json(ErrorBodySchema), ...named },
       },
     };
   }

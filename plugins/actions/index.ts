@@ -24,6 +24,9 @@ export default definePlugin({
   name: "actions",
   deps: { runner: ActionRunner },
   setup({ routes, project }, { runner }) {
+    // the domain types these routes answer, named in the OpenAPI document (ActionRunRecord, Subject)
+    routes.component("ActionRunRecord", ActionRunRecordSchema);
+    routes.component("Subject", SubjectSchema);
     routes.add({
       method: "POST",
       path: "/api/actions/:actionId",

@@ -17,6 +17,10 @@ export default definePlugin({
   name: "agents",
   deps: { runs: AgentRuns, output: AgentOutput },
   setup({ routes, authenticateUpgrade, config }, { runs, output }) {
+    // the domain types these routes answer, named in the OpenAPI document (Conversation, ConversationMessage, AgentRunState)
+    routes.component("Conversation", ConversationSchema);
+    routes.component("ConversationMessage", ConversationMessageSchema);
+    routes.component("AgentRunState", AgentRunStateSchema);
     routes.add({
       method: "POST",
       path: "/api/agents/:agentId/conversations",

@@ -14,6 +14,11 @@ export default definePlugin({
   name: "artifacts",
   deps: { artifacts: ArtifactStore, files: FileStore, sheets: SheetData },
   setup({ routes }, { artifacts, files, sheets }) {
+    // the domain types these routes answer, named in the OpenAPI document (Artifact, ArtifactVersion, Resolution, SheetRows)
+    routes.component("Artifact", ArtifactSchema);
+    routes.component("ArtifactVersion", ArtifactVersionSchema);
+    routes.component("Resolution", ResolutionSchema);
+    routes.component("SheetRows", SheetRowsSchema);
     const VersionNumber = routes.schemas.queryInteger({ min: 1, max: 1_000_000_000, description: "Version number (1, 2, …)" });
     const PageSize = v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" }));
     routes.add({

@@ -16,6 +16,10 @@ export default definePlugin({
   name: "datasets",
   deps: { datasets: DatasetStore, projector: DatasetProjector },
   setup({ routes, project }, { datasets, projector }) {
+    // the domain types these routes answer, named in the OpenAPI document (Dataset, DatasetVersion, DatasetRowsPage)
+    routes.component("Dataset", DatasetSchema);
+    routes.component("DatasetVersion", DatasetVersionSchema);
+    routes.component("DatasetRowsPage", DatasetRowsPageSchema);
     const Id = v.object({ id: v.pipe(v.string(), v.description("The dataset id")) });
     const VersionNumber = routes.schemas.queryInteger({ min: 1, max: 1_000_000_000, description: "Version number (1, 2, …)" });
     const IdVersion = v.object({ id: v.string(), version: VersionNumber });

@@ -55,6 +55,8 @@ export default definePlugin({
   name: "events",
   deps: { events: EventLog },
   setup({ routes, config, authenticateUpgrade }, { events }) {
+    // the domain types these routes answer, named in the OpenAPI document (Event)
+    routes.component("Event", EventSchema);
     routes.ws(
       "/ws/events",
       {

@@ -57,6 +57,9 @@ export default definePlugin({
   name: "files",
   deps: { files: FileStore, ontology: OntologyStore, actions: ActionRunner },
   async setup({ routes, project, config, hooks, log }, { files, ontology, actions }) {
+    // the domain types these routes answer, named in the OpenAPI document (FileReference, DownloadUrl)
+    routes.component("FileReference", FileReferenceSchema);
+    routes.component("DownloadUrl", DownloadUrlSchema);
     registerUploadRoutes({ routes, hooks, log, config }, files);
     /** The file id an object holds at `path`, after the view check (404 unknown type, 403, 404 no object, 400 not a file property); the ids as the route decoded them. */
     const objectFile = async (principal: Principal, objectTypeId: string, primaryId: string, path: string) => {

@@ -18,6 +18,8 @@ export default definePlugin({
   name: "logs",
   deps: { logs: LogCapture },
   setup({ routes, authenticateUpgrade, config }, { logs }) {
+    // the domain types these routes answer, named in the OpenAPI document (LogLine)
+    routes.component("LogLine", LogLineSchema);
     routes.add({
       method: "GET",
       path: "/api/logs",

@@ -117,6 +117,8 @@ export default definePlugin({
   name: "objects",
   deps: { ontology: OntologyStore },
   setup({ routes, project }, { ontology }) {
+    // the domain types these routes answer, named in the OpenAPI document (ObjectRecord)
+    routes.component("ObjectRecord", ObjectRecordSchema);
     /** 404 for an unknown type, then 403 without view permission. */
     const canView = (principal: Principal, objectTypeId: string) => {
       if (!own(project.definition.objectTypes, objectTypeId)) throw new ApiError("not_found", `Unknown object type "${objectTypeId}"`);

@@ -19,6 +19,8 @@ const ProjectSchema = v.object({
 export default definePlugin({
   name: "project",
   setup({ routes, project, config }) {
+    // the domain types these routes answer, named in the OpenAPI document (RuleInfo)
+    routes.component("RuleInfo", RuleInfoSchema);
     const d = project.definition;
     const info = {
       id: d.id,

@@ -10,6 +10,8 @@ export default definePlugin({
   name: "rules",
   deps: { rules: RuleEngine },
   setup({ routes }, { rules }) {
+    // the domain types these routes answer, named in the OpenAPI document (RuleState)
+    routes.component("RuleState", RuleStateSchema);
     routes.add({
       method: "GET",
       path: "/api/rules",

@@ -11,6 +11,10 @@ export default definePlugin({
   name: "schedules",
   deps: { manager: ScheduleManager },
   setup({ routes }, { manager }) {
+    // the domain types these routes answer, named in the OpenAPI document (ScheduleState, EventScheduleState, DeadLetter)
+    routes.component("ScheduleState", ScheduleStateSchema);
+    routes.component("EventScheduleState", EventScheduleStateSchema);
+    routes.component("DeadLetter", DeadLetterSchema);
     routes.add({
       method: "GET",
       path: "/api/schedules",

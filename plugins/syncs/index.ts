@@ -15,6 +15,8 @@ export default definePlugin({
   name: "syncs",
   deps: { runs: ConnectorRuns },
   setup({ routes, project }, { runs }) {
+    // the domain types these routes answer, named in the OpenAPI document (ConnectorRunState)
+    routes.component("ConnectorRunState", ConnectorRunStateSchema);
     for (const kind of ["sync", "pipeline"] as const) {
       const plural = kind === "sync" ? "syncs" : "pipelines";
       const permission = kind === "sync" ? can.runSync : can.runPipeline;

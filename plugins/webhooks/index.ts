@@ -31,6 +31,8 @@ export default definePlugin({
   name: "webhooks",
   deps: { deliveries: WebhookDeliveries },
   setup({ routes }, { deliveries }) {
+    // the domain types these routes answer, named in the OpenAPI document (WebhookRun)
+    routes.component("WebhookRun", WebhookRunSchema);
     routes.add({
       method: "POST",
       path: "/api/webhooks/:connectorId/:webhookId",

@@ -17,6 +17,11 @@ export default definePlugin({
   name: "workflows",
   deps: { runs: WorkflowRuns },
   setup({ routes, project, hooks, log }, { runs }) {
+    // the domain types these routes answer, named in the OpenAPI document (WorkflowRunState, WorkflowRunSummary, InterventionState, HistoryEvent)
+    routes.component("WorkflowRunState", WorkflowRunStateSchema);
+    routes.component("WorkflowRunSummary", WorkflowRunSummarySchema);
+    routes.component("InterventionState", InterventionStateSchema);
+    routes.component("HistoryEvent", HistoryEventSchema);
     // runs of a workflow the project no longer defines (renamed, removed) cannot go on and no one can read
     // them through the API: say so once at start, with what to do (it does not hold up the start)
     hooks.hook("ready", () => {
