@@ -41,6 +41,13 @@ describe("action runs (spec 4.2)", () => {
     const byRunId = await dev.get("/api/action-runs/by-id-alone-1");
     expect([byRunId.status, byRunId.body]).toEqual([200, res.body]);
     expect((await dev.get(`/api/action-runs/${res.body.id}`)).body).toEqual(res.body); // the record's id names it too
+    // so a new run may not take that id as its runId: it would shadow this run there
+    const shadow = await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: res.body.id });
+    expect([shadow.status, shadow.body.error?.code, shadow.body.error?.message]).toEqual([409, "conflict", `runId ${res.body.id} is the record id of another run (runId by-id-alone-1); choose another runId`]);
+    expect((await dev.get(`/api/action-runs/${res.body.id}`)).body).toEqual(res.body);
+    // a generated runId resent (a retry of a run the server named) is still its own run's
+    const named = await dev.post("/api/actions/diagnostics.noop", { params: {} });
+    expect((await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: named.body.runId })).body).toEqual(named.body);
     // auditor may not run diagnostics.noop: the run is not told apart from a run that does not exist
     const auditor = client(() => suite.app, suite.tokens.auditor);
     const hidden = await auditor.get("/api/action-runs/by-id-alone-1");

@@ -145,7 +145,7 @@ export class ActionRunner {
    * answers its record as stored, before anything of the request is checked again: the run's subject
    * may be gone since (an action that deletes its subject), and rule 4's retry must still find it.
    * @throws {ApiError} shutting_down (503), not_found (unknown action or subject), invalid_request
-   *   (params or subject), run_in_progress (409), conflict (runId of another action)
+   *   (params or subject), run_in_progress (409), conflict (runId of another action, or another run's record id)
    */
   async run(req: ActionRunRequest): Promise<ActionRunRecord> {
     if (!this.accepting) throw new ApiError("shutting_down", "The server is shutting down; the action was not started");
@@ -157,6 +157,12 @@ export class ActionRunner {
       const existing = req.runId === undefined ? undefined : await this.storedRuns.get(runId);
       if (existing && existing.action_id !== req.actionId) throw new ApiError("conflict", `runId ${runId} belongs to a run of ${existing.action_id}`, { runId });
       if (existing && existing.status !== "running") return toRecord(existing);
+      // the by-id route reads a run by its runId or its record's id: a new runId that is another run's
+      // record id would shadow that run there
+      if (req.runId !== undefined && !existing) {
+        const named = await this.db.get<{ run_id: string }>("SELECT run_id FROM action_runs WHERE id = ?", [runId]);
+        if (named) throw new ApiError("conflict", `runId ${runId} is the record id of another run (runId ${named.run_id}); choose another runId`, { runId });
+      }
       return await this.execute(req, runId, await this.admit(req), existing);
     } finally {
       this.inFlight.delete(runId);

@@ -59,7 +59,7 @@ export default definePlugin({
       responses: {
         200: { description: "The finished run record (including failed runs)", schema: ActionRunRecordSchema },
         404: { description: "`not_found`: no such action, or no object is the subject" },
-        409: { description: "`run_in_progress`: the `runId` is still running on this server; `conflict`: the `runId` belongs to a run of another action" },
+        409: { description: "`run_in_progress`: the `runId` is still running on this server; `conflict`: the `runId` belongs to a run of another action, or is another run's record `id` (which `GET /api/action-runs/{runId}` also reads runs by)" },
         503: { description: "`shutting_down`: the server is shutting down and started nothing" },
       },
       handler: ({ principal, params, body }) => {
