@@ -90,6 +90,20 @@ describe("rotatePayloadKey", () => {
     expect(() => rotatePayloadKey(dir)).toThrow(`${dir} has no ${PAYLOAD_KEY_FILE} to rotate: the service writes it at its first start there`);
     expect(fs.readdirSync(dir)).toEqual([]);
   });
+
+  it("refuses a current key that is a symbolic link to a key kept elsewhere, leaving the link and its key as they were", () => {
+    const dir = tempDir("svc-keys-");
+    const secrets = tempDir("svc-secrets-");
+    const kept = path.join(secrets, "payload.key");
+    fs.writeFileSync(kept, Buffer.alloc(32, 7), { mode: 0o600 });
+    fs.symlinkSync(kept, path.join(dir, PAYLOAD_KEY_FILE));
+    expect(() => rotatePayloadKey(dir)).toThrow(`${path.join(dir, PAYLOAD_KEY_FILE)} is a symbolic link to ${fs.realpathSync(kept)}: svc does not replace a key kept elsewhere`);
+    expect(fs.lstatSync(path.join(dir, PAYLOAD_KEY_FILE)).isSymbolicLink()).toBe(true);
+    expect(fs.readFileSync(kept)).toEqual(Buffer.alloc(32, 7));
+    expect(fs.readdirSync(dir)).toEqual([PAYLOAD_KEY_FILE]);
+    // the service reads the key through the link
+    expect(openPayloadKeys(dir).current).toEqual(Buffer.alloc(32, 7));
+  });
 });
 
 describe("openPayloadKeys", () => {

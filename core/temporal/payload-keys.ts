@@ -147,14 +147,19 @@ export interface PayloadKeyRotation {
  * and retired, which reads as before. The service takes the new key at its next start. Two rotations at
  * once are refused (`temporal-payload.key.lock`, created exclusively and removed at the end; a rotation
  * that crashed leaves it behind, and the refusal says to remove it).
- * @throws Error when the data directory has no current key yet (the service never started on it),
- *   the key belongs to another user than the caller (the service could not read the new key: run the
+ * @throws Error when the data directory has no current key yet (the service never started on it), the
+ *   key file is a symbolic link (a key kept elsewhere is rotated there), the key belongs to another user than the caller (the service could not read the new key: run the
  *   rotation as the key's owner), another rotation holds the lock, the current key changed meanwhile,
  *   or a key file (current or retired) is not 32 bytes or cannot be read
  */
 export function rotatePayloadKey(dataDir: string): PayloadKeyRotation {
   const file = path.join(dataDir, PAYLOAD_KEY_FILE);
   if (!fs.existsSync(file)) throw new Error(`${dataDir} has no ${PAYLOAD_KEY_FILE} to rotate: the service writes it at its first start there`);
+  // a link to a key kept elsewhere (a secrets mount) would be replaced by a plain file here, and the
+  // key where it points would stay the old one: that key is rotated where it is kept
+  if (fs.lstatSync(file).isSymbolicLink()) {
+    throw new Error(`${file} is a symbolic link to ${fs.realpathSync(file)}: svc does not replace a key kept elsewhere. Rotate it there: copy the current key into ${path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR)}/ under any .key name, then put a new 32-byte key where the link points`);
+  }
   const owner = fs.statSync(file).uid;
   const me = process.getuid?.();
   if (me !== undefined && me !== owner) throw new Error(`${file} belongs to uid ${owner}, not to this user (uid ${me}): run the rotation as the user the service runs as, or it could not read the new key`);
