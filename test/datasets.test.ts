@@ -147,6 +147,7 @@ describe("a dataset's versions and their projection", () => {
       expect(res.body.error.message, JSON.stringify(body)).toContain(message);
     }
     const rows = await dev().post(`${P}/transactions`, { type: "append" });
+    expect(rows.headers.get("deprecation")).toBe(`@${Date.UTC(2026, 10, 29) / 1000}`); // type is transaction's older name
     const version = rows.body.version;
     const toRows = await dev().post(`${P}/transactions/${version}/rows`, { rows: [], file });
     expect(toRows.body.error.message).toContain("gives rows and a file: send one of them");

@@ -237,10 +237,13 @@ describe("event schedules", () => {
     const first = await c.get("/api/schedules/dead/dead-letters?limit=1");
     expect(first.body.data.map((d: any) => d.eventId)).toEqual([a.id]);
     expect(first.body.nextPageToken).toEqual(expect.any(String));
+    // limit is deprecated: the answer says so (RFC 9745), and one with pageSize does not
+    expect([first.headers.get("deprecation"), first.headers.get("link")]).toEqual([`@${Date.UTC(2026, 10, 29) / 1000}`, '</docs>; rel="deprecation"; type="text/html"']);
     // pageSize, as the other listings name it (limit, its older name, above)
     const second = await c.get(`/api/schedules/dead/dead-letters?pageSize=1&nextPageToken=${first.body.nextPageToken}`);
     expect(second.body.data.map((d: any) => d.eventId)).toEqual([b.id]);
     expect(second.body).not.toHaveProperty("nextPageToken");
+    expect(second.headers.get("deprecation")).toBeNull();
     expect((await c.get(`/api/schedules/dead/dead-letters?nextPageToken=garbage`)).status).toBe(400);
     expect((await c.get("/api/schedules/dead/dead-letters?pageSize=1&limit=2")).body.data).toHaveLength(1); // pageSize wins
     // a page reads from its position in an index of the schedule's dead letters, without sorting them all

@@ -12,7 +12,7 @@ import { decodePathParams } from "./validation";
 
 function appWithEchoRoute(): H3 {
   // every route here is auth: "none", so the authenticator is never called
-  const routes = new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined });
+  const routes = new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined, warn: () => undefined });
   routes.add({
     method: "GET",
     path: "/echo/:name/files/**:path",
@@ -50,7 +50,7 @@ describe("route parameters", () => {
 });
 
 describe("named schemas in the OpenAPI document (RouteRegistry.component)", () => {
-  const registry = () => new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined });
+  const registry = () => new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined, warn: () => undefined });
   const Item = v.object({ id: v.string(), tags: v.array(v.string()) });
   const Page = v.object({ data: v.array(Item), next: v.optional(Item) });
 
@@ -78,5 +78,70 @@ describe("named schemas in the OpenAPI document (RouteRegistry.component)", () =
     expect(() => routes.component("Error", Item)).toThrow(/is not allowed/);
     routes.mount(new H3());
     expect(() => routes.component("Late", Item)).toThrow("Component Late named after the server started");
+  });
+});
+
+describe("deprecated names (schemas.deprecated)", () => {
+  const setup = () => {
+    const warned: unknown[] = [];
+    const routes = new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined, warn: (o: unknown) => void warned.push(o) });
+    routes.add({
+      method: "GET",
+      path: "/things",
+      summary: "List",
+      tags: ["test"],
+      auth: "none",
+      query: v.object({
+        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 10 })),
+        limit: v.pipe(v.optional(routes.schemas.queryInteger({ min: 1, max: 10, description: "The older name of pageSize" })), routes.schemas.deprecated({ since: "2026-11-29", use: "pageSize" })),
+      }),
+      responses: { 200: { description: "What the handler got" } },
+      handler: ({ query }) => ({ n: query.pageSize ?? query.limit ?? 5 }),
+    });
+    routes.add({
+      method: "POST",
+      path: "/things",
+      summary: "Create",
+      tags: ["test"],
+      auth: "none",
+      body: v.union([v.strictObject({ kind: v.string() }), v.strictObject({ type: v.pipe(v.string(), routes.schemas.deprecated({ since: "2026-10-01", use: "kind" })) })]),
+      responses: { 200: { description: "What the handler got" } },
+      handler: ({ body }) => body,
+    });
+    const app = new H3();
+    routes.mount(app);
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await app.fetch(new Request(`http://svc.test${path}`, { method, ...(body ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {}) }));
+      return { status: res.status, deprecation: res.headers.get("deprecation"), link: res.headers.get("link"), body: (await res.json()) as any };
+    };
+    return { routes, call, warned };
+  };
+
+  it("documents a deprecated query parameter on the parameter, and a deprecated body property in its schema", () => {
+    const doc = setup().routes.openapi({ title: "t", version: "1" }) as any;
+    const parameters = doc.paths["/things"].get.parameters;
+    expect(parameters.find((p: any) => p.name === "limit")).toMatchObject({ deprecated: true, description: "The older name of pageSize", schema: { type: "integer", minimum: 1, maximum: 10 } });
+    expect(parameters.find((p: any) => p.name === "pageSize").deprecated).toBeUndefined();
+    expect(JSON.stringify(parameters)).not.toContain("svc:deprecated");
+    const body = doc.paths["/things"].post.requestBody.content["application/json"].schema;
+    expect(body.anyOf[1].properties.type).toEqual({ type: "string", deprecated: true });
+    expect(body.anyOf[0].properties.kind.deprecated).toBeUndefined();
+  });
+
+  it("answers a request that sends a deprecated name with Deprecation (RFC 9745) and its Link, logs it once, and leaves other requests alone", async () => {
+    const { call, warned } = setup();
+    const old = await call("GET", "/things?limit=3");
+    expect(old).toEqual({ status: 200, deprecation: `@${Date.UTC(2026, 10, 29) / 1000}`, link: '</docs>; rel="deprecation"; type="text/html"', body: { n: 3 } });
+    expect((await call("GET", "/things?limit=4")).deprecation).not.toBeNull();
+    expect(warned).toEqual([expect.objectContaining({ route: "/things", name: "limit", use: "pageSize", since: "2026-11-29" })]);
+    expect(await call("GET", "/things?pageSize=2")).toEqual({ status: 200, deprecation: null, link: null, body: { n: 2 } });
+    expect((await call("POST", "/things", { type: "a" })).deprecation).toBe(`@${Date.UTC(2026, 9, 1) / 1000}`);
+    expect((await call("POST", "/things", { kind: "a" })).deprecation).toBeNull();
+    // a request refused for its input is answered as before
+    expect(await call("GET", "/things?limit=99")).toMatchObject({ status: 400, deprecation: null });
+  });
+
+  it("refuses a deprecation whose day is not a date", () => {
+    expect(() => setup().routes.schemas.deprecated({ since: "29.11.2026", use: "pageSize" })).toThrow("deprecated: since must be a date YYYY-MM-DD (got 29.11.2026)");
   });
 });

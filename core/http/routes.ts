@@ -7,7 +7,7 @@ import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
 import { emptyJsonBody, MAX_BODY_BYTES, readJsonBody } from "./body";
-import { defaultsToEmptyObject, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups, queryParameterNames } from "./schemas";
+import { defaultsToEmptyObject, deprecated, deprecatedEntries, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups, queryParameterNames, type Deprecation } from "./schemas";
 import { decodePathParams, parseOrThrow } from "./validation";
 import { errorResponse, jsonResponse } from "./response";
 
@@ -124,17 +124,21 @@ export class RouteRegistry {
   private readonly sockets: Array<{ path: string; summary: string; description: string; hooks: Partial<WebSocketHooks> }> = [];
   /** The OpenAPI document's named schemas ({@link RouteRegistry.component}), by name. */
   private readonly components = new Map<string, Schema>();
+  /** The deprecated query parameters and body properties of the routes that have any ({@link deprecated}). */
+  private readonly deprecations = new Map<RouteDefinition<any, any, any>, { query: Map<string, Deprecation>; body: Map<string, Deprecation> }>();
+  /** `route name identity` of the deprecated uses logged so far: each is logged once per process. */
+  private readonly deprecationsLogged = new Set<string>();
   private mounted = false;
   /**
    * The schema helpers of core/http/schemas.ts, whose JSON Schema the OpenAPI generator understands,
    * for plugins' route declarations (plugins import only core/plugin-api).
    */
-  readonly schemas = { queryInteger, queryCommaList, queryGroups, defaultsToEmptyObject, documentedAs };
+  readonly schemas = { queryInteger, queryCommaList, queryGroups, defaultsToEmptyObject, documentedAs, deprecated };
 
   constructor(
     private readonly authenticate: Authenticator,
     private readonly lifecycle: Lifecycle,
-    private readonly log: Pick<Logger, "error">,
+    private readonly log: Pick<Logger, "error" | "warn">,
   ) {}
 
   /**
@@ -145,6 +149,9 @@ export class RouteRegistry {
     if (this.mounted) throw new Error(`Route ${def.method} ${def.path} added after the server started`);
     if (this.routes.some((r) => r.method === def.method && r.path === def.path)) throw new Error(`Route ${def.method} ${def.path} is registered twice`);
     this.routes.push(def);
+    const query = deprecatedEntries(def.query);
+    const body = deprecatedEntries(def.body);
+    if (query.size || body.size) this.deprecations.set(def, { query, body });
   }
 
   /**
@@ -234,19 +241,15 @@ export class RouteRegistry {
       const byParam = def.bodyByParam && params ? (params as Record<string, unknown>)[def.bodyByParam.param] : undefined;
       if (typeof byParam === "string" && Object.hasOwn(def.bodyByParam!.bodies, byParam)) parseOrThrow(def.bodyByParam!.bodies[byParam]!, raw, "body");
       const body = def.body ? parseOrThrow(def.body, raw, "body") : undefined;
+      const used = this.deprecatedUse(def, rawQuery, raw, principal);
       const result = await def.handler({ event, principal, params, query, body });
       const response = result instanceof Response ? result : jsonResponse(result);
+      const extra: Array<[string, string]> = [];
       // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
-      if (!caller?.renewedCookie || response.headers.has("set-cookie")) return response;
-      try {
-        response.headers.append("set-cookie", caller.renewedCookie);
-        return response;
-      } catch {
-        // a response whose headers are immutable (Response.redirect): the same response, copied
-        const headers = new Headers(response.headers);
-        headers.append("set-cookie", caller.renewedCookie);
-        return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
-      }
+      if (caller?.renewedCookie && !response.headers.has("set-cookie")) extra.push(["set-cookie", caller.renewedCookie]);
+      // RFC 9745: the request used a name kept for compatibility; the earliest deprecation's day
+      if (used) extra.push(["deprecation", `@${Date.parse(`${used.since}T00:00:00Z`) / 1000}`], ["link", '</docs>; rel="deprecation"; type="text/html"']);
+      return extra.length ? withHeaders(response, extra) : response;
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
@@ -254,6 +257,26 @@ export class RouteRegistry {
     } finally {
       leave();
     }
+  }
+
+  /**
+   * The earliest deprecation among the deprecated query parameters and body properties this request
+   * sent (undefined when it sent none); each use is logged once per process and identity, naming the
+   * name to send instead.
+   */
+  private deprecatedUse(def: RouteDefinition<any, any, any>, query: Record<string, unknown> | undefined, body: unknown, principal: Principal | undefined): Deprecation | undefined {
+    const names = this.deprecations.get(def);
+    if (!names) return undefined;
+    const sent: Array<[string, Deprecation]> = [];
+    for (const [name, d] of names.query) if (query && Object.hasOwn(query, name)) sent.push([name, d]);
+    for (const [name, d] of names.body) if (typeof body === "object" && body !== null && Object.hasOwn(body, name)) sent.push([name, d]);
+    for (const [name, d] of sent) {
+      const key = `${def.method} ${def.path} ${name} ${principal?.id ?? ""}`;
+      if (this.deprecationsLogged.has(key)) continue;
+      this.deprecationsLogged.add(key);
+      this.log.warn({ method: def.method, route: def.path, name, use: d.use, since: d.since, identity: principal?.id }, `${name} is deprecated on ${def.method} ${def.path}: send ${d.use} instead`);
+    }
+    return sent.map(([, d]) => d).sort((a, b) => a.since.localeCompare(b.since))[0];
   }
 
   /** The OpenAPI 3.1 document of every route (served at `/docs/openapi.json`). */
@@ -267,7 +290,7 @@ export class RouteRegistry {
       errorMode: "ignore",
       // `overrideAction`: a pipe documents itself with `documentedAs` (core/http/schemas.ts) where the
       // converter cannot (it stops at the first transformation: `string → transform(Number) → minValue`)
-      overrideAction: ({ valibotAction }) => documentedJsonSchema(valibotAction),
+      overrideAction: ({ valibotAction, jsonSchema }) => documentedJsonSchema(valibotAction, jsonSchema),
       definitions,
       overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
     };
@@ -301,9 +324,10 @@ export class RouteRegistry {
         const grouped = new Set(Object.values(groups).flat());
         for (const [name, s] of Object.entries(props)) {
           if (grouped.has(name) || (where === "path" && fixed?.value !== undefined && name === fixed.name)) continue;
-          const { description, ...rest } = s;
+          // a deprecated parameter says so on the parameter itself (OpenAPI 3.1 4.8.12.2), where tools look
+          const { description, deprecated: isDeprecated, ...rest } = s;
           const schemaOf = where === "path" && fixed?.excluded && name === fixed.name ? { ...rest, not: { enum: fixed.excluded } } : rest;
-          parameters.push({ name, in: where, required: where === "path" || required.has(name), schema: schemaOf, ...(description ? { description } : {}) });
+          parameters.push({ name, in: where, required: where === "path" || required.has(name), schema: schemaOf, ...(description ? { description } : {}), ...(isDeprecated ? { deprecated: true } : {}) });
         }
         for (const [group, members] of Object.entries(groups)) {
           const properties = Object.fromEntries(members.map((m) => [m, props[m] ?? {}]));
@@ -413,5 +437,20 @@ function refuseUnknownQueryParameters(def: { method: string; path: string; query
   if (!known) return;
   for (const name of Object.keys(query)) {
     if (!known.has(name)) throw new ApiError("invalid_request", `Unknown query parameter ${JSON.stringify(name)}: ${def.method} ${def.path} takes ${[...known].join(", ") || "none"}`, { parameter: name });
+  }
+}
+
+/**
+ * `response` with `headers` appended; a response whose headers are immutable (`Response.redirect`) is
+ * copied first.
+ */
+function withHeaders(response: Response, headers: Array<[string, string]>): Response {
+  try {
+    for (const [name, value] of headers) response.headers.append(name, value);
+    return response;
+  } catch {
+    const copy = new Headers(response.headers);
+    for (const [name, value] of headers) copy.append(name, value);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: copy });
   }
 }

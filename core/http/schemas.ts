@@ -28,16 +28,71 @@ export function documentedAs<TInput>(jsonSchema: JsonSchema): v.MetadataAction<T
 }
 
 /**
- * The JSON Schema a pipe item carries from {@link documentedAs}, or `undefined` for any other action.
- * Meant for `toJsonSchema`'s `overrideAction` option.
+ * The JSON Schema a pipe item carries from {@link documentedAs}, or `undefined` for any other action;
+ * for a {@link deprecated} item, `jsonSchema` (what the pipe documented so far) marked `deprecated: true`
+ * (JSON Schema 2020-12's meta-data keyword). Meant for `toJsonSchema`'s `overrideAction` option.
  *
  * @param action a valibot pipe action (any kind)
- * @returns a copy of the carried JSON Schema, or `undefined`
+ * @param jsonSchema what the converter made of the pipe up to and including `action`
+ * @returns a copy of the carried JSON Schema, the marked schema, or `undefined`
  */
-export function documentedJsonSchema(action: { type: string; metadata?: unknown }): JsonSchema | undefined {
+export function documentedJsonSchema(action: { type: string; metadata?: unknown }, jsonSchema?: JsonSchema): JsonSchema | undefined {
   if (action.type !== "metadata" || !action.metadata || typeof action.metadata !== "object") return undefined;
-  const schema = (action.metadata as Record<string, unknown>)[JSON_SCHEMA_METADATA_KEY];
+  const metadata = action.metadata as Record<string, unknown>;
+  if (metadata[DEPRECATION_METADATA_KEY]) {
+    // the converter copied the metadata's keys into the schema: the deprecation's particulars stay out of the document
+    const { [DEPRECATION_METADATA_KEY]: _particulars, ...rest } = (jsonSchema ?? {}) as Record<string, unknown>;
+    return { ...rest, deprecated: true } as JsonSchema;
+  }
+  const schema = metadata[JSON_SCHEMA_METADATA_KEY];
   return schema && typeof schema === "object" ? structuredClone(schema as JsonSchema) : undefined;
+}
+
+/** The metadata key under which {@link deprecated} stores its {@link Deprecation}. */
+export const DEPRECATION_METADATA_KEY = "svc:deprecated";
+
+/**
+ * A query parameter or body property kept for compatibility after another name replaced it (README,
+ * "API versioning and deprecation"): `since` is the day it was deprecated (`YYYY-MM-DD`, UTC), `use`
+ * the name to send instead.
+ */
+export interface Deprecation {
+  since: string;
+  use: string;
+}
+
+/**
+ * A valibot metadata action marking the query parameter or body property whose schema's pipe it ends
+ * as deprecated: the OpenAPI document says `deprecated: true` (on the parameter, or the property's
+ * schema), and a request that sends it is answered with `Deprecation` (RFC 9745) and a
+ * `Link: </docs>; rel="deprecation"` header (core/http/routes.ts). Put it on the outermost schema of the
+ * entry, after any transformation: `v.pipe(v.optional(queryInteger(…)), deprecated({ … }))`. It
+ * validates nothing.
+ * @throws Error when `since` is not a calendar date `YYYY-MM-DD`
+ */
+export function deprecated<TInput>(deprecation: Deprecation): v.MetadataAction<TInput, { readonly [DEPRECATION_METADATA_KEY]: Deprecation }> {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(deprecation.since) || Number.isNaN(Date.parse(`${deprecation.since}T00:00:00Z`))) throw new Error(`deprecated: since must be a date YYYY-MM-DD (got ${deprecation.since})`);
+  return v.metadata<TInput, { readonly [DEPRECATION_METADATA_KEY]: Deprecation }>({ [DEPRECATION_METADATA_KEY]: deprecation });
+}
+
+/**
+ * The deprecated names an object schema's entries carry ({@link deprecated}), for a union of object
+ * schemas the names of each member; an empty map for any other schema.
+ * @returns entry name → its deprecation
+ */
+export function deprecatedEntries(schema: unknown): Map<string, Deprecation> {
+  const out = new Map<string, Deprecation>();
+  const visit = (s: unknown) => {
+    const node = s as { entries?: Record<string, unknown>; options?: unknown[] } | undefined;
+    if (node?.options) for (const option of node.options) visit(option);
+    for (const [name, entry] of Object.entries(node?.entries ?? {})) {
+      const pipe = (entry as { pipe?: Array<{ type: string; metadata?: Record<string, unknown> }> }).pipe ?? [];
+      const found = pipe.find((a) => a.type === "metadata" && a.metadata?.[DEPRECATION_METADATA_KEY])?.metadata?.[DEPRECATION_METADATA_KEY];
+      if (found) out.set(name, found as Deprecation);
+    }
+  };
+  visit(schema);
+  return out;
 }
 
 /**

@@ -111,7 +111,7 @@ export default definePlugin({
       auth: "bearer",
       params: Id,
       body: v.union(
-        [v.strictObject({ transaction: TransactionTypeSchema }), v.strictObject({ type: v.pipe(TransactionTypeSchema, v.description("The older name of `transaction`, still taken")) })],
+        [v.strictObject({ transaction: TransactionTypeSchema }), v.strictObject({ type: v.pipe(TransactionTypeSchema, v.description("The older name of `transaction`, still taken; deprecated"), routes.schemas.deprecated({ since: "2026-11-29", use: "transaction" })) })],
         "give transaction: snapshot or append (type is its older name; not both)",
       ),
       responses: { 201: { description: "The open version", schema: DatasetVersionSchema }, 404: notFound, 409: { description: "`conflict`: a transaction is open (`details.openVersion` names it, `details.expiresAt` from when it may be aborted as idle; one idle past `SVC_DATASET_TRANSACTION_IDLE_MS` is aborted instead and this request goes on)" } },

@@ -86,7 +86,7 @@ export default definePlugin({
       params: v.object({ scheduleId: v.string() }),
       query: v.object({
         pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "1 to 1000, default 100 (as the other listings name it)" })),
-        limit: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "The older name of `pageSize`, still taken (`pageSize` wins when both are given)" })),
+        limit: v.pipe(v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "The older name of `pageSize`, still taken (`pageSize` wins when both are given); deprecated" })), routes.schemas.deprecated({ since: "2026-11-29", use: "pageSize" })),
         nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
       }),
       responses: {
