@@ -43,7 +43,7 @@ describe("action runs (spec 4.2)", () => {
     expect((await dev.get(`/api/action-runs/${res.body.id}`)).body).toEqual(res.body); // the record's id names it too
     // so a new run may not take that id as its runId: it would shadow this run there
     const shadow = await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: res.body.id });
-    expect([shadow.status, shadow.body.error?.code, shadow.body.error?.message]).toEqual([409, "conflict", `runId ${res.body.id} is the record id of another run (runId by-id-alone-1); choose another runId`]);
+    expect([shadow.status, shadow.body.error?.code, shadow.body.error?.message]).toEqual([409, "conflict", `runId ${res.body.id} is taken (it is another run's record id): choose another runId`]);
     expect((await dev.get(`/api/action-runs/${res.body.id}`)).body).toEqual(res.body);
     // a generated runId resent (a retry of a run the server named) is still its own run's
     const named = await dev.post("/api/actions/diagnostics.noop", { params: {} });

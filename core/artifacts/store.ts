@@ -119,7 +119,8 @@ export class ArtifactStore {
     if (q.kind) where.push("kind = ?"), params.push(q.kind);
     // a token is bound to the caller and the kind filter: another's is refused, not read as a position
     const filters = JSON.stringify({ owner: reader.kind === "identity" ? reader.id : null, kind: q.kind ?? null });
-    if (q.nextPageToken !== undefined) {
+    // an empty token reads as none, as it always did here
+    if (q.nextPageToken) {
       const after = decodeListingToken(q.nextPageToken, filters, isTextPair, { refusal: "nextPageToken belongs to this listing with another kind, or to another caller: send the same kind, and a token your own listing answered" });
       where.push("(updated_at < ? OR (updated_at = ? AND id < ?))");
       params.push(after[0], after[0], after[1]);

@@ -1,7 +1,9 @@
 import { ApiError } from "../errors";
 
 /**
- * Page tokens of keyset listings (`nextPageToken` of `GET /api/webhook-runs`, `GET /api/workflow-runs`):
+ * Page tokens of keyset listings (`nextPageToken` of `GET /api/webhook-runs`, `GET /api/workflow-runs`, a
+ * run's history, the artifacts and an artifact's versions, conversations and their messages, open
+ * interventions, dead letters):
  * opaque to clients (base64url JSON of the listing's position and its filters as text), and bound to
  * the listing that issued them, so a token of other filters, or an edited one, is refused instead of
  * answering a page that looks right (a raw id was taken as is: garbage looked like the end of a list).

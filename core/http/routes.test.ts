@@ -74,6 +74,7 @@ describe("named schemas in the OpenAPI document (RouteRegistry.component)", () =
     const routes = registry();
     routes.component("Item", Item);
     expect(() => routes.component("Item", v.object({ id: v.string() }))).toThrow("Component Item is already another schema");
+    expect(() => routes.component("Thing", Item)).toThrow("This schema is already component Item; it cannot also be Thing");
     expect(() => routes.component("An item", Item)).toThrow(/is not allowed/);
     expect(() => routes.component("Error", Item)).toThrow(/is not allowed/);
     routes.mount(new H3());

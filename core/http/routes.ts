@@ -173,13 +173,17 @@ export class RouteRegistry {
    * names the domain types its routes answer; naming the same schema again under the same name is allowed.
    * @param name the component's name (`^[A-Za-z0-9._-]+$`), the spec's name of the type
    * @returns `schema`, for declaring and naming in one expression
-   * @throws Error after mount, for a name outside that pattern, or one already given to another schema
+   * @throws Error after mount, for a name outside that pattern, one already given to another schema, or a
+   *   schema already named otherwise
    */
   component<S extends Schema>(name: string, schema: S): S {
     if (this.mounted) throw new Error(`Component ${name} named after the server started`);
     if (!/^[A-Za-z0-9._-]+$/.test(name) || name === "Error") throw new Error(`Component name "${name}" is not allowed: use letters, digits, ".", "_" and "-" (Error is the error body's)`);
     const named = this.components.get(name);
     if (named && named !== schema) throw new Error(`Component ${name} is already another schema`);
+    // the converter would reference the schema by one of its names only: the other would be written unused
+    const other = [...this.components].find(([n, s]) => s === schema && n !== name)?.[0];
+    if (other) throw new Error(`This schema is already component ${other}; it cannot also be ${name}`);
     this.components.set(name, schema);
     return schema;
   }

@@ -160,8 +160,9 @@ export class ActionRunner {
       // the by-id route reads a run by its runId or its record's id: a new runId that is another run's
       // record id would shadow that run there
       if (req.runId !== undefined && !existing) {
+        // the other run may be one the caller may not read: it is not named
         const named = await this.db.get<{ run_id: string }>("SELECT run_id FROM action_runs WHERE id = ?", [runId]);
-        if (named) throw new ApiError("conflict", `runId ${runId} is the record id of another run (runId ${named.run_id}); choose another runId`, { runId });
+        if (named) throw new ApiError("conflict", `runId ${runId} is taken (it is another run's record id): choose another runId`, { runId });
       }
       return await this.execute(req, runId, await this.admit(req), existing);
     } finally {

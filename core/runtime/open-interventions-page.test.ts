@@ -12,7 +12,8 @@ import { OPEN_INTERVENTIONS_FIRST_PAGE, OPEN_INTERVENTIONS_PAGE, WorkflowRuns } 
 
 afterEach(closeOpenedDatabases);
 const chunk = WorkflowRuns.OPEN_INTERVENTIONS_CHUNK;
-afterEach(() => void (WorkflowRuns.OPEN_INTERVENTIONS_CHUNK = chunk));
+const reads = WorkflowRuns.OPEN_INTERVENTIONS_READS_PER_PAGE;
+afterEach(() => void ((WorkflowRuns.OPEN_INTERVENTIONS_CHUNK = chunk), (WorkflowRuns.OPEN_INTERVENTIONS_READS_PER_PAGE = reads)));
 
 const at = (n: number) => `2026-11-29T10:00:0${n}.000Z`;
 const alice: Principal = { type: "user", id: "alice", permissions: new Set(["approve:invoice"]) };
@@ -61,9 +62,22 @@ it("pages the open interventions a caller may answer, oldest first, whatever fal
     expect(await pages(runs, alice, 1), `reads of ${size}`).toEqual([["i_a"], ["i_c"], ["i_f"], ["i_h"]]);
     expect(await pages(runs, bob, 3), `reads of ${size}`).toEqual([["i_b", "i_d", "i_e"], ["i_f", "i_i"]]);
   }
+  WorkflowRuns.OPEN_INTERVENTIONS_CHUNK = chunk;
   // a full last page says nothing follows when nothing the caller may answer does
   expect(await runs.openFor(alice, { pageSize: 4 })).toMatchObject({ data: { length: 4 } });
   expect((await runs.openFor(alice, { pageSize: 4 })).nextPageToken).toBeUndefined();
+  // a page stops after its reads: bob may answer none of alice's first two, and gets an empty page that goes on
+  WorkflowRuns.OPEN_INTERVENTIONS_CHUNK = 1;
+  WorkflowRuns.OPEN_INTERVENTIONS_READS_PER_PAGE = 1;
+  const short = await runs.openFor(bob, { pageSize: 3 });
+  expect(short.data).toEqual([]);
+  expect((await runs.openFor(bob, { pageSize: 3, nextPageToken: short.nextPageToken })).data.map((i) => i.id)).toEqual(["i_b"]);
+  WorkflowRuns.OPEN_INTERVENTIONS_READS_PER_PAGE = 2;
+  const paged = await pages(runs, bob, 3);
+  expect(paged.flat()).toEqual(["i_b", "i_d", "i_e", "i_f", "i_i"]);
+  expect(paged.length).toBeGreaterThan(2);
+  WorkflowRuns.OPEN_INTERVENTIONS_CHUNK = chunk;
+  WorkflowRuns.OPEN_INTERVENTIONS_READS_PER_PAGE = reads;
   // another caller's token is refused rather than read as a position
   const token = (await runs.openFor(alice, { pageSize: 1 })).nextPageToken!;
   await expect(runs.openFor(bob, { pageSize: 1, nextPageToken: token })).rejects.toMatchObject({ code: "invalid_request", message: "nextPageToken was answered to another caller: send one your own listing answered" });

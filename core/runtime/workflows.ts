@@ -157,8 +157,13 @@ export const WORKFLOW_IDS_WITH_RUNS = `WITH RECURSIVE ids(id) AS (
 /** gRPC status codes Temporal answers with (grpc/status: NOT_FOUND 5, INVALID_ARGUMENT 3). */
 const GRPC_NOT_FOUND = 5;
 const GRPC_INVALID_ARGUMENT = 3;
-/** A history position: Temporal's page token as base64 ("" for the first page) and how many of that page's events were answered, for {@link decodeListingToken}. */
-const isHistoryPosition = (x: unknown): x is [string, number] => Array.isArray(x) && x.length === 2 && typeof x[0] === "string" && /^[A-Za-z0-9+/]*=*$/.test(x[0]) && Number.isSafeInteger(x[1]) && x[1] >= 0;
+/**
+ * A history position ({@link WorkflowRuns.history}): Temporal's page token as base64 ("" for the first
+ * page), the size that page was asked for (0: not resumed inside it) and how many of its events were answered.
+ */
+type HistoryPosition = [string, number, number];
+const isHistoryPosition = (x: unknown): x is HistoryPosition =>
+  Array.isArray(x) && x.length === 3 && typeof x[0] === "string" && /^[A-Za-z0-9+/]*=*$/.test(x[0]) && Number.isSafeInteger(x[1]) && x[1] >= 0 && x[1] <= 1000 && Number.isSafeInteger(x[2]) && x[2] >= 0 && x[2] <= 10_000_000 && (x[1] > 0 || x[2] === 0);
 
 /** Open interventions after a position `(requested_at, id)`, oldest first: parameters requested_at, id, limit (migration 022). */
 export const OPEN_INTERVENTIONS_PAGE = "SELECT * FROM interventions WHERE status = 'open' AND (requested_at, id) > (?, ?) ORDER BY requested_at, id LIMIT ?";
@@ -261,7 +266,9 @@ export class WorkflowRuns {
    * Open interventions across runs that the principal may answer, oldest first, a page at a time
    * (`GET /api/interventions`, spec 4.1): keyset on `(requested_at, id)` along
    * `interventions_open_by_time` (migration 022), read {@link WorkflowRuns.OPEN_INTERVENTIONS_CHUNK}
-   * rows at a time until the page is full, since who may answer is decided here, not in SQL.
+   * rows at a time until the page is full, since who may answer is decided here, not in SQL. One page
+   * reads at most {@link WorkflowRuns.OPEN_INTERVENTIONS_READS_PER_PAGE} times: a caller who may answer
+   * few of many open interventions gets a shorter page (even an empty one) with a `nextPageToken`.
    * @param page.pageSize 1 to 200; `page.nextPageToken` from the page before (bound to the caller)
    * @throws {ApiError} invalid_request for a token this listing did not issue (another caller's included)
    */
@@ -270,6 +277,7 @@ export class WorkflowRuns {
     let after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
     const data: InterventionState[] = [];
     let last: InterventionRow | undefined;
+    let reads = 0;
     for (;;) {
       const rows = await this.db.all<InterventionRow>(after ? OPEN_INTERVENTIONS_PAGE : OPEN_INTERVENTIONS_FIRST_PAGE, [...(after ?? []), WorkflowRuns.OPEN_INTERVENTIONS_CHUNK]);
       for (const row of rows) {
@@ -282,11 +290,15 @@ export class WorkflowRuns {
       }
       if (rows.length < WorkflowRuns.OPEN_INTERVENTIONS_CHUNK) return { data };
       after = [rows.at(-1)!.requested_at, rows.at(-1)!.id];
+      // a caller who may answer few of many open interventions: the page ends where the reads stopped
+      if (++reads === WorkflowRuns.OPEN_INTERVENTIONS_READS_PER_PAGE) return { data, nextPageToken: encodeListingToken(after, filters) };
     }
   }
 
   /** How many open interventions {@link openFor} reads at a time while filling a page. */
   static OPEN_INTERVENTIONS_CHUNK = 200;
+  /** How many reads of {@link WorkflowRuns.OPEN_INTERVENTIONS_CHUNK} one page of {@link openFor} makes at most. */
+  static OPEN_INTERVENTIONS_READS_PER_PAGE = 5;
 
   private async openIntervention(runId: string, name: string, principal: Principal, action: "submit" | "cancel"): Promise<InterventionState> {
     const rows = await this.db.all<InterventionRow>("SELECT * FROM interventions WHERE run_id = ? AND name = ? ORDER BY requested_at DESC, id DESC LIMIT 1", [runId, name]);
@@ -393,47 +405,62 @@ export class WorkflowRuns {
   /**
    * The run's Temporal history, event by event, with the names the designer gave, a page at a time
    * (`GET /api/workflow-runs/:runId/history`): Temporal's own pages (`GetWorkflowExecutionHistory`)
-   * read one after the other until `pageSize` events or the end. Temporal does not split the batch of
-   * events one workflow task wrote, so a page of its may hold more than asked for: the position is
-   * Temporal's token of the page it stopped in and how many of that page's events were answered
-   * (`nextPageToken`, bound to the run).
+   * read one after the other until `pageSize` events or the end. Temporal sizes its pages in batches
+   * (the events one workflow task wrote), never split, so a page of its may hold more events than the
+   * page here still lacks: the position (`nextPageToken`, bound to the run) is then Temporal's token of
+   * that page, the size it was asked for (the same request answers the same batches again) and how
+   * many of its events were answered. At most {@link WorkflowRuns.HISTORY_READS_PER_PAGE} of Temporal's
+   * pages are read for one page here: a page may hold fewer events than `pageSize` and still have a
+   * `nextPageToken`, and the last page may be empty.
    * @param page.pageSize 1 to 1000 events; `page.nextPageToken` from the page before
    * @throws {ApiError} not_found when Temporal does not know the run; invalid_request for a token this
-   *   listing did not issue (another run's included), or one Temporal no longer takes
+   *   listing did not issue (another run's included), or one Temporal no longer takes; unavailable when
+   *   Temporal does not answer
    */
   async history(runId: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ runId: string; events: HistoryEvent[]; nextPageToken?: string }> {
     const filters = JSON.stringify({ runId });
-    const [from, skipped] = page.nextPageToken === undefined ? ["", 0] : decodeListingToken(page.nextPageToken, filters, isHistoryPosition, { refusal: "nextPageToken belongs to another run's history: send one this run's history answered" });
+    const position = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isHistoryPosition, { refusal: "nextPageToken belongs to another run's history: send one this run's history answered" });
     // a run not started on Temporal has no history (and its id may name another execution: never read that)
     const row = await this.db.get<{ start_status: string }>("SELECT start_status FROM workflow_runs WHERE run_id = ?", [runId]);
     if (row && row.start_status !== "started") return { runId, events: [] };
     const host = this.host();
     const events: temporal.api.history.v1.IHistoryEvent[] = [];
-    let token = from ? Buffer.from(from, "base64") : undefined;
-    let skip = skipped;
-    let next: [string, number] | undefined;
-    for (;;) {
+    let [from, asked, skip] = position ?? ["", 0, 0];
+    let next: HistoryPosition | undefined;
+    for (let reads = 0; ; reads++) {
+      if (reads === WorkflowRuns.HISTORY_READS_PER_PAGE) {
+        next = [from, 0, 0];
+        break;
+      }
+      // a page resumed inside Temporal's page is asked for with that page's size: the same batches
+      const size = asked || page.pageSize - events.length;
+      const token = from ? Buffer.from(from, "base64") : undefined;
       let response;
       try {
-        response = await host.client.workflowService.getWorkflowExecutionHistory({ namespace: host.namespace, execution: { workflowId: runId }, maximumPageSize: page.pageSize - events.length + skip, nextPageToken: token });
+        response = await host.client.workflowService.getWorkflowExecutionHistory({ namespace: host.namespace, execution: { workflowId: runId }, maximumPageSize: size, nextPageToken: token });
       } catch (err) {
         const { WorkflowNotFoundError, isGrpcServiceError } = temporalClient();
-        if (err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND)) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
-        if (isGrpcServiceError(err) && err.code === GRPC_INVALID_ARGUMENT && token) throw new ApiError("invalid_request", `Temporal refused this nextPageToken (${err.details}): read the history from its start again`, { nextPageToken: page.nextPageToken });
-        throw err;
+        const grpc = isGrpcServiceError(err) ? err : undefined;
+        if (token && (grpc?.code === GRPC_INVALID_ARGUMENT || grpc?.code === GRPC_NOT_FOUND)) throw new ApiError("invalid_request", `Temporal refused this nextPageToken (${grpc.details}): read the history from its start again`, { nextPageToken: page.nextPageToken });
+        if (err instanceof WorkflowNotFoundError || grpc?.code === GRPC_NOT_FOUND) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
+        throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
       }
-      const rest = (response.history?.events ?? []).slice(skip);
+      const got = response.history?.events ?? [];
+      if (skip > got.length) throw new ApiError("invalid_request", "nextPageToken points past the events of its page: send the one a page answered", { nextPageToken: page.nextPageToken });
+      const rest = got.slice(skip);
       const taken = rest.slice(0, page.pageSize - events.length);
       events.push(...taken);
-      const after = response.nextPageToken?.length ? Buffer.from(response.nextPageToken) : undefined;
-      if (taken.length < rest.length) next = [token?.toString("base64") ?? "", skip + taken.length];
-      else if (after && events.length === page.pageSize) next = [after.toString("base64"), 0];
+      const after = response.nextPageToken?.length ? Buffer.from(response.nextPageToken).toString("base64") : undefined;
+      if (taken.length < rest.length) next = [from, size, skip + taken.length];
+      else if (after && events.length === page.pageSize) next = [after, 0, 0];
       if (next || !after) break;
-      token = after;
-      skip = 0;
+      [from, asked, skip] = [after, 0, 0];
     }
     return { runId, events: await historyEvents({ events }, host.payloadCodec), ...(next ? { nextPageToken: encodeListingToken(next, filters) } : {}) };
   }
+
+  /** How many of Temporal's history pages {@link history} reads for one page at most. */
+  static HISTORY_READS_PER_PAGE = 20;
 
   /**
    * Runs of this runtime's task queue by workflow, status and start time, newest first: Temporal

@@ -91,7 +91,7 @@ describe("rotatePayloadKey", () => {
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
-  it("refuses a current key that is a symbolic link to a key kept elsewhere, leaving the link and its key as they were", () => {
+  it("refuses a current key that is a symbolic or hard link to a key kept elsewhere, leaving the link and its key as they were", () => {
     const dir = tempDir("svc-keys-");
     const secrets = tempDir("svc-secrets-");
     const kept = path.join(secrets, "payload.key");
@@ -103,6 +103,12 @@ describe("rotatePayloadKey", () => {
     expect(fs.readdirSync(dir)).toEqual([PAYLOAD_KEY_FILE]);
     // the service reads the key through the link
     expect(openPayloadKeys(dir).current).toEqual(Buffer.alloc(32, 7));
+    // a hard link likewise: the other name would keep the old key
+    fs.rmSync(path.join(dir, PAYLOAD_KEY_FILE));
+    fs.linkSync(kept, path.join(dir, PAYLOAD_KEY_FILE));
+    expect(() => rotatePayloadKey(dir)).toThrow(`${path.join(dir, PAYLOAD_KEY_FILE)} has 2 names (hard links)`);
+    expect(fs.readFileSync(path.join(dir, PAYLOAD_KEY_FILE))).toEqual(Buffer.alloc(32, 7));
+    expect(fs.readdirSync(dir)).toEqual([PAYLOAD_KEY_FILE]);
   });
 });
 

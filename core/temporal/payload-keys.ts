@@ -148,7 +148,7 @@ export interface PayloadKeyRotation {
  * once are refused (`temporal-payload.key.lock`, created exclusively and removed at the end; a rotation
  * that crashed leaves it behind, and the refusal says to remove it).
  * @throws Error when the data directory has no current key yet (the service never started on it), the
- *   key file is a symbolic link (a key kept elsewhere is rotated there), the key belongs to another user than the caller (the service could not read the new key: run the
+ *   key file is a symbolic or hard link (a key kept elsewhere is rotated there), the key belongs to another user than the caller (the service could not read the new key: run the
  *   rotation as the key's owner), another rotation holds the lock, the current key changed meanwhile,
  *   or a key file (current or retired) is not 32 bytes or cannot be read
  */
@@ -160,7 +160,10 @@ export function rotatePayloadKey(dataDir: string): PayloadKeyRotation {
   if (fs.lstatSync(file).isSymbolicLink()) {
     throw new Error(`${file} is a symbolic link to ${fs.realpathSync(file)}: svc does not replace a key kept elsewhere. Rotate it there: copy the current key into ${path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR)}/ under any .key name, then put a new 32-byte key where the link points`);
   }
-  const owner = fs.statSync(file).uid;
+  const stat = fs.statSync(file);
+  // likewise a key with another name (a hard link): it would keep the old key under that name
+  if (stat.nlink > 1) throw new Error(`${file} has ${stat.nlink} names (hard links): svc does not replace a key shared with another file. Rotate it where it is kept, or give temporal-payload.key its own copy first`);
+  const owner = stat.uid;
   const me = process.getuid?.();
   if (me !== undefined && me !== owner) throw new Error(`${file} belongs to uid ${owner}, not to this user (uid ${me}): run the rotation as the user the service runs as, or it could not read the new key`);
   const lock = `${file}.lock`;

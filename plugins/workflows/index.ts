@@ -119,7 +119,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/workflow-runs/:runId/history",
       summary: "Read a run's Temporal history",
-      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) its summary (decrypted when svc stored it encrypted: it held a download URL) and its attributes, as Temporal stores them (`temporal workflow show -w <runId> -o json`: payloads base64, encrypted ones as \`binary/encrypted\`). Empty for a run not started on Temporal. A page at a time: continue with `nextPageToken`.",
+      description: "Every history event in order with its type, time, the name the designer gave (workflow, activity, update, timer) its summary (decrypted when svc stored it encrypted: it held a download URL) and its attributes, as Temporal stores them (`temporal workflow show -w <runId> -o json`: payloads base64, encrypted ones as \`binary/encrypted\`). Empty for a run not started on Temporal. A page at a time: continue with `nextPageToken` while one is there (a page may hold fewer than `pageSize` events and still have one, and the last page may be empty). For a run still open, the last page may end before its newest events (Temporal's tokens stop at the history as it was when they were made): read again for newer ones.",
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
@@ -197,7 +197,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/interventions",
       summary: "Open interventions for the caller",
-      description: "Open interventions across runs that the caller may answer (a listed identity, or a holder of the named permission), oldest first; continue with `nextPageToken`.",
+      description: "Open interventions across runs that the caller may answer (a listed identity, or a holder of the named permission), oldest first; continue with `nextPageToken` while one is there: a page reads at most 1,000 open interventions, so for a caller who may answer few of many it can hold fewer than `pageSize` (even none) and still have one.",
       tags: ["workflows"],
       auth: "bearer",
       query: v.object({
