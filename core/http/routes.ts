@@ -248,12 +248,15 @@ export class RouteRegistry {
       const used = this.deprecatedUse(def, rawQuery, raw, principal);
       const result = await def.handler({ event, principal, params, query, body });
       const response = result instanceof Response ? result : jsonResponse(result);
+      // most answers need no header added here: nothing is allocated for them
+      const cookie = caller?.renewedCookie && !response.headers.has("set-cookie") ? caller.renewedCookie : undefined;
+      if (!cookie && !used) return response;
       const extra: Array<[string, string]> = [];
       // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
-      if (caller?.renewedCookie && !response.headers.has("set-cookie")) extra.push(["set-cookie", caller.renewedCookie]);
+      if (cookie) extra.push(["set-cookie", cookie]);
       // RFC 9745: the request used a name kept for compatibility; the earliest deprecation's day
       if (used) extra.push(["deprecation", `@${Date.parse(`${used.since}T00:00:00Z`) / 1000}`], ["link", '</docs>; rel="deprecation"; type="text/html"']);
-      return extra.length ? withHeaders(response, extra) : response;
+      return withHeaders(response, extra);
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
