@@ -15,6 +15,7 @@ import { WorkflowRuns } from "./runtime/workflows";
 import { WebhookDeliveries } from "./runtime/webhooks";
 import { ConnectorRuns } from "./runtime/connector-runs";
 import { RunStarter } from "./runtime/run-starter";
+import { HealthReport } from "./runtime/health";
 import { ScheduleManager } from "./runtime/schedules";
 import { HandlerRunner } from "./runtime/handler";
 import { createActivities, createSinks } from "./runtime/activities";
@@ -30,6 +31,7 @@ import type { Model } from "./agents/model";
 import { TokenService } from "./auth/tokens";
 import { SessionService } from "./auth/sessions";
 import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
+import { Metrics } from "./metrics";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle, shutdownSignals } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
@@ -218,6 +220,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(CONFIG, { useValue: config });
     container.register(LOGGER, { useValue: log });
     container.register(Lifecycle, { useValue: lifecycle });
+    container.register(Metrics, { useValue: new Metrics() });
     container.register(ProjectRegistry, { useValue: project });
     container.register(Database, { useValue: db });
     container.register(EVENT_STREAM, { useValue: stream });
@@ -230,7 +233,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.deckChecks) lifecycle.hook("ready", () => lifecycle.after(DECK_WARM_DELAY_MS, () => decks.warm()));
     container.register(DeckCheckProcess, { useValue: decks });
     container.register(SessionService, { useValue: new SessionService(db, project, config.sessionTtlMs, config.publicOrigin, log) });
-    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers, RunStarter]) {
+    for (const service of [EventLog, OntologyStore, HandlerRunner, TokenService, ActionRunner, WorkflowRuns, WebhookDeliveries, ConnectorRuns, ScheduleManager, ArtifactStore, SheetData, EmbedRenderer, AgentOutput, AgentTools, AgentRuns, RuleEngine, EventScheduleConsumers, RunStarter, HealthReport]) {
       container.registerSingleton(service as never, service as never);
     }
     for (const service of [DatasetStore, DatasetProjector]) container.registerSingleton(service as never, service as never);
@@ -305,7 +308,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     if (config.syncSchedules) await container.resolve(ScheduleManager).sync();
     phase("schedules");
 
-    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log);
+    const metrics = container.resolve(Metrics);
+    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log, metrics);
     for (const plugin of opts.plugins) {
       const deps = Object.fromEntries(Object.entries((plugin.deps ?? {}) as PluginDeps).map(([name, token]) => [name, container.resolve(token)])) as ResolvedDeps<PluginDeps>;
       await plugin.setup(

@@ -85,6 +85,8 @@ export { ConnectorRuns, ConnectorRunStateSchema } from "./runtime/connector-runs
 export { ClientRunIdSchema } from "./runtime/run-state";
 export { decodeListingToken, encodeListingToken } from "./http/listing-token";
 export { RunStarter } from "./runtime/run-starter";
+export { HealthReport, type Health } from "./runtime/health";
+export { Metrics, type MetricSamples } from "./metrics";
 export { DatasetStore, DATASET_FILE_MAX_BYTES } from "./datasets/store";
 export { DatasetProjector } from "./datasets/projector";
 export { DatasetSchema, DatasetVersionSchema, DatasetRowsPageSchema } from "./datasets/schemas";

@@ -1,4 +1,5 @@
 import status from "./status";
+import metrics from "./metrics";
 import auth from "./auth";
 import project from "./project";
 import objects from "./objects";
@@ -21,4 +22,4 @@ import datasets from "./datasets";
 import type { Plugin } from "../core/plugin-api";
 
 /** The built-in plugins, in setup order. `docs` comes last so it documents every route. */
-export const builtinPlugins: readonly Plugin<any>[] = [status, auth, project, objects, ontology, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, agents, rules, datasets, pages, viewer, docs];
+export const builtinPlugins: readonly Plugin<any>[] = [status, metrics, auth, project, objects, ontology, actions, events, logs, workflows, webhooks, schedules, syncs, files, artifacts, agents, rules, datasets, pages, viewer, docs];

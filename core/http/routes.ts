@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from "@valibot/to-json-schema";
+import type { Metrics } from "../metrics";
 import { defineWebSocketHandler, getQuery, type H3, type H3Event } from "h3";
 import type { Hooks as WebSocketHooks } from "crossws";
 import { ApiError, ERROR_STATUS, isApiError, type ErrorCode } from "../errors";
@@ -139,6 +140,8 @@ export class RouteRegistry {
     private readonly authenticate: Authenticator,
     private readonly lifecycle: Lifecycle,
     private readonly log: Pick<Logger, "error" | "warn">,
+    /** Where each answered request is recorded (`svc_http_…`, core/metrics.ts); none in tests that need no metrics. */
+    private readonly metrics?: Pick<Metrics, "observeRequest">,
   ) {}
 
   /**
@@ -228,7 +231,16 @@ export class RouteRegistry {
     return jsonResponse(body, 426, { upgrade: "websocket", connection: "Upgrade" });
   }
 
+  /** Answers a request of `def`'s route, and records it in the metrics (route template, status, seconds to the answer's headers). */
   private async dispatch(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
+    if (!this.metrics) return this.answer(def, event);
+    const started = performance.now();
+    const response = await this.answer(def, event);
+    this.metrics.observeRequest(event.req.method, def.path, response.status, (performance.now() - started) / 1000);
+    return response;
+  }
+
+  private async answer(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
     const leave = this.lifecycle.enter();
     try {
       const caller = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);

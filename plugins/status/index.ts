@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { Database, EventScheduleConsumers, FileStore, Lifecycle, Outbox, RunStarter, TemporalHost, definePlugin, jsonResponse } from "../../core/plugin-api";
+import { HealthReport, definePlugin, jsonResponse } from "../../core/plugin-api";
 
 const PartSchema = v.looseObject({ status: v.picklist(["ok", "unhealthy"]) });
 const StatusSchema = v.object({
@@ -9,51 +9,16 @@ const StatusSchema = v.object({
 });
 
 /**
- * `GET /api/status` (spec 4.1, 6.2): service health with its parts: the store (a read's latency, and
- * `writerWaitMs`, how long the single writer has kept a write waiting: unhealthy past 10 s), the Temporal
- * connection and the outbox (backlog, oldest age, failure streak). `degraded` when a part is
- * unhealthy: the outbox is unhealthy after {@link Outbox.DEGRADED_AFTER} consecutive drain failures
- * or when its oldest envelope is older than two recovery intervals. The `schedules` part lists the
- * event schedules' consumers (backlog, lag, retrying, dead-lettered) and is unhealthy while one has
- * dead-lettered events or an unpaused one lags more than `SVC_EVENT_SCHEDULE_MAX_LAG_MS`; `problems`
- * says which and why. The `runStarts` part counts workflow, sync and pipeline runs answered as queued
- * but not started on Temporal yet (`pending`, `oldestPendingAgeMs`, `inFlight`) and is unhealthy once
- * the oldest waited more than `SVC_RUN_START_MAX_AGE_MS` (e.g. during a Temporal outage). The `files`
- * part is the blob storage's (`storage`: `local` or `s3`): unhealthy when its directory cannot be
- * written, or its bucket does not answer a HeadBucket within 2 s (checked at most every 5 s).
+ * `GET /api/status` (spec 4.1, 6.2): service health with its parts (core/runtime/health.ts
+ * `HealthReport`): the store, the Temporal connection, the outbox, the event schedules' consumers, run
+ * starts and files; `degraded` when a part is unhealthy, and `problems` or `error` say why.
  * `GET /health` answers the same status word without a token, as 200 (`ok`) or 503, for probes.
  */
-/** The store part is unhealthy once the writer has kept a write waiting this long (ms). */
-const WRITER_WAIT_UNHEALTHY_MS = 10_000;
-
 export default definePlugin({
   name: "status",
-  deps: { db: Database, lifecycle: Lifecycle, outbox: Outbox, temporal: TemporalHost, eventSchedules: EventScheduleConsumers, starter: RunStarter, files: FileStore },
-  setup({ routes, config }, { db, lifecycle, outbox, temporal, eventSchedules, starter, files }) {
-    /** The health report: every part checked now. */
-    const report = async () => {
-      const started = Date.now();
-      const writerWaitMs = db.writerWaitMs();
-      const store = await db.get("SELECT 1 AS ok").then(
-        () =>
-          writerWaitMs > WRITER_WAIT_UNHEALTHY_MS
-            ? { status: "unhealthy" as const, latencyMs: Date.now() - started, writerWaitMs, error: `the writer has kept a write waiting ${writerWaitMs} ms (over ${WRITER_WAIT_UNHEALTHY_MS}): every write of the service waits behind it` }
-            : { status: "ok" as const, latencyMs: Date.now() - started, writerWaitMs },
-        (err: Error) => ({ status: "unhealthy" as const, writerWaitMs, error: err.message }),
-      );
-      const stats = await outbox.stats();
-      const outboxHealthy = stats.consecutiveFailures < Outbox.DEGRADED_AFTER && (stats.oldestAgeMs ?? 0) < 2 * config.outboxRecoveryMs;
-      const parts = {
-        store,
-        temporal: await temporal.health(),
-        outbox: { status: outboxHealthy ? ("ok" as const) : ("unhealthy" as const), ...stats },
-        schedules: eventSchedules.health(),
-        runStarts: await starter.health(),
-        files: await files.blobs.health(),
-      };
-      const healthy = Object.values(parts).every((p) => p.status === "ok");
-      return { status: lifecycle.shuttingDown ? ("shutting_down" as const) : healthy ? ("ok" as const) : ("degraded" as const), parts, checkedAt: new Date().toISOString() };
-    };
+  deps: { health: HealthReport },
+  setup({ routes }, { health }) {
+    const report = () => health.check();
     routes.add({
       method: "GET",
       path: "/health",

@@ -1,0 +1,62 @@
+import { Database, HealthReport, Metrics, definePlugin, type Health, type MetricSamples } from "../../core/plugin-api";
+
+/** How long one health check serves the gauges of a scrape (ms): a scrape reads each gauge, and the check runs once. */
+const HEALTH_REUSE_MS = 1000;
+
+/**
+ * `GET /metrics`: the service's metrics in Prometheus' text format (core/metrics.ts): Node's process
+ * metrics, the HTTP requests by route template (`svc_http_requests_total`,
+ * `svc_http_request_duration_seconds`), the store's counters (`svc_store_…_total`: calls to SQLite,
+ * transactions, group commits, WAL checkpoints) and the health report's parts as gauges
+ * (`svc_health_part_healthy{part}`, the outbox's backlog, queued runs not started, each event schedule's
+ * backlog, lag and dead letters), read when Prometheus scrapes. Any valid token may read it, as
+ * `GET /api/status`: scrape with a service account's token (`authorization: { credentials: … }`).
+ */
+export default definePlugin({
+  name: "metrics",
+  deps: { metrics: Metrics, health: HealthReport, db: Database },
+  setup({ routes }, { metrics, health, db }) {
+    let checked: { at: number; report: Promise<Health> } | undefined;
+    const report = () => {
+      if (!checked || Date.now() - checked.at > HEALTH_REUSE_MS) checked = { at: Date.now(), report: health.check() };
+      return checked.report;
+    };
+    const parts = async (pick: (p: Health["parts"]) => MetricSamples) => pick((await report()).parts);
+
+    metrics.gauge("svc_health_part_healthy", "1 while the part is healthy, 0 while it is not (GET /api/status)", ["part"], async () =>
+      Object.entries((await report()).parts).map(([part, p]) => ({ labels: { part }, value: p.status === "ok" ? 1 : 0 })),
+    );
+    metrics.gauge("svc_store_writer_wait_seconds", "How long the single writer has kept a write waiting (seconds; 0 when none waits)", [], () => parts((p) => [{ value: p.store.writerWaitMs / 1000 }]));
+    metrics.gauge("svc_outbox_backlog", "Envelopes in the outbox not yet appended to the broker stream", [], () => parts((p) => [{ value: p.outbox.backlog }]));
+    metrics.gauge("svc_outbox_oldest_age_seconds", "Age of the oldest envelope in the outbox (seconds; 0 when empty)", [], () => parts((p) => [{ value: (p.outbox.oldestAgeMs ?? 0) / 1000 }]));
+    metrics.gauge("svc_run_starts_pending", "Workflow, sync and pipeline runs answered as queued and not started on Temporal yet", [], () => parts((p) => [{ value: p.runStarts.pending }]));
+    metrics.gauge("svc_run_starts_oldest_pending_age_seconds", "How long the oldest of them has waited (seconds; 0 when none)", [], () => parts((p) => [{ value: (p.runStarts.oldestPendingAgeMs ?? 0) / 1000 }]));
+    const perSchedule = (value: (s: Health["parts"]["schedules"]["schedules"][number]) => number) => () => parts((p) => p.schedules.schedules.map((s) => ({ labels: { schedule: s.scheduleId }, value: value(s) })));
+    metrics.gauge("svc_event_schedule_backlog", "Events an event schedule's consumer has yet to handle", ["schedule"], perSchedule((s) => s.backlog));
+    metrics.gauge("svc_event_schedule_lag_seconds", "Age of the oldest event an event schedule's consumer has not finished (seconds; 0 when caught up)", ["schedule"], perSchedule((s) => (s.lagMs ?? 0) / 1000));
+    metrics.gauge("svc_event_schedule_retrying", "Events an event schedule's consumer is retrying", ["schedule"], perSchedule((s) => s.retrying));
+    metrics.gauge("svc_event_schedule_dead_letters", "Events an event schedule dead-lettered (GET /api/schedules/{id}/dead-letters)", ["schedule"], perSchedule((s) => s.deadLettered));
+
+    const store = (value: (s: ReturnType<Database["stats"]>) => number) => () => [{ value: value(db.stats()) }];
+    metrics.counter("svc_store_writer_calls_total", "Calls to SQLite on the writer connection", [], store((s) => s.writerStatements));
+    metrics.counter("svc_store_reader_calls_total", "Calls to SQLite on the read connection", [], store((s) => s.readerStatements));
+    metrics.counter("svc_store_transactions_total", "Write transactions run (each caller of a group commit)", [], store((s) => s.transactions));
+    metrics.counter("svc_store_commits_total", "Group commits: one COMMIT for all the transactions that joined it", [], store((s) => s.commits));
+    metrics.counter("svc_store_wal_checkpoints_total", "WAL checkpoints run by the checkpointer connection", [], store((s) => s.checkpoints));
+    metrics.counter("svc_store_wal_restart_seconds_total", "Time the writer spent copying back the WAL's last frames between groups (seconds)", [], store((s) => s.walRestartMs / 1000));
+
+    routes.add({
+      method: "GET",
+      path: "/metrics",
+      summary: "Metrics in Prometheus' text format",
+      description: "Node's process metrics (CPU, memory, heap, event-loop delay, GC) and svc's own, named `svc_…`: HTTP requests by method, route template and status, and their durations; the store's calls, transactions, group commits and WAL checkpoints; the health report's parts (`svc_health_part_healthy{part}`), the outbox's backlog, queued runs not started on Temporal, each event schedule's backlog, lag and dead letters. Any valid token may read it (as `GET /api/status`).",
+      tags: ["status"],
+      auth: "bearer",
+      responses: { 200: { description: "The exposition, text format 0.0.4", contentType: "text/plain; version=0.0.4; charset=utf-8" } },
+      handler: async () => {
+        const { body, contentType } = await metrics.scrape();
+        return new Response(body, { headers: { "content-type": contentType, "cache-control": "no-store" } });
+      },
+    });
+  },
+});
