@@ -40,6 +40,8 @@ export class Metrics {
   private readonly countOf = new Map<string, Counter.Internal>();
 
   constructor() {
+    // from the start, not the first scrape: the GC and event-loop series cover the whole process
+    processMetrics();
     this.requests = new Counter({ name: "svc_http_requests_total", help: "HTTP requests answered, by method, route template and status", labelNames: ["method", "route", "status"], registers: [this.registry] });
     this.durations = new Histogram({ name: "svc_http_request_duration_seconds", help: "Time from a request's dispatch to its answer, by method and route template (seconds)", labelNames: ["method", "route"], buckets: DURATION_BUCKETS, registers: [this.registry] });
   }
