@@ -25,57 +25,77 @@ function processMetrics(): Registry {
 /** A labelled value a scrape reads: each sample's labels and value. */
 export type MetricSamples = Array<{ labels?: Record<string, string>; value: number }>;
 
+/** The `route` label of a request no route matched (an unknown path, a malformed one). */
+export const UNMATCHED_ROUTE = "(unmatched)";
+
 /**
  * The registry of one app (an app's metrics are its own: tests run several apps in one process; the
  * process metrics are the process's, collected once and answered with each app's).
  * `svc_http_requests_total{method,route,status}` and `svc_http_request_duration_seconds{method,route}`
- * are recorded by {@link Metrics.observeRequest}.
+ * are recorded by {@link Metrics.observeRequest}; a read of a gauge or counter that fails is counted in
+ * `svc_metrics_read_failures_total{metric}` (shown from the next scrape: the scrape that failed had
+ * read that counter already); in that scrape a gauge answers no labelled samples (NaN for one without
+ * labels), a counter its last totals, and the other metrics answer as always.
  */
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests: Counter<"method" | "route" | "status">;
   private readonly durations: Histogram<"method" | "route">;
-  /** Children by `method route` and `method route status`: the labels are resolved once per series. */
-  private readonly durationOf = new Map<string, Histogram.Internal<"method" | "route">>();
-  private readonly countOf = new Map<string, Counter.Internal>();
+  private readonly readFailures: Counter<"metric">;
+  /** Children by route, method (and status): found without building a key per request. */
+  private readonly durationOf = new Map<string, Map<string, Histogram.Internal<"method" | "route">>>();
+  private readonly countOf = new Map<string, Map<string, Map<number, Counter.Internal>>>();
 
   constructor() {
     // from the start, not the first scrape: the GC and event-loop series cover the whole process
     processMetrics();
-    this.requests = new Counter({ name: "svc_http_requests_total", help: "HTTP requests answered, by method, route template and status", labelNames: ["method", "route", "status"], registers: [this.registry] });
-    this.durations = new Histogram({ name: "svc_http_request_duration_seconds", help: "Time from a request's dispatch to its answer, by method and route template (seconds)", labelNames: ["method", "route"], buckets: DURATION_BUCKETS, registers: [this.registry] });
+    this.requests = new Counter({ name: "svc_http_requests_total", help: "HTTP requests answered, by method, route template (or (unmatched)) and status", labelNames: ["method", "route", "status"], registers: [this.registry] });
+    this.durations = new Histogram({ name: "svc_http_request_duration_seconds", help: "Time from a routed request's dispatch until its response's headers are ready, by method and route template (seconds; a streamed body's transfer is not in it)", labelNames: ["method", "route"], buckets: DURATION_BUCKETS, registers: [this.registry] });
+    this.readFailures = new Counter({ name: "svc_metrics_read_failures_total", help: "Scrapes in which a metric's read failed (it answered no samples then)", labelNames: ["metric"], registers: [this.registry] });
   }
 
   /**
    * Records one answered request.
-   * @param route the route's template (`/api/actions/:actionId`), never the raw path
-   * @param seconds from dispatch to the answer
+   * @param route the route's template (`/api/actions/:actionId`), never the raw path; {@link UNMATCHED_ROUTE} when none matched
+   * @param seconds from dispatch until the response's headers are ready; omitted for answers given
+   *   before any route ran (an unknown path, a 405, a WebSocket path asked without an upgrade): counted only
    */
-  observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const series = `${method} ${route}`;
-    let duration = this.durationOf.get(series);
-    if (!duration) this.durationOf.set(series, (duration = this.durations.labels(method, route)));
-    duration.observe(seconds);
-    const counted = `${series} ${status}`;
-    let count = this.countOf.get(counted);
-    if (!count) this.countOf.set(counted, (count = this.requests.labels(method, route, String(status))));
+  observeRequest(method: string, route: string, status: number, seconds?: number): void {
+    if (seconds !== undefined) {
+      let byMethod = this.durationOf.get(route);
+      if (!byMethod) this.durationOf.set(route, (byMethod = new Map()));
+      let duration = byMethod.get(method);
+      if (!duration) byMethod.set(method, (duration = this.durations.labels(method, route)));
+      duration.observe(seconds);
+    }
+    let byMethod = this.countOf.get(route);
+    if (!byMethod) this.countOf.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let count = byStatus.get(status);
+    if (!count) byStatus.set(status, (count = this.requests.labels(method, route, String(status))));
     count.inc();
   }
 
   /**
    * A gauge whose samples `read` answers at each scrape (a backlog, a lag, a part's health).
    * @param name `svc_…`, Prometheus' naming (base units: seconds, bytes)
-   * @throws Error when the name is taken in this registry
+   * @throws Error when the name does not start with `svc_`, or is taken in this registry
    */
   gauge(name: string, help: string, labelNames: string[], read: () => MetricSamples | Promise<MetricSamples>): void {
+    const samples = this.reader(name, read);
     new Gauge({
       name,
       help,
       labelNames,
       registers: [this.registry],
       async collect() {
+        const got = await samples();
+        // read first, then reset and set in one synchronous step: overlapping scrapes each set the whole value
         this.reset();
-        for (const s of await read()) (s.labels ? this.set(s.labels, s.value) : this.set(s.value));
+        // a failed read: no labelled samples, and NaN (unknown) for a gauge without labels, never a made-up 0
+        if (!got) return labelNames.length === 0 ? void this.set(NaN) : undefined;
+        for (const s of got) (s.labels ? this.set(s.labels, s.value) : this.set(s.value));
       },
     });
   }
@@ -84,19 +104,37 @@ export class Metrics {
    * A counter whose totals `read` answers at each scrape (totals kept elsewhere, e.g. the store's
    * statistics): each sample is the total since the process started.
    * @param name `svc_…_total`
-   * @throws Error when the name is taken in this registry
+   * @throws Error when the name does not start with `svc_`, or is taken in this registry
    */
   counter(name: string, help: string, labelNames: string[], read: () => MetricSamples | Promise<MetricSamples>): void {
+    const samples = this.reader(name, read);
     new Counter({
       name,
       help,
       labelNames,
       registers: [this.registry],
       async collect() {
+        const got = await samples();
+        // a failed read keeps the totals of the last one: a counter never goes down
+        if (!got) return;
         this.reset();
-        for (const s of await read()) (s.labels ? this.inc(s.labels, s.value) : this.inc(s.value));
+        for (const s of got) (s.labels ? this.inc(s.labels, s.value) : this.inc(s.value));
       },
     });
+  }
+
+  /** `read` as a scrape calls it: a failure counted and answered as undefined, so the scrape goes on. */
+  private reader(name: string, read: () => MetricSamples | Promise<MetricSamples>): () => Promise<MetricSamples | undefined> {
+    // the process registry's names are Node's; svc's own are prefixed, so the two never clash at a scrape
+    if (!name.startsWith("svc_")) throw new Error(`Metric ${name}: svc's metrics are named svc_…`);
+    return async () => {
+      try {
+        return await read();
+      } catch {
+        this.readFailures.inc({ metric: name });
+        return undefined;
+      }
+    };
   }
 
   /** The exposition (text format 0.0.4) of the process's metrics and this app's, and its content type. */

@@ -56,6 +56,26 @@ describe("GET /metrics", () => {
     expect(now.get('svc_http_requests_total{method="GET",route="/metrics",status="200"}')).toBeGreaterThanOrEqual(1);
   });
 
+  it("counts the answers given before any route ran: an unknown path, a 405, a WebSocket path asked without an upgrade", async () => {
+    const dev = client(app);
+    const count = async () => samples((await scrape()).text);
+    const before = await count();
+    expect((await dev.get("/api/no-such-thing")).status).toBe(404);
+    expect((await dev.call("DELETE", "/api/status")).status).toBe(405);
+    expect((await dev.get("/ws/events")).status).toBe(401);
+    const after = await count();
+    const grew = (series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
+    expect(grew('svc_http_requests_total{method="GET",route="(unmatched)",status="404"}')).toBe(1);
+    expect(grew('svc_http_requests_total{method="DELETE",route="/api/status",status="405"}')).toBe(1);
+    expect(grew('svc_http_requests_total{method="GET",route="/ws/events",status="401"}')).toBe(1);
+  });
+
+  it("reports the same totals to overlapping scrapes", async () => {
+    const [a, b] = await Promise.all([scrape(), scrape()]);
+    const commits = (text: string) => samples(text).get("svc_store_commits_total");
+    expect(commits(a.text)).toBe(commits(b.text));
+  });
+
   it("needs a token, as /api/status does", async () => {
     const res = await fetch(`${app.url}/metrics`);
     expect(res.status).toBe(401);

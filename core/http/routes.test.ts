@@ -138,11 +138,29 @@ describe("deprecated names (schemas.deprecated)", () => {
     expect(await call("GET", "/things?pageSize=2")).toEqual({ status: 200, deprecation: null, link: null, body: { n: 2 } });
     expect((await call("POST", "/things", { type: "a" })).deprecation).toBe(`@${Date.UTC(2026, 9, 1) / 1000}`);
     expect((await call("POST", "/things", { kind: "a" })).deprecation).toBeNull();
-    // a request refused for its input is answered as before
-    expect(await call("GET", "/things?limit=99")).toMatchObject({ status: 400, deprecation: null });
+    // a refusal of the deprecated parameter's value says it is deprecated too
+    expect(await call("GET", "/things?limit=99")).toMatchObject({ status: 400, deprecation: `@${Date.UTC(2026, 10, 29) / 1000}` });
+    expect(await call("GET", "/things?pageSize=99")).toMatchObject({ status: 400, deprecation: null });
   });
 
-  it("refuses a deprecation whose day is not a date", () => {
+  it("refuses a deprecation whose day is not a date, or a day that does not exist", () => {
     expect(() => setup().routes.schemas.deprecated({ since: "29.11.2026", use: "pageSize" })).toThrow("deprecated: since must be a date YYYY-MM-DD (got 29.11.2026)");
+    expect(() => setup().routes.schemas.deprecated({ since: "2026-02-31", use: "pageSize" })).toThrow("(got 2026-02-31)");
+  });
+
+  it("finds a deprecation inside optional, and refuses a union whose members disagree on a name", async () => {
+    const routes = new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined, warn: () => undefined });
+    routes.add({ method: "GET", path: "/inner", summary: "s", tags: ["test"], auth: "none", query: v.object({ inner: v.optional(v.pipe(v.string(), routes.schemas.deprecated({ since: "2026-11-29", use: "outer" }))) }), responses: { 200: { description: "d" } }, handler: () => ({}) });
+    const app = new H3();
+    routes.mount(app);
+    expect((await app.fetch(new Request("http://svc.test/inner?inner=a"))).headers.get("deprecation")).toBe(`@${Date.UTC(2026, 10, 29) / 1000}`);
+    const union = v.union([v.strictObject({ kind: v.string(), type: v.string() }), v.strictObject({ type: v.pipe(v.string(), routes.schemas.deprecated({ since: "2026-11-29", use: "kind" })) })]);
+    expect(() => new RouteRegistry(() => Promise.reject(new Error("none")), new Lifecycle(), { error: () => undefined, warn: () => undefined }).add({ method: "POST", path: "/u", summary: "s", tags: ["test"], auth: "none", body: union, responses: { 200: { description: "d" } }, handler: () => ({}) })).toThrow('"type" is deprecated in one member of the union and current in another');
+  });
+
+  it("documents Deprecation and Link on the answers of an operation with deprecated names only", () => {
+    const doc = setup().routes.openapi({ title: "t", version: "1" }) as any;
+    expect(Object.keys(doc.paths["/things"].get.responses["200"].headers ?? {})).toEqual(["Deprecation", "Link"]);
+    expect(Object.keys(doc.paths["/things"].get.responses["400"].headers ?? {})).toEqual(["Deprecation", "Link"]);
   });
 });

@@ -194,7 +194,16 @@ export class RouteRegistry {
   /** Registers every route on the h3 app. */
   mount(app: H3): void {
     this.mounted = true;
-    for (const socket of this.sockets) app.get(socket.path, defineWebSocketHandler(socket.hooks, (event) => this.plainGet(socket.path, socket.hooks, event)));
+    for (const socket of this.sockets) {
+      app.get(
+        socket.path,
+        defineWebSocketHandler(socket.hooks, async (event) => {
+          const answer = await this.plainGet(socket.path, socket.hooks, event);
+          this.metrics?.observeRequest("GET", socket.path, answer.status);
+          return answer;
+        }),
+      );
+    }
     const methods = new Map<string, string[]>(this.sockets.map((socket) => [socket.path, ["GET"]]));
     for (const def of this.routes) {
       app.on(def.method, def.path, (event) => this.dispatch(def, event));
@@ -210,7 +219,10 @@ export class RouteRegistry {
     // names the path as requested (the template stays in `details.route`).
     for (const [path, allowed] of methods) {
       const allow = allowed.join(", ");
-      app.all(path, (event) => errorResponse(new ApiError("method_not_allowed", `${event.req.method} is not allowed on ${event.url.pathname}; use ${allow}`, { allow: allowed, route: path }, { allow })));
+      app.all(path, (event) => {
+        this.metrics?.observeRequest(event.req.method, path, 405);
+        return errorResponse(new ApiError("method_not_allowed", `${event.req.method} is not allowed on ${event.url.pathname}; use ${allow}`, { allow: allowed, route: path }, { allow }));
+      });
     }
   }
 
@@ -242,6 +254,8 @@ export class RouteRegistry {
 
   private async answer(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
     const leave = this.lifecycle.enter();
+    /** The deprecated name the request sent, once its query and body were read: its answer says so, errors included. */
+    let used: Deprecation | undefined;
     try {
       const caller = def.auth === "none" ? undefined : await this.authenticate(event.req, def.auth);
       const principal = caller?.principal;
@@ -250,14 +264,16 @@ export class RouteRegistry {
       // decoded once here (h3 leaves them percent-encoded): handlers get the text the client meant
       const params = def.params ? parseOrThrow(def.params, decodePathParams(event.context.params ?? {}), "path") : undefined;
       const rawQuery = def.query || event.url.search ? getQuery(event) : undefined;
+      // known before the query is checked: a refusal of the deprecated parameter's value says it is deprecated too
+      used = this.deprecatedUse(def, rawQuery, undefined, principal);
       if (rawQuery && def.path.startsWith("/api/") && !def.path.startsWith("/api/download/")) refuseUnknownQueryParameters(def, rawQuery);
       const query = def.query ? parseOrThrow(def.query, rawQuery, "query") : undefined;
       const raw = def.body ? await readJsonBody(event.req) : undefined;
       // a body of its own for this path parameter's value refines `body`: checked first, the handler still gets `body`'s output
       const byParam = def.bodyByParam && params ? (params as Record<string, unknown>)[def.bodyByParam.param] : undefined;
       if (typeof byParam === "string" && Object.hasOwn(def.bodyByParam!.bodies, byParam)) parseOrThrow(def.bodyByParam!.bodies[byParam]!, raw, "body");
+      if (raw !== undefined) used = this.deprecatedUse(def, rawQuery, raw, principal);
       const body = def.body ? parseOrThrow(def.body, raw, "body") : undefined;
-      const used = this.deprecatedUse(def, rawQuery, raw, principal);
       const result = await def.handler({ event, principal, params, query, body });
       const response = result instanceof Response ? result : jsonResponse(result);
       // most answers need no header added here: nothing is allocated for them
@@ -267,12 +283,12 @@ export class RouteRegistry {
       // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
       if (cookie) extra.push(["set-cookie", cookie]);
       // RFC 9745: the request used a name kept for compatibility; the earliest deprecation's day
-      if (used) extra.push(["deprecation", `@${Date.parse(`${used.since}T00:00:00Z`) / 1000}`], ["link", '</docs>; rel="deprecation"; type="text/html"']);
+      if (used) extra.push(...deprecationHeaders(used));
       return withHeaders(response, extra);
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
-      return errorResponse(err);
+      return used ? withHeaders(errorResponse(err), deprecationHeaders(used)) : errorResponse(err);
     } finally {
       leave();
     }
@@ -365,7 +381,9 @@ export class RouteRegistry {
             : Number(status) >= 400 || status === "default"
               ? { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }
               : undefined;
-        const headers = r.headers && Object.fromEntries(Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: "string" } }]));
+        // an operation with deprecated names may answer Deprecation and its Link (RFC 9745), on any status
+        const declaredHeaders = { ...r.headers, ...(this.deprecations.has(def) ? DEPRECATION_HEADER_DOCS : {}) };
+        const headers = Object.keys(declaredHeaders).length ? Object.fromEntries(Object.entries(declaredHeaders).map(([name, description]) => [name, { description, schema: { type: "string" } }])) : undefined;
         responses[status] = { description: r.description, ...(headers ? { headers } : {}), ...(content ? { content } : {}) };
       }
       const operation: Record<string, unknown> = {
@@ -472,4 +490,18 @@ function withHeaders(response: Response, headers: Array<[string, string]>): Resp
     for (const [name, value] of headers) copy.append(name, value);
     return new Response(response.body, { status: response.status, statusText: response.statusText, headers: copy });
   }
+}
+
+/** How the headers of a request that sent a deprecated name are documented on its operation's answers. */
+const DEPRECATION_HEADER_DOCS = {
+  Deprecation: "Sent when the request used a deprecated query parameter or body property (marked `deprecated` here): `@<unix seconds>`, the day it was deprecated (RFC 9745). It is about that name, not the operation",
+  Link: 'With `Deprecation`: `</docs>; rel="deprecation"; type="text/html"`, where the name to send instead is documented',
+};
+
+/** The answer's headers for a request that sent a deprecated name (RFC 9745): `Deprecation` with its day, and a `Link` to the reference. */
+function deprecationHeaders(used: Deprecation): Array<[string, string]> {
+  return [
+    ["deprecation", `@${Date.parse(`${used.since}T00:00:00Z`) / 1000}`],
+    ["link", '</docs>; rel="deprecation"; type="text/html"'],
+  ];
 }

@@ -71,27 +71,41 @@ export interface Deprecation {
  * @throws Error when `since` is not a calendar date `YYYY-MM-DD`
  */
 export function deprecated<TInput>(deprecation: Deprecation): v.MetadataAction<TInput, { readonly [DEPRECATION_METADATA_KEY]: Deprecation }> {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(deprecation.since) || Number.isNaN(Date.parse(`${deprecation.since}T00:00:00Z`))) throw new Error(`deprecated: since must be a date YYYY-MM-DD (got ${deprecation.since})`);
+  const day = /^\d{4}-\d{2}-\d{2}$/.test(deprecation.since) ? Date.parse(`${deprecation.since}T00:00:00Z`) : NaN;
+  // a day that does not exist (2026-02-31) parses as another: it must read back as itself
+  if (Number.isNaN(day) || new Date(day).toISOString().slice(0, 10) !== deprecation.since) throw new Error(`deprecated: since must be a date YYYY-MM-DD (got ${deprecation.since})`);
   return v.metadata<TInput, { readonly [DEPRECATION_METADATA_KEY]: Deprecation }>({ [DEPRECATION_METADATA_KEY]: deprecation });
 }
 
 /**
- * The deprecated names an object schema's entries carry ({@link deprecated}), for a union of object
- * schemas the names of each member; an empty map for any other schema.
+ * The deprecated names an object schema's entries carry ({@link deprecated}, on the entry's pipe or on
+ * that of the schema an `optional`, `nullable` or `nullish` wraps), for a union of object schemas the
+ * names of each member; an empty map for any other schema.
  * @returns entry name → its deprecation
+ * @throws Error when a union's member deprecates a name another member takes as current: a request
+ *   could not be told which it used
  */
 export function deprecatedEntries(schema: unknown): Map<string, Deprecation> {
   const out = new Map<string, Deprecation>();
+  const current = new Set<string>();
+  const markOf = (entry: unknown): Deprecation | undefined => {
+    for (let s = entry as { pipe?: Array<{ type: string; metadata?: Record<string, unknown> }>; wrapped?: unknown } | undefined; s; s = s.wrapped as typeof s) {
+      const found = s.pipe?.find((a) => a.type === "metadata" && a.metadata?.[DEPRECATION_METADATA_KEY])?.metadata?.[DEPRECATION_METADATA_KEY];
+      if (found) return found as Deprecation;
+    }
+    return undefined;
+  };
   const visit = (s: unknown) => {
     const node = s as { entries?: Record<string, unknown>; options?: unknown[] } | undefined;
     if (node?.options) for (const option of node.options) visit(option);
     for (const [name, entry] of Object.entries(node?.entries ?? {})) {
-      const pipe = (entry as { pipe?: Array<{ type: string; metadata?: Record<string, unknown> }> }).pipe ?? [];
-      const found = pipe.find((a) => a.type === "metadata" && a.metadata?.[DEPRECATION_METADATA_KEY])?.metadata?.[DEPRECATION_METADATA_KEY];
-      if (found) out.set(name, found as Deprecation);
+      const found = markOf(entry);
+      if (found) out.set(name, found);
+      else current.add(name);
     }
   };
   visit(schema);
+  for (const name of out.keys()) if (current.has(name)) throw new Error(`"${name}" is deprecated in one member of the union and current in another: a request could not be told which it used`);
   return out;
 }
 

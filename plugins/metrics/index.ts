@@ -1,6 +1,6 @@
 import { Database, HealthReport, Metrics, definePlugin, type Health, type MetricSamples } from "../../core/plugin-api";
 
-/** How long one health check serves the gauges of a scrape (ms): a scrape reads each gauge, and the check runs once. */
+/** How long after it settled one health check still serves the gauges (ms): a scrape reads each gauge, and the check runs once. */
 const HEALTH_REUSE_MS = 1000;
 
 /**
@@ -16,10 +16,18 @@ export default definePlugin({
   name: "metrics",
   deps: { metrics: Metrics, health: HealthReport, db: Database },
   setup({ routes }, { metrics, health, db }) {
-    let checked: { at: number; report: Promise<Health> } | undefined;
+    // one check serves the gauges of a scrape: reused while it runs and for HEALTH_REUSE_MS after it
+    // settled, never after it failed (the gauges of that scrape answer nothing: svc_metrics_read_failures_total)
+    let checked: { settledAt?: number; report: Promise<Health> } | undefined;
     const report = () => {
-      if (!checked || Date.now() - checked.at > HEALTH_REUSE_MS) checked = { at: Date.now(), report: health.check() };
-      return checked.report;
+      if (checked && (checked.settledAt === undefined || Date.now() - checked.settledAt <= HEALTH_REUSE_MS)) return checked.report;
+      const current: NonNullable<typeof checked> = { report: health.check() };
+      checked = current;
+      current.report.then(
+        () => void (current.settledAt = Date.now()),
+        () => void (checked === current && (checked = undefined)),
+      );
+      return current.report;
     };
     const parts = async (pick: (p: Health["parts"]) => MetricSamples) => pick((await report()).parts);
 
