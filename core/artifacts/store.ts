@@ -10,7 +10,7 @@ import { Readable } from "node:stream";
 import { buffer as readBuffer } from "node:stream/consumers";
 import { ApiError, isApiError } from "../errors";
 import { newId, nowIso } from "../ids";
-import { decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
+import { decodeListingToken, isPositiveInteger, isTextPair, keysetPage } from "../http/listing-token";
 import type { FileReference } from "../sdk/context";
 import { formatAddress, parseAddress, type ArtifactAddress } from "./address";
 import { AddressError, toApiError } from "./address-error";
@@ -126,9 +126,7 @@ export class ArtifactStore {
       params.push(after[0], after[0], after[1]);
     }
     const rows = await this.db.all<ArtifactRow>(`SELECT * FROM artifacts ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY updated_at DESC, id DESC LIMIT ?`, [...params, q.pageSize + 1]);
-    const page = rows.slice(0, q.pageSize);
-    const last = page.at(-1);
-    return { data: page.map(toArtifact), ...(rows.length > q.pageSize && last ? { nextPageToken: encodeListingToken([last.updated_at, last.id], filters) } : {}) };
+    return keysetPage(rows, q.pageSize, filters, toArtifact, (a) => [a.updatedAt, a.id]);
   }
 
   /**
@@ -142,11 +140,9 @@ export class ArtifactStore {
   async versions(reader: ArtifactReader, id: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: ArtifactVersion[]; nextPageToken?: string }> {
     await this.row(reader, id);
     const filters = JSON.stringify({ artifactId: id });
-    const after = page.nextPageToken === undefined ? 0 : decodeListingToken(page.nextPageToken, filters, isVersionNumber, { refusal: "nextPageToken belongs to another artifact's versions: send one this artifact's listing answered" });
+    const after = page.nextPageToken === undefined ? 0 : decodeListingToken(page.nextPageToken, filters, isPositiveInteger, { refusal: "nextPageToken belongs to another artifact's versions: send one this artifact's listing answered" });
     const rows = await this.db.all<VersionRow>("SELECT * FROM artifact_versions WHERE artifact_id = ? AND version > ? AND withdrawn_at IS NULL ORDER BY version LIMIT ?", [id, after, page.pageSize + 1]);
-    const data = rows.slice(0, page.pageSize).map(toVersion);
-    const last = rows.length > page.pageSize ? data.at(-1) : undefined;
-    return { data, ...(last ? { nextPageToken: encodeListingToken(last.version, filters) } : {}) };
+    return keysetPage(rows, page.pageSize, filters, toVersion, (v) => v.version);
   }
 
   /** The numbers of an artifact's versions, oldest first, withdrawn ones left out (the page's version picker). @throws {ApiError} not_found */
@@ -435,9 +431,4 @@ export function parseAddressOrThrow(address: string): ArtifactAddress {
   } catch (err) {
     throw err instanceof AddressError ? toApiError(err) : err;
   }
-}
-
-/** A listing position that is a version number (1, 2, …), for {@link decodeListingToken}. */
-function isVersionNumber(x: unknown): x is number {
-  return Number.isSafeInteger(x) && (x as number) >= 1;
 }

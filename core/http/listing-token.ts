@@ -41,3 +41,19 @@ export function decodeListingToken<P>(token: string, filters: string, isPosition
 export function isTextPair(x: unknown): x is [string, string] {
   return Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string");
 }
+
+/** A listing position that is a whole number from 1 (a version number, a message's `seq`), for {@link decodeListingToken}'s `isPosition`. */
+export function isPositiveInteger(x: unknown): x is number {
+  return Number.isSafeInteger(x) && (x as number) >= 1;
+}
+
+/**
+ * A page of a keyset listing whose statement read up to `pageSize + 1` rows: the first `pageSize` as
+ * items, and when the extra row was there, the token of the last item's position (bound to `filters`).
+ * @param positionOf the position after which the next page starts (JSON-serializable)
+ */
+export function keysetPage<R, T>(rows: readonly R[], pageSize: number, filters: string, toItem: (row: R) => T, positionOf: (item: T) => unknown): { data: T[]; nextPageToken?: string } {
+  const data = rows.slice(0, pageSize).map(toItem);
+  const last = rows.length > pageSize ? data.at(-1) : undefined;
+  return { data, ...(last !== undefined ? { nextPageToken: encodeListingToken(positionOf(last), filters) } : {}) };
+}

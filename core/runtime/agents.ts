@@ -8,7 +8,7 @@ import { EventEmitter } from "node:events";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { ApiError } from "../errors";
-import { decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
+import { decodeListingToken, isPositiveInteger, isTextPair, keysetPage } from "../http/listing-token";
 import { newId, nowIso } from "../ids";
 import { can, has, type Principal } from "../auth/permissions";
 import { Database, type SqlWriter } from "../store/db";
@@ -173,11 +173,9 @@ export class AgentRuns implements AgentRunAccess {
   async messages(principal: Principal, id: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: ConversationMessage[]; nextPageToken?: string }> {
     await this.conversationRow(principal, id);
     const filters = JSON.stringify({ conversationId: id });
-    const after = page.nextPageToken === undefined ? 0 : decodeListingToken(page.nextPageToken, filters, isSeq, { refusal: "nextPageToken belongs to another conversation's messages: send one this conversation's listing answered" });
+    const after = page.nextPageToken === undefined ? 0 : decodeListingToken(page.nextPageToken, filters, isPositiveInteger, { refusal: "nextPageToken belongs to another conversation's messages: send one this conversation's listing answered" });
     const rows = await this.db.all<MessageRow>("SELECT * FROM agent_messages WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?", [id, after, page.pageSize + 1]);
-    const data = rows.slice(0, page.pageSize).map(toMessage);
-    const last = rows.length > page.pageSize ? data.at(-1) : undefined;
-    return { data, ...(last ? { nextPageToken: encodeListingToken(last.seq, filters) } : {}) };
+    return keysetPage(rows, page.pageSize, filters, toMessage, (m) => m.seq);
   }
 
   /**
@@ -192,9 +190,8 @@ export class AgentRuns implements AgentRunAccess {
     // the listing's one "filter" is the caller
     const after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
     const rows = await this.db.all<ConversationRow>(after ? CONVERSATIONS_PAGE : CONVERSATIONS_FIRST_PAGE, [principal.id, ...(after ?? []), page.pageSize + 1]);
-    const data = rows.slice(0, page.pageSize).map((c) => ({ id: c.id, agentId: c.agent_id, title: c.title, owner: c.owner, createdAt: c.created_at, updatedAt: c.updated_at }));
-    const last = rows.length > page.pageSize ? data.at(-1) : undefined;
-    return { data, ...(last ? { nextPageToken: encodeListingToken([last.updatedAt, last.id], filters) } : {}) };
+    const summary = (c: ConversationRow) => ({ id: c.id, agentId: c.agent_id, title: c.title, owner: c.owner, createdAt: c.created_at, updatedAt: c.updated_at });
+    return keysetPage(rows, page.pageSize, filters, summary, (c) => [c.updatedAt, c.id]);
   }
 
   /** A run's state, for its conversation's owner only. @throws {ApiError} not_found */
@@ -435,8 +432,3 @@ interface MessageRow {
 }
 
 const toMessage = (m: MessageRow): ConversationMessage => ({ seq: m.seq, role: m.role, text: m.text, ...(m.run_id ? { runId: m.run_id } : {}), createdAt: m.created_at });
-
-/** A listing position that is a message's `seq` (1, 2, …), for {@link decodeListingToken}. */
-function isSeq(x: unknown): x is number {
-  return Number.isSafeInteger(x) && (x as number) >= 1;
-}
