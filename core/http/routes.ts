@@ -8,7 +8,7 @@ import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
 import { emptyJsonBody, MAX_BODY_BYTES, readJsonBody } from "./body";
-import { defaultsToEmptyObject, deprecated, deprecatedEntries, documentedAs, documentedJsonSchema, queryCommaList, queryGroups, queryInteger, queryParameterGroups, queryParameterNames, type Deprecation } from "./schemas";
+import { defaultsToEmptyObject, deprecated, deprecatedEntries, documentedAs, documentedJsonSchema, pageQuery, queryCommaList, queryGroups, queryInteger, queryParameterGroups, queryParameterNames, type Deprecation } from "./schemas";
 import { decodePathParams, parseOrThrow } from "./validation";
 import { errorResponse, jsonResponse } from "./response";
 
@@ -134,7 +134,7 @@ export class RouteRegistry {
    * The schema helpers of core/http/schemas.ts, whose JSON Schema the OpenAPI generator understands,
    * for plugins' route declarations (plugins import only core/plugin-api).
    */
-  readonly schemas = { queryInteger, queryCommaList, queryGroups, defaultsToEmptyObject, documentedAs, deprecated };
+  readonly schemas = { queryInteger, queryCommaList, queryGroups, defaultsToEmptyObject, documentedAs, deprecated, pageQuery };
 
   constructor(
     private readonly authenticate: Authenticator,

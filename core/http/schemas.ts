@@ -222,3 +222,15 @@ export function queryParameterNames(schema: unknown): ReadonlySet<string> | unde
   while (s && !s.entries && s.pipe) s = s.pipe[0] as typeof s;
   return s?.entries ? new Set(Object.keys(s.entries)) : undefined;
 }
+
+/**
+ * The query entries of a keyset listing: `pageSize` (1 to `max`, the route's default named in its
+ * description; "Events per page, …" with `unit`) and `nextPageToken` (non-empty: the `nextPageToken`
+ * of the page before). Spread them into the route's `query` object beside its filters.
+ */
+export function pageQuery(opts: { max: number; defaultSize: number; unit?: string }) {
+  return {
+    pageSize: v.optional(queryInteger({ min: 1, max: opts.max, description: `${opts.unit ? `${opts.unit} per page, ` : ""}1 to ${opts.max}, default ${opts.defaultSize}` })),
+    nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
+  };
+}

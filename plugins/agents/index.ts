@@ -40,10 +40,7 @@ export default definePlugin({
       description: "The most recently updated first, a page at a time: `nextPageToken` names the next page while there is one. A conversation updated while you page moves to the front (a later page may miss it).",
       tags: ["agents"],
       auth: "bearer",
-      query: v.object({
-        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 200" })),
-        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
-      }),
+      query: v.object(routes.schemas.pageQuery({ max: 200, defaultSize: 200 })),
       responses: {
         200: { description: "Conversations", schema: v.object({ data: v.array(v.omit(ConversationSchema, ["messages", "runs"])), nextPageToken: v.optional(v.string()) }) },
         400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another caller's, or edited)" },
@@ -69,10 +66,7 @@ export default definePlugin({
       tags: ["agents"],
       auth: "bearer",
       params: v.object({ conversationId: v.string() }),
-      query: v.object({
-        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" })),
-        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
-      }),
+      query: v.object(routes.schemas.pageQuery({ max: 200, defaultSize: 50 })),
       responses: {
         200: { description: "A page of messages; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ data: v.array(ConversationMessageSchema), nextPageToken: v.optional(v.string()) }) },
         400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another conversation's, or edited)" },

@@ -92,7 +92,7 @@ export default definePlugin({
       tags: ["artifacts"],
       auth: "bearer",
       params: ArtifactParams,
-      query: v.object({ pageSize: PageSize, nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))) }),
+      query: v.object(routes.schemas.pageQuery({ max: 200, defaultSize: 50 })),
       responses: {
         200: { description: "A page of versions; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ data: v.array(ArtifactVersionSchema), nextPageToken: v.optional(v.string()) }) },
         400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another artifact's, or edited)" },

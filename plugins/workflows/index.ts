@@ -123,10 +123,7 @@ export default definePlugin({
       tags: ["workflows"],
       auth: "bearer",
       params: runParams,
-      query: v.object({
-        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 1000, description: "Events per page, 1 to 1000, default 1000" })),
-        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
-      }),
+      query: v.object(routes.schemas.pageQuery({ max: 1000, defaultSize: 1000, unit: "Events" })),
       responses: {
         200: { description: "A page of the history, oldest event first; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ runId: v.string(), events: v.array(HistoryEventSchema), nextPageToken: v.optional(v.string()) }) },
         400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another run's, or edited), or one Temporal no longer takes" },
@@ -200,10 +197,7 @@ export default definePlugin({
       description: "Open interventions across runs that the caller may answer (a listed identity, or a holder of the named permission), oldest first; continue with `nextPageToken` while one is there: a page reads at most 1,000 open interventions, so for a caller who may answer few of many it can hold fewer than `pageSize` (even none) and still have one.",
       tags: ["workflows"],
       auth: "bearer",
-      query: v.object({
-        pageSize: v.optional(routes.schemas.queryInteger({ min: 1, max: 200, description: "1 to 200, default 50" })),
-        nextPageToken: v.optional(v.pipe(v.string(), v.minLength(1), v.description("The `nextPageToken` of the page before"))),
-      }),
+      query: v.object(routes.schemas.pageQuery({ max: 200, defaultSize: 50 })),
       responses: {
         200: { description: "A page of interventions; `nextPageToken` when more follow (absent on the last page)", schema: v.object({ data: v.array(InterventionStateSchema), nextPageToken: v.optional(v.string()) }) },
         400: { description: "`invalid_request`: a `nextPageToken` this listing did not issue (another caller's, or edited)" },
