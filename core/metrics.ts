@@ -42,6 +42,7 @@ export class Metrics {
   private readonly requests: Counter<"method" | "route" | "status">;
   private readonly durations: Histogram<"method" | "route">;
   private readonly readFailures: Counter<"metric">;
+  private readonly sockets: Gauge<"path">;
   /** Children by route, method (and status): found without building a key per request. */
   private readonly durationOf = new Map<string, Map<string, Histogram.Internal<"method" | "route">>>();
   private readonly countOf = new Map<string, Map<string, Map<number, Counter.Internal>>>();
@@ -51,6 +52,7 @@ export class Metrics {
     processMetrics();
     this.requests = new Counter({ name: "svc_http_requests_total", help: "HTTP requests answered, by method, route template (or (unmatched)) and status", labelNames: ["method", "route", "status"], registers: [this.registry] });
     this.durations = new Histogram({ name: "svc_http_request_duration_seconds", help: "Time from a routed request's dispatch until its response's headers are ready, by method and route template (seconds; a streamed body's transfer is not in it)", labelNames: ["method", "route"], buckets: DURATION_BUCKETS, registers: [this.registry] });
+    this.sockets = new Gauge({ name: "svc_websocket_connections", help: "WebSocket connections open, by endpoint (/ws/events, /ws/logs, /ws/agents)", labelNames: ["path"], registers: [this.registry] });
     this.readFailures = new Counter({ name: "svc_metrics_read_failures_total", help: "Scrapes in which a metric's read failed (it answered no samples then)", labelNames: ["metric"], registers: [this.registry] });
   }
 
@@ -75,6 +77,11 @@ export class Metrics {
     let count = byStatus.get(status);
     if (!count) byStatus.set(status, (count = this.requests.labels(method, route, String(status))));
     count.inc();
+  }
+
+  /** Counts a WebSocket connection opened (`delta` 1) or closed (-1) on the endpoint `path`. */
+  openSockets(path: string, delta: 1 | -1): void {
+    this.sockets.inc({ path }, delta);
   }
 
   /**

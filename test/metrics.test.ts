@@ -4,7 +4,8 @@
  * token is needed, as for /api/status.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, client, startApp } from "./helpers";
+import NodeWebSocket from "crossws/websocket";
+import { DEV_TOKEN, client, eventually, startApp } from "./helpers";
 import type { App } from "../core/app";
 
 let app: App;
@@ -68,6 +69,27 @@ describe("GET /metrics", () => {
     expect(grew('svc_http_requests_total{method="GET",route="(unmatched)",status="404"}')).toBe(1);
     expect(grew('svc_http_requests_total{method="DELETE",route="/api/status",status="405"}')).toBe(1);
     expect(grew('svc_http_requests_total{method="GET",route="/ws/events",status="401"}')).toBe(1);
+  });
+
+  it("counts the WebSocket connections open on each endpoint, from open to close; a refused upgrade is none", async () => {
+    const open = async () => samples((await scrape()).text).get('svc_websocket_connections{path="/ws/events"}') ?? 0;
+    const signedIn = await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: "dev", password: "dev-sandbox-password" }) });
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const Ctor = NodeWebSocket as unknown as new (url: string, protocols: string[], opts: { headers: Record<string, string>; origin?: string }) => any;
+    const connect = (headers: Record<string, string>) => {
+      const socket = new Ctor(`${app.url.replace(/^http/, "ws")}/ws/events`, [], { headers, origin: app.url });
+      socket.on("error", () => undefined);
+      return { socket, opened: new Promise<void>((resolve) => socket.on("open", () => resolve())), refused: new Promise<number>((resolve) => socket.on("unexpected-response", (_req: unknown, res: { statusCode: number }) => resolve(res.statusCode))) };
+    };
+    const before = await open();
+    const [a, b] = [connect({ cookie }), connect({ cookie })];
+    await Promise.all([a.opened, b.opened]);
+    expect(await connect({}).refused).toBe(401);
+    await eventually(async () => ((await open()) === before + 2 ? true : undefined), 5000);
+    a.socket.close(1000, "done");
+    await eventually(async () => ((await open()) === before + 1 ? true : undefined), 5000);
+    b.socket.close(1000, "done");
+    await eventually(async () => ((await open()) === before ? true : undefined), 5000);
   });
 
   it("reports the same totals to overlapping scrapes", async () => {

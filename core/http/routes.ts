@@ -141,7 +141,7 @@ export class RouteRegistry {
     private readonly lifecycle: Lifecycle,
     private readonly log: Pick<Logger, "error" | "warn">,
     /** Where each answered request is recorded (`svc_http_…`, core/metrics.ts); none in tests that need no metrics. */
-    private readonly metrics?: Pick<Metrics, "observeRequest">,
+    private readonly metrics?: Pick<Metrics, "observeRequest" | "openSockets">,
   ) {}
 
   /**
@@ -197,7 +197,7 @@ export class RouteRegistry {
     for (const socket of this.sockets) {
       app.get(
         socket.path,
-        defineWebSocketHandler(socket.hooks, async (event) => {
+        defineWebSocketHandler(this.counted(socket.path, socket.hooks), async (event) => {
           const answer = await this.plainGet(socket.path, socket.hooks, event);
           this.metrics?.observeRequest("GET", socket.path, answer.status);
           return answer;
@@ -224,6 +224,25 @@ export class RouteRegistry {
         return errorResponse(new ApiError("method_not_allowed", `${event.req.method} is not allowed on ${event.url.pathname}; use ${allow}`, { allow: allowed, route: path }, { allow }));
       });
     }
+  }
+
+  /** `hooks` with each open socket counted in the metrics (`svc_websocket_connections{path}`) from its `open` to its `close`. */
+  private counted(path: string, hooks: Partial<WebSocketHooks>): Partial<WebSocketHooks> {
+    const metrics = this.metrics;
+    if (!metrics) return hooks;
+    const open = new WeakSet<object>();
+    return {
+      ...hooks,
+      open: (peer) => {
+        open.add(peer);
+        metrics.openSockets(path, 1);
+        return hooks.open?.(peer);
+      },
+      close: (peer, details) => {
+        if (open.delete(peer)) metrics.openSockets(path, -1);
+        return hooks.close?.(peer, details);
+      },
+    };
   }
 
   /**

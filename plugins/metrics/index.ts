@@ -6,7 +6,7 @@ const HEALTH_REUSE_MS = 1000;
 /**
  * `GET /metrics`: the service's metrics in Prometheus' text format (core/metrics.ts): Node's process
  * metrics, the HTTP requests by route template (`svc_http_requests_total`,
- * `svc_http_request_duration_seconds`), the store's counters (`svc_store_…_total`: calls to SQLite,
+ * `svc_http_request_duration_seconds`), the open WebSockets (`svc_websocket_connections{path}`), the store's counters (`svc_store_…_total`: calls to SQLite,
  * transactions, group commits, WAL checkpoints) and the health report's parts as gauges
  * (`svc_health_part_healthy{part}`, the outbox's backlog, queued runs not started, each event schedule's
  * backlog, lag and dead letters), read when Prometheus scrapes. Any valid token may read it, as
@@ -57,7 +57,7 @@ export default definePlugin({
       method: "GET",
       path: "/metrics",
       summary: "Metrics in Prometheus' text format",
-      description: "Node's process metrics (CPU, memory, heap, event-loop delay, GC) and svc's own, named `svc_…`: HTTP requests by method, route template and status, and their durations; the store's calls, transactions, group commits and WAL checkpoints; the health report's parts (`svc_health_part_healthy{part}`), the outbox's backlog, queued runs not started on Temporal, each event schedule's backlog, lag and dead letters. Any valid token may read it (as `GET /api/status`).",
+      description: "Node's process metrics (CPU, memory, heap, event-loop delay, GC) and svc's own, named `svc_…`: HTTP requests by method, route template and status, and their durations; WebSocket connections open by endpoint; the store's calls, transactions, group commits and WAL checkpoints; the health report's parts (`svc_health_part_healthy{part}`), the outbox's backlog, queued runs not started on Temporal, each event schedule's backlog, lag and dead letters. Any valid token may read it (as `GET /api/status`).",
       tags: ["status"],
       auth: "bearer",
       responses: { 200: { description: "The exposition, text format 0.0.4", contentType: "text/plain; version=0.0.4; charset=utf-8" } },
