@@ -37,6 +37,9 @@ export function decodeListingToken<P>(token: string, filters: string, isPosition
   return decoded.position;
 }
 
+/** {@link decodeListingToken}'s refusal for a listing whose one "filter" is the caller (a token of another caller's listing). */
+export const ANOTHER_CALLERS_TOKEN = { refusal: "nextPageToken was answered to another caller: send one your own listing answered" };
+
 /** A listing position of two texts (e.g. `[updated_at, id]` of a keyset), for {@link decodeListingToken}'s `isPosition`. */
 export function isTextPair(x: unknown): x is [string, string] {
   return Array.isArray(x) && x.length === 2 && x.every((e) => typeof e === "string");

@@ -49,3 +49,18 @@ export function errorResponse(err: unknown): Response {
  * their own CSP.
  */
 export const NOT_FRAMED: Readonly<Record<string, string>> = { "content-security-policy": "frame-ancestors 'self'", "x-frame-options": "SAMEORIGIN", "x-content-type-options": "nosniff" };
+
+/**
+ * `response` with `headers` appended; a response whose headers are immutable (`Response.redirect`) is
+ * copied first.
+ */
+export function withHeaders(response: Response, headers: Array<[string, string]>): Response {
+  try {
+    for (const [name, value] of headers) response.headers.append(name, value);
+    return response;
+  } catch {
+    const copy = new Headers(response.headers);
+    for (const [name, value] of headers) copy.append(name, value);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: copy });
+  }
+}

@@ -8,9 +8,10 @@ import type { Logger } from "../logger";
 import type { Principal } from "../auth/permissions";
 import type { Lifecycle } from "../lifecycle";
 import { emptyJsonBody, MAX_BODY_BYTES, readJsonBody } from "./body";
-import { defaultsToEmptyObject, deprecated, deprecatedEntries, documentedAs, documentedJsonSchema, pageQuery, queryCommaList, queryGroups, queryInteger, queryParameterGroups, queryParameterNames, type Deprecation } from "./schemas";
+import { defaultsToEmptyObject, deprecated, documentedAs, documentedJsonSchema, pageQuery, queryCommaList, queryGroups, queryInteger, queryParameterGroups, queryParameterNames, type Deprecation } from "./schemas";
+import { DEPRECATION_HEADER_DOCS, RouteDeprecations, deprecationHeaders } from "./deprecations";
 import { decodePathParams, parseOrThrow } from "./validation";
-import { errorResponse, jsonResponse } from "./response";
+import { errorResponse, jsonResponse, withHeaders } from "./response";
 
 type Schema = v.GenericSchema<unknown, any>;
 type ObjectSchema = v.ObjectSchema<any, any> | v.LooseObjectSchema<any, any> | v.StrictObjectSchema<any, any>;
@@ -125,10 +126,8 @@ export class RouteRegistry {
   private readonly sockets: Array<{ path: string; summary: string; description: string; hooks: Partial<WebSocketHooks> }> = [];
   /** The OpenAPI document's named schemas ({@link RouteRegistry.component}), by name. */
   private readonly components = new Map<string, Schema>();
-  /** The deprecated query parameters and body properties of the routes that have any ({@link deprecated}). */
-  private readonly deprecations = new Map<RouteDefinition<any, any, any>, { query: Map<string, Deprecation>; body: Map<string, Deprecation> }>();
-  /** `route name identity` of the deprecated uses logged so far: each is logged once per process. */
-  private readonly deprecationsLogged = new Set<string>();
+  /** The deprecated query parameters and body properties of the routes ({@link deprecated}), and their uses. */
+  private readonly deprecations: RouteDeprecations;
   private mounted = false;
   /**
    * The schema helpers of core/http/schemas.ts, whose JSON Schema the OpenAPI generator understands,
@@ -142,7 +141,9 @@ export class RouteRegistry {
     private readonly log: Pick<Logger, "error" | "warn">,
     /** Where each answered request is recorded (`svc_http_…`, core/metrics.ts); none in tests that need no metrics. */
     private readonly metrics?: Pick<Metrics, "observeRequest" | "openSockets">,
-  ) {}
+  ) {
+    this.deprecations = new RouteDeprecations(log);
+  }
 
   /**
    * Adds a route.
@@ -152,9 +153,7 @@ export class RouteRegistry {
     if (this.mounted) throw new Error(`Route ${def.method} ${def.path} added after the server started`);
     if (this.routes.some((r) => r.method === def.method && r.path === def.path)) throw new Error(`Route ${def.method} ${def.path} is registered twice`);
     this.routes.push(def);
-    const query = deprecatedEntries(def.query);
-    const body = deprecatedEntries(def.body);
-    if (query.size || body.size) this.deprecations.set(def, { query, body });
+    this.deprecations.add(def);
   }
 
   /**
@@ -284,14 +283,14 @@ export class RouteRegistry {
       const params = def.params ? parseOrThrow(def.params, decodePathParams(event.context.params ?? {}), "path") : undefined;
       const rawQuery = def.query || event.url.search ? getQuery(event) : undefined;
       // known before the query is checked: a refusal of the deprecated parameter's value says it is deprecated too
-      used = this.deprecatedUse(def, rawQuery, undefined, principal);
+      used = this.deprecations.used(def, rawQuery, undefined, principal);
       if (rawQuery && def.path.startsWith("/api/") && !def.path.startsWith("/api/download/")) refuseUnknownQueryParameters(def, rawQuery);
       const query = def.query ? parseOrThrow(def.query, rawQuery, "query") : undefined;
       const raw = def.body ? await readJsonBody(event.req) : undefined;
       // a body of its own for this path parameter's value refines `body`: checked first, the handler still gets `body`'s output
       const byParam = def.bodyByParam && params ? (params as Record<string, unknown>)[def.bodyByParam.param] : undefined;
       if (typeof byParam === "string" && Object.hasOwn(def.bodyByParam!.bodies, byParam)) parseOrThrow(def.bodyByParam!.bodies[byParam]!, raw, "body");
-      if (raw !== undefined) used = this.deprecatedUse(def, rawQuery, raw, principal);
+      if (raw !== undefined) used = this.deprecations.used(def, rawQuery, raw, principal);
       const body = def.body ? parseOrThrow(def.body, raw, "body") : undefined;
       const result = await def.handler({ event, principal, params, query, body });
       const response = result instanceof Response ? result : jsonResponse(result);
@@ -311,26 +310,6 @@ export class RouteRegistry {
     } finally {
       leave();
     }
-  }
-
-  /**
-   * The earliest deprecation among the deprecated query parameters and body properties this request
-   * sent (undefined when it sent none); each use is logged once per process and identity, naming the
-   * name to send instead.
-   */
-  private deprecatedUse(def: RouteDefinition<any, any, any>, query: Record<string, unknown> | undefined, body: unknown, principal: Principal | undefined): Deprecation | undefined {
-    const names = this.deprecations.get(def);
-    if (!names) return undefined;
-    const sent: Array<[string, Deprecation]> = [];
-    for (const [name, d] of names.query) if (query && Object.hasOwn(query, name)) sent.push([name, d]);
-    for (const [name, d] of names.body) if (typeof body === "object" && body !== null && Object.hasOwn(body, name)) sent.push([name, d]);
-    for (const [name, d] of sent) {
-      const key = `${def.method} ${def.path} ${name} ${principal?.id ?? ""}`;
-      if (this.deprecationsLogged.has(key)) continue;
-      this.deprecationsLogged.add(key);
-      this.log.warn({ method: def.method, route: def.path, name, use: d.use, since: d.since, identity: principal?.id }, `${name} is deprecated on ${def.method} ${def.path}: send ${d.use} instead`);
-    }
-    return sent.map(([, d]) => d).sort((a, b) => a.since.localeCompare(b.since))[0];
   }
 
   /** The OpenAPI 3.1 document of every route (served at `/docs/openapi.json`). */
@@ -496,31 +475,3 @@ function refuseUnknownQueryParameters(def: { method: string; path: string; query
   }
 }
 
-/**
- * `response` with `headers` appended; a response whose headers are immutable (`Response.redirect`) is
- * copied first.
- */
-function withHeaders(response: Response, headers: Array<[string, string]>): Response {
-  try {
-    for (const [name, value] of headers) response.headers.append(name, value);
-    return response;
-  } catch {
-    const copy = new Headers(response.headers);
-    for (const [name, value] of headers) copy.append(name, value);
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: copy });
-  }
-}
-
-/** How the headers of a request that sent a deprecated name are documented on its operation's answers. */
-const DEPRECATION_HEADER_DOCS = {
-  Deprecation: "Sent when the request used a deprecated query parameter or body property (marked `deprecated` here): `@<unix seconds>`, the day it was deprecated (RFC 9745). It is about that name, not the operation",
-  Link: 'With `Deprecation`: `</docs>; rel="deprecation"; type="text/html"`, where the name to send instead is documented',
-};
-
-/** The answer's headers for a request that sent a deprecated name (RFC 9745): `Deprecation` with its day, and a `Link` to the reference. */
-function deprecationHeaders(used: Deprecation): Array<[string, string]> {
-  return [
-    ["deprecation", `@${Date.parse(`${used.since}T00:00:00Z`) / 1000}`],
-    ["link", '</docs>; rel="deprecation"; type="text/html"'],
-  ];
-}

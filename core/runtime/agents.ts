@@ -8,7 +8,7 @@ import { EventEmitter } from "node:events";
 import * as v from "valibot";
 import { inject, injectable } from "../di";
 import { ApiError } from "../errors";
-import { decodeListingToken, isPositiveInteger, isTextPair, keysetPage } from "../http/listing-token";
+import { ANOTHER_CALLERS_TOKEN, decodeListingToken, isPositiveInteger, isTextPair, keysetPage } from "../http/listing-token";
 import { newId, nowIso } from "../ids";
 import { can, has, type Principal } from "../auth/permissions";
 import { Database, type SqlWriter } from "../store/db";
@@ -188,7 +188,7 @@ export class AgentRuns implements AgentRunAccess {
   async conversations(principal: Principal, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: Array<Omit<Conversation, "messages" | "runs">>; nextPageToken?: string }> {
     const filters = JSON.stringify({ owner: principal.id });
     // the listing's one "filter" is the caller
-    const after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
+    const after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, ANOTHER_CALLERS_TOKEN);
     const rows = await this.db.all<ConversationRow>(after ? CONVERSATIONS_PAGE : CONVERSATIONS_FIRST_PAGE, [principal.id, ...(after ?? []), page.pageSize + 1]);
     const summary = (c: ConversationRow) => ({ id: c.id, agentId: c.agent_id, title: c.title, owner: c.owner, createdAt: c.created_at, updatedAt: c.updated_at });
     return keysetPage(rows, page.pageSize, filters, summary, (c) => [c.updatedAt, c.id]);

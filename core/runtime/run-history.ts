@@ -7,7 +7,10 @@ import * as v from "valibot";
 import type { Payload, PayloadCodec } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import { isoOf } from "../temporal/execution";
-import { temporalProto } from "../temporal/sdk";
+import { temporalClient, temporalProto } from "../temporal/sdk";
+import type { TemporalHost } from "../temporal/host";
+import { ApiError } from "../errors";
+import { decodeListingToken, encodeListingToken } from "../http/listing-token";
 
 /** One event of a run's Temporal history, in order (`GET /api/workflow-runs/:runId/history`). */
 export const HistoryEventSchema = v.object({
@@ -72,4 +75,74 @@ function markerName(attributes: Record<string, any>): string | undefined {
   if (attributes.markerName === "core_local_activity") return typeof json("data")?.activity_type === "string" ? String(json("data")!.activity_type) : undefined;
   if (attributes.markerName === "core_patch") return typeof json("patch-data")?.id === "string" ? `patch ${String(json("patch-data")!.id)}` : undefined;
   return undefined;
+}
+
+/** gRPC status codes Temporal answers with (grpc/status: NOT_FOUND 5, INVALID_ARGUMENT 3). */
+const GRPC_NOT_FOUND = 5;
+const GRPC_INVALID_ARGUMENT = 3;
+
+/**
+ * A history position ({@link readHistoryPage}): Temporal's page token as base64 ("" for the first
+ * page), the size that page was asked for (0: not resumed inside it) and how many of its events were answered.
+ */
+export type HistoryPosition = [string, number, number];
+const isHistoryPosition = (x: unknown): x is HistoryPosition =>
+  Array.isArray(x) && x.length === 3 && typeof x[0] === "string" && /^[A-Za-z0-9+/]*=*$/.test(x[0]) && Number.isSafeInteger(x[1]) && x[1] >= 0 && x[1] <= 1000 && Number.isSafeInteger(x[2]) && x[2] >= 0 && x[2] <= 10_000_000 && (x[1] > 0 || x[2] === 0);
+/** The filters a history token is bound to: its run. */
+const historyFilters = (runId: string) => JSON.stringify({ runId });
+
+/**
+ * The position a `nextPageToken` of `runId`'s history names.
+ * @throws {ApiError} invalid_request for a token this listing did not issue (another run's included)
+ */
+export function decodeHistoryToken(runId: string, token: string): HistoryPosition {
+  return decodeListingToken(token, historyFilters(runId), isHistoryPosition, { refusal: "nextPageToken belongs to another run's history: send one this run's history answered" });
+}
+
+/**
+ * A page of a run's Temporal history from `position` (its start when undefined): Temporal's own pages
+ * (`GetWorkflowExecutionHistory`) read one after the other until `pageSize` events or the end.
+ * Temporal sizes its pages in batches (the events one workflow task wrote), never split, so a page of
+ * its may hold more events than the page here still lacks: the next position is then Temporal's token
+ * of that page, the size it was asked for (the same request answers the same batches again) and how
+ * many of its events were answered. At most `maxReads` of Temporal's pages are read: a page may hold
+ * fewer events than `pageSize` and still have a `nextPageToken`, and the last page may be empty.
+ * @param page.token the client's token, named in refusals
+ * @throws {ApiError} not_found when Temporal does not know the run; invalid_request for a position
+ *   Temporal refuses, or one past the events of its page; unavailable when Temporal does not answer
+ */
+export async function readHistoryPage(host: TemporalHost, runId: string, page: { pageSize: number; position?: HistoryPosition; token?: string; maxReads: number }): Promise<{ events: HistoryEvent[]; nextPageToken?: string }> {
+  const events: temporal.api.history.v1.IHistoryEvent[] = [];
+  let [from, asked, skip] = page.position ?? ["", 0, 0];
+  let next: HistoryPosition | undefined;
+  for (let reads = 0; ; reads++) {
+    if (reads === page.maxReads) {
+      next = [from, 0, 0];
+      break;
+    }
+    // a page resumed inside Temporal's page is asked for with that page's size: the same batches
+    const size = asked || page.pageSize - events.length;
+    const token = from ? Buffer.from(from, "base64") : undefined;
+    let response;
+    try {
+      response = await host.client.workflowService.getWorkflowExecutionHistory({ namespace: host.namespace, execution: { workflowId: runId }, maximumPageSize: size, nextPageToken: token });
+    } catch (err) {
+      const { WorkflowNotFoundError, isGrpcServiceError } = temporalClient();
+      const grpc = isGrpcServiceError(err) ? err : undefined;
+      if (token && (grpc?.code === GRPC_INVALID_ARGUMENT || grpc?.code === GRPC_NOT_FOUND)) throw new ApiError("invalid_request", `Temporal refused this nextPageToken (${grpc.details}): read the history from its start again`, { nextPageToken: page.token });
+      if (err instanceof WorkflowNotFoundError || grpc?.code === GRPC_NOT_FOUND) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
+      throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
+    }
+    const got = response.history?.events ?? [];
+    if (skip > got.length) throw new ApiError("invalid_request", "nextPageToken points past the events of its page: send the one a page answered", { nextPageToken: page.token });
+    const rest = got.slice(skip);
+    const taken = rest.slice(0, page.pageSize - events.length);
+    events.push(...taken);
+    const after = response.nextPageToken?.length ? Buffer.from(response.nextPageToken).toString("base64") : undefined;
+    if (taken.length < rest.length) next = [from, size, skip + taken.length];
+    else if (after && events.length === page.pageSize) next = [after, 0, 0];
+    if (next || !after) break;
+    [from, asked, skip] = [after, 0, 0];
+  }
+  return { events: await historyEvents({ events }, host.payloadCodec), ...(next ? { nextPageToken: encodeListingToken(next, historyFilters(runId)) } : {}) };
 }

@@ -10,12 +10,11 @@ import type { Actor } from "../events/catalog";
 import { ApiError } from "../errors";
 import { newId, nowIso } from "../ids";
 import { parseOrThrow } from "../http/validation";
-import { decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
+import { ANOTHER_CALLERS_TOKEN, decodeListingToken, encodeListingToken, isTextPair } from "../http/listing-token";
 import { PendingActivitySchema, RunLinksSchema, WorkflowTaskFailureSchema, runStateFromRow, type StartRow } from "./run-state";
 import { RunStarter } from "./run-starter";
 import { temporalClient, temporalCommon } from "../temporal/sdk";
-import { historyEvents, type HistoryEvent } from "./run-history";
-import type { temporal } from "@temporalio/proto";
+import { decodeHistoryToken, readHistoryPage, type HistoryEvent } from "./run-history";
 
 /** Run states of a workflow run (spec 3: states beyond the events are ours to name). */
 export const WORKFLOW_RUN_STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"] as const;
@@ -93,7 +92,6 @@ export const WorkflowRunStateSchema = v.object({
 });
 export type WorkflowRunState = v.InferOutput<typeof WorkflowRunStateSchema>;
 
-
 /** A run found by {@link WorkflowRuns.search}. */
 export const WorkflowRunSummarySchema = v.object({
   runId: v.string(),
@@ -153,17 +151,6 @@ export const WORKFLOW_IDS_WITH_RUNS = `WITH RECURSIVE ids(id) AS (
   SELECT min(workflow_id) FROM workflow_runs
   UNION ALL SELECT (SELECT min(workflow_id) FROM workflow_runs WHERE workflow_id > ids.id) FROM ids WHERE ids.id IS NOT NULL
 ) SELECT id FROM ids WHERE id IS NOT NULL`;
-
-/** gRPC status codes Temporal answers with (grpc/status: NOT_FOUND 5, INVALID_ARGUMENT 3). */
-const GRPC_NOT_FOUND = 5;
-const GRPC_INVALID_ARGUMENT = 3;
-/**
- * A history position ({@link WorkflowRuns.history}): Temporal's page token as base64 ("" for the first
- * page), the size that page was asked for (0: not resumed inside it) and how many of its events were answered.
- */
-type HistoryPosition = [string, number, number];
-const isHistoryPosition = (x: unknown): x is HistoryPosition =>
-  Array.isArray(x) && x.length === 3 && typeof x[0] === "string" && /^[A-Za-z0-9+/]*=*$/.test(x[0]) && Number.isSafeInteger(x[1]) && x[1] >= 0 && x[1] <= 1000 && Number.isSafeInteger(x[2]) && x[2] >= 0 && x[2] <= 10_000_000 && (x[1] > 0 || x[2] === 0);
 
 /** Open interventions after a position `(requested_at, id)`, oldest first: parameters requested_at, id, limit (migration 022). */
 export const OPEN_INTERVENTIONS_PAGE = "SELECT * FROM interventions WHERE status = 'open' AND (requested_at, id) > (?, ?) ORDER BY requested_at, id LIMIT ?";
@@ -274,7 +261,7 @@ export class WorkflowRuns {
    */
   async openFor(principal: Principal, page: { pageSize: number; nextPageToken?: string }): Promise<{ data: InterventionState[]; nextPageToken?: string }> {
     const filters = JSON.stringify({ caller: principal.id });
-    let after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, { refusal: "nextPageToken was answered to another caller: send one your own listing answered" });
+    let after = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isTextPair, ANOTHER_CALLERS_TOKEN);
     const data: InterventionState[] = [];
     let last: InterventionRow | undefined;
     let reads = 0;
@@ -403,63 +390,22 @@ export class WorkflowRuns {
   }
 
   /**
-   * The run's Temporal history, event by event, with the names the designer gave, a page at a time
-   * (`GET /api/workflow-runs/:runId/history`): Temporal's own pages (`GetWorkflowExecutionHistory`)
-   * read one after the other until `pageSize` events or the end. Temporal sizes its pages in batches
-   * (the events one workflow task wrote), never split, so a page of its may hold more events than the
-   * page here still lacks: the position (`nextPageToken`, bound to the run) is then Temporal's token of
-   * that page, the size it was asked for (the same request answers the same batches again) and how
-   * many of its events were answered. At most {@link WorkflowRuns.HISTORY_READS_PER_PAGE} of Temporal's
-   * pages are read for one page here: a page may hold fewer events than `pageSize` and still have a
-   * `nextPageToken`, and the last page may be empty.
+   * The run's Temporal history, a page at a time (`GET /api/workflow-runs/:runId/history`; read by
+   * {@link readHistoryPage}, ./run-history.ts); empty for a run not started on Temporal.
    * @param page.pageSize 1 to 1000 events; `page.nextPageToken` from the page before
    * @throws {ApiError} not_found when Temporal does not know the run; invalid_request for a token this
    *   listing did not issue (another run's included), or one Temporal no longer takes; unavailable when
    *   Temporal does not answer
    */
   async history(runId: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ runId: string; events: HistoryEvent[]; nextPageToken?: string }> {
-    const filters = JSON.stringify({ runId });
-    const position = page.nextPageToken === undefined ? undefined : decodeListingToken(page.nextPageToken, filters, isHistoryPosition, { refusal: "nextPageToken belongs to another run's history: send one this run's history answered" });
+    const position = page.nextPageToken === undefined ? undefined : decodeHistoryToken(runId, page.nextPageToken);
     // a run not started on Temporal has no history (and its id may name another execution: never read that)
     const row = await this.db.get<{ start_status: string }>("SELECT start_status FROM workflow_runs WHERE run_id = ?", [runId]);
     if (row && row.start_status !== "started") return { runId, events: [] };
-    const host = this.host();
-    const events: temporal.api.history.v1.IHistoryEvent[] = [];
-    let [from, asked, skip] = position ?? ["", 0, 0];
-    let next: HistoryPosition | undefined;
-    for (let reads = 0; ; reads++) {
-      if (reads === WorkflowRuns.HISTORY_READS_PER_PAGE) {
-        next = [from, 0, 0];
-        break;
-      }
-      // a page resumed inside Temporal's page is asked for with that page's size: the same batches
-      const size = asked || page.pageSize - events.length;
-      const token = from ? Buffer.from(from, "base64") : undefined;
-      let response;
-      try {
-        response = await host.client.workflowService.getWorkflowExecutionHistory({ namespace: host.namespace, execution: { workflowId: runId }, maximumPageSize: size, nextPageToken: token });
-      } catch (err) {
-        const { WorkflowNotFoundError, isGrpcServiceError } = temporalClient();
-        const grpc = isGrpcServiceError(err) ? err : undefined;
-        if (token && (grpc?.code === GRPC_INVALID_ARGUMENT || grpc?.code === GRPC_NOT_FOUND)) throw new ApiError("invalid_request", `Temporal refused this nextPageToken (${grpc.details}): read the history from its start again`, { nextPageToken: page.nextPageToken });
-        if (err instanceof WorkflowNotFoundError || grpc?.code === GRPC_NOT_FOUND) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
-        throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
-      }
-      const got = response.history?.events ?? [];
-      if (skip > got.length) throw new ApiError("invalid_request", "nextPageToken points past the events of its page: send the one a page answered", { nextPageToken: page.nextPageToken });
-      const rest = got.slice(skip);
-      const taken = rest.slice(0, page.pageSize - events.length);
-      events.push(...taken);
-      const after = response.nextPageToken?.length ? Buffer.from(response.nextPageToken).toString("base64") : undefined;
-      if (taken.length < rest.length) next = [from, size, skip + taken.length];
-      else if (after && events.length === page.pageSize) next = [after, 0, 0];
-      if (next || !after) break;
-      [from, asked, skip] = [after, 0, 0];
-    }
-    return { runId, events: await historyEvents({ events }, host.payloadCodec), ...(next ? { nextPageToken: encodeListingToken(next, filters) } : {}) };
+    return { runId, ...(await readHistoryPage(this.host(), runId, { pageSize: page.pageSize, position, token: page.nextPageToken, maxReads: WorkflowRuns.HISTORY_READS_PER_PAGE })) };
   }
 
-  /** How many of Temporal's history pages {@link history} reads for one page at most. */
+  /** How many of Temporal's history pages {@link history} reads for one page at most ({@link readHistoryPage}'s `maxReads`). */
   static HISTORY_READS_PER_PAGE = 20;
 
   /**
