@@ -3,11 +3,15 @@
  * registry with Node's process metrics (CPU, memory, heap, event-loop delay, GC; their standard names:
  * `process_cpu_seconds_total`, `nodejs_heap_size_used_bytes`, …), and svc's own, all named `svc_…`:
  * the HTTP requests by route template (bounded: one series per route, method and status, never per
- * raw path), recorded by the route registry as each answer leaves, and what plugins add with
- * {@link Metrics.gauge} and {@link Metrics.counter}: values read when Prometheus scrapes, so nothing on
- * the request path but the HTTP series.
+ * raw path), recorded by the route registry as each answer leaves; what plugins add with
+ * {@link Metrics.gauge} and {@link Metrics.counter}: values read when Prometheus scrapes; and the
+ * outcomes the runtime counts as they happen (action runs, webhook deliveries, events appended:
+ * {@link Metrics.counter} without a read).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** prom-client's counter, as {@link Metrics.counter} answers it without a read (`inc(labels, by?)`). */
+export type { Counter };
 
 /** The HTTP request durations' buckets (seconds): 1 ms to 10 s. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -20,6 +24,16 @@ function processMetrics(): Registry {
     collectDefaultMetrics({ register: processRegistry });
   }
   return processRegistry;
+}
+
+/**
+ * `name`, when it is one of svc's own (`svc_…`): the process registry's names are Node's, and svc's are
+ * prefixed, so the two never clash at a scrape.
+ * @throws Error otherwise
+ */
+function ownName(name: string): string {
+  if (!name.startsWith("svc_")) throw new Error(`Metric ${name}: svc's metrics are named svc_…`);
+  return name;
 }
 
 /** A labelled value a scrape reads: each sample's labels and value. */
@@ -93,12 +107,19 @@ export class Metrics {
   }
 
   /**
-   * A counter whose totals `read` answers at each scrape (totals kept elsewhere, e.g. the store's
-   * statistics): each sample is the total since the process started.
+   * A counter, in one of two kinds:
+   * - with `read`: its totals are kept elsewhere (the store's statistics) and `read` answers them at
+   *   each scrape, each sample the total since the process started; answers nothing;
+   * - without: the caller counts what happens as it happens (`.inc({ …labels })`, ~0.3 µs: prom-client
+   *   hashes the labels) and this answers the counter. Its labels' values must come from a bounded set
+   *   (the project's actions, webhooks, event types), never from a request's raw input.
    * @param name `svc_…_total`
    * @throws Error when the name does not start with `svc_`, or is taken in this registry
    */
-  counter(name: string, help: string, labelNames: string[], read: () => MetricSamples | Promise<MetricSamples>): void {
+  counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L>;
+  counter(name: string, help: string, labelNames: string[], read: () => MetricSamples | Promise<MetricSamples>): void;
+  counter(name: string, help: string, labelNames: string[], read?: () => MetricSamples | Promise<MetricSamples>): Counter | void {
+    if (!read) return new Counter({ name: ownName(name), help, labelNames, registers: [this.registry] });
     const samples = this.reader(name, read);
     new Counter({
       name,
@@ -117,8 +138,7 @@ export class Metrics {
 
   /** `read` as a scrape calls it: a failure counted and answered as undefined, so the scrape goes on. */
   private reader(name: string, read: () => MetricSamples | Promise<MetricSamples>): () => Promise<MetricSamples | undefined> {
-    // the process registry's names are Node's; svc's own are prefixed, so the two never clash at a scrape
-    if (!name.startsWith("svc_")) throw new Error(`Metric ${name}: svc's metrics are named svc_…`);
+    ownName(name);
     return async () => {
       try {
         return await read();

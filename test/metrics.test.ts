@@ -5,8 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import NodeWebSocket from "crossws/websocket";
+import { Webhook } from "standardwebhooks";
 import { DEV_TOKEN, client, eventually, startApp } from "./helpers";
 import type { App } from "../core/app";
+import { Database } from "../core/store/db";
+import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 
 let app: App;
 beforeAll(async () => {
@@ -42,8 +45,9 @@ describe("GET /metrics", () => {
     const now = samples(text);
     expect(now.get(action)! - (before.get(action) ?? 0)).toBe(3);
     expect(now.get('svc_http_requests_total{method="POST",route="/api/actions/:actionId",status="404"}')).toBeGreaterThanOrEqual(1);
-    // one series per route template: the action's id is no label
-    expect(text).not.toContain("diagnostics.noop");
+    // one series per route template: the action's id is no label of the HTTP series (svc_action_runs_total has it)
+    expect(text.split("\n").filter((line) => line.startsWith("svc_http_") && line.includes("diagnostics.noop"))).toEqual([]);
+    expect(text).toContain('svc_action_runs_total{action="diagnostics.noop",status="succeeded"}');
     expect(now.get('svc_http_request_duration_seconds_count{method="POST",route="/api/actions/:actionId"}')).toBeGreaterThanOrEqual(4);
     expect(now.get('svc_http_request_duration_seconds_bucket{le="10",method="POST",route="/api/actions/:actionId"}')).toBe(now.get('svc_http_request_duration_seconds_count{method="POST",route="/api/actions/:actionId"}'));
     expect(now.get("svc_store_commits_total")).toBeGreaterThan(before.get("svc_store_commits_total") ?? 0);
@@ -90,6 +94,68 @@ describe("GET /metrics", () => {
     await eventually(async () => ((await open()) === before + 1 ? true : undefined), 5000);
     b.socket.close(1000, "done");
     await eventually(async () => ((await open()) === before ? true : undefined), 5000);
+  });
+
+  it("counts action runs by action and final status, and the events appended by type", async () => {
+    const dev = client(app);
+    const before = samples((await scrape()).text);
+    for (let i = 0; i < 2; i++) expect((await dev.post("/api/actions/diagnostics.noop", { params: {} })).status).toBe(200);
+    const failed = await dev.post("/api/actions/diagnostics.fail", { params: { message: "metrics" } });
+    expect(failed.body.status).toBe("failed");
+    // a resent runId of an ended run answers its record: no new run
+    expect((await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: "metrics-once" })).status).toBe(200);
+    expect((await dev.post("/api/actions/diagnostics.noop", { params: {}, runId: "metrics-once" })).status).toBe(200);
+    // a refused request is no run
+    expect((await dev.post("/api/actions/diagnostics.fail", { params: { message: "" } })).status).toBe(400);
+    const after = samples((await scrape()).text);
+    const grew = (series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
+    expect(grew('svc_action_runs_total{action="diagnostics.noop",status="succeeded"}')).toBe(3);
+    expect(grew('svc_action_runs_total{action="diagnostics.fail",status="failed"}')).toBe(1);
+    expect(grew('svc_events_appended_total{type="action.requested"}')).toBe(4);
+    expect(grew('svc_events_appended_total{type="action.completed"}')).toBe(3);
+    expect(grew('svc_events_appended_total{type="action.failed"}')).toBe(1);
+  });
+
+  it("counts webhook deliveries by connector, webhook and outcome", async () => {
+    const url = `${app.url}/api/webhooks/standard-webhooks/events`;
+    const signer = new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks);
+    const deliver = async (body: string, id = `msg_${crypto.randomUUID()}`, by = signer) => {
+      const at = new Date();
+      const headers = { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": by.sign(id, at, body) };
+      return (await fetch(url, { method: "POST", headers, body })).status;
+    };
+    const before = samples((await scrape()).text);
+    expect(await deliver('{"type":"metrics.ping"}', "msg_metrics_once")).toBe(202);
+    expect(await deliver('{"type":"metrics.ping"}', "msg_metrics_once")).toBe(202);
+    expect(await deliver("not json")).toBe(400);
+    expect(await deliver('{"type":"metrics.ping"}', undefined, new Webhook(`whsec_${Buffer.from("another-secret-entirely-123").toString("base64")}`))).toBe(401);
+    expect((await fetch(`${app.url}/api/webhooks/standard-webhooks/no-such-webhook`, { method: "POST", body: "{}" })).status).toBe(404);
+    const after = samples((await scrape()).text);
+    const grew = (outcome: string) => (after.get(`svc_webhook_deliveries_total{connector="standard-webhooks",webhook="events",outcome="${outcome}"}`) ?? 0) - (before.get(`svc_webhook_deliveries_total{connector="standard-webhooks",webhook="events",outcome="${outcome}"}`) ?? 0);
+    expect(["completed", "duplicate", "invalid_request", "unauthorized", "failed", "in_progress"].map(grew)).toEqual([1, 1, 1, 1, 0, 0]);
+    // a path's words are no label: an unknown webhook is not counted here
+    expect((await scrape()).text).not.toContain("no-such-webhook");
+  });
+
+  it("reports the open interventions and how long the oldest has waited", async () => {
+    const db = app.container.resolve(Database);
+    const gauges = async () => {
+      const now = samples((await scrape()).text);
+      return { open: now.get("svc_interventions_open")!, oldest: now.get("svc_interventions_oldest_open_age_seconds")! };
+    };
+    const before = await gauges();
+    const requestedAt = new Date(Date.now() - 3_600_000).toISOString();
+    await db.transaction((tx) => tx.run("INSERT INTO interventions (id, run_id, workflow_id, name, prompt, assignees, status, requested_at) VALUES ('metrics:ask:1', 'metrics', 'invoice-review', 'ask', 'p', '{}', 'open', ?)", [requestedAt]));
+    try {
+      // a scrape within a second of the last one's read answers that read
+      const now = await eventually(async () => {
+        const g = await gauges();
+        return g.open === before.open + 1 && g;
+      }, 5000);
+      expect(now.oldest).toBeGreaterThanOrEqual(3600);
+    } finally {
+      await db.transaction((tx) => tx.run("DELETE FROM interventions WHERE id = 'metrics:ask:1'"));
+    }
   });
 
   it("reports the same totals to overlapping scrapes", async () => {

@@ -9,7 +9,8 @@ import { freePort } from "./setup/global";
 import { PROBE_SECRET, webhookProject } from "./fixtures/webhook-project";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 import { Database } from "../core/store/db";
-import { WebhookDeliveries } from "../core/runtime/webhooks";
+import { WebhookDeliveries, type DeliveryOutcome } from "../core/runtime/webhooks";
+import { Metrics } from "../core/metrics";
 import type { App } from "../core/app";
 
 let app: App;
@@ -40,6 +41,11 @@ function post(url: string, payload: string | Uint8Array, headers: Record<string,
 const probeUrl = () => `${app.url}/api/webhooks/probe/events`;
 async function runs(connectorId = "probe") {
   return (await dev.get(`/api/webhook-runs?connectorId=${connectorId}&pageSize=200`)).body.data as any[];
+}
+/** `svc_webhook_deliveries_total{connector="probe",webhook="events",outcome}` as the app's registry holds it now. */
+async function probeDeliveries(outcome: DeliveryOutcome): Promise<number> {
+  const metric = await app.container.resolve(Metrics).registry.getSingleMetric("svc_webhook_deliveries_total")!.get();
+  return metric.values.find((v) => v.labels.connector === "probe" && v.labels.webhook === "events" && v.labels.outcome === outcome)?.value ?? 0;
 }
 async function eventsOf(correlationId: string) {
   return ((await dev.get("/api/events?limit=1000")).body.events as any[]).filter((e) => e.correlationId === correlationId);
@@ -243,8 +249,14 @@ describe("webhook delivery table (spec 3)", () => {
 
   it("runs concurrent duplicates exactly once", async () => {
     const d = standardDelivery({ customerId: "cus_concurrent", name: "Concurrent" });
+    const counted = async () => Promise.all((["completed", "duplicate", "in_progress"] as const).map(probeDeliveries));
+    const before = await counted();
     const answers = await Promise.all(Array.from({ length: 12 }, () => post(probeUrl(), d.payload, d.headers)));
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(202));
+    // svc_webhook_deliveries_total: one ran, the other eleven found it running or completed
+    const [completed, duplicate, inProgress] = (await counted()).map((n, i) => n - before[i]!);
+    expect(completed).toBe(1);
+    expect(duplicate! + inProgress!).toBe(11);
     const mine = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
     expect(mine).toHaveLength(1);
     expect(mine[0].attempts).toHaveLength(1);
@@ -253,8 +265,10 @@ describe("webhook delivery table (spec 3)", () => {
 
   it("marks a throwing handler's run failed with 500, and the provider's retry re-attempts it with the same execution", async () => {
     const d = standardDelivery({ customerId: "cus_flaky", name: "Flaky", failTimes: 1 });
+    const failedBefore = await probeDeliveries("failed");
     const first = await post(probeUrl(), d.payload, d.headers);
     expect(first.status).toBe(500);
+    expect((await probeDeliveries("failed")) - failedBefore).toBe(1);
     const body = (await first.json()) as any;
     expect(body.error.code).toBe("internal");
     expect(JSON.stringify(body)).not.toMatch(/flaky failure|at .*\.ts/);

@@ -13,6 +13,7 @@ import { LocalBlobStore } from "../files/local-blob-store";
 import { ApiError } from "../errors";
 import { sandboxProject } from "../../sandbox/project";
 import { tempDir } from "../../test/helpers-fs";
+import { Metrics } from "../metrics";
 
 const log = pino({ level: "silent" });
 const opened: Database[] = [];
@@ -38,7 +39,7 @@ async function open(dir = tempDir(), opts: { broker?: boolean } = {}) {
   const stream = opts.broker ? asBroker(sqlite) : sqlite;
   const outbox = new Outbox(db, stream, log);
   const project = new ProjectRegistry(sandboxProject);
-  const events = new EventLog(db, outbox, stream, project, log);
+  const events = new EventLog(db, outbox, stream, project, log, new Metrics());
   const ontology = new OntologyStore(db, events, project, new FileStore(db, await LocalBlobStore.open(path.join(path.dirname(db.file), "blobs"))));
   return { dir, db, stream, sqlite, outbox, events, ontology };
 }

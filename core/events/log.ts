@@ -11,6 +11,7 @@ import { ApiError } from "../errors";
 import { EventFeed } from "./feed";
 import { newId, nowIso } from "../ids";
 import { LOGGER, type Logger } from "../logger";
+import { Metrics, type Counter } from "../metrics";
 
 /** One event to append: `type` and `payload`, plus optional envelope fields (spec 2.3, 6.2). */
 export interface AppendInput {
@@ -110,6 +111,8 @@ export class EventLog {
   private readonly projectId: string;
   /** The live tail every subscription of this process is served from (see {@link EventFeed}). */
   private readonly feed: EventFeed;
+  /** `svc_events_appended_total{type}`: the events this process wrote to the log, counted as their transaction commits. */
+  private readonly appended: Counter<"type">;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -117,7 +120,9 @@ export class EventLog {
     @inject(EVENT_STREAM) private readonly stream: EventStream,
     @inject(ProjectRegistry) project: ProjectRegistry,
     @inject(LOGGER) private readonly log: Logger,
+    @inject(Metrics) metrics: Metrics,
   ) {
+    this.appended = metrics.counter("svc_events_appended_total", "Domain events this process wrote to the event log, by type, counted when their transaction commits (with a broker stream they reach it through the outbox: svc_outbox_backlog)", ["type"]);
     this.projectId = project.id;
     this.feed = new EventFeed(stream, (err) => this.log.warn({ err }, "the event feed's read failed; subscriptions read the stream themselves"));
   }
@@ -179,6 +184,10 @@ export class EventLog {
 
   /** Writes `envelopes` into the stream (in the transaction) or the outbox, without looking at their keys. */
   private async writeUnkeyed(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
+    if (envelopes.length === 0) return;
+    tx.afterCommit(() => {
+      for (const e of envelopes) this.appended.inc({ type: e.type });
+    });
     if (this.stream.writeInTx) await this.stream.writeInTx(tx, envelopes);
     else await this.outbox.enqueue(tx, envelopes);
   }

@@ -19,6 +19,7 @@ import type { OntologyChange } from "../sdk/context";
 import type { StoredDomainEvent } from "../events/catalog";
 import { sandboxProject } from "../../sandbox/project";
 import { tempDir } from "../../test/helpers-fs";
+import { Metrics } from "../metrics";
 
 const PERMISSIONS = ["view:object:customer", "view:object:invoice", "run:action:diagnostics.noop", "run:workflow:invoice-review", "view:topic:schedules", "edit:object"] as const;
 const opened: Database[] = [];
@@ -60,7 +61,7 @@ describe("event scope (property)", () => {
         const stream = await SqliteEventStream.open(db);
         const log = pino({ level: "silent" });
         const project = new ProjectRegistry(sandboxProject);
-        const events = new EventLog(db, new Outbox(db, stream, log), stream, project, log);
+        const events = new EventLog(db, new Outbox(db, stream, log), stream, project, log, new Metrics());
         const ontology = new OntologyStore(db, events, project, new FileStore(db, await LocalBlobStore.open(path.join(path.dirname(db.file), "blobs"))));
         for (const op of ops) {
           if (op.kind === "write") await ontology.commit(op.changes, { origin: { kind: "runtime" }, correlationId: "prop" }).catch(() => undefined);

@@ -10,6 +10,7 @@ import { Lifecycle } from "../lifecycle";
 import { TemporalHost } from "../temporal/host";
 import { startRun } from "../temporal/start";
 import { FileStore } from "../files/file-store";
+import { Metrics, type Counter } from "../metrics";
 import { findFileValues } from "../ontology/validate";
 import { insertRows, rowsStatement, type SqlWriter } from "../store/db";
 import { BatchedLookup } from "../store/batched-lookup";
@@ -119,6 +120,8 @@ export class ActionRunner {
   /** The runs stored for callers' runIds, looked up in batches (concurrent requests share one read). */
   private readonly storedRuns: BatchedLookup<string, RunRow>;
   private idleWaiters: Array<() => void> = [];
+  /** `svc_action_runs_total{action,status}`: the runs this process ended, by action and final status. */
+  private readonly ended: Counter<"action" | "status">;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -131,7 +134,9 @@ export class ActionRunner {
     @inject(CONFIG) config: Config,
     @inject(LOGGER) private readonly log: Logger,
     @inject(FileStore) private readonly files: FileStore,
+    @inject(Metrics) metrics: Metrics,
   ) {
+    this.ended = metrics.counter("svc_action_runs_total", "Action runs this process ended, by action and final status (succeeded, failed); a resent runId of an ended run answers its record and is not counted again", ["action", "status"]);
     this.recordRunningAfterMs = config.recordRunningAfterMs;
     this.storedRuns = new BatchedLookup(db, "SELECT k.key AS lookup, r.* FROM json_each(?) AS k JOIN action_runs AS r ON r.run_id = k.value");
     lifecycle.hook("ready", () => this.startPendingEffects());
@@ -293,6 +298,7 @@ export class ActionRunner {
           : { code: "commit_failed", message: "The run's writes could not be committed; nothing was written" };
       await finish(failure);
     }
+    this.ended.inc({ action: req.actionId, status: row.status });
     await this.events.drain();
     const answer = toRecord(row);
     if (answer.status === "succeeded" && definition.effect) this.trackEffect(answer);

@@ -8,7 +8,7 @@ import { afterEach, expect, it } from "vitest";
 import { closeOpenedDatabases, openWithTable } from "../../test/helpers-db";
 import type { Principal } from "../auth/permissions";
 import type { Database } from "../store/db";
-import { OPEN_INTERVENTIONS_FIRST_PAGE, OPEN_INTERVENTIONS_PAGE, WorkflowRuns } from "./workflows";
+import { OPEN_INTERVENTIONS_FIRST_PAGE, OPEN_INTERVENTIONS_PAGE, OPEN_INTERVENTIONS_SUMMARY, WorkflowRuns } from "./workflows";
 
 afterEach(closeOpenedDatabases);
 const chunk = WorkflowRuns.OPEN_INTERVENTIONS_CHUNK;
@@ -89,4 +89,15 @@ it("reads the open interventions along interventions_open_by_time, without a sor
     const plan = (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, [...params])).map((r) => r.detail);
     expect(plan, sql).toEqual([expect.stringMatching(/^(SCAN|SEARCH) interventions USING INDEX interventions_open_by_time\b/)]);
   }
+});
+
+it("counts the open interventions and finds the oldest from interventions_open_by_time alone (svc_interventions_open)", async () => {
+  const db = await openWithTable([]);
+  const runs = new WorkflowRuns(db, undefined as never, undefined as never, undefined as never, undefined as never);
+  expect(await runs.openInterventionsSummary()).toEqual({ open: 0 });
+  await seed(db);
+  // i_g was submitted: 8 open, the oldest i_a
+  expect(await runs.openInterventionsSummary()).toEqual({ open: 8, oldestRequestedAt: at(1) });
+  const plan = (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${OPEN_INTERVENTIONS_SUMMARY}`)).map((r) => r.detail);
+  expect(plan).toEqual(["SCAN interventions USING COVERING INDEX interventions_open_by_time"]);
 });

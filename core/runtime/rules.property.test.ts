@@ -24,6 +24,7 @@ import type { OntologyChange } from "../sdk/context";
 import type { ProjectDefinition } from "../sdk/project";
 import type { Config } from "../config";
 import { tempDir } from "../../test/helpers-fs";
+import { Metrics } from "../metrics";
 
 /** A project with one type and one rule: `item` with status "on" and n >= 5. */
 const RULES_TEST_PROJECT = {
@@ -41,7 +42,7 @@ async function openRules(file = path.join(tempDir("svc-rules-"), "svc.db")) {
   const stream = await SqliteEventStream.open(db);
   const log = pino({ level: "silent" });
   const project = new ProjectRegistry(RULES_TEST_PROJECT);
-  const events = new EventLog(db, new Outbox(db, stream, log), stream, project, log);
+  const events = new EventLog(db, new Outbox(db, stream, log), stream, project, log, new Metrics());
   const ontology = new OntologyStore(db, events, project, new FileStore(db, await LocalBlobStore.open(path.join(path.dirname(file), "blobs"))));
   const lifecycle = new Lifecycle();
   const engine = new RuleEngine(db, events, stream, project, lifecycle, log, { outboxRecoveryMs: 3_600_000 } as Config);

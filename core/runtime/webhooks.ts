@@ -7,13 +7,14 @@ import { ProjectRegistry } from "../project/registry";
 import { WorkflowRuns } from "./workflows";
 import type { WebhookDefinition, WebhookRequest, WebhookResponse } from "../sdk/connector";
 import { own } from "../sdk/project";
-import { ApiError, messageOf } from "../errors";
+import { ApiError, isApiError, messageOf } from "../errors";
 import { newId, nowIso } from "../ids";
 import { formatIssues } from "../http/validation";
 import { decodeListingToken, encodeListingToken } from "../http/listing-token";
 import { handlerContext, HandlerRunner, RunRecording, type BufferedHandler, type HandlerRun } from "./handler";
 import { CONFIG, type Config } from "../config";
 import { LOGGER, type Logger } from "../logger";
+import { Metrics, type Counter } from "../metrics";
 import { ScalableBloomFilter } from "../store/bloom-filter";
 import { completeRuns, executionIdOf, insertRuns, runColumns, toRun, type RunEnding, type WebhookAttempt, type WebhookRun, type WebhookRunRow } from "./webhook-runs";
 
@@ -40,6 +41,20 @@ export function redactHeaders(headers: Headers): Record<string, string> {
 }
 
 const answer = (status: number, body: unknown): WebhookAnswer => ({ status, headers: {}, body });
+
+/**
+ * What became of a delivery, as `svc_webhook_deliveries_total{connector,webhook,outcome}` counts it:
+ * its run's status when it ran (`completed`, `failed`), `duplicate` or `in_progress` when its key had
+ * completed or was running (the 202 body's `status`), else the error code it was refused with
+ * (`unauthorized`: failed verification; `invalid_request`: its body or key).
+ */
+export type DeliveryOutcome = "completed" | "failed" | "duplicate" | "in_progress" | "unauthorized" | "invalid_request";
+
+/** A delivery's answer and what became of it. */
+interface Delivered {
+  answer: WebhookAnswer;
+  outcome: DeliveryOutcome;
+}
 
 /** A delivery admitted for an attempt: its run, the attempt's number, and whether the run is recorded yet. */
 interface Admitted {
@@ -113,6 +128,8 @@ export class WebhookDeliveries {
   private storedKeysRead = false;
   /** Resolves once the stored keys are read (or reading them failed: then every key is looked up). */
   readonly storedKeysLoaded: Promise<void>;
+  /** `svc_webhook_deliveries_total{connector,webhook,outcome}` ({@link DeliveryOutcome}). */
+  private readonly delivered: Counter<"connector" | "webhook" | "outcome">;
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -122,7 +139,9 @@ export class WebhookDeliveries {
     @inject(HandlerRunner) private readonly handlers: HandlerRunner,
     @inject(CONFIG) config: Config,
     @inject(LOGGER) private readonly log: Logger,
+    @inject(Metrics) metrics: Metrics,
   ) {
+    this.delivered = metrics.counter("svc_webhook_deliveries_total", "Webhook deliveries received, by connector, webhook and outcome: the run's status (completed, failed), duplicate or in_progress (202 without a run), unauthorized (failed verification) or invalid_request (body or key); a delivery to an unknown webhook is not counted here (svc_http_requests_total has its 404)", ["connector", "webhook", "outcome"]);
     this.recordRunningAfterMs = config.recordRunningAfterMs;
     this.storedKeysLoaded = this.loadStoredKeys();
     this.storedRuns = new BatchedLookup(
@@ -181,6 +200,21 @@ export class WebhookDeliveries {
    */
   async deliver(connectorId: string, webhookId: string, request: WebhookRequest, clientAddress?: string): Promise<WebhookAnswer> {
     const def = this.definition(connectorId, webhookId);
+    let outcome: DeliveryOutcome = "failed";
+    try {
+      const delivered = await this.receive(def, connectorId, webhookId, request, clientAddress);
+      outcome = delivered.outcome;
+      return delivered.answer;
+    } catch (err) {
+      if (isApiError(err) && (err.code === "unauthorized" || err.code === "invalid_request")) outcome = err.code;
+      throw err;
+    } finally {
+      this.delivered.inc({ connector: connectorId, webhook: webhookId, outcome });
+    }
+  }
+
+  /** {@link WebhookDeliveries.deliver} past the webhook's lookup: the spec's steps, and what became of the delivery. */
+  private async receive(def: WebhookDefinition<unknown>, connectorId: string, webhookId: string, request: WebhookRequest, clientAddress: string | undefined): Promise<Delivered> {
     if (def.verify) {
       try {
         await def.verify(request);
@@ -194,14 +228,14 @@ export class WebhookDeliveries {
     const key = this.keyOf(def, connectorId, webhookId, request, body);
 
     const flightKey = key === null ? undefined : `${connectorId}\u0000${webhookId}\u0000${key}`;
-    if (flightKey && this.inFlight.has(flightKey)) return answer(202, { status: "in_progress" });
+    if (flightKey && this.inFlight.has(flightKey)) return { answer: answer(202, { status: "in_progress" }), outcome: "in_progress" };
     if (flightKey) this.inFlight.add(flightKey);
     try {
       // a key seen before: a completed delivery answers 202 and stops; any other is re-attempted with
       // its stored run and execution (the reader sees every commit of this process: a delivery's commit
       // resolves before its key leaves `inFlight`)
       const stored = key === null || (this.storedKeysRead && !this.storedKeys.mightHave(flightKey!)) ? undefined : await this.storedRuns.get([connectorId, webhookId, key]);
-      if (stored?.status === "completed") return answer(202, { status: "duplicate" });
+      if (stored?.status === "completed") return { answer: answer(202, { status: "duplicate" }), outcome: "duplicate" };
       // from here on the key may be stored (its run is written at the latest with the handler's commit)
       if (flightKey && !stored) this.storedKeys.add(flightKey);
       const admitted = stored ? await this.reopen(stored) : { row: this.newRun(connectorId, webhookId, key, request, undefined), attempt: 1, recorded: false };
@@ -274,7 +308,7 @@ export class WebhookDeliveries {
    * handler stores something outside its buffer (`ctx.blobs`, `ctx.artifacts`, `workflows.start`), on
    * its own first (see {@link RunRecording}).
    */
-  private async handle(def: WebhookDefinition<unknown>, admitted: Admitted, body: unknown, request: WebhookRequest): Promise<WebhookAnswer> {
+  private async handle(def: WebhookDefinition<unknown>, admitted: Admitted, body: unknown, request: WebhookRequest): Promise<Delivered> {
     const { row, attempt } = admitted;
     const executionId = row.execution_id;
     const recording = admitted.recorded ? undefined : new RunRecording(() => this.db.transaction(async (tx) => tx.defer(insertRuns, [runColumns(row)])), this.recordRunningAfterMs);
@@ -311,7 +345,7 @@ export class WebhookDeliveries {
     const recorded = admitted.recorded || (await recording!.ended());
     if (!buffered) {
       await this.fail(row, attempt, failure, recorded);
-      return answer(500, { error: { code: "internal", message: "The webhook handler failed; retry the delivery", details: { runId: row.id } } });
+      return { answer: answer(500, { error: { code: "internal", message: "The webhook handler failed; retry the delivery", details: { runId: row.id } } }), outcome: "failed" };
     }
 
     const result = buffered.result;
@@ -323,7 +357,7 @@ export class WebhookDeliveries {
       const err = new Error(`The webhook handler's answer cannot be sent: ${invalid}`);
       this.handlers.logger(spec).error({ err }, "webhook handler answered something HTTP cannot carry; nothing of the attempt was written");
       await this.fail(row, attempt, err, recorded);
-      return answer(500, { error: { code: "internal", message: "The webhook handler's answer was invalid; nothing was written", details: { runId: row.id } } });
+      return { answer: answer(500, { error: { code: "internal", message: "The webhook handler's answer was invalid; nothing was written", details: { runId: row.id } } }), outcome: "failed" };
     }
     try {
       await this.db.transaction(async (tx) => {
@@ -335,11 +369,10 @@ export class WebhookDeliveries {
     } catch (err) {
       this.handlers.logger(spec).warn({ err }, "webhook completion failed; nothing of the attempt was written");
       await this.fail(row, attempt, err, recorded);
-      return answer(500, { error: { code: "internal", message: "The webhook handler's writes were refused; retry the delivery", details: { runId: row.id } } });
+      return { answer: answer(500, { error: { code: "internal", message: "The webhook handler's writes were refused; retry the delivery", details: { runId: row.id } } }), outcome: "failed" };
     }
     await this.events.drain();
-    if (!result) return answer(202, { status: "accepted", runId: row.id });
-    return response;
+    return { answer: result ? response : answer(202, { status: "accepted", runId: row.id }), outcome: "completed" };
   }
 
   /** Marks the attempt and run failed: an UPDATE of a recorded run, else the run recorded failed. */
@@ -366,7 +399,7 @@ export class WebhookDeliveries {
     const request: WebhookRequest = { method: "POST", headers, rawBody: new Uint8Array(original.body), url: new URL(`http://replay/api/webhooks/${original.connector_id}/${original.webhook_id}`) };
     const body = parseWebhookBody(def, request);
     const row = this.newRun(original.connector_id, original.webhook_id, null, request, original.id);
-    const response = await this.handle(def, { row, attempt: 1, recorded: false }, body, request);
+    const { answer: response } = await this.handle(def, { row, attempt: 1, recorded: false }, body, request);
     return { run: await this.get(row.id), response: { status: response.status } };
   }
 

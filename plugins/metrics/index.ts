@@ -1,12 +1,33 @@
-import { Database, HealthReport, Metrics, definePlugin, type Health, type MetricSamples } from "../../core/plugin-api";
+import { Database, HealthReport, Metrics, WorkflowRuns, definePlugin, type Health, type MetricSamples } from "../../core/plugin-api";
 
-/** How long after it settled one health check still serves the gauges (ms): a scrape reads each gauge, and the check runs once. */
-const HEALTH_REUSE_MS = 1000;
+/** How long after it settled one read (the health check, the open interventions) still serves the gauges (ms): a scrape reads each gauge, and the read runs once. */
+const READ_REUSE_MS = 1000;
+
+/**
+ * `read` shared by the gauges of a scrape: one call serves every caller while it runs and for
+ * {@link READ_REUSE_MS} after it settled, never after it failed (the gauges of that scrape answer
+ * nothing: `svc_metrics_read_failures_total`; the next scrape reads again).
+ */
+function shared<T>(read: () => Promise<T>): () => Promise<T> {
+  let last: { settledAt?: number; value: Promise<T> } | undefined;
+  return () => {
+    if (last && (last.settledAt === undefined || Date.now() - last.settledAt <= READ_REUSE_MS)) return last.value;
+    const current: NonNullable<typeof last> = { value: read() };
+    last = current;
+    current.value.then(
+      () => void (current.settledAt = Date.now()),
+      () => void (last === current && (last = undefined)),
+    );
+    return current.value;
+  };
+}
 
 /**
  * `GET /metrics`: the service's metrics in Prometheus' text format (core/metrics.ts): Node's process
  * metrics, the HTTP requests by route template (`svc_http_requests_total`,
- * `svc_http_request_duration_seconds`), the open WebSockets (`svc_websocket_connections{path}`), the store's counters (`svc_store_…_total`: calls to SQLite,
+ * `svc_http_request_duration_seconds`), the open WebSockets (`svc_websocket_connections{path}`), the
+ * runtime's outcomes as they happen (`svc_action_runs_total`, `svc_webhook_deliveries_total`,
+ * `svc_events_appended_total`: counted by the runtime itself), the open interventions, the store's counters (`svc_store_…_total`: calls to SQLite,
  * transactions, group commits, WAL checkpoints) and the health report's parts as gauges
  * (`svc_health_part_healthy{part}`, the outbox's backlog, queued runs not started, each event schedule's
  * backlog, lag and dead letters), read when Prometheus scrapes. Any valid token may read it, as
@@ -14,21 +35,9 @@ const HEALTH_REUSE_MS = 1000;
  */
 export default definePlugin({
   name: "metrics",
-  deps: { metrics: Metrics, health: HealthReport, db: Database },
-  setup({ routes }, { metrics, health, db }) {
-    // one check serves the gauges of a scrape: reused while it runs and for HEALTH_REUSE_MS after it
-    // settled, never after it failed (the gauges of that scrape answer nothing: svc_metrics_read_failures_total)
-    let checked: { settledAt?: number; report: Promise<Health> } | undefined;
-    const report = () => {
-      if (checked && (checked.settledAt === undefined || Date.now() - checked.settledAt <= HEALTH_REUSE_MS)) return checked.report;
-      const current: NonNullable<typeof checked> = { report: health.check() };
-      checked = current;
-      current.report.then(
-        () => void (current.settledAt = Date.now()),
-        () => void (checked === current && (checked = undefined)),
-      );
-      return current.report;
-    };
+  deps: { metrics: Metrics, health: HealthReport, db: Database, workflows: WorkflowRuns },
+  setup({ routes }, { metrics, health, db, workflows }) {
+    const report = shared(() => health.check());
     const parts = async (pick: (p: Health["parts"]) => MetricSamples) => pick((await report()).parts);
 
     metrics.gauge("svc_health_part_healthy", "1 while the part is healthy, 0 while it is not (GET /api/status)", ["part"], async () =>
@@ -45,6 +54,13 @@ export default definePlugin({
     metrics.gauge("svc_event_schedule_retrying", "Events an event schedule's consumer is retrying", ["schedule"], perSchedule((s) => s.retrying));
     metrics.gauge("svc_event_schedule_dead_letters", "Events an event schedule dead-lettered (GET /api/schedules/{id}/dead-letters)", ["schedule"], perSchedule((s) => s.deadLettered));
 
+    const open = shared(() => workflows.openInterventionsSummary());
+    metrics.gauge("svc_interventions_open", "Interventions open: workflow runs waiting for a person's answer (GET /api/interventions)", [], async () => [{ value: (await open()).open }]);
+    metrics.gauge("svc_interventions_oldest_open_age_seconds", "How long the oldest open intervention has waited (seconds; 0 when none is open)", [], async () => {
+      const { oldestRequestedAt } = await open();
+      return [{ value: oldestRequestedAt === undefined ? 0 : Math.max(0, (Date.now() - Date.parse(oldestRequestedAt)) / 1000) }];
+    });
+
     const store = (value: (s: ReturnType<Database["stats"]>) => number) => () => [{ value: value(db.stats()) }];
     metrics.counter("svc_store_writer_calls_total", "Calls to SQLite on the writer connection", [], store((s) => s.writerStatements));
     metrics.counter("svc_store_reader_calls_total", "Calls to SQLite on the read connection", [], store((s) => s.readerStatements));
@@ -57,7 +73,7 @@ export default definePlugin({
       method: "GET",
       path: "/metrics",
       summary: "Metrics in Prometheus' text format",
-      description: "Node's process metrics (CPU, memory, heap, event-loop delay, GC) and svc's own, named `svc_…`: HTTP requests by method, route template and status, and their durations; WebSocket connections open by endpoint; the store's calls, transactions, group commits and WAL checkpoints; the health report's parts (`svc_health_part_healthy{part}`), the outbox's backlog, queued runs not started on Temporal, each event schedule's backlog, lag and dead letters. Any valid token may read it (as `GET /api/status`).",
+      description: "Node's process metrics (CPU, memory, heap, event-loop delay, GC) and svc's own, named `svc_…`: HTTP requests by method, route template and status, and their durations; WebSocket connections open by endpoint; action runs by action and status, webhook deliveries by connector, webhook and outcome, events appended by type; the open interventions and the oldest one's age; the store's calls, transactions, group commits and WAL checkpoints; the health report's parts (`svc_health_part_healthy{part}`), the outbox's backlog, queued runs not started on Temporal, each event schedule's backlog, lag and dead letters. Any valid token may read it (as `GET /api/status`).",
       tags: ["status"],
       auth: "bearer",
       responses: { 200: { description: "The exposition, text format 0.0.4", contentType: "text/plain; version=0.0.4; charset=utf-8" } },

@@ -25,6 +25,7 @@ import { Lifecycle } from "../../core/lifecycle";
 import { loadConfig } from "../../core/config";
 import { sandboxProject } from "../../sandbox/project";
 import { benchDir } from "../helpers-fs";
+import { Metrics } from "../../core/metrics";
 
 const ROWS = Number(process.env.BENCH_DATASET_ROWS ?? 100_000);
 const rows = Array.from({ length: ROWS }, (_, i) => ({ sku: `B-${String(i).padStart(7, "0")}`, name: `Bench item ${i}`, unitPrice: Math.round(i * 7.3) / 100, currency: "EUR", active: i % 3 !== 0 }));
@@ -52,7 +53,7 @@ const db = await Database.open(path.join(dir, "svc.db"));
 const stream = await SqliteEventStream.open(db);
 const outbox = new Outbox(db, stream, log);
 const project = new ProjectRegistry(sandboxProject);
-const events = new EventLog(db, outbox, stream, project, log);
+const events = new EventLog(db, outbox, stream, project, log, new Metrics());
 const files = new FileStore(db, await LocalBlobStore.open(path.join(dir, "blobs")));
 const ontology = new OntologyStore(db, events, project, files);
 const lifecycle = new Lifecycle();
