@@ -309,7 +309,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     phase("schedules");
 
     const metrics = container.resolve(Metrics);
-    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log, metrics);
+    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log, metrics, () => config.apiPublicOrigin);
     for (const plugin of opts.plugins) {
       const deps = Object.fromEntries(Object.entries((plugin.deps ?? {}) as PluginDeps).map(([name, token]) => [name, container.resolve(token)])) as ResolvedDeps<PluginDeps>;
       await plugin.setup(

@@ -11,14 +11,18 @@ import { deprecatedEntries, type Deprecation } from "./schemas";
 /** How the headers of a request that sent a deprecated name are documented on its operation's answers. */
 export const DEPRECATION_HEADER_DOCS = {
   Deprecation: "Sent when the request used a deprecated query parameter or body property (marked `deprecated` here): `@<unix seconds>`, the day it was deprecated (RFC 9745). It is about that name, not the operation",
-  Link: 'With `Deprecation`: `</docs>; rel="deprecation"; type="text/html"`, where the name to send instead is documented',
+  Link: 'With `Deprecation`: `<{SVC_API_PUBLIC_ORIGIN}/docs>; rel="deprecation"; type="text/html"` (root-relative, `</docs>`, when that is not set), where the name to send instead is documented',
 };
 
-/** The answer's headers for a request that sent a deprecated name (RFC 9745): `Deprecation` with its day, and a `Link` to the reference. */
-export function deprecationHeaders(used: Deprecation): Array<[string, string]> {
+/**
+ * The answer's headers for a request that sent a deprecated name (RFC 9745): `Deprecation` with its
+ * day, and a `Link` to the reference, under `publicOrigin` (`SVC_API_PUBLIC_ORIGIN`, without a
+ * trailing slash; it may end in a proxy's path prefix) or root-relative without one.
+ */
+export function deprecationHeaders(used: Deprecation, publicOrigin = ""): Array<[string, string]> {
   return [
     ["deprecation", `@${Date.parse(`${used.since}T00:00:00Z`) / 1000}`],
-    ["link", '</docs>; rel="deprecation"; type="text/html"'],
+    ["link", `<${publicOrigin}/docs>; rel="deprecation"; type="text/html"`],
   ];
 }
 

@@ -83,9 +83,9 @@ describe("named schemas in the OpenAPI document (RouteRegistry.component)", () =
 });
 
 describe("deprecated names (schemas.deprecated)", () => {
-  const setup = () => {
+  const setup = (publicOrigin?: string) => {
     const warned: unknown[] = [];
-    const routes = new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined, warn: (o: unknown) => void warned.push(o) });
+    const routes = new RouteRegistry(() => Promise.reject(new Error("no authentication in this test")), new Lifecycle(), { error: () => undefined, warn: (o: unknown) => void warned.push(o) }, undefined, () => publicOrigin);
     routes.add({
       method: "GET",
       path: "/things",
@@ -141,6 +141,12 @@ describe("deprecated names (schemas.deprecated)", () => {
     // a refusal of the deprecated parameter's value says it is deprecated too
     expect(await call("GET", "/things?limit=99")).toMatchObject({ status: 400, deprecation: `@${Date.UTC(2026, 10, 29) / 1000}` });
     expect(await call("GET", "/things?pageSize=99")).toMatchObject({ status: 400, deprecation: null });
+  });
+
+  it("links to the reference under SVC_API_PUBLIC_ORIGIN, a proxy's path prefix included, when it is set", async () => {
+    const { call } = setup("https://api.example.com/svc");
+    expect((await call("GET", "/things?limit=3")).link).toBe('<https://api.example.com/svc/docs>; rel="deprecation"; type="text/html"');
+    expect((await call("GET", "/things?limit=99")).link).toBe('<https://api.example.com/svc/docs>; rel="deprecation"; type="text/html"');
   });
 
   it("refuses a deprecation whose day is not a date, or a day that does not exist", () => {

@@ -141,6 +141,12 @@ export class RouteRegistry {
     private readonly log: Pick<Logger, "error" | "warn">,
     /** Where each answered request is recorded (`svc_http_…`, core/metrics.ts); none in tests that need no metrics. */
     private readonly metrics?: Pick<Metrics, "observeRequest" | "openSockets">,
+    /**
+     * The public origin the answers' links are made absolute with (`SVC_API_PUBLIC_ORIGIN`, which may
+     * carry a proxy's path prefix), read per answer: with PORT=0 it is known only once the server
+     * listens. Undefined: links are root-relative (`</docs>`), resolved against the request's URL.
+     */
+    private readonly publicOrigin?: () => string | undefined,
   ) {
     this.deprecations = new RouteDeprecations(log);
   }
@@ -301,12 +307,12 @@ export class RouteRegistry {
       // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
       if (cookie) extra.push(["set-cookie", cookie]);
       // RFC 9745: the request used a name kept for compatibility; the earliest deprecation's day
-      if (used) extra.push(...deprecationHeaders(used));
+      if (used) extra.push(...deprecationHeaders(used, this.publicOrigin?.()));
       return withHeaders(response, extra);
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
-      return used ? withHeaders(errorResponse(err), deprecationHeaders(used)) : errorResponse(err);
+      return used ? withHeaders(errorResponse(err), deprecationHeaders(used, this.publicOrigin?.())) : errorResponse(err);
     } finally {
       leave();
     }
