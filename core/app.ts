@@ -351,7 +351,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
       // PORT=0 picks a port when listening: a public origin on port 0 (the default one, or the sandbox's
       // http://localhost:<PORT>) names the port actually bound, so links and download URLs reach this server
       const bound = new URL(url).port;
-      const onBoundPort = (origin: string) => (URL.canParse(origin) && new URL(origin).port === "0" ? origin.replace(/:0$/, `:${bound}`) : origin);
+      const onBoundPort = (origin: string) => {
+        if (!URL.canParse(origin)) return origin;
+        const u = new URL(origin);
+        if (u.port !== "0") return origin;
+        u.port = bound;
+        // a path prefix stays as it was (without trailing slashes, as config.ts keeps it)
+        return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
+      };
       config.publicOrigin = onBoundPort(config.publicOrigin);
       if (config.apiPublicOrigin) config.apiPublicOrigin = onBoundPort(config.apiPublicOrigin);
       config.allowedOrigins.splice(0, config.allowedOrigins.length, ...config.allowedOrigins.map(onBoundPort));

@@ -48,6 +48,9 @@ describe("config (valibot, from the environment)", () => {
     ["SVC_TEMPORAL_UI", "maybe", /SVC_TEMPORAL_UI must be true or false/],
     ["SVC_DEV_TOKEN", "short", /SVC_DEV_TOKEN must be at least 16 characters/],
     ["LOG_LEVEL", "loud", /LOG_LEVEL must be one of/],
+    ["SVC_API_PUBLIC_ORIGIN", "api.example.com", /SVC_API_PUBLIC_ORIGIN must be a URL/],
+    ["SVC_API_PUBLIC_ORIGIN", "https://example.com/svc?x=1", /SVC_API_PUBLIC_ORIGIN must be an http\(s\) origin .* no query, fragment or credentials/],
+    ["SVC_API_PUBLIC_ORIGIN", "ftp://example.com", /SVC_API_PUBLIC_ORIGIN must be an http\(s\) origin/],
   ])("stops on a bad %s with a message naming it", (variable, value, message) => {
     let error: unknown;
     try {
@@ -71,6 +74,14 @@ describe("config (valibot, from the environment)", () => {
     expect(devToken({ SVC_DEV_TOKEN: "" })).toEqual(["svc_dev_sandbox_token", false]);
     expect(devToken({ SVC_DEV_TOKEN: "a-token-of-my-own-123" })).toEqual(["a-token-of-my-own-123", false]);
     expect(devToken({}, { dataDir: "/tmp/x" })).toEqual([undefined, false]);
+  });
+
+  it("keeps SVC_API_PUBLIC_ORIGIN's path prefix for links, without trailing slashes, and allows its origin alone", () => {
+    const c = loadConfig({ SVC_API_PUBLIC_ORIGIN: "https://example.com/svc//" }, { dataDir: "/tmp/x" });
+    expect([c.publicOrigin, c.apiPublicOrigin]).toEqual(["https://example.com/svc", "https://example.com/svc"]);
+    expect(c.allowedOrigins).toContain("https://example.com");
+    expect(c.allowedOrigins.filter((o) => o.includes("/svc"))).toEqual([]);
+    expect(loadConfig({ SVC_API_PUBLIC_ORIGIN: "https://api.example.com/" }, { dataDir: "/tmp/x" }).apiPublicOrigin).toBe("https://api.example.com");
   });
 
   it("requires a data dir when the project has no default", () => {

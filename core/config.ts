@@ -15,7 +15,7 @@ import { errorCode } from "./errors";
  * | `LOG_LEVEL` | info | pino level |
  * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB, local blobs and upload sessions; one service process per directory: a second is refused at start (`core/store/data-dir-lock.ts`) |
  * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission (at least 16 characters); `none`: no development token, and one stored by an earlier start is revoked. A revoked development token stays revoked at later starts |
- * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links (with PORT=0, a port 0 in it is the port bound) |
+ * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links and download URLs, with the path prefix when a proxy serves the API under one (`https://example.com/svc`); with PORT=0, a port 0 in it is the port bound |
  * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |
  * | `TEMPORAL_NAMESPACE` | default | namespace on that cluster |
  * | `SVC_TEMPORAL_CLI` | fetched or built into the svc cache | path of an existing `temporal` binary |
@@ -65,7 +65,7 @@ export interface Config {
   /** `SVC_DEV_TOKEN=none`: no development token, and the one an earlier start stored is revoked. */
   devTokenDisabled: boolean;
   publicOrigin: string;
-  /** `SVC_API_PUBLIC_ORIGIN` exactly as configured (no default): download URLs need it (spec 4.3). */
+  /** `SVC_API_PUBLIC_ORIGIN` as configured, without trailing slashes (no default): download URLs need it (spec 4.3). */
   apiPublicOrigin?: string;
   temporal: {
     address?: string;
@@ -167,7 +167,22 @@ const EnvSchema = v.object({
   LOG_LEVEL: v.optional(v.picklist(["trace", "debug", "info", "warn", "error", "fatal", "silent"], "must be one of trace, debug, info, warn, error, fatal, silent"), "info"),
   SVC_DATA_DIR: v.optional(nonEmpty),
   SVC_DEV_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.check((s) => s.length >= 16 || s.toLowerCase() === DEV_TOKEN_NONE, `must be at least 16 characters (or ${DEV_TOKEN_NONE}: no development token)`))),
-  SVC_API_PUBLIC_ORIGIN: v.optional(v.pipe(v.string(), v.url("must be a URL such as https://api.example.com"))),
+  SVC_API_PUBLIC_ORIGIN: v.optional(
+    v.pipe(
+      v.string(),
+      v.url("must be a URL such as https://api.example.com"),
+      v.check((s) => {
+        if (!URL.canParse(s)) return true; // said by v.url
+        const u = new URL(s);
+        return (u.protocol === "http:" || u.protocol === "https:") && !u.username && !u.password && !u.search && !u.hash;
+      }, "must be an http(s) origin such as https://api.example.com, or one with the path prefix a proxy serves the API under (https://example.com/svc); no query, fragment or credentials"),
+      // the origin and its path prefix, without trailing slashes: what links and download URLs are built on
+      v.transform((s) => {
+        const u = new URL(s);
+        return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
+      }),
+    ),
+  ),
   TEMPORAL_ADDRESS: v.optional(v.pipe(nonEmpty, v.regex(/^[^\s:]+:\d+$/, "must be host:port"))),
   TEMPORAL_NAMESPACE: v.optional(nonEmpty, "default"),
   SVC_TEMPORAL_CLI: v.optional(nonEmpty),
@@ -300,8 +315,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     dataDir: path.resolve(dataDir),
     ...devTokenOf(e.SVC_DEV_TOKEN, defaults.devToken),
-    publicOrigin: (e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
-    ...(e.SVC_API_PUBLIC_ORIGIN ? { apiPublicOrigin: e.SVC_API_PUBLIC_ORIGIN.replace(/\/$/, "") } : {}),
+    publicOrigin: e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`,
+    ...(e.SVC_API_PUBLIC_ORIGIN ? { apiPublicOrigin: e.SVC_API_PUBLIC_ORIGIN } : {}),
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
@@ -336,6 +351,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     datasetTransactionIdleMs: e.SVC_DATASET_TRANSACTION_IDLE_MS,
     eventScheduleMaxLagMs: e.SVC_EVENT_SCHEDULE_MAX_LAG_MS,
     runStartMaxAgeMs: e.SVC_RUN_START_MAX_AGE_MS,
-    allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""), `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
+    // a browser's Origin header has no path: the public origin's prefix is not part of it
+    allowedOrigins: e.SVC_ALLOWED_ORIGINS ?? [...new Set([new URL(e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`).origin, `http://localhost:${e.PORT}`, `http://127.0.0.1:${e.PORT}`])],
   };
 }

@@ -131,7 +131,10 @@ describe("agent replies", () => {
     const { runId } = await converse(dev, "Write a report titled Doomed, then fail");
     const failed = await finished(dev, runId);
     expect(failed.status).toBe("failed");
-    expect(failed.error.message).toContain("failed on purpose");
+    // the scripted model's ModelError: the run's error says a model call failed, and so does its output's error record
+    expect(failed.error).toEqual({ code: "model_failed", message: expect.stringContaining("failed on purpose") });
+    const errors = ((await dev.get(`/api/agent-runs/${runId}/output?limit=500`)).body.records as any[]).filter((r) => r.kind === "error");
+    expect(errors.map((r) => r.data)).toEqual([failed.error]);
     const first = failed.published[0];
     expect((await dev.get(`/api/artifacts/${first.artifactId}`)).status).toBe(200);
 

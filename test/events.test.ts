@@ -1,6 +1,6 @@
 /** GET /api/events (spec 6.4) and its authorization scope (spec 5), in-process and over HTTP. */
 import { expect, it } from "vitest";
-import { DEV_TOKEN, client, describeMatrix, sandboxSuite, allEvents } from "./helpers";
+import { DEV_TOKEN, client, describeMatrix, sandboxSuite, allEvents, startApp } from "./helpers";
 
 const suite = sandboxSuite();
 
@@ -90,4 +90,22 @@ describeMatrix("events (spec 6.4, 5)", (transport) => {
     expect(none.status).toBe(200); // ops-bot may run actions: it sees their events
     expect(none.body.events.every((e: any) => e.topic === "actions" && e.payload.actionId.startsWith("diagnostics."))).toBe(true);
   });
+});
+
+it("makes its Link headers absolute under SVC_API_PUBLIC_ORIGIN, a proxy's path prefix included, on the port bound with PORT=0", async () => {
+  const prefixed = await startApp({ env: { SVC_API_PUBLIC_ORIGIN: "http://localhost:0/svc/" } });
+  try {
+    const port = new URL(prefixed.url).port;
+    expect(prefixed.config.apiPublicOrigin).toBe(`http://localhost:${port}/svc`);
+    const get = (path: string) => fetch(`${prefixed.url}${path}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    // the seed's events fill a page of one: the next page's link is absolute
+    const page = await get("/api/events?limit=1");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("link")).toMatch(new RegExp(`^<http://localhost:${port}/svc/api/events\\?limit=1&afterCursor=[^>]+>; rel="next"$`));
+    // a deprecated name's Link too, on an error answer as well
+    const deprecated = await get("/api/schedules/no-such-schedule/dead-letters?limit=1");
+    expect([deprecated.status, deprecated.headers.get("link")]).toEqual([404, `<http://localhost:${port}/svc/docs>; rel="deprecation"; type="text/html"`]);
+  } finally {
+    await prefixed.close();
+  }
 });

@@ -49,6 +49,8 @@ describe("syncs and pipelines (spec 4.3)", () => {
     const finished = ((await dev.get("/api/events?topic=syncs&limit=1000")).body.events as any[]).find((e) => e.type === "sync.run.finished" && e.payload.runId === runId);
     expect(finished.payload.error.message).toMatch(/unitPrice/);
     expect(failed.error.message).toBe(finished.payload.error.message);
+    // the sync's step (an activity) failed and the run did not handle it
+    expect(failed.error.code).toBe("activity_failed");
   });
 
   it("validates input and permissions before queuing", async () => {

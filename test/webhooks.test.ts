@@ -273,7 +273,7 @@ describe("webhook delivery table (spec 3)", () => {
     expect(body.error.code).toBe("internal");
     expect(JSON.stringify(body)).not.toMatch(/flaky failure|at .*\.ts/);
     let [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
-    expect(run).toMatchObject({ status: "failed", attempts: [{ attempt: 1, status: "failed", error: { message: "flaky failure on attempt 1" } }] });
+    expect(run).toMatchObject({ status: "failed", attempts: [{ attempt: 1, status: "failed", error: { code: "handler_failed", message: "flaky failure on attempt 1" } }] });
     expect(await eventsOf(run.executionId)).toHaveLength(0);
 
     const retry = await post(probeUrl(), d.payload, d.headers);
@@ -293,7 +293,7 @@ describe("webhook delivery table (spec 3)", () => {
       const res = await post(probeUrl(), d.payload, d.headers);
       expect([badAnswer, res.status, ((await res.json()) as any).error.message]).toEqual([badAnswer, 500, "The webhook handler's answer was invalid; nothing was written"]);
       const [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
-      expect(run, badAnswer).toMatchObject({ status: "failed", attempts: [{ attempt: 1, status: "failed", error: { message: expect.stringContaining("The webhook handler's answer cannot be sent: ") } }] });
+      expect(run, badAnswer).toMatchObject({ status: "failed", attempts: [{ attempt: 1, status: "failed", error: { code: "invalid_answer", message: expect.stringContaining("The webhook handler's answer cannot be sent: ") } }] });
       expect(await eventsOf(run.executionId), badAnswer).toHaveLength(0);
       expect((await dev.get(`/api/objects/customer/cus_bad_${badAnswer}`)).status, badAnswer).toBe(404);
     }
@@ -462,7 +462,7 @@ describe("a process killed in the middle of a handler", () => {
       const [run] = (await k.api("/api/webhook-runs?connectorId=probe")).data;
       expect(run.status).toBe("completed");
       expect(run.attempts.map((a: any) => a.status)).toEqual(["failed", "completed"]);
-      expect(run.attempts[0].error.message).toMatch(/interrupted/);
+      expect(run.attempts[0].error).toEqual({ code: "interrupted", message: expect.stringMatching(/interrupted/) });
       const events = (await k.api("/api/events?limit=1000")).events.filter((e: any) => e.correlationId === run.executionId);
       expect(events.map((e: any) => e.type)).toEqual(["object.created"]);
       expect((await k.retry()).status).toBe(202);

@@ -53,7 +53,7 @@ it("a workflow whose result JSON cannot carry fails with that reason, and the ev
 
 it("an error the workflow's code throws fails the run with its name and its own stack: the designer's function, file and line, not the engine's", async () => {
   const { failed } = await failedRun("odd-throw");
-  expect(failed.error).toMatchObject({ message: "totals do not add up", type: "TypeError" });
+  expect(failed.error).toMatchObject({ code: "workflow_failed", message: "totals do not add up", type: "TypeError" });
   const stack: string = failed.error.stack ?? "";
   expect(stack).toContain("checkTotals");
   expect(stack).toMatch(/odd-workflows\.ts:\d+/);
@@ -198,7 +198,7 @@ it("a download URL made by workflow code keeps its secret out of the run's Tempo
   try {
     const otherKey = new Client({ connection, namespace: app.temporal.namespace, dataConverter: { payloadCodecs: [new DownloadUrlCodec(openPayloadKey(tempDir()))] } });
     const read = await readExecution(otherKey.workflow.getHandle(runId), app.temporal.namespace);
-    expect(read).toMatchObject({ status: "completed", error: { message: expect.stringMatching(/^The run completed, but its result cannot be read: a Temporal payload is encrypted with key \w+, not this data directory's temporal-payload\.key \(\w+\) nor a retired key in its temporal-payload-keys\/, none$/) } });
+    expect(read).toMatchObject({ status: "completed", error: { code: "result_unreadable", message: expect.stringMatching(/^The run completed, but its result cannot be read: a Temporal payload is encrypted with key \w+, not this data directory's temporal-payload\.key \(\w+\) nor a retired key in its temporal-payload-keys\/, none$/) } });
     expect(read).not.toHaveProperty("result");
   } finally {
     await connection.close();

@@ -39,6 +39,8 @@ describe("workflow runs on Temporal", () => {
       return res.body.status === "failed" ? res.body : undefined;
     });
     expect(failed.error.message).toMatch(/No invoice "inv_missing"/);
+    // the workflow's own code threw it (sandbox/workflows.ts), not a step it awaited
+    expect(failed.error.code).toBe("workflow_failed");
     // a closed run is not running: cancelling it is 409, and it stays as it ended
     const cancel = await dev.post(`/api/workflow-runs/${body.runId}/cancel`, {});
     expect(cancel.status).toBe(409);
@@ -114,7 +116,7 @@ describe("workflow runs on Temporal", () => {
       const res = await dev.get("/api/workflow-runs/shared-run-id");
       return res.body.status === "failed" ? res.body : undefined;
     });
-    expect(refused.error).toMatchObject({ message: expect.stringMatching(/taken by another execution \(syncRun\)/), type: "conflict" });
+    expect(refused.error).toMatchObject({ code: "start_refused", message: expect.stringMatching(/taken by another execution \(syncRun\)/), type: "conflict" });
     expect(refused.links).toEqual({ temporalWorkflowId: "shared-run-id" });
     expect((await dev.get("/api/workflow-runs/shared-run-id/history")).body.events).toEqual([]);
     const finished = (await allEvents(dev)).filter((e) => e.correlationId === "shared-run-id" && e.topic === "workflows");

@@ -37,7 +37,10 @@ export async function agentReply(): Promise<void> {
     const cancelled = isCancellation(err);
     const cause = (err as { cause?: unknown }).cause;
     const message = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
-    await CancellationScope.nonCancellable(() => bookkeeping.agentRunFinished({ runId, status: cancelled ? "cancelled" : "failed", ...(cancelled ? {} : { error: message }) }));
+    // what failed: a step's activity failure wraps it (ModelError), the step limit is thrown here; an
+    // activity's input is no part of replay's checks (its type and id are), so runs in flight replay
+    const type = cause instanceof ApplicationFailure ? cause.type : err instanceof ApplicationFailure ? err.type : undefined;
+    await CancellationScope.nonCancellable(() => bookkeeping.agentRunFinished({ runId, status: cancelled ? "cancelled" : "failed", ...(cancelled ? {} : { error: message, ...(type ? { errorType: type } : {}) }) }));
     if (cancelled) throw err;
     throw ApplicationFailure.nonRetryable(message, "AgentReplyFailed");
   }

@@ -63,7 +63,7 @@ export interface AgentRunState {
   retriedBy?: string;
   published: Array<{ artifactId: string; version: number; title: string; kind: string; address: string; withdrawn: boolean }>;
   usage: { inputTokens: number; outputTokens: number; modelCalls: number };
-  error?: { message: string };
+  error?: { code: string; message: string };
   createdAt: string;
   updatedAt: string;
 }

@@ -39,9 +39,10 @@ async function open(dir = tempDir(), opts: { broker?: boolean } = {}) {
   const stream = opts.broker ? asBroker(sqlite) : sqlite;
   const outbox = new Outbox(db, stream, log);
   const project = new ProjectRegistry(sandboxProject);
-  const events = new EventLog(db, outbox, stream, project, log, new Metrics());
+  const metrics = new Metrics();
+  const events = new EventLog(db, outbox, stream, project, log, metrics);
   const ontology = new OntologyStore(db, events, project, new FileStore(db, await LocalBlobStore.open(path.join(path.dirname(db.file), "blobs"))));
-  return { dir, db, stream, sqlite, outbox, events, ontology };
+  return { dir, db, stream, sqlite, outbox, events, ontology, metrics };
 }
 
 afterEach(async () => {
@@ -51,6 +52,24 @@ afterEach(async () => {
 const scheduleEvent = (n: number) => { const at = new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(); return { type: "schedule.triggered" as const, payload: { scheduleId: "s", occurrenceAt: at, triggeredAt: at, occurrenceKey: `k${n}` } }; };
 
 describe("event log (SQLite files, outbox, stream)", () => {
+  it.each([false, true])("counts the events it wrote once their transaction commits, none rolled back (svc_events_appended_total; broker stream: %s)", async (broker) => {
+    const { db, events, metrics } = await open(undefined, { broker });
+    const appended = async () => (await metrics.registry.getSingleMetric("svc_events_appended_total")!.get()).values.find((v) => v.labels.type === "schedule.triggered")?.value ?? 0;
+    await db.transaction((tx) => events.writeInTx(tx, events.prepare([scheduleEvent(1), scheduleEvent(2)])));
+    expect(await appended()).toBe(2);
+    // a caller that throws, a savepoint rolled back: nothing of theirs was written, nothing counted
+    await expect(db.transaction(async (tx) => { await events.writeInTx(tx, events.prepare([scheduleEvent(3)])); throw new Error("refused"); })).rejects.toThrow("refused");
+    await db.transaction((tx) => tx.savepoint(async () => { await events.writeInTx(tx, events.prepare([scheduleEvent(4)])); throw new Error("undone"); }).catch(() => undefined));
+    expect(await appended()).toBe(2);
+    // an idempotency key already used writes nothing the second time
+    const keyed = () => events.prepare([{ ...scheduleEvent(5), idempotencyKey: "once" }]);
+    await db.transaction((tx) => events.writeInTx(tx, keyed()));
+    await db.transaction((tx) => events.writeInTx(tx, keyed()));
+    expect(await appended()).toBe(3);
+    await events.drain(5000);
+    expect((await events.read({ limit: 100 })).length).toBe(3);
+  });
+
   it("pages with the last cursor without gaps or repeats, oldest first", async () => {
     const { events } = await open();
     await events.append(Array.from({ length: 37 }, (_, i) => scheduleEvent(i)));

@@ -185,11 +185,12 @@ export class EventLog {
   /** Writes `envelopes` into the stream (in the transaction) or the outbox, without looking at their keys. */
   private async writeUnkeyed(tx: SqlWriter, envelopes: readonly DomainEventEnvelope[]): Promise<void> {
     if (envelopes.length === 0) return;
+    if (this.stream.writeInTx) await this.stream.writeInTx(tx, envelopes);
+    else await this.outbox.enqueue(tx, envelopes);
+    // once written (a write that threw and was caught in the same savepoint is not counted)
     tx.afterCommit(() => {
       for (const e of envelopes) this.appended.inc({ type: e.type });
     });
-    if (this.stream.writeInTx) await this.stream.writeInTx(tx, envelopes);
-    else await this.outbox.enqueue(tx, envelopes);
   }
 
   /**

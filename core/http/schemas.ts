@@ -65,7 +65,7 @@ export interface Deprecation {
  * A valibot metadata action marking the query parameter or body property whose schema's pipe it ends
  * as deprecated: the OpenAPI document says `deprecated: true` (on the parameter, or the property's
  * schema), and a request that sends it is answered with `Deprecation` (RFC 9745) and a
- * `Link: </docs>; rel="deprecation"` header (core/http/routes.ts). Put it on the outermost schema of the
+ * `Link` to `/docs` with `rel="deprecation"` (core/http/deprecations.ts). Put it on the outermost schema of the
  * entry, after any transformation: `v.pipe(v.optional(queryInteger(…)), deprecated({ … }))`. It
  * validates nothing.
  * @throws Error when `since` is not a calendar date `YYYY-MM-DD`

@@ -136,7 +136,7 @@ export class ActionRunner {
     @inject(FileStore) private readonly files: FileStore,
     @inject(Metrics) metrics: Metrics,
   ) {
-    this.ended = metrics.counter("svc_action_runs_total", "Action runs this process ended, by action and final status (succeeded, failed); a resent runId of an ended run answers its record and is not counted again", ["action", "status"]);
+    this.ended = metrics.counter("svc_action_runs_total", "Action runs this process ended, by action and final status (succeeded, failed), or error when the run could not be recorded as ended (the store failed; the request was answered 500); a resent runId of an ended run answers its record and is not counted again", ["action", "status"]);
     this.recordRunningAfterMs = config.recordRunningAfterMs;
     this.storedRuns = new BatchedLookup(db, "SELECT k.key AS lookup, r.* FROM json_each(?) AS k JOIN action_runs AS r ON r.run_id = k.value");
     lifecycle.hook("ready", () => this.startPendingEffects());
@@ -169,7 +169,14 @@ export class ActionRunner {
         const named = await this.db.get<{ run_id: string }>("SELECT run_id FROM action_runs WHERE id = ?", [runId]);
         if (named) throw new ApiError("conflict", `runId ${runId} is taken (it is another run's record id): choose another runId`, { runId });
       }
-      return await this.execute(req, runId, await this.admit(req), existing);
+      const params = await this.admit(req);
+      try {
+        return await this.execute(req, runId, params, existing);
+      } catch (err) {
+        // the run could not be recorded as ended (the store refused its commit twice): counted apart
+        this.ended.inc({ action: req.actionId, status: "error" });
+        throw err;
+      }
     } finally {
       this.inFlight.delete(runId);
       if (this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();

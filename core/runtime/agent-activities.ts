@@ -11,7 +11,7 @@ import type { AgentActivities } from "../sdk/activities-types";
 import type { ProjectRegistry } from "../project/registry";
 import type { AgentOutput } from "../agents/output";
 import { ModelError, type Model } from "../agents/model";
-import { AGENT_RULES, isRunEnded, type AgentRuns, type StoredStep } from "./agents";
+import { AGENT_RULES, agentErrorCode, isRunEnded, type AgentRuns, type StoredStep } from "./agents";
 import type { AgentTools, PublishResult } from "./agent-tools";
 import { temporalActivity, temporalCommon } from "../temporal/sdk";
 
@@ -139,10 +139,11 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       }
     }),
 
-    async agentRunFinished({ runId, status, error }) {
+    async agentRunFinished({ runId, status, error, errorType }) {
       const row = await runs.runRow(runId);
-      if (!(await runs.setStatus(runId, status, error))) return;
-      if (status === "failed" && error) await append(row, "error", { message: error }, "error");
+      const failure = error === undefined ? undefined : { code: agentErrorCode(errorType), message: error };
+      if (!(await runs.setStatus(runId, status, failure))) return;
+      if (status === "failed" && failure) await append(row, "error", failure, "error");
       await append(row, "run.finished", { runId, status, ...(error ? { error } : {}) }, "run.finished", true);
     },
   };

@@ -19,9 +19,25 @@ import { ArtifactStore } from "../artifacts/store";
 import { AgentOutput, type AgentRunAccess, type AgentRunState } from "../agents/output";
 import type { ModelMessage, ToolCall } from "../agents/model";
 import type { AgentRunEnd } from "../sdk/activities-types";
+import { RunErrorSchema, type RUN_ERROR_CODES, type RunError } from "../sdk/records";
 import type { PublishResult } from "./agent-tools";
 
 export const AGENT_RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
+
+/**
+ * An agent run's error code (README "Run errors") from the failure's type as the workflow passed it:
+ * `model_failed` (a model call failed for good: `ModelError`), `step_limit` (the reply needed more
+ * model calls than the agent allows: `AgentStepLimit`), `agent_failed` (anything else, or no type).
+ */
+export function agentErrorCode(errorType: string | undefined): (typeof RUN_ERROR_CODES.agent)[number] {
+  return errorType === "ModelError" ? "model_failed" : errorType === "AgentStepLimit" ? "step_limit" : "agent_failed";
+}
+
+/** A run's error as `agent_runs.error` keeps it (JSON); runs that failed before errors had codes stored `{ message }` and read `agent_failed`. */
+function storedAgentError(stored: string): RunError {
+  const { code, message } = JSON.parse(stored) as { code?: string; message: string };
+  return { code: code ?? "agent_failed", message };
+}
 
 /** Whether a reply run's status is an end (completed, failed, cancelled): it takes no more steps. */
 export const isRunEnded = (status: string): status is AgentRunEnd => status !== "queued" && status !== "running";
@@ -36,7 +52,7 @@ export const AgentRunStateSchema = v.object({
   retriedBy: v.optional(v.string()),
   published: v.array(v.object({ artifactId: v.string(), version: v.number(), title: v.string(), kind: v.string(), address: v.string(), withdrawn: v.boolean() })),
   usage: v.object({ inputTokens: v.number(), outputTokens: v.number(), modelCalls: v.number() }),
-  error: v.optional(v.object({ message: v.string() })),
+  error: v.optional(RunErrorSchema),
   createdAt: v.string(),
   updatedAt: v.string(),
 });
@@ -314,12 +330,12 @@ export class AgentRuns implements AgentRunAccess {
   }
 
   /** Sets the run's status (running once; an end once) and, on completion, stores the reply's text as the assistant message. @returns whether it changed */
-  async setStatus(runId: string, status: "running" | AgentRunEnd, error?: string): Promise<boolean> {
+  async setStatus(runId: string, status: "running" | AgentRunEnd, error?: RunError): Promise<boolean> {
     const changed = await this.db.transaction(async (tx) => {
       const row = (await tx.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]))!;
       if (isRunEnded(row.status) || (status === "running" && row.status === "running")) return false;
       const now = nowIso();
-      await tx.run("UPDATE agent_runs SET status = ?, error = ?, updated_at = ? WHERE id = ?", [status, error ? JSON.stringify({ message: error }) : null, now, runId]);
+      await tx.run("UPDATE agent_runs SET status = ?, error = ?, updated_at = ? WHERE id = ?", [status, error ? JSON.stringify(error) : null, now, runId]);
       if (status !== "running") {
         const text = (JSON.parse(row.steps) as StoredStep[]).map((s) => s.model.text).filter(Boolean).join("\n\n");
         if (status === "completed" || text) {
@@ -404,7 +420,7 @@ export class AgentRuns implements AgentRunAccess {
     return {
       runId: row.id, conversationId: row.conversation_id, agentId: row.agent_id, status: row.status,
       ...(row.retry_of ? { retryOf: row.retry_of } : {}), ...(row.retried_by ? { retriedBy: row.retried_by } : {}),
-      published, usage: JSON.parse(row.usage), ...(row.error ? { error: JSON.parse(row.error) } : {}), createdAt: row.created_at, updatedAt: row.updated_at,
+      published, usage: JSON.parse(row.usage), ...(row.error ? { error: storedAgentError(row.error) } : {}), createdAt: row.created_at, updatedAt: row.updated_at,
     };
   }
 }

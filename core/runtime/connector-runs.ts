@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { RunErrorSchema } from "../sdk/records";
 import { inject, injectable } from "../di";
 import { Database } from "../store/db";
 import { EventLog } from "../events/log";
@@ -20,11 +21,11 @@ export const ConnectorRunStateSchema = v.object({
   status: v.picklist(["queued", "running", "completed", "failed", "cancelled", "timed_out"]),
   input: v.unknown(),
   result: v.optional(v.unknown()),
-  error: v.optional(v.object({ message: v.string() })),
+  error: v.optional(RunErrorSchema),
   queuedAt: v.string(),
   startedAt: v.optional(v.pipe(v.string(), v.description("When Temporal started the run; absent while the run is queued"))),
   finishedAt: v.optional(v.string()),
-  steps: v.optional(v.array(v.object({ name: v.string(), status: v.picklist(["running", "completed", "failed", "cancelled"]), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(v.object({ message: v.string() })) }))),
+  steps: v.optional(v.array(v.object({ name: v.string(), status: v.picklist(["running", "completed", "failed", "cancelled"]), startedAt: v.string(), finishedAt: v.optional(v.string()), error: v.optional(RunErrorSchema) }))),
   pendingActivities: v.optional(v.array(PendingActivitySchema)),
   workflowTaskFailure: v.optional(WorkflowTaskFailureSchema),
   links: RunLinksSchema,
@@ -84,13 +85,17 @@ export class ConnectorRuns {
     if (!row) throw new ApiError("not_found", `No ${kind} run "${runId}"`);
     const events = await this.events.read({ runId, topics: [k.topic], limit: 1000 });
     const { error, ...base } = await runStateFromRow(this.temporal, runId, row, events.some((e) => e.type.endsWith(".run.started")));
-    const state: ConnectorRunState = { runId, kind, [k.key]: row.definition_id, input: JSON.parse(row.input), ...base, ...(error ? { error: { message: error.message } } : {}) };
+    const state: ConnectorRunState = { runId, kind, [k.key]: row.definition_id, input: JSON.parse(row.input), ...base, ...(error ? { error: { code: error.code, message: error.message } } : {}) };
     if (kind === "pipeline") {
       const steps = new Map<number, NonNullable<ConnectorRunState["steps"]>[number]>();
       for (const e of events) {
         const index = Number(e.payload.index);
         if (e.type === "pipeline.run.step.started") steps.set(index, { name: String(e.payload.step), status: "running", startedAt: e.occurredAt });
-        if (e.type === "pipeline.run.step.finished" && steps.has(index)) Object.assign(steps.get(index)!, { status: e.payload.status, finishedAt: e.occurredAt, ...(e.payload.error ? { error: e.payload.error } : {}) });
+        if (e.type === "pipeline.run.step.finished" && steps.has(index)) {
+          // the step's event carries `{ message }`: its code is what became of it
+          const error = e.payload.error as { message: string } | undefined;
+          Object.assign(steps.get(index)!, { status: e.payload.status, finishedAt: e.occurredAt, ...(error ? { error: { code: e.payload.status === "cancelled" ? "cancelled" : "step_failed", message: error.message } } : {}) });
+        }
       }
       state.steps = [...steps.values()];
     }

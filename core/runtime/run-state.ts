@@ -49,7 +49,8 @@ export interface StartRow {
 export interface RunStateBase {
   status: "queued" | "running" | "completed" | "failed" | "cancelled" | "timed_out";
   result?: unknown;
-  error?: { message: string; type?: string; stack?: string };
+  /** See `ExecutionOutcome.error`; `start_refused` when Temporal refused to start the run. */
+  error?: { code: string; message: string; type?: string; stack?: string };
   queuedAt: string;
   startedAt?: string;
   finishedAt?: string;
@@ -95,7 +96,8 @@ export function unstartedRunState(runId: string, row: StartRow): RunStateBase {
   const status = row.start_status === "pending" ? "queued" : row.start_status === "cancelled" ? "cancelled" : "failed";
   return {
     status,
-    ...(row.start_error ? { error: JSON.parse(row.start_error) as { message: string; type?: string } } : {}),
+    // stored as `{ message, type? }`: every refusal is a start_refused
+    ...(row.start_error ? { error: { code: "start_refused", ...(JSON.parse(row.start_error) as { message: string; type?: string }) } } : {}),
     queuedAt: row.requested_at,
     ...(row.start_finished_at ? { finishedAt: row.start_finished_at } : {}),
     links: { temporalWorkflowId: runId },

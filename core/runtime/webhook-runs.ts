@@ -6,6 +6,10 @@
 import * as v from "valibot";
 import { hash } from "node:crypto";
 import { insertRows, rowsStatement, statementsInOrder } from "../store/db";
+import { RunErrorSchema, type RUN_ERROR_CODES } from "../sdk/records";
+
+/** Why a delivery's attempt failed (README "Run errors"). */
+export type AttemptErrorCode = (typeof RUN_ERROR_CODES.webhookAttempt)[number];
 
 /** One handling attempt of a Webhook run. */
 export const WebhookAttemptSchema = v.object({
@@ -13,7 +17,7 @@ export const WebhookAttemptSchema = v.object({
   status: v.picklist(["running", "completed", "failed"]),
   startedAt: v.string(),
   finishedAt: v.optional(v.string()),
-  error: v.optional(v.object({ message: v.string() })),
+  error: v.optional(RunErrorSchema),
 });
 export type WebhookAttempt = v.InferOutput<typeof WebhookAttemptSchema>;
 
@@ -122,6 +126,21 @@ export function executionIdOf(connectorId: string, webhookId: string, key: strin
 }
 /** ULID's alphabet (Crockford's base32). */
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/**
+ * An attempt's error as stored (`webhook_attempts.error`, JSON `{ code, message }`) as operators read
+ * it. Attempts recorded before errors had codes stored `{ message }`: the process's stop is recognized
+ * by its message (`interrupted`), anything else reads `failed`.
+ */
+export function attemptError(stored: string): v.InferOutput<typeof RunErrorSchema> {
+  const { code, message } = JSON.parse(stored) as { code?: string; message: string };
+  return { code: code ?? (message.startsWith("interrupted") ? "interrupted" : "failed"), message };
+}
+
+/** An attempt's error as `webhook_attempts.error` keeps it: `{ code, message }` as JSON text. */
+export function storedAttemptError(code: AttemptErrorCode, message: string): string {
+  return JSON.stringify({ code, message });
+}
 
 /** A stored run with its attempts, as operators read it. */
 export function toRun(r: WebhookRunRow, attempts: WebhookAttempt[]): WebhookRun {

@@ -16,7 +16,7 @@ import { CONFIG, type Config } from "../config";
 import { LOGGER, type Logger } from "../logger";
 import { Metrics, type Counter } from "../metrics";
 import { ScalableBloomFilter } from "../store/bloom-filter";
-import { completeRuns, executionIdOf, insertRuns, runColumns, toRun, type RunEnding, type WebhookAttempt, type WebhookRun, type WebhookRunRow } from "./webhook-runs";
+import { attemptError, completeRuns, executionIdOf, insertRuns, runColumns, storedAttemptError, toRun, type AttemptErrorCode, type RunEnding, type WebhookAttempt, type WebhookRun, type WebhookRunRow } from "./webhook-runs";
 
 /**
  * What to answer the provider: a status, headers and a body (a string or bytes are sent as they are,
@@ -45,10 +45,11 @@ const answer = (status: number, body: unknown): WebhookAnswer => ({ status, head
 /**
  * What became of a delivery, as `svc_webhook_deliveries_total{connector,webhook,outcome}` counts it:
  * its run's status when it ran (`completed`, `failed`), `duplicate` or `in_progress` when its key had
- * completed or was running (the 202 body's `status`), else the error code it was refused with
- * (`unauthorized`: failed verification; `invalid_request`: its body or key).
+ * completed or was running (the 202 body's `status`), the error code it was refused with
+ * (`unauthorized`: failed verification; `invalid_request`: its body or key), or `error` when the
+ * service itself failed around it (the store refused the run's records: answered 500).
  */
-export type DeliveryOutcome = "completed" | "failed" | "duplicate" | "in_progress" | "unauthorized" | "invalid_request";
+export type DeliveryOutcome = "completed" | "failed" | "duplicate" | "in_progress" | "unauthorized" | "invalid_request" | "error";
 
 /** A delivery's answer and what became of it. */
 interface Delivered {
@@ -141,7 +142,7 @@ export class WebhookDeliveries {
     @inject(LOGGER) private readonly log: Logger,
     @inject(Metrics) metrics: Metrics,
   ) {
-    this.delivered = metrics.counter("svc_webhook_deliveries_total", "Webhook deliveries received, by connector, webhook and outcome: the run's status (completed, failed), duplicate or in_progress (202 without a run), unauthorized (failed verification) or invalid_request (body or key); a delivery to an unknown webhook is not counted here (svc_http_requests_total has its 404)", ["connector", "webhook", "outcome"]);
+    this.delivered = metrics.counter("svc_webhook_deliveries_total", "Webhook deliveries received, by connector, webhook and outcome: the run's status (completed, failed), duplicate or in_progress (202 without a run), unauthorized (failed verification), invalid_request (body or key), or error (the service failed around it: 500); not counted here: a delivery to an unknown webhook or over the size limit (svc_http_requests_total has its 404 or 413), and replays (POST /api/webhook-runs/{runId}/replay)", ["connector", "webhook", "outcome"]);
     this.recordRunningAfterMs = config.recordRunningAfterMs;
     this.storedKeysLoaded = this.loadStoredKeys();
     this.storedRuns = new BatchedLookup(
@@ -200,7 +201,7 @@ export class WebhookDeliveries {
    */
   async deliver(connectorId: string, webhookId: string, request: WebhookRequest, clientAddress?: string): Promise<WebhookAnswer> {
     const def = this.definition(connectorId, webhookId);
-    let outcome: DeliveryOutcome = "failed";
+    let outcome: DeliveryOutcome = "error";
     try {
       const delivered = await this.receive(def, connectorId, webhookId, request, clientAddress);
       outcome = delivered.outcome;
@@ -296,7 +297,7 @@ export class WebhookDeliveries {
       const attempt = existing.attempts + 1;
       const at = nowIso();
       await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
-      await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [at, JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }), existing.id]);
+      await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [at, storedAttemptError("interrupted", "interrupted (the process stopped during the attempt)"), existing.id]);
       await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, at]);
       return { row: { ...existing, status: "running" as const, attempts: attempt }, attempt, recorded: true };
     });
@@ -344,7 +345,7 @@ export class WebhookDeliveries {
     // a run recorded on its own is completed by an UPDATE in a later group (see RunRecording)
     const recorded = admitted.recorded || (await recording!.ended());
     if (!buffered) {
-      await this.fail(row, attempt, failure, recorded);
+      await this.fail(row, attempt, "handler_failed", failure, recorded);
       return { answer: answer(500, { error: { code: "internal", message: "The webhook handler failed; retry the delivery", details: { runId: row.id } } }), outcome: "failed" };
     }
 
@@ -356,7 +357,7 @@ export class WebhookDeliveries {
     if (invalid) {
       const err = new Error(`The webhook handler's answer cannot be sent: ${invalid}`);
       this.handlers.logger(spec).error({ err }, "webhook handler answered something HTTP cannot carry; nothing of the attempt was written");
-      await this.fail(row, attempt, err, recorded);
+      await this.fail(row, attempt, "invalid_answer", err, recorded);
       return { answer: answer(500, { error: { code: "internal", message: "The webhook handler's answer was invalid; nothing was written", details: { runId: row.id } } }), outcome: "failed" };
     }
     try {
@@ -368,16 +369,16 @@ export class WebhookDeliveries {
       });
     } catch (err) {
       this.handlers.logger(spec).warn({ err }, "webhook completion failed; nothing of the attempt was written");
-      await this.fail(row, attempt, err, recorded);
+      await this.fail(row, attempt, "commit_failed", err, recorded);
       return { answer: answer(500, { error: { code: "internal", message: "The webhook handler's writes were refused; retry the delivery", details: { runId: row.id } } }), outcome: "failed" };
     }
     await this.events.drain();
     return { answer: result ? response : answer(202, { status: "accepted", runId: row.id }), outcome: "completed" };
   }
 
-  /** Marks the attempt and run failed: an UPDATE of a recorded run, else the run recorded failed. */
-  private async fail(row: WebhookRunRow, attempt: number, err: unknown, recorded: boolean): Promise<void> {
-    const error = JSON.stringify({ message: messageOf(err) });
+  /** Marks the attempt and run failed (the attempt's error: `code`, and `err`'s message): an UPDATE of a recorded run, else the run recorded failed. */
+  private async fail(row: WebhookRunRow, attempt: number, code: AttemptErrorCode, err: unknown, recorded: boolean): Promise<void> {
+    const error = storedAttemptError(code, messageOf(err));
     const now = nowIso();
     await this.db.transaction(async (tx) => {
       if (!recorded) return tx.defer(insertRuns, [runColumns(row, ["failed", now, null, error])]);
@@ -408,7 +409,7 @@ export class WebhookDeliveries {
     const row = await this.db.get<WebhookRunRow>("SELECT * FROM webhook_runs WHERE id = ?", [runId]);
     if (!row) throw new ApiError("not_found", `No webhook run "${runId}"`);
     const attempts = await this.db.all<{ attempt: number; status: WebhookAttempt["status"]; started_at: string; finished_at: string | null; error: string | null }>("SELECT * FROM webhook_attempts WHERE run_id = ? ORDER BY attempt", [runId]);
-    return toRun(row, attempts.map((a) => ({ attempt: a.attempt, status: a.status, startedAt: a.started_at, ...(a.finished_at ? { finishedAt: a.finished_at } : {}), ...(a.error ? { error: JSON.parse(a.error) } : {}) })));
+    return toRun(row, attempts.map((a) => ({ attempt: a.attempt, status: a.status, startedAt: a.started_at, ...(a.finished_at ? { finishedAt: a.finished_at } : {}), ...(a.error ? { error: attemptError(a.error) } : {}) })));
   }
 
   /**

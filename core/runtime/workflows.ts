@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { RunErrorSchema } from "../sdk/records";
 import { inject, injectable } from "../di";
 import { has, type Principal } from "../auth/permissions";
 import { mayAnswer } from "./intervention-assignees";
@@ -76,7 +77,7 @@ export const WorkflowRunStateSchema = v.object({
   result: v.optional(v.unknown()),
   error: v.optional(
     v.object({
-      message: v.string(),
+      ...RunErrorSchema.entries,
       type: v.optional(v.string()),
       stack: v.optional(v.pipe(v.string(), v.description("Where the error was thrown, as Temporal recorded it: for an error of the workflow's code, its files and lines"))),
     }),

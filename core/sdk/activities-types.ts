@@ -114,6 +114,10 @@ export interface AgentActivities {
   agentModelStep(input: { runId: string; step: number }): Promise<{ toolCalls: number }>;
   /** Runs tool call `index` of step `step` as the conversation's user and stores its result. */
   agentToolCall(input: { runId: string; step: number; index: number }): Promise<void>;
-  /** Records how the run ended (once). */
-  agentRunFinished(input: { runId: string; status: AgentRunEnd; error?: string }): Promise<void>;
+  /**
+   * Records how the run ended (once). `errorType`: the failure's type as Temporal carries it
+   * (`ModelError`, `AgentStepLimit`, …), which gives the error its code; absent in runs that failed
+   * before it was passed (their error reads `agent_failed`).
+   */
+  agentRunFinished(input: { runId: string; status: AgentRunEnd; error?: string; errorType?: string }): Promise<void>;
 }

@@ -40,6 +40,41 @@ export const FileReferenceSchema = v.object({
 /** A created download URL (spec 2.6): `url` is the capability (shown once); `id` revokes it. */
 export const DownloadUrlSchema = v.object({ id: v.string(), url: v.string(), expiresAt: v.string() });
 
+/**
+ * Why a run failed (spec 7: clients branch on `code`, never on `message`), the same shape for every run
+ * kind; the codes of each kind are in README "Run errors" ({@link RUN_ERROR_CODES}). `message` is for
+ * people and may change. A workflow run's error adds Temporal's `type` and `stack`.
+ */
+export const RunErrorSchema = v.object({
+  code: v.pipe(v.string(), v.description("What failed, for clients to branch on (README \"Run errors\"); a handler's own ApiError code passes through as it is")),
+  message: v.string(),
+});
+export type RunError = v.InferOutput<typeof RunErrorSchema>;
+
+/**
+ * The codes the runtime itself gives a run's error, by run kind (spec 7; README "Run errors"). An
+ * action run's handler may also fail it with an `ApiError` of its own, whose code passes through.
+ */
+export const RUN_ERROR_CODES = {
+  /** Action runs: the handler threw (not an ApiError); its writes could not be committed. */
+  action: ["action_failed", "commit_failed"],
+  /**
+   * Workflow, sync and pipeline runs: the run's own code threw; an activity (a step: an action, a
+   * connector call) failed and the run did not handle it; a child run failed likewise; Temporal refused
+   * to start the run; the run completed but its result cannot be read (its payload key is lost).
+   */
+  workflow: ["workflow_failed", "activity_failed", "child_workflow_failed", "start_refused", "result_unreadable"],
+  /** A pipeline run's step: it failed; it was cancelled with its run. */
+  pipelineStep: ["step_failed", "cancelled"],
+  /**
+   * A webhook delivery's attempt: the handler threw; its answer cannot be sent over HTTP; its writes
+   * were refused at commit; the process stopped during the attempt; recorded before attempts had codes.
+   */
+  webhookAttempt: ["handler_failed", "invalid_answer", "commit_failed", "interrupted", "failed"],
+  /** An agent's reply run: a model call failed; the reply needed more model calls than allowed; anything else. */
+  agent: ["model_failed", "step_limit", "agent_failed"],
+} as const;
+
 /** The finished record of an action run (spec 2.2): `status` `failed` carries `error`. */
 export const ActionRunRecordSchema = v.object({
   id: v.string(),
@@ -51,6 +86,6 @@ export const ActionRunRecordSchema = v.object({
   result: v.optional(v.unknown()),
   startedAt: v.string(),
   finishedAt: v.optional(v.string()),
-  error: v.optional(v.object({ code: v.string(), message: v.string() })),
+  error: v.optional(RunErrorSchema),
   attempts: v.number(),
 });

@@ -88,8 +88,13 @@ export interface ExecutionOutcome {
   startTime: string;
   closeTime?: string;
   result?: unknown;
-  /** `stack`: the stack trace Temporal recorded with the failure (the thrown error's, for workflow code). */
-  error?: { message: string; type?: string; stack?: string };
+  /**
+   * `code` (README "Run errors"): `workflow_failed` (the run's own code threw), `activity_failed` or
+   * `child_workflow_failed` (what the run awaited failed and it did not handle that), `result_unreadable`
+   * (completed, its result encrypted with a key this data directory lost). `type`: the failure's type as
+   * Temporal recorded it; `stack`: its stack trace (the thrown error's, for workflow code).
+   */
+  error?: { code: "workflow_failed" | "activity_failed" | "child_workflow_failed" | "result_unreadable"; message: string; type?: string; stack?: string };
 }
 
 /**
@@ -117,7 +122,7 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
       } catch (err) {
         // the run completed; only its result is unreadable here (encrypted with a key this data directory lost)
         if (!isUnreadablePayload(err)) throw err;
-        return { ...out, status: "completed", error: { message: `The run completed, but its result cannot be read: ${(err as Error).message}` } };
+        return { ...out, status: "completed", error: { code: "result_unreadable", message: `The run completed, but its result cannot be read: ${(err as Error).message}` } };
       }
     case "CANCELLED":
     case "TERMINATED":
@@ -130,12 +135,17 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
         return { ...out, status: "failed" };
       } catch (err) {
         let cause: unknown = err instanceof temporalClient().WorkflowFailedError ? err.cause : err;
-        // an activity's (or child run's) failure wraps what failed in it: "Activity task failed" says nothing
-        while (cause instanceof Error && (cause.name === "ActivityFailure" || cause.name === "ChildWorkflowFailure") && cause.cause instanceof Error) cause = cause.cause;
+        // an activity's (or child run's) failure wraps what failed in it: "Activity task failed" says
+        // nothing; the outermost wrapper says what the run was waiting on when it failed
+        let code: "workflow_failed" | "activity_failed" | "child_workflow_failed" = "workflow_failed";
+        while (cause instanceof Error && (cause.name === "ActivityFailure" || cause.name === "ChildWorkflowFailure") && cause.cause instanceof Error) {
+          if (code === "workflow_failed") code = cause.name === "ActivityFailure" ? "activity_failed" : "child_workflow_failed";
+          cause = cause.cause;
+        }
         const type = (cause as { type?: string })?.type;
         // the stack Temporal recorded with the failure: for a designer's error, its own files and lines
         const stack = cause instanceof Error && cause.stack ? cause.stack : undefined;
-        return { ...out, status: "failed", error: { message: (cause as Error)?.message ?? String(cause), ...(type ? { type } : {}), ...(stack ? { stack } : {}) } };
+        return { ...out, status: "failed", error: { code, message: (cause as Error)?.message ?? String(cause), ...(type ? { type } : {}), ...(stack ? { stack } : {}) } };
       }
   }
 }

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ActionRunRecordSchema, ActionRunner, ApiError, SubjectSchema, can, definePlugin, has, requirePermission, type Principal } from "../../core/plugin-api";
+import { ActionRunRecordSchema, ActionRunner, ApiError, RunErrorSchema, SubjectSchema, can, definePlugin, has, requirePermission, type Principal } from "../../core/plugin-api";
 
 const RunRequest = v.strictObject({
   subject: v.optional(SubjectSchema),
@@ -25,6 +25,7 @@ export default definePlugin({
   deps: { runner: ActionRunner },
   setup({ routes, project }, { runner }) {
     // the domain types these routes answer, named in the OpenAPI document (ActionRunRecord, Subject)
+    routes.component("RunError", RunErrorSchema);
     routes.component("ActionRunRecord", ActionRunRecordSchema);
     routes.component("Subject", SubjectSchema);
     routes.add({

@@ -32,17 +32,17 @@ const NEXT_LINK_DOC =
   "`<…>; rel=\"next\"` (RFC 8288) on a full page: the page after this one, same filters. A client can ask for it before reading this page's body. A shorter page has none: the reader is caught up, and continues later with the answer's `nextCursor`.";
 
 /**
- * The `Link` header value naming the page after a full one (RFC 8288 `rel="next"`): a reference
- * relative to the server's origin, with the same `topic`, `type` and `limit` and `afterCursor` = the
- * page's last cursor.
+ * The `Link` header value naming the page after a full one (RFC 8288 `rel="next"`), with the same
+ * `topic`, `type` and `limit` and `afterCursor` = the page's last cursor: under `publicOrigin`
+ * (`SVC_API_PUBLIC_ORIGIN`, a proxy's path prefix included) when set, else relative to the server's origin.
  */
-function nextLink(q: { topic?: string; type?: string; limit: number; afterCursor: string }): string {
+function nextLink(q: { topic?: string; type?: string; limit: number; afterCursor: string }, publicOrigin = ""): string {
   const params = new URLSearchParams();
   if (q.topic) params.set("topic", q.topic);
   if (q.type) params.set("type", q.type);
   params.set("limit", String(q.limit));
   params.set("afterCursor", q.afterCursor);
-  return `</api/events?${params}>; rel="next"`;
+  return `<${publicOrigin}/api/events?${params}>; rel="next"`;
 }
 
 /**
@@ -113,7 +113,7 @@ export default definePlugin({
         });
         const body = Buffer.concat([Buffer.from(`{"count":${page.count},"events":[`), page.json, Buffer.from(`],"nextCursor":${page.checkpoint === undefined ? "null" : `"${page.checkpoint}"`}}`)]);
         if (page.count < limit || page.lastCursor === undefined) return jsonText(body);
-        return jsonText(body, 200, { link: nextLink({ topic: query.topic, type: query.type, limit, afterCursor: page.lastCursor }) });
+        return jsonText(body, 200, { link: nextLink({ topic: query.topic, type: query.type, limit, afterCursor: page.lastCursor }, config.apiPublicOrigin) });
       },
     });
     routes.add({
