@@ -4,7 +4,7 @@
 // its low 130 bits in 26 Crockford base32 digits.
 import { createHash, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { executionIdOf } from "./webhook-runs";
+import { attemptError, executionIdOf, storedAttemptError } from "./webhook-runs";
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 function reference(connectorId: string, webhookId: string, key: string): string {
@@ -24,5 +24,14 @@ describe("executionIdOf", () => {
     const id = executionIdOf("c", "w", "k");
     expect(id).toMatch(/^exec_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(new Set([id, executionIdOf("c2", "w", "k"), executionIdOf("c", "w2", "k"), executionIdOf("c", "w", "k2")]).size).toBe(4);
+  });
+});
+
+describe("an attempt's error (README \"Run errors\")", () => {
+  it("reads the code it was stored with, and gives attempts stored before codes interrupted or failed", () => {
+    expect(attemptError(storedAttemptError("invalid_answer", "its status 99 is not a whole number in 200-599"))).toEqual({ code: "invalid_answer", message: "its status 99 is not a whole number in 200-599" });
+    // as older versions stored them: { message } alone
+    expect(attemptError(JSON.stringify({ message: "interrupted (the process stopped during the attempt)" }))).toEqual({ code: "interrupted", message: "interrupted (the process stopped during the attempt)" });
+    expect(attemptError(JSON.stringify({ message: "boom" }))).toEqual({ code: "failed", message: "boom" });
   });
 });
