@@ -7,6 +7,7 @@
  *   identities                                      list identities and their permissions
  *   payload-keys [list]                             the Temporal payload keys' ids: current and retired
  *   payload-keys rotate                             retire the current key, make a new one (next start)
+ *   backup <dir>                                    back the data directory up into a new directory (running or not)
  *
  * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data: the same for
  * `npm start` and the compiled `npm run start:prod`), running or not. The tokens and payload-keys
@@ -21,13 +22,16 @@ import { Database } from "../core/store/db";
 import { TokenService } from "../core/auth/tokens";
 import { ProjectRegistry } from "../core/project/registry";
 import { openPayloadKeys, PAYLOAD_KEY_FILE, payloadKeyId, RETIRED_PAYLOAD_KEYS_DIR, rotatePayloadKey } from "../core/temporal/payload-keys";
+import { backupDataDir } from "../core/store/backup";
+import { fileStorageConfigFromEnv } from "../core/files/config";
 import { SANDBOX_DATA_DIR, sandboxProject } from "./project";
 
 const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name>]
        npm run svc -- tokens list
        npm run svc -- tokens revoke <tokenId>
        npm run svc -- identities
-       npm run svc -- payload-keys [list | rotate]`;
+       npm run svc -- payload-keys [list | rotate]
+       npm run svc -- backup <dir>`;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } } });
@@ -43,7 +47,7 @@ async function main(argv: string[]): Promise<number> {
     }
     return 0;
   }
-  if (group !== "tokens" && group !== "payload-keys") {
+  if (group !== "tokens" && group !== "payload-keys" && group !== "backup") {
     console.error(`unknown command "${group}"\n${USAGE}`);
     return 2;
   }
@@ -54,6 +58,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (group === "payload-keys") return payloadKeys(dataDir, command, positionals.length > 2);
+  if (group === "backup") return backup(dataDir, command, positionals.length > 2);
   const db = await Database.open(databaseFile(dataDir));
   const tokens = new TokenService(db, registry);
   try {
@@ -91,6 +96,37 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   } finally {
     await db.close();
+  }
+}
+
+/**
+ * `backup <dir>`: backs the data directory up into `dir` (core/store/backup.ts), printing each step
+ * and what the backup holds; exit 1 when some of a snapshot's files had no bytes left to copy.
+ */
+async function backup(dataDir: string, dest: string | undefined, extra: boolean): Promise<number> {
+  if (!dest || extra) {
+    console.error("usage: npm run svc -- backup <dir>   (a new or empty directory outside the data directory)");
+    return 2;
+  }
+  try {
+    const storage = fileStorageConfigFromEnv(process.env, dataDir).kind;
+    console.log(`backing up ${dataDir} into ${path.resolve(dest)}`);
+    const r = await backupDataDir(dataDir, dest, { blobStorage: storage, progress: (line) => console.log(`  ${line}`) });
+    console.log(`done in ${(r.tookMs / 1000).toFixed(1)} s: the backup's point in time is ${r.takenAt}`);
+    console.log(`  temporal.db: ${r.temporal === "copied" ? "copied" : "none here (an external Temporal cluster keeps its own state: back it up there)"}`);
+    if (r.runsStartedBetweenSnapshots) console.log(`  ${r.runsStartedBetweenSnapshots} run(s) started between the Temporal and svc snapshots: the restored Temporal does not know them`);
+    if (r.blobs.storage === "s3") console.log("  file bytes: in the S3 bucket, not copied (back the bucket up with versioning or replication)");
+    else console.log(`  file bytes: ${r.blobs.copied} blob(s), ${(r.blobs.bytes / 1048576).toFixed(1)} MiB`);
+    console.log(`  payload keys: ${r.payloadKeys}`);
+    console.log("  restore: stop the service, copy the backup's contents into an empty data directory, start it (README \"Backup and restore\")");
+    if (r.blobs.storage === "local" && r.blobs.missing.length) {
+      console.error(`warning: ${r.blobs.missing.length} file(s) were deleted while the backup ran; their bytes are not in it: ${r.blobs.missing.slice(0, 5).join(", ")}${r.blobs.missing.length > 5 ? ", …" : ""}`);
+      return 1;
+    }
+    return 0;
+  } catch (err) {
+    console.error(`backup failed: ${(err as Error).message}`);
+    return 1;
   }
 }
 
