@@ -70,7 +70,7 @@ export { OntologyStore } from "./ontology/store";
 export { DirectWrites, isObjectOrLinkChange, type DirectChange, type DirectWriteResult } from "./ontology/writes";
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QUERY_OPERATORS, QUERY_WORDING, containsApplies, operandKind, type OperandKind } from "./ontology/query";
 export { own, propertyDef, type ObjectTypeDefinition, type PropertyType } from "./sdk/project";
-export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema, RunErrorSchema, RUN_ERROR_CODES, type RunError } from "./sdk/records";
+export { ObjectRecordSchema, SubjectSchema, ActionRunRecordSchema, RunErrorSchema, WorkflowRunErrorSchema, RUN_ERROR_CODES, type RunError } from "./sdk/records";
 export { dateSchema, timestampSchema, isTimestamp, isCalendarDate } from "./sdk/time";
 export { closeIfSlow, sendFrame, sendFrames, subscriptionSocket } from "./http/socket";
 export { readBodyBytes, requestBodyStream } from "./http/body";

@@ -10,6 +10,7 @@ import { DEV_TOKEN, client, eventually, startApp } from "./helpers";
 import type { App } from "../core/app";
 import { Database } from "../core/store/db";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
+import { Metrics } from "../core/metrics";
 
 let app: App;
 beforeAll(async () => {
@@ -168,5 +169,32 @@ describe("GET /metrics", () => {
     const res = await fetch(`${app.url}/metrics`);
     expect(res.status).toBe(401);
     expect(((await res.json()) as any).error.code).toBe("unauthorized");
+  });
+});
+
+describe("GET /metrics when the store fails under a request", () => {
+  it("counts an action run and a webhook delivery the store could not record as error, apart from failed runs", async () => {
+    const broken = await startApp();
+    try {
+      const metrics = broken.container.resolve(Metrics);
+      const value = async (name: string, labels: Record<string, string>) =>
+        (await metrics.registry.getSingleMetric(name)!.get()).values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value ?? 0;
+      // the token is looked up once (cached after); then the store goes away: the run and the delivery
+      // reach their commits and fail there
+      expect((await client(broken).post("/api/actions/diagnostics.noop", { params: {} })).status).toBe(200);
+      await broken.container.resolve(Database).close();
+      expect((await client(broken).post("/api/actions/diagnostics.noop", { params: {} })).status).toBe(500);
+      const body = '{"type":"metrics.ping"}';
+      const id = `msg_${crypto.randomUUID()}`;
+      const at = new Date();
+      const headers = { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks).sign(id, at, body) };
+      expect((await fetch(`${broken.url}/api/webhooks/standard-webhooks/events`, { method: "POST", headers, body })).status).toBe(500);
+      expect(await value("svc_action_runs_total", { action: "diagnostics.noop", status: "error" })).toBe(1);
+      expect(await value("svc_action_runs_total", { action: "diagnostics.noop", status: "failed" })).toBe(0);
+      expect(await value("svc_webhook_deliveries_total", { connector: "standard-webhooks", webhook: "events", outcome: "error" })).toBe(1);
+      expect(await value("svc_webhook_deliveries_total", { connector: "standard-webhooks", webhook: "events", outcome: "failed" })).toBe(0);
+    } finally {
+      await broken.close();
+    }
   });
 });

@@ -47,10 +47,10 @@ describe("syncs and pipelines (spec 4.3)", () => {
     const { runId } = (await dev.post("/api/syncs/price-list-sync/runs", { input: { rows: [{ sku: "S-1", name: "s", unitPrice: "bad", currency: "USD" }] } })).body;
     const failed = await until(`/api/sync-runs/${runId}`, "failed");
     const finished = ((await dev.get("/api/events?topic=syncs&limit=1000")).body.events as any[]).find((e) => e.type === "sync.run.finished" && e.payload.runId === runId);
-    expect(finished.payload.error.message).toMatch(/unitPrice/);
+    expect(finished.payload.error).toEqual({ code: "workflow_failed", message: expect.stringMatching(/unitPrice/) });
     expect(failed.error.message).toBe(finished.payload.error.message);
-    // the sync's step (an activity) failed and the run did not handle it
-    expect(failed.error.code).toBe("activity_failed");
+    // the sync's handler (an activity) failed and the run did not handle it
+    expect(failed.error.code).toBe("workflow_failed");
   });
 
   it("validates input and permissions before queuing", async () => {

@@ -1,4 +1,6 @@
 import crypto from "node:crypto";
+import path from "node:path";
+import sqlite3 from "sqlite3";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
@@ -452,7 +454,7 @@ describe("a process killed in the middle of a handler", () => {
       child.kill("SIGTERM");
       await child.exited;
     };
-    return { seen, d, api, retry: () => post(url, d.payload, d.headers), stop };
+    return { seen, d, api, dataDir, retry: () => post(url, d.payload, d.headers), stop };
   }
 
   it("completes on the provider's retry after restart, with nothing duplicated", async () => {
@@ -463,6 +465,12 @@ describe("a process killed in the middle of a handler", () => {
       expect(run.status).toBe("completed");
       expect(run.attempts.map((a: any) => a.status)).toEqual(["failed", "completed"]);
       expect(run.attempts[0].error).toEqual({ code: "interrupted", message: expect.stringMatching(/interrupted/) });
+      // stored with its code, not read back from the message as for attempts stored before codes
+      const stored = await new Promise<string>((resolve, reject) => {
+        const db = new sqlite3.Database(path.join(k.dataDir, "svc.db"), sqlite3.OPEN_READONLY, (err) => err && reject(err));
+        db.get("SELECT error FROM webhook_attempts WHERE run_id = ? AND attempt = 1", [run.id], (err, row: { error: string }) => (err ? reject(err) : db.close(() => resolve(row.error))));
+      });
+      expect(JSON.parse(stored)).toEqual({ code: "interrupted", message: expect.stringMatching(/interrupted/) });
       const events = (await k.api("/api/events?limit=1000")).events.filter((e: any) => e.correlationId === run.executionId);
       expect(events.map((e: any) => e.type)).toEqual(["object.created"]);
       expect((await k.retry()).status).toBe(202);

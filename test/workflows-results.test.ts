@@ -82,7 +82,7 @@ describe("an intervention nobody could answer", () => {
     const events = ((await dev.get("/api/events?topic=workflows&limit=1000")).body.events as any[]).filter((e) => e.payload.runId === runId);
     // what came before it was written; the intervention was not; the run's end says why
     expect(events.map((e) => e.type)).toEqual(["workflow.run.queued", "workflow.run.started", "workflow.run.node.started", "workflow.run.node.finished", "workflow.run.finished"]);
-    expect(events.at(-1).payload).toMatchObject({ status: "failed", error: { message: failed.error.message } });
+    expect(events.at(-1).payload).toMatchObject({ status: "failed", error: { code: "workflow_failed", message: failed.error.message } });
   }, 90_000);
 
   it("one an identity of the project could answer opens and waits", async () => {

@@ -121,6 +121,7 @@ describe("workflow runs on Temporal", () => {
     expect((await dev.get("/api/workflow-runs/shared-run-id/history")).body.events).toEqual([]);
     const finished = (await allEvents(dev)).filter((e) => e.correlationId === "shared-run-id" && e.topic === "workflows");
     expect(finished.map((e) => [e.type, e.payload.status])).toEqual([["workflow.run.queued", undefined], ["workflow.run.finished", "failed"]]);
+    expect(finished[1]!.payload.error).toEqual(refused.error);
     expect((await suite.app.temporal.client.workflow.getHandle("shared-run-id").describe()).type).toBe("syncRun");
   });
 });

@@ -103,7 +103,9 @@ export async function syncRun(args: { syncId: string; input: unknown }): Promise
     await records.recordDurably(event("sync.run.finished", { status: "completed" }));
     return result;
   } catch (err) {
-    await CancellationScope.nonCancellable(() => records.recordDurably(event("sync.run.finished", { status: isCancellation(err) ? "cancelled" : "failed", error: { message: messageOf(err) } })));
+    // the error's code as the run's state answers it (README "Run errors"); a record's input is no part of replay's checks
+    const cancelled = isCancellation(err);
+    await CancellationScope.nonCancellable(() => records.recordDurably(event("sync.run.finished", { status: cancelled ? "cancelled" : "failed", error: { code: cancelled ? "cancelled" : "workflow_failed", message: messageOf(err) } })));
     return failRun(err);
   }
 }
@@ -129,8 +131,8 @@ export async function pipelineRun(args: { pipelineId: string; input: unknown; st
   } catch (err) {
     const status = isCancellation(err) ? "cancelled" : "failed";
     await CancellationScope.nonCancellable(async () => {
-      if (current) await records.record(event("pipeline.run.step.finished", `step:${current.index}:finished`, { ...current, status, error: { message: messageOf(err) } }));
-      await records.recordDurably(event("pipeline.run.finished", "finished", { status, error: { message: messageOf(err) } }));
+      if (current) await records.record(event("pipeline.run.step.finished", `step:${current.index}:finished`, { ...current, status, error: { code: status === "cancelled" ? "cancelled" : "step_failed", message: messageOf(err) } }));
+      await records.recordDurably(event("pipeline.run.finished", "finished", { status, error: { code: status === "cancelled" ? "cancelled" : "workflow_failed", message: messageOf(err) } }));
     });
     return failRun(err);
   }
@@ -214,7 +216,7 @@ export default async function projectWorkflow(input: unknown): Promise<unknown> 
       await finished({ status: "cancelled" });
       throw err;
     }
-    await finished({ status: "failed", error: { message: runFailureMessage(err) } });
+    await finished({ status: "failed", error: { code: "workflow_failed", message: runFailureMessage(err) } });
     if (err instanceof TemporalFailure) throw err;
     // A designer's error fails the run (a plain Error would only fail the workflow task and retry it forever).
     throw designerFailure(err);

@@ -147,9 +147,9 @@ function scopeWhere(scope: OutputScope): { sql: string; params: string[] } {
  * | `tool.result` | `{ step, id, name, result, isError }` | no |
  * | `artifact.published` | `{ artifactId, version, title, kind, address }` | yes |
  * | `artifact.withdrawn` | `{ artifactId, version }` (a retried failed reply withdrew it) | yes |
- * | `error` | `{ message }` | no |
+ * | `error` | `{ code, message }` (the run's error, README "Run errors"; `{ message }` in runs that failed before codes) | no |
  * | `run.started` | `{ runId, agentId, conversationId }` | yes |
- * | `run.finished` | `{ runId, status, error? }` | yes |
+ * | `run.finished` | `{ runId, status, error? }` (`error`: the message alone, as it always was; its code is in the `error` record and the run) | yes |
  *
  * Retention (`SVC_AGENT_OUTPUT_RETENTION_MS`, default 7 days): once a minute {@link AgentOutput.prune}
  * deletes older records and raises `agent_output_pruned.through_seq` in the same transaction; a read

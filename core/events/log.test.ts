@@ -61,13 +61,20 @@ describe("event log (SQLite files, outbox, stream)", () => {
     await expect(db.transaction(async (tx) => { await events.writeInTx(tx, events.prepare([scheduleEvent(3)])); throw new Error("refused"); })).rejects.toThrow("refused");
     await db.transaction((tx) => tx.savepoint(async () => { await events.writeInTx(tx, events.prepare([scheduleEvent(4)])); throw new Error("undone"); }).catch(() => undefined));
     expect(await appended()).toBe(2);
+    // a write that throws (a payload JSON cannot carry), caught by a caller that goes on and commits: not counted
+    const unwritable = events.envelope({ type: "schedule.triggered", payload: { ...scheduleEvent(6).payload, n: 1n } });
+    await db.transaction(async (tx) => {
+      await expect(events.writeInTx(tx, [unwritable])).rejects.toThrow(/BigInt/);
+      await events.writeInTx(tx, events.prepare([scheduleEvent(7)]));
+    });
+    expect(await appended()).toBe(3);
     // an idempotency key already used writes nothing the second time
     const keyed = () => events.prepare([{ ...scheduleEvent(5), idempotencyKey: "once" }]);
     await db.transaction((tx) => events.writeInTx(tx, keyed()));
     await db.transaction((tx) => events.writeInTx(tx, keyed()));
-    expect(await appended()).toBe(3);
+    expect(await appended()).toBe(4);
     await events.drain(5000);
-    expect((await events.read({ limit: 100 })).length).toBe(3);
+    expect((await events.read({ limit: 100 })).length).toBe(4);
   });
 
   it("pages with the last cursor without gaps or repeats, oldest first", async () => {

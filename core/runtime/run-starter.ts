@@ -17,7 +17,8 @@ export type RunTable = "workflow_runs" | "connector_runs";
 /** How a run ends without ever starting on Temporal. */
 export interface UnstartedEnd {
   status: "failed" | "cancelled";
-  error?: { message: string; type?: string };
+  /** `code` `start_refused` (README "Run errors"); `type`: why (`not_found`, `conflict`, `StartRefused`). */
+  error?: { code: "start_refused"; message: string; type?: string };
 }
 
 /** The `/api/status` part of the starter (spec 6.2 style): queued runs not yet started on Temporal. */
@@ -204,7 +205,7 @@ export class RunStarter {
       this.forget(key);
     } catch (err) {
       if (err instanceof StartRefused || isPermanentStartError(err)) {
-        const error = { message: `Temporal refused to start the run: ${(err as Error).message}`, type: err instanceof StartRefused ? err.type : "StartRefused" };
+        const error = { code: "start_refused" as const, message: `Temporal refused to start the run: ${(err as Error).message}`, type: err instanceof StartRefused ? err.type : "StartRefused" };
         this.log.warn({ err, runId }, "a queued run cannot be started; it is marked failed");
         await this.end(table, runId, { status: "failed", error }).catch((e) => this.log.error({ err: e, runId }, "marking a refused run failed did not commit"));
         this.forget(key);

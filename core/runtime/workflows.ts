@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { RunErrorSchema } from "../sdk/records";
+import { WorkflowRunErrorSchema } from "../sdk/records";
 import { inject, injectable } from "../di";
 import { has, type Principal } from "../auth/permissions";
 import { mayAnswer } from "./intervention-assignees";
@@ -75,13 +75,7 @@ export const WorkflowRunStateSchema = v.object({
   status: v.picklist(WORKFLOW_RUN_STATUSES),
   input: v.unknown(),
   result: v.optional(v.unknown()),
-  error: v.optional(
-    v.object({
-      ...RunErrorSchema.entries,
-      type: v.optional(v.string()),
-      stack: v.optional(v.pipe(v.string(), v.description("Where the error was thrown, as Temporal recorded it: for an error of the workflow's code, its files and lines"))),
-    }),
-  ),
+  error: v.optional(WorkflowRunErrorSchema),
   queuedAt: v.string(),
   startedAt: v.optional(v.pipe(v.string(), v.description("When Temporal started the run (as the run list shows it); absent while the run is queued"))),
   finishedAt: v.optional(v.string()),

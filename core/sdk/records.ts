@@ -51,6 +51,13 @@ export const RunErrorSchema = v.object({
 });
 export type RunError = v.InferOutput<typeof RunErrorSchema>;
 
+/** A workflow, sync or pipeline run's error: a {@link RunErrorSchema} with Temporal's failure `type` and, for workflow code, its `stack`. */
+export const WorkflowRunErrorSchema = v.object({
+  ...RunErrorSchema.entries,
+  type: v.optional(v.pipe(v.string(), v.description("The failure's type as Temporal recorded it: the thrown error's name, or an ApiError's code from a step"))),
+  stack: v.optional(v.pipe(v.string(), v.description("Where the error was thrown, as Temporal recorded it: for an error of the workflow's code, its files and lines"))),
+});
+
 /**
  * The codes the runtime itself gives a run's error, by run kind (spec 7; README "Run errors"). An
  * action run's handler may also fail it with an `ApiError` of its own, whose code passes through.
@@ -59,11 +66,11 @@ export const RUN_ERROR_CODES = {
   /** Action runs: the handler threw (not an ApiError); its writes could not be committed. */
   action: ["action_failed", "commit_failed"],
   /**
-   * Workflow, sync and pipeline runs: the run's own code threw; an activity (a step: an action, a
-   * connector call) failed and the run did not handle it; a child run failed likewise; Temporal refused
-   * to start the run; the run completed but its result cannot be read (its payload key is lost).
+   * Workflow, sync and pipeline runs: the run failed (its code, or a step it awaited and did not
+   * handle, threw: the error's `type` and `message` say what); Temporal refused to start the run; the
+   * run completed but its result cannot be read (its payload key is lost).
    */
-  workflow: ["workflow_failed", "activity_failed", "child_workflow_failed", "start_refused", "result_unreadable"],
+  workflow: ["workflow_failed", "start_refused", "result_unreadable"],
   /** A pipeline run's step: it failed; it was cancelled with its run. */
   pipelineStep: ["step_failed", "cancelled"],
   /**

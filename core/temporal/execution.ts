@@ -89,12 +89,12 @@ export interface ExecutionOutcome {
   closeTime?: string;
   result?: unknown;
   /**
-   * `code` (README "Run errors"): `workflow_failed` (the run's own code threw), `activity_failed` or
-   * `child_workflow_failed` (what the run awaited failed and it did not handle that), `result_unreadable`
-   * (completed, its result encrypted with a key this data directory lost). `type`: the failure's type as
-   * Temporal recorded it; `stack`: its stack trace (the thrown error's, for workflow code).
+   * `code` (README "Run errors"): `workflow_failed` (the run failed: its code, or a step it awaited and
+   * did not handle, threw; `type` and `message` say what), `result_unreadable` (completed, its result
+   * encrypted with a key this data directory lost). `type`: the failure's type as Temporal recorded it;
+   * `stack`: its stack trace (the thrown error's, for workflow code).
    */
-  error?: { code: "workflow_failed" | "activity_failed" | "child_workflow_failed" | "result_unreadable"; message: string; type?: string; stack?: string };
+  error?: { code: "workflow_failed" | "result_unreadable"; message: string; type?: string; stack?: string };
 }
 
 /**
@@ -134,18 +134,21 @@ export async function readExecution(handle: WorkflowHandle, namespace: string): 
         await handle.result();
         return { ...out, status: "failed" };
       } catch (err) {
-        let cause: unknown = err instanceof temporalClient().WorkflowFailedError ? err.cause : err;
-        // an activity's (or child run's) failure wraps what failed in it: "Activity task failed" says
-        // nothing; the outermost wrapper says what the run was waiting on when it failed
-        let code: "workflow_failed" | "activity_failed" | "child_workflow_failed" = "workflow_failed";
-        while (cause instanceof Error && (cause.name === "ActivityFailure" || cause.name === "ChildWorkflowFailure") && cause.cause instanceof Error) {
-          if (code === "workflow_failed") code = cause.name === "ActivityFailure" ? "activity_failed" : "child_workflow_failed";
-          cause = cause.cause;
+        const { WorkflowFailedError, isGrpcServiceError } = temporalClient();
+        if (!(err instanceof WorkflowFailedError)) {
+          // the run failed (describe said so), but its failure did not come back
+          if (isUnreadablePayload(err)) return { ...out, status: "failed", error: { code: "workflow_failed", message: `The run failed, but its failure cannot be read: ${(err as Error).message}` } };
+          if (isGrpcServiceError(err)) throw new ApiError("unavailable", `Temporal did not answer: ${err.message}`);
         }
+        let cause: unknown = err instanceof WorkflowFailedError ? err.cause : err;
+        // an activity's (or child run's) failure wraps what failed in it: "Activity task failed" says
+        // nothing. Whether a step failed or the run's code threw is not told apart by a code: a store
+        // step (a local activity) fails as a plain ApplicationFailure, as the run's own code does
+        while (cause instanceof Error && (cause.name === "ActivityFailure" || cause.name === "ChildWorkflowFailure") && cause.cause instanceof Error) cause = cause.cause;
         const type = (cause as { type?: string })?.type;
         // the stack Temporal recorded with the failure: for a designer's error, its own files and lines
         const stack = cause instanceof Error && cause.stack ? cause.stack : undefined;
-        return { ...out, status: "failed", error: { code, message: (cause as Error)?.message ?? String(cause), ...(type ? { type } : {}), ...(stack ? { stack } : {}) } };
+        return { ...out, status: "failed", error: { code: "workflow_failed", message: (cause as Error)?.message ?? String(cause), ...(type ? { type } : {}), ...(stack ? { stack } : {}) } };
       }
   }
 }

@@ -207,7 +207,7 @@ export default definePlugin({
       params: v.object({ token: v.string(), path: v.string() }),
       query: v.object({ part: v.optional(v.string()), thumbnail: v.optional(v.string()) }),
       responses: { 200: { description: "The file" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such link or file (plain text)", contentType: "text/plain" }, 410: { description: "The link has expired: reload the page that made it (plain text)", contentType: "text/plain" } },
-      handler: async ({ event, params, query }) => serveFrame(services, { req: event.req, url: event.url, token: params.token, path: params.path, thumbnail: query.thumbnail !== undefined, locale: localeOf(event.req), origins: [...new Set([event.url.origin, config.publicOrigin])] }),
+      handler: async ({ event, params, query }) => serveFrame(services, { req: event.req, url: event.url, token: params.token, path: params.path, thumbnail: query.thumbnail !== undefined, locale: localeOf(event.req), origins: [...new Set([event.url.origin, new URL(config.publicOrigin).origin])] }),
     });
 
     const assets: Record<string, { type: string; load: () => Promise<string> | string }> = {

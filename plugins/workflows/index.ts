@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ClientRunIdSchema, decodeListingToken, encodeListingToken, HistoryEventSchema, InterventionStateSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
+import { ClientRunIdSchema, decodeListingToken, encodeListingToken, HistoryEventSchema, InterventionStateSchema, WorkflowRunErrorSchema, WorkflowRunStateSchema, WorkflowRunSummarySchema, WorkflowRuns, can, timestampSchema, definePlugin, requirePermission, type Principal } from "../../core/plugin-api";
 
 /**
  * Workflow runs (spec 4.1, 4.3): `POST /api/workflows/:id/runs` answers `{ runId }` once durably queued
@@ -18,6 +18,7 @@ export default definePlugin({
   deps: { runs: WorkflowRuns },
   setup({ routes, project, hooks, log }, { runs }) {
     // the domain types these routes answer, named in the OpenAPI document (WorkflowRunState, WorkflowRunSummary, InterventionState, HistoryEvent)
+    routes.component("WorkflowRunError", WorkflowRunErrorSchema);
     routes.component("WorkflowRunState", WorkflowRunStateSchema);
     routes.component("WorkflowRunSummary", WorkflowRunSummarySchema);
     routes.component("InterventionState", InterventionStateSchema);
