@@ -110,8 +110,10 @@ async function backup(dataDir: string, dest: string | undefined, extra: boolean)
   }
   try {
     const storage = fileStorageConfigFromEnv(process.env, dataDir).kind;
-    console.log(`backing up ${dataDir} into ${path.resolve(dest)}`);
-    const r = await backupDataDir(dataDir, dest, { blobStorage: storage, progress: (line) => console.log(`  ${line}`) });
+    // `npm run` runs this in the package's directory: a relative <dir> is the caller's, where npm was run (INIT_CWD)
+    const into = path.resolve(process.env.INIT_CWD ?? process.cwd(), dest);
+    console.log(`backing up ${dataDir} into ${into}`);
+    const r = await backupDataDir(dataDir, into, { blobStorage: storage, progress: (line) => console.log(`  ${line}`) });
     console.log(`done in ${(r.tookMs / 1000).toFixed(1)} s: the backup's point in time is ${r.takenAt}`);
     console.log(`  temporal.db: ${r.temporal === "copied" ? "copied" : "none here (an external Temporal cluster keeps its own state: back it up there)"}`);
     if (r.runsStartedBetweenSnapshots) console.log(`  ${r.runsStartedBetweenSnapshots} run(s) started between the Temporal and svc snapshots: the restored Temporal does not know them`);

@@ -119,6 +119,12 @@ it("npm run svc -- backup: says what it copied, and refuses a data directory wit
   expect(ok.stdout).toMatch(/the backup's point in time is \d{4}-/);
   expect(ok.stdout).toContain("temporal.db: none here (an external Temporal cluster keeps its own state: back it up there)");
   expect(fs.existsSync(path.join(dest, "svc.db"))).toBe(true);
+  // a relative directory is the caller's: npm runs the script in the package's directory, and says where it was run (INIT_CWD)
+  const caller = tempDir();
+  const relative = await run(["backup", "nightly"], { SVC_DATA_DIR: live, INIT_CWD: caller });
+  expect(relative.code, relative.stderr).toBe(0);
+  expect(relative.stdout).toContain(`into ${path.join(caller, "nightly")}`);
+  expect(fs.existsSync(path.join(caller, "nightly", "backup.json"))).toBe(true);
   const inside = await run(["backup", path.join(live, "backup")], { SVC_DATA_DIR: live });
   expect([inside.code, inside.stderr]).toEqual([1, expect.stringContaining("is inside the data directory")]);
   const nothing = await run(["backup", path.join(tempDir(), "c")], { SVC_DATA_DIR: tempDir() });
