@@ -45,6 +45,7 @@ import { EmbedRenderer } from "./artifacts/render/embed";
 import { DeckCheckProcess, deckCheckProcessFor } from "./artifacts/deck-check-process";
 import { chromiumPathWarning } from "./artifacts/chromium";
 import { DataDirLock } from "./store/data-dir-lock";
+import { startOnRestoredBackup } from "./store/backup";
 import { AgentOutput } from "./agents/output";
 import { ApiError } from "./errors";
 import { errorResponse } from "./http/response";
@@ -171,6 +172,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
       throw dataDirError(err, config.dataDir);
     });
     phase("store (open, migrations)");
+    // the first start on a restored backup (its backup.json is here): a new stream epoch, so no cursor of the service it was taken from, nor of another restore of it, is answered
+    const restored = await startOnRestoredBackup(config.dataDir, db);
+    if (restored) log.warn({ takenAt: restored.takenAt, from: restored.from }, "this data directory was restored from a backup: the event stream has a new epoch, so clients' cursors of before are refused (they read again from current state)");
     // a statement still running 5 s into the close (the handlers' own shutdown wait is over by then) is
     // interrupted: the process exits instead of waiting on it
     lifecycle.hook("close", () => db.close({ interruptAfterMs: DB_CLOSE_INTERRUPT_MS, onInterrupt: () => log.warn({ writerWaitMs: db.writerWaitMs() }, `shutdown: the store's writer is still busy after ${DB_CLOSE_INTERRUPT_MS} ms; interrupting its statement (its transaction is rolled back)`) }));

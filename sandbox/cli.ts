@@ -101,7 +101,8 @@ async function main(argv: string[]): Promise<number> {
 
 /**
  * `backup <dir>`: backs the data directory up into `dir` (core/store/backup.ts), printing each step
- * and what the backup holds; exit 1 when some of a snapshot's files had no bytes left to copy.
+ * and what the backup holds. Exit 0: done; 1: it failed (the directory is no backup: no backup.json);
+ * 2: usage; 3: done, with a warning (files deleted meanwhile, interventions answered meanwhile).
  */
 async function backup(dataDir: string, dest: string | undefined, extra: boolean): Promise<number> {
   if (!dest || extra) {
@@ -116,16 +117,17 @@ async function backup(dataDir: string, dest: string | undefined, extra: boolean)
     const r = await backupDataDir(dataDir, into, { blobStorage: storage, progress: (line) => console.log(`  ${line}`) });
     console.log(`done in ${(r.tookMs / 1000).toFixed(1)} s: the backup's point in time is ${r.takenAt}`);
     console.log(`  temporal.db: ${r.temporal === "copied" ? "copied" : "none here (an external Temporal cluster keeps its own state: back it up there)"}`);
-    if (r.runsStartedBetweenSnapshots) console.log(`  ${r.runsStartedBetweenSnapshots} run(s) started between the Temporal and svc snapshots: the restored Temporal does not know them`);
+    if (r.runsToStartAgain) console.log(`  ${r.runsToStartAgain} run(s) requested around the Temporal snapshot: the restored service starts them again (or finds them started)`);
+    if (r.interventionsResolvedBetweenSnapshots) console.error(`warning: ${r.interventionsResolvedBetweenSnapshots} intervention(s) were answered or cancelled while the snapshots were taken: the restored Temporal may still wait for them (take the backup again to be sure)`);
     if (r.blobs.storage === "s3") console.log("  file bytes: in the S3 bucket, not copied (back the bucket up with versioning or replication)");
     else console.log(`  file bytes: ${r.blobs.copied} blob(s), ${(r.blobs.bytes / 1048576).toFixed(1)} MiB`);
     console.log(`  payload keys: ${r.payloadKeys}`);
     console.log("  restore: stop the service, copy the backup's contents into an empty data directory, start it (README \"Backup and restore\")");
     if (r.blobs.storage === "local" && r.blobs.missing.length) {
       console.error(`warning: ${r.blobs.missing.length} file(s) were deleted while the backup ran; their bytes are not in it: ${r.blobs.missing.slice(0, 5).join(", ")}${r.blobs.missing.length > 5 ? ", …" : ""}`);
-      return 1;
     }
-    return 0;
+    // 3: complete, with a warning above (1 is a backup that failed)
+    return (r.blobs.storage === "local" && r.blobs.missing.length) || r.interventionsResolvedBetweenSnapshots ? 3 : 0;
   } catch (err) {
     console.error(`backup failed: ${(err as Error).message}`);
     return 1;

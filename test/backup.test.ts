@@ -12,7 +12,9 @@ import { expect, inject, it } from "vitest";
 import { DEV_TOKEN, client, eventually, startApp, tempDir } from "./helpers";
 import { freePort } from "./setup/global";
 import { startDevServer } from "../core/temporal/dev-server";
-import { BACKUP_MANIFEST, backupDataDir } from "../core/store/backup";
+import { BACKUP_MANIFEST, RESTORED_MANIFEST, backupDataDir } from "../core/store/backup";
+import { OntologyStore } from "../core/ontology/store";
+import { Database } from "../core/store/db";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -48,17 +50,23 @@ it("backs a running service up, and the backup restored into a new data director
     expect((await c.post("/api/actions/invoice.attach-pdf", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1001" }, params: { file: { id: fileId } } })).body.status).toBe("succeeded");
     runId = (await c.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1002", waitMs: 0, approvalTimeoutMs: 300_000 } })).body.runId;
     await runStatus(c, runId, "waiting");
+    // the service's own positions on the stream: a rule's checkpoint and an event schedule's consumer
+    const overdue = (primaryId: string, on: typeof app) => on.container.resolve(OntologyStore).commit([{ op: "object.update", objectTypeId: "invoice", primaryId, properties: { status: "overdue" } }], { origin: { kind: "runtime" }, correlationId: `overdue-${primaryId}` });
+    await overdue("inv_1004", app);
+    await eventually(async () => (await c.get("/api/objects/invoice/inv_1004")).body.properties.reminderSentAt, 20_000);
 
     cursorBefore = (await c.get("/api/events/latest-cursor")).body.latestCursor;
     const lines: string[] = [];
     const report = await backupDataDir(live, backup, { blobStorage: "local", progress: (line) => lines.push(line) });
-    expect(report).toMatchObject({ temporal: "copied", runsStartedBetweenSnapshots: 0, blobs: { storage: "local", missing: [] }, payloadKeys: 1 });
+    // the run was requested within the minute before: the restored service starts it again, and finds it started
+    expect(report).toMatchObject({ temporal: "copied", runsToStartAgain: 1, interventionsResolvedBetweenSnapshots: 0, blobs: { storage: "local", missing: [] }, payloadKeys: 1 });
     expect(report.blobs).toMatchObject({ copied: expect.any(Number) });
     expect((report.blobs as { copied: number }).copied).toBeGreaterThanOrEqual(1);
     expect(lines).toEqual(expect.arrayContaining(["snapshot of svc.db", expect.stringMatching(/^copying \d+ blobs?$/)]));
     expect(JSON.parse(fs.readFileSync(path.join(backup, BACKUP_MANIFEST), "utf8"))).toMatchObject({ takenAt: report.takenAt, from: live });
     expect(fs.existsSync(path.join(backup, "uploads"))).toBe(false);
-    expect(fs.statSync(path.join(backup, "temporal-payload.key")).mode & 0o777).toBe(0o600);
+    for (const file of ["temporal-payload.key", "svc.db", "temporal.db", BACKUP_MANIFEST]) expect(fs.statSync(path.join(backup, file)).mode & 0o777, file).toBe(0o600);
+    expect(fs.statSync(backup).mode & 0o777).toBe(0o700);
 
     // after it: an event and a cursor the restored service never saw
     await c.post("/api/actions/diagnostics.noop", { params: {} });
@@ -78,6 +86,16 @@ it("backs a running service up, and the backup restored into a new data director
   app = await startApp({ dataDir: restored, taskQueue, env: { TEMPORAL_ADDRESS: server.address } });
   try {
     const c = client(app);
+    // the first start renewed the epoch once more (another restore of the backup gets its own) and said so
+    expect(fs.existsSync(path.join(restored, BACKUP_MANIFEST))).toBe(false);
+    expect(fs.existsSync(path.join(restored, RESTORED_MANIFEST))).toBe(true);
+    const epoch = async (db: { get<T>(sql: string): Promise<T | undefined> }) => (await db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'stream_epoch'"))!.value;
+    const copied = await Database.open(path.join(backup, "svc.db"));
+    try {
+      expect(await epoch(app.container.resolve(Database))).not.toBe(await epoch(copied));
+    } finally {
+      await copied.close();
+    }
     expect((await c.get("/api/objects/invoice/inv_1001")).body.properties.pdf).toMatchObject({ id: fileId });
     const content = await fetch(`${app.url}/api/objects/invoice/inv_1001/files/content?path=/properties/pdf`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
     expect(await content.text()).toBe("the invoice's bytes");
@@ -90,6 +108,12 @@ it("backs a running service up, and the backup restored into a new data director
       const refused = await c.get(`/api/events?afterCursor=${cursor}`);
       expect([refused.status, refused.body.error.message]).toEqual([400, "afterCursor is not a cursor of this event stream"]);
     }
+    // the rules and the event schedules go on from where they were, on the new epoch
+    await app.container.resolve(OntologyStore).commit([{ op: "object.update", objectTypeId: "invoice", primaryId: "inv_1006", properties: { status: "overdue" } }], { origin: { kind: "runtime" }, correlationId: "overdue-inv_1006" });
+    await eventually(async () => (await c.get("/api/objects/invoice/inv_1006")).body.properties.reminderSentAt, 20_000);
+    const ruleEvents = ((await c.get("/api/events?topic=rules&limit=1000")).body.events as Array<{ type: string; payload: { subject: { primaryId: string } } }>).filter((e) => e.payload.subject.primaryId === "inv_1006");
+    expect(ruleEvents.map((e) => e.type)).toEqual(["rule.triggered"]);
+    expect((await c.get("/api/status")).body.status).toBe("ok");
     // the run waits where it waited, and goes on
     expect((await runStatus(c, runId, "waiting")).interventions[0].status).toBe("open");
     const submit = await eventually(async () => {
