@@ -9,6 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client, eventually, startApp, startFixtureProcess, tempDir, tokenFor } from "./helpers";
 import { freePort } from "./setup/global";
 import { AgentTools } from "../core/runtime/agent-tools";
+import { defineProject } from "../core/sdk/project";
+import { sandboxProject } from "../sandbox/project";
+import billing from "../sandbox/billing";
 
 type App = Awaited<ReturnType<typeof startApp>>;
 let app: App;
@@ -228,4 +231,20 @@ describe("a worker killed in the middle of a reply", () => {
       await child.exited;
     }
   }, 120_000);
+});
+
+it("fails a reply that needs more model calls than its agent allows with the step_limit code", { timeout: 120_000 }, async () => {
+  // the sandbox's assistant allowed one model call: a report takes two (the publish, then the answer)
+  const project = defineProject({ ...sandboxProject, connectors: sandboxProject.connectors.map((c) => (c === billing ? { ...billing, agents: { assistant: { ...billing.agents.assistant, maxSteps: 1 } } } : c)) });
+  const limited = await startApp({ project });
+  try {
+    const c = client(limited);
+    const { runId } = await converse(c, "Write a report titled Too long");
+    const run = await finished(c, runId);
+    expect(run).toMatchObject({ status: "failed", error: { code: "step_limit", message: "The reply needed more than 1 model calls" } });
+    const records = (await c.get(`/api/agent-runs/${runId}/output?limit=500`)).body.records as any[];
+    expect(records.filter((r) => r.kind === "error").map((r) => r.data)).toEqual([run.error]);
+  } finally {
+    await limited.close();
+  }
 });
