@@ -86,7 +86,7 @@ export async function backupDataDir(dataDir: string, dest: string, opts: { blobS
   await fsp.chmod(dir, 0o700);
 
   let temporal: BackupReport["temporal"] = "absent";
-  // a run whose start svc recorded from here on may be missing from Temporal's snapshot
+  // when Temporal's snapshot began: what svc did around and after it may be missing from that snapshot
   const temporalAt = new Date().toISOString();
   if (fs.existsSync(path.join(src, "temporal.db"))) {
     say("snapshot of temporal.db (the embedded Temporal dev server's state)");
