@@ -3,6 +3,8 @@
  * HTTP series by route template, the store's counters, the health parts, Node's process metrics; a
  * token is needed, as for /api/status.
  */
+import fs from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import NodeWebSocket from "crossws/websocket";
 import { Webhook } from "standardwebhooks";
@@ -157,6 +159,17 @@ describe("GET /metrics", () => {
     } finally {
       await db.transaction((tx) => tx.run("DELETE FROM interventions WHERE id = 'metrics:ask:1'"));
     }
+  });
+
+  it("names in README's alerting rules only series the service exposes", async () => {
+    const readme = fs.readFileSync(path.join(import.meta.dirname, "..", "README.md"), "utf8");
+    const rules = /```yaml\n(groups:[\s\S]*?)```/.exec(readme)?.[1];
+    expect(rules).toBeDefined();
+    const named = new Set([...rules!.matchAll(/\bsvc_[a-z_]+/g)].map((m) => m[0]));
+    expect(named.size).toBeGreaterThan(8);
+    // every series of the exposition has its # TYPE line, labelled series included (one with no sample yet too)
+    const exposed = new Set([...(await scrape()).text.matchAll(/^# TYPE (svc_[a-z_]+) /gm)].map((m) => m[1]!));
+    expect([...named].filter((name) => !exposed.has(name))).toEqual([]);
   });
 
   it("reports the same totals to overlapping scrapes", async () => {
