@@ -46,6 +46,7 @@ import { DeckCheckProcess, deckCheckProcessFor } from "./artifacts/deck-check-pr
 import { chromiumPathWarning } from "./artifacts/chromium";
 import { DataDirLock } from "./store/data-dir-lock";
 import { startOnRestoredBackup } from "./store/backup";
+import { asPublicOrigin } from "./files/download-urls";
 import { AgentOutput } from "./agents/output";
 import { ApiError } from "./errors";
 import { errorResponse } from "./http/response";
@@ -361,7 +362,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
         if (u.port !== "0") return origin;
         u.port = bound;
         // a path prefix stays as it was (without trailing slashes, as config.ts keeps it)
-        return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
+        return asPublicOrigin(u.href) ?? origin;
       };
       config.publicOrigin = onBoundPort(config.publicOrigin);
       if (config.apiPublicOrigin) config.apiPublicOrigin = onBoundPort(config.apiPublicOrigin);

@@ -3,6 +3,7 @@ import path from "node:path";
 import type { InjectionToken } from "./di";
 import { defaultChromiumPath } from "./artifacts/chromium";
 import { errorCode } from "./errors";
+import { asPublicOrigin } from "./files/download-urls";
 
 /**
  * Runtime configuration, read from the environment once at startup and validated with valibot.
@@ -171,16 +172,10 @@ const EnvSchema = v.object({
     v.pipe(
       v.string(),
       v.url("must be a URL such as https://api.example.com"),
-      v.check((s) => {
-        if (!URL.canParse(s)) return true; // said by v.url
-        const u = new URL(s);
-        return (u.protocol === "http:" || u.protocol === "https:") && !u.username && !u.password && !u.search && !u.hash;
-      }, "must be an http(s) origin such as https://api.example.com, or one with the path prefix a proxy serves the API under (https://example.com/svc); no query, fragment or credentials"),
+      // a value v.url refused is said once, by v.url
+      v.check((s) => !URL.canParse(s) || asPublicOrigin(s) !== undefined, "must be an http(s) origin such as https://api.example.com, or one with the path prefix a proxy serves the API under (https://example.com/svc); no query, fragment or credentials"),
       // the origin and its path prefix, without trailing slashes: what links and download URLs are built on
-      v.transform((s) => {
-        const u = new URL(s);
-        return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
-      }),
+      v.transform((s) => asPublicOrigin(s)!),
     ),
   ),
   TEMPORAL_ADDRESS: v.optional(v.pipe(nonEmpty, v.regex(/^[^\s:]+:\d+$/, "must be host:port"))),

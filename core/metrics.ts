@@ -89,20 +89,12 @@ export class Metrics {
    * @throws Error when the name does not start with `svc_`, or is taken in this registry
    */
   gauge(name: string, help: string, labelNames: string[], read: () => MetricSamples | Promise<MetricSamples>): void {
-    const samples = this.reader(name, read);
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [this.registry],
-      async collect() {
-        const got = await samples();
-        // read first, then reset and set in one synchronous step: overlapping scrapes each set the whole value
-        this.reset();
-        // a failed read: no labelled samples, and NaN (unknown) for a gauge without labels, never a made-up 0
-        if (!got) return labelNames.length === 0 ? void this.set(NaN) : undefined;
-        for (const s of got) (s.labels ? this.set(s.labels, s.value) : this.set(s.value));
-      },
+    this.readAtScrape<Gauge>(Gauge, name, help, labelNames, read, (gauge, got) => {
+      // read first, then reset and set in one synchronous step: overlapping scrapes each set the whole value
+      gauge.reset();
+      // a failed read: no labelled samples, and NaN (unknown) for a gauge without labels, never a made-up 0
+      if (!got) return labelNames.length === 0 ? void gauge.set(NaN) : undefined;
+      for (const s of got) (s.labels ? gauge.set(s.labels, s.value) : gauge.set(s.value));
     });
   }
 
@@ -120,33 +112,36 @@ export class Metrics {
   counter(name: string, help: string, labelNames: string[], read: () => MetricSamples | Promise<MetricSamples>): void;
   counter(name: string, help: string, labelNames: string[], read?: () => MetricSamples | Promise<MetricSamples>): Counter | void {
     if (!read) return new Counter({ name: ownName(name), help, labelNames, registers: [this.registry] });
-    const samples = this.reader(name, read);
-    new Counter({
-      name,
-      help,
-      labelNames,
-      registers: [this.registry],
-      async collect() {
-        const got = await samples();
-        // a failed read keeps the totals of the last one: a counter never goes down
-        if (!got) return;
-        this.reset();
-        for (const s of got) (s.labels ? this.inc(s.labels, s.value) : this.inc(s.value));
-      },
+    this.readAtScrape<Counter>(Counter, name, help, labelNames, read, (counter, got) => {
+      // a failed read keeps the totals of the last one: a counter never goes down
+      if (!got) return;
+      counter.reset();
+      for (const s of got) (s.labels ? counter.inc(s.labels, s.value) : counter.inc(s.value));
     });
   }
 
-  /** `read` as a scrape calls it: a failure counted and answered as undefined, so the scrape goes on. */
-  private reader(name: string, read: () => MetricSamples | Promise<MetricSamples>): () => Promise<MetricSamples | undefined> {
-    ownName(name);
-    return async () => {
-      try {
-        return await read();
-      } catch {
-        this.readFailures.inc({ metric: name });
-        return undefined;
-      }
-    };
+  /**
+   * A metric of `Kind` registered here whose samples `read` answers at each scrape and `write` puts in
+   * it; a read that fails is counted (`svc_metrics_read_failures_total`) and given to `write` as
+   * undefined, so the scrape goes on.
+   */
+  private readAtScrape<M extends Gauge | Counter>(Kind: new (config: { name: string; help: string; labelNames: string[]; registers: Registry[]; collect: (this: M) => Promise<void> }) => M, name: string, help: string, labelNames: string[], read: () => MetricSamples | Promise<MetricSamples>, write: (metric: M, got: MetricSamples | undefined) => void): void {
+    const failures = this.readFailures;
+    new Kind({
+      name: ownName(name),
+      help,
+      labelNames,
+      registers: [this.registry],
+      async collect(this: M) {
+        let got: MetricSamples | undefined;
+        try {
+          got = await read();
+        } catch {
+          failures.inc({ metric: name });
+        }
+        write(this, got);
+      },
+    });
   }
 
   /** The exposition (text format 0.0.4) of the process's metrics and this app's, and its content type. */

@@ -14,6 +14,19 @@ export function hashSecret(secret: string): string {
 }
 
 /**
+ * `value` as a public origin (`SVC_API_PUBLIC_ORIGIN`): an http(s) origin, optionally with the path
+ * prefix a reverse proxy serves the API under, answered without trailing slashes
+ * (`https://example.com/svc/` → `https://example.com/svc`); undefined when it is no URL, not http(s),
+ * or has credentials, a query or a fragment.
+ */
+export function asPublicOrigin(value: string): string | undefined {
+  if (!URL.canParse(value)) return undefined;
+  const url = new URL(value);
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password || url.search || url.hash) return undefined;
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
+/**
  * Checks the public origin download URLs point at (spec 4.3: `SVC_API_PUBLIC_ORIGIN`, an http(s) origin,
  * optionally with the path prefix of a reverse proxy) and answers it without a trailing slash.
  * @throws {ApiError} `not_configured` (503) naming `SVC_API_PUBLIC_ORIGIN` when it is missing; Error when it is not an http(s) origin
@@ -22,14 +35,8 @@ export function publicOriginOf(value: string | undefined): string {
   if (!value) {
     throw new ApiError("not_configured", "Download URLs need SVC_API_PUBLIC_ORIGIN: set it to the address external services reach this API at (for example https://api.example.com); local addresses are unreachable for external services", { variable: "SVC_API_PUBLIC_ORIGIN" });
   }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an origin such as https://api.example.com (got ${JSON.stringify(value)})`);
-  }
-  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password || url.search || url.hash) {
-    throw new Error(`SVC_API_PUBLIC_ORIGIN must be an http(s) origin such as https://api.example.com (got ${JSON.stringify(value)})`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+  if (!URL.canParse(value)) throw new Error(`SVC_API_PUBLIC_ORIGIN must be an origin such as https://api.example.com (got ${JSON.stringify(value)})`);
+  const origin = asPublicOrigin(value);
+  if (origin === undefined) throw new Error(`SVC_API_PUBLIC_ORIGIN must be an http(s) origin such as https://api.example.com (got ${JSON.stringify(value)})`);
+  return origin;
 }

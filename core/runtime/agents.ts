@@ -19,7 +19,7 @@ import { ArtifactStore } from "../artifacts/store";
 import { AgentOutput, type AgentRunAccess, type AgentRunState } from "../agents/output";
 import type { ModelMessage, ToolCall } from "../agents/model";
 import type { AgentRunEnd } from "../sdk/activities-types";
-import { RunErrorSchema, type RUN_ERROR_CODES, type RunError } from "../sdk/records";
+import { RunErrorSchema, storedRunError, type RUN_ERROR_CODES, type RunError } from "../sdk/records";
 import type { PublishResult } from "./agent-tools";
 
 export const AGENT_RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
@@ -31,12 +31,6 @@ export const AGENT_RUN_STATUSES = ["queued", "running", "completed", "failed", "
  */
 export function agentErrorCode(errorType: string | undefined): (typeof RUN_ERROR_CODES.agent)[number] {
   return errorType === "ModelError" ? "model_failed" : errorType === "AgentStepLimit" ? "step_limit" : "agent_failed";
-}
-
-/** A run's error as `agent_runs.error` keeps it (JSON); runs that failed before errors had codes stored `{ message }` and read `agent_failed`. */
-function storedAgentError(stored: string): RunError {
-  const { code, message } = JSON.parse(stored) as { code?: string; message: string };
-  return { code: code ?? "agent_failed", message };
 }
 
 /** Whether a reply run's status is an end (completed, failed, cancelled): it takes no more steps. */
@@ -420,7 +414,7 @@ export class AgentRuns implements AgentRunAccess {
     return {
       runId: row.id, conversationId: row.conversation_id, agentId: row.agent_id, status: row.status,
       ...(row.retry_of ? { retryOf: row.retry_of } : {}), ...(row.retried_by ? { retriedBy: row.retried_by } : {}),
-      published, usage: JSON.parse(row.usage), ...(row.error ? { error: storedAgentError(row.error) } : {}), createdAt: row.created_at, updatedAt: row.updated_at,
+      published, usage: JSON.parse(row.usage), ...(row.error ? { error: storedRunError(row.error, () => "agent_failed" /* failed before errors had codes */) } : {}), createdAt: row.created_at, updatedAt: row.updated_at,
     };
   }
 }

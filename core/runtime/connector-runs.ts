@@ -92,7 +92,7 @@ export class ConnectorRuns {
         const index = Number(e.payload.index);
         if (e.type === "pipeline.run.step.started") steps.set(index, { name: String(e.payload.step), status: "running", startedAt: e.occurredAt });
         if (e.type === "pipeline.run.step.finished" && steps.has(index)) {
-          // the step's event carries `{ message }`: its code is what became of it
+          // the code follows from what became of the step (events recorded before codes carry `{ message }` alone)
           const error = e.payload.error as { message: string } | undefined;
           Object.assign(steps.get(index)!, { status: e.payload.status, finishedAt: e.occurredAt, ...(error ? { error: { code: e.payload.status === "cancelled" ? "cancelled" : "step_failed", message: error.message } } : {}) });
         }

@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { hash } from "node:crypto";
 import { insertRows, rowsStatement, statementsInOrder } from "../store/db";
-import { RunErrorSchema, type RUN_ERROR_CODES } from "../sdk/records";
+import { RunErrorSchema, storedRunError, type RUN_ERROR_CODES, type RunError } from "../sdk/records";
 
 /** Why a delivery's attempt failed (README "Run errors"). */
 export type AttemptErrorCode = (typeof RUN_ERROR_CODES.webhookAttempt)[number];
@@ -132,9 +132,8 @@ const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
  * it. Attempts recorded before errors had codes stored `{ message }`: the process's stop is recognized
  * by its message (`interrupted`), anything else reads `failed`.
  */
-export function attemptError(stored: string): v.InferOutput<typeof RunErrorSchema> {
-  const { code, message } = JSON.parse(stored) as { code?: string; message: string };
-  return { code: code ?? (message.startsWith("interrupted") ? "interrupted" : "failed"), message };
+export function attemptError(stored: string): RunError {
+  return storedRunError(stored, (message) => (message.startsWith("interrupted") ? "interrupted" : "failed"));
 }
 
 /** An attempt's error as `webhook_attempts.error` keeps it: `{ code, message }` as JSON text. */

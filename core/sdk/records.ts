@@ -51,6 +51,15 @@ export const RunErrorSchema = v.object({
 });
 export type RunError = v.InferOutput<typeof RunErrorSchema>;
 
+/**
+ * A run error as a store keeps it (JSON `{ code, message }`) read back; errors stored before they had
+ * codes (`{ message }`) get `legacyCode(message)`.
+ */
+export function storedRunError(json: string, legacyCode: (message: string) => string): RunError {
+  const { code, message } = JSON.parse(json) as { code?: string; message: string };
+  return { code: code ?? legacyCode(message), message };
+}
+
 /** A workflow, sync or pipeline run's error: a {@link RunErrorSchema} with Temporal's failure `type` and, for workflow code, its `stack`. */
 export const WorkflowRunErrorSchema = v.object({
   ...RunErrorSchema.entries,
