@@ -1,5 +1,5 @@
 import { container as rootContainer, type DependencyContainer } from "./di";
-import { H3, serve, type H3Event, type HTTPError } from "h3";
+import { H3, serve, type H3Event } from "h3";
 import { plugin as webSocketPlugin } from "crossws/server/node";
 import { CONFIG, ConfigError, dataDirError, databaseFile, listenError, loadConfig, type Config } from "./config";
 import { LOGGER, createLogger, type Logger } from "./logger";
@@ -48,8 +48,7 @@ import { DataDirLock } from "./store/data-dir-lock";
 import { startOnRestoredBackup } from "./store/backup";
 import { asPublicOrigin } from "./files/download-urls";
 import { AgentOutput } from "./agents/output";
-import { ApiError } from "./errors";
-import { errorResponse } from "./http/response";
+import { h3ErrorResponse } from "./http/response";
 import type { ProjectDefinition } from "./sdk/project";
 import type { Plugin, PluginDeps, ResolvedDeps } from "./plugin-api";
 
@@ -322,24 +321,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
         deps,
       );
     }
-    /** h3's mark on an event whose path does not percent-decode (`kMalformedURL`, a registered symbol h3 v2 does not export). */
-    const MALFORMED_URL = Symbol.for("h3.internal.event.malformed");
-    /** The structured answer to an error h3 raised itself (no route, a malformed path) or one no route caught. */
-    const h3ErrorResponse = (error: HTTPError, event: H3Event): Response => {
-      const cause = (error as { cause?: unknown }).cause;
-      if (error.status === 404) return errorResponse(new ApiError("not_found", `No route ${event.req.method} ${event.url.pathname}`));
-      if (error.status === 405) return errorResponse(new ApiError("method_not_allowed", `Method ${event.req.method} is not allowed here`));
-      if (error.status >= 500) log.error({ err: cause ?? error, path: event.url.pathname }, "request failed");
-      // h3 refuses a path whose percent-escapes do not decode (`%zz`, `%E0%A4%A`, a lone `%`) before routing, as a bare "Bad Request"
-      if (error.status === 400 && (event as unknown as Record<symbol, unknown>)[MALFORMED_URL]) {
-        return errorResponse(new ApiError("invalid_request", `The request path ${event.url.pathname} has a malformed percent-escape: each % must start %XX (two hex digits) and the bytes must be UTF-8`));
-      }
-      return errorResponse(error.status === 400 ? new ApiError("invalid_request", error.message) : cause ?? error);
-    };
     const h3 = new H3({
       ...(config.accessLog ? accessLogHooks(log) : {}),
       onError: (error, event) => {
-        const answer = h3ErrorResponse(error, event);
+        const answer = h3ErrorResponse(error, event, log);
         // answered before any route's dispatch (an unknown path, a malformed one): counted under its matched template, else (unmatched)
         metrics.observeRequest(event.req.method, (event.context as { matchedRoute?: { route?: string } }).matchedRoute?.route ?? UNMATCHED_ROUTE, answer.status);
         return answer;

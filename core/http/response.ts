@@ -1,5 +1,7 @@
 import { FastResponse } from "srvx";
+import type { H3Event, HTTPError } from "h3";
 import { ApiError, isApiError } from "../errors";
+import type { Logger } from "../logger";
 
 /**
  * srvx's `FastResponse` (the class h3 itself answers with): a `Response` in every way (`status`,
@@ -63,4 +65,24 @@ export function withHeaders(response: Response, headers: Array<[string, string]>
     for (const [name, value] of headers) copy.append(name, value);
     return new Response(response.body, { status: response.status, statusText: response.statusText, headers: copy });
   }
+}
+
+/** h3's mark on an event whose path does not percent-decode (`kMalformedURL`, a registered symbol h3 v2 does not export). */
+const MALFORMED_URL = Symbol.for("h3.internal.event.malformed");
+
+/**
+ * The structured answer (spec 7) to an error h3 raised itself (no route: 404 `not_found`; a method the
+ * path lacks: 405 `method_not_allowed`; a malformed path: 400 `invalid_request`) or one no route caught
+ * (logged at error when it is a 5xx).
+ */
+export function h3ErrorResponse(error: HTTPError, event: H3Event, log: Pick<Logger, "error">): Response {
+  const cause = (error as { cause?: unknown }).cause;
+  if (error.status === 404) return errorResponse(new ApiError("not_found", `No route ${event.req.method} ${event.url.pathname}`));
+  if (error.status === 405) return errorResponse(new ApiError("method_not_allowed", `Method ${event.req.method} is not allowed here`));
+  if (error.status >= 500) log.error({ err: cause ?? error, path: event.url.pathname }, "request failed");
+  // h3 refuses a path whose percent-escapes do not decode (`%zz`, `%E0%A4%A`, a lone `%`) before routing, as a bare "Bad Request"
+  if (error.status === 400 && (event as unknown as Record<symbol, unknown>)[MALFORMED_URL]) {
+    return errorResponse(new ApiError("invalid_request", `The request path ${event.url.pathname} has a malformed percent-escape: each % must start %XX (two hex digits) and the bytes must be UTF-8`));
+  }
+  return errorResponse(error.status === 400 ? new ApiError("invalid_request", error.message) : cause ?? error);
 }
