@@ -8,6 +8,8 @@
  *   payload-keys [list]                             the Temporal payload keys' ids: current and retired
  *   payload-keys rotate                             retire the current key, make a new one (next start)
  *   backup <dir>                                    back the data directory up into a new directory (running or not)
+ *   restore <dir> [--check]                         restore a backup into the data directory (new or empty);
+ *                                                   --check: only check the backup (read-only)
  *
  * Works on the same data directory as the server (SVC_DATA_DIR, default sandbox/.data: the same for
  * `npm start` and the compiled `npm run start:prod`), running or not. The tokens and payload-keys
@@ -23,6 +25,7 @@ import { TokenService } from "../core/auth/tokens";
 import { ProjectRegistry } from "../core/project/registry";
 import { openPayloadKeys, PAYLOAD_KEY_FILE, payloadKeyId, RETIRED_PAYLOAD_KEYS_DIR, rotatePayloadKey } from "../core/temporal/payload-keys";
 import { backupDataDir } from "../core/store/backup";
+import { BackupCheckFailed, checkBackup, restoreDataDir, type BackupCheck } from "../core/store/restore";
 import { fileStorageConfigFromEnv } from "../core/files/config";
 import { SANDBOX_DATA_DIR, sandboxProject } from "./project";
 
@@ -31,10 +34,11 @@ const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name
        npm run svc -- tokens revoke <tokenId>
        npm run svc -- identities
        npm run svc -- payload-keys [list | rotate]
-       npm run svc -- backup <dir>`;
+       npm run svc -- backup <dir>
+       npm run svc -- restore <dir> [--check]`;
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } } });
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, check: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
   const [group, command, arg] = positionals;
   const registry = new ProjectRegistry(sandboxProject);
   if (values.help || !group) {
@@ -47,6 +51,7 @@ async function main(argv: string[]): Promise<number> {
     }
     return 0;
   }
+  if (group === "restore") return restore(path.resolve(process.env.SVC_DATA_DIR || SANDBOX_DATA_DIR), command, positionals.length > 2, values.check === true);
   if (group !== "tokens" && group !== "payload-keys" && group !== "backup") {
     console.error(`unknown command "${group}"\n${USAGE}`);
     return 2;
@@ -122,7 +127,7 @@ async function backup(dataDir: string, dest: string | undefined, extra: boolean)
     if (r.blobs.storage === "s3") console.log("  file bytes: in the S3 bucket, not copied (back the bucket up with versioning or replication)");
     else console.log(`  file bytes: ${r.blobs.copied} blob(s), ${(r.blobs.bytes / 1048576).toFixed(1)} MiB`);
     console.log(`  payload keys: ${r.payloadKeys}`);
-    console.log("  restore: stop the service, copy the backup's contents into an empty data directory, start it (README \"Backup and restore\")");
+    console.log("  restore: npm run svc -- restore <dir> into a new or empty SVC_DATA_DIR, then start the service on it (README \"Backup and restore\")");
     if (r.blobs.storage === "local" && r.blobs.missing.length) {
       console.error(`warning: ${r.blobs.missing.length} file(s) were deleted while the backup ran; their bytes are not in it: ${r.blobs.missing.slice(0, 5).join(", ")}${r.blobs.missing.length > 5 ? ", …" : ""}`);
     }
@@ -130,6 +135,53 @@ async function backup(dataDir: string, dest: string | undefined, extra: boolean)
     return (r.blobs.storage === "local" && r.blobs.missing.length) || r.interventionsResolvedBetweenSnapshots ? 3 : 0;
   } catch (err) {
     console.error(`backup failed: ${(err as Error).message}`);
+    return 1;
+  }
+}
+
+/**
+ * `restore <dir>`: restores the backup in `dir` into the data directory, which must not exist yet or be
+ * empty (core/store/restore.ts); `restore <dir> --check` only checks the backup. Prints each step and
+ * what was found. Exit 0: done (or the backup is whole); 1: it failed, or the backup has problems
+ * (nothing was written); 2: usage; 3: done, with a warning (files whose bytes the backup lacks).
+ */
+async function restore(dataDir: string, backupDir: string | undefined, extra: boolean, checkOnly: boolean): Promise<number> {
+  if (!backupDir || extra) {
+    console.error("usage: npm run svc -- restore <dir> [--check]   (<dir>: a backup; it is restored into SVC_DATA_DIR, new or empty)");
+    return 2;
+  }
+  try {
+    const storage = fileStorageConfigFromEnv(process.env, dataDir).kind;
+    const from = path.resolve(process.env.INIT_CWD ?? process.cwd(), backupDir);
+    const step = (line: string) => console.log(`  ${line}`);
+    let check: BackupCheck;
+    if (checkOnly) {
+      console.log(`checking the backup ${from}`);
+      check = await checkBackup(from, { blobStorage: storage, progress: step });
+      if (check.problems.length) throw new BackupCheckFailed(check);
+    } else {
+      console.log(`restoring ${from} into ${dataDir}`);
+      const r = await restoreDataDir(from, dataDir, { blobStorage: storage, progress: step });
+      check = r.check;
+      console.log(`done in ${(r.tookMs / 1000).toFixed(1)} s`);
+    }
+    const m = check.manifest;
+    console.log(`the backup of ${m.from}, its point in time ${m.takenAt}${checkOnly ? ", is whole" : ""}:`);
+    console.log(`  svc.db: ok`);
+    console.log(`  temporal.db: ${check.temporal === "ok" ? "ok" : "none in the backup (the service's Temporal, TEMPORAL_ADDRESS, keeps the runs' state)"}`);
+    if (check.blobs.storage === "s3") console.log("  file bytes: in the S3 bucket (not in the backup)");
+    else console.log(`  file bytes: ${check.blobs.checked} blob(s), ${(check.blobs.bytes / 1048576).toFixed(1)} MiB, each matching its SHA-256`);
+    console.log(`  payload keys: ${check.payloadKeys}`);
+    if (!checkOnly) console.log(`  start the service on ${dataDir}: its first start gives the event stream a new epoch (cursors given out before are refused)`);
+    for (const w of check.warnings) console.error(`warning: ${w}`);
+    return check.warnings.length ? 3 : 0;
+  } catch (err) {
+    if (err instanceof BackupCheckFailed) {
+      console.error(`the backup ${err.check.dir} cannot be restored${checkOnly ? "" : " (nothing was written)"}:`);
+      for (const p of err.check.problems) console.error(`  ${p}`);
+      return 1;
+    }
+    console.error(`restore failed: ${(err as Error).message}`);
     return 1;
   }
 }

@@ -5,6 +5,7 @@
  * which then completes); what came after it does not; the live service's cursors are refused.
  */
 import { execFile } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -13,6 +14,7 @@ import { DEV_TOKEN, client, eventually, startApp, tempDir } from "./helpers";
 import { freePort } from "./setup/global";
 import { startDevServer } from "../core/temporal/dev-server";
 import { BACKUP_MANIFEST, RESTORED_MANIFEST, backupDataDir } from "../core/store/backup";
+import { BackupCheckFailed, checkBackup, restoreDataDir } from "../core/store/restore";
 import { OntologyStore } from "../core/ontology/store";
 import { Database } from "../core/store/db";
 
@@ -79,9 +81,15 @@ it("backs a running service up, and the backup restored into a new data director
     await server.stop();
   }
 
-  // restore: the backup's contents in an empty data directory, Temporal on its temporal.db
+  // restore: into an empty data directory (checked, then renamed into place), Temporal on its temporal.db
   const restored = tempDir();
-  fs.cpSync(backup, restored, { recursive: true });
+  const restoreLines: string[] = [];
+  const restoreReport = await restoreDataDir(backup, restored, { blobStorage: "local", progress: (line) => restoreLines.push(line) });
+  expect(restoreReport.check).toMatchObject({ problems: [], warnings: [], temporal: "ok", blobs: { storage: "local" }, payloadKeys: 1 });
+  expect(restoreLines).toEqual(expect.arrayContaining(["checking svc.db (integrity_check)", "checking temporal.db (integrity_check)", expect.stringMatching(/^checking \d+ blobs? \(SHA-256\)$/)]));
+  expect(fs.readdirSync(path.dirname(restored)).filter((name) => name.endsWith(".restoring"))).toEqual([]);
+  for (const file of ["temporal-payload.key", "svc.db", "temporal.db", BACKUP_MANIFEST]) expect(fs.statSync(path.join(restored, file)).mode & 0o777, file).toBe(0o600);
+  expect(fs.statSync(restored).mode & 0o777).toBe(0o700);
   server = await temporalOn(restored);
   app = await startApp({ dataDir: restored, taskQueue, env: { TEMPORAL_ADDRESS: server.address } });
   try {
@@ -154,4 +162,140 @@ it("npm run svc -- backup: says what it copied, and refuses a data directory wit
   const nothing = await run(["backup", path.join(tempDir(), "c")], { SVC_DATA_DIR: tempDir() });
   expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining("holds no svc database")]);
   expect((await run(["backup"], { SVC_DATA_DIR: live })).code).toBe(2);
+});
+
+/** A stopped service's data directory holding the sandbox's files and two uploaded ones, a backup of it, its blobs' names and their bytes in all. */
+async function backedUp(): Promise<{ live: string; backup: string; shas: string[]; bytes: number }> {
+  const live = tempDir();
+  const app = await startApp({ dataDir: live });
+  try {
+    for (const text of ["first file's bytes", "second file's bytes"]) {
+      const form = new FormData();
+      form.append("file", new Blob([text], { type: "text/plain" }), "f.txt");
+      expect((await fetch(`${app.url}/api/files`, { method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: form })).status).toBe(200);
+    }
+  } finally {
+    await app.close();
+  }
+  const backup = path.join(tempDir(), "backup");
+  await backupDataDir(live, backup, { blobStorage: "local" });
+  const db = await Database.open(path.join(backup, "svc.db"));
+  const blobs = await db.all<{ sha256: string; size: number }>("SELECT DISTINCT sha256, size FROM files ORDER BY sha256");
+  await db.close();
+  expect(blobs.length).toBeGreaterThanOrEqual(2);
+  return { live, backup, shas: blobs.map((b) => b.sha256), bytes: blobs.reduce((n, b) => n + b.size, 0) };
+}
+
+const blobOf = (dir: string, sha: string) => path.join(dir, "blobs", sha.slice(0, 2), sha.slice(2, 4), sha);
+
+it("restore refuses a damaged backup, naming what is wrong, and writes nothing", { timeout: 120_000 }, async () => {
+  const { backup, shas, bytes } = await backedUp();
+  const whole = await checkBackup(backup, { blobStorage: "local" });
+  expect(whole).toMatchObject({ problems: [], warnings: [], temporal: "absent", blobs: { storage: "local", checked: shas.length, bytes } });
+  const parent = tempDir();
+  const target = path.join(parent, "data");
+  /** Damages a fresh copy of the backup, and answers the problems a restore of it reports (it must throw). */
+  const refused = async (damage: (copy: string) => void, storage: "local" | "s3" = "local") => {
+    const copy = path.join(tempDir(), "b");
+    fs.cpSync(backup, copy, { recursive: true });
+    damage(copy);
+    const err = await restoreDataDir(copy, target, { blobStorage: storage }).then(() => undefined, (e: unknown) => e);
+    // nothing is left behind: no data directory, no half-copied one beside it
+    expect(fs.readdirSync(parent)).toEqual([]);
+    if (!(err instanceof BackupCheckFailed)) throw err ?? new Error("the damaged backup was restored");
+    // the check alone finds the same, and writes nothing into the backup (no journal, no lock files)
+    const before = fs.readdirSync(copy).sort();
+    expect((await checkBackup(copy, { blobStorage: storage })).problems).toEqual(err.check.problems);
+    expect(fs.readdirSync(copy).sort()).toEqual(before);
+    return err.check.problems;
+  };
+  // a blob's bytes changed
+  expect(await refused((copy) => fs.appendFileSync(blobOf(copy, shas[0]!), "x"))).toEqual([`1 blob(s) are damaged (their bytes do not hash to their name): ${shas[0]}`]);
+  // a blob gone
+  expect(await refused((copy) => fs.rmSync(blobOf(copy, shas[1]!)))).toEqual([`1 blob(s) that files of svc.db name are missing from blobs/: ${shas[1]}`]);
+  // svc.db's pages overwritten in the middle
+  const garbled = await refused((copy) => {
+    const file = path.join(copy, "svc.db");
+    const fd = fs.openSync(file, "r+");
+    fs.writeSync(fd, crypto.randomBytes(16384), 0, 16384, Math.floor(fs.statSync(file).size / 2 / 4096) * 4096);
+    fs.closeSync(fd);
+  });
+  expect(garbled[0]).toMatch(/^svc\.db is damaged/);
+  // a payload key cut short, and one gone
+  const key = path.join("temporal-payload-keys", "retired.key");
+  fs.mkdirSync(path.join(backup, "temporal-payload-keys"), { mode: 0o700 });
+  fs.writeFileSync(path.join(backup, key), crypto.randomBytes(32), { mode: 0o600 });
+  const manifest = JSON.parse(fs.readFileSync(path.join(backup, BACKUP_MANIFEST), "utf8"));
+  fs.writeFileSync(path.join(backup, BACKUP_MANIFEST), JSON.stringify({ ...manifest, payloadKeys: manifest.payloadKeys + 1 }));
+  expect((await checkBackup(backup, { blobStorage: "local" })).problems).toEqual([]);
+  expect(await refused((copy) => fs.truncateSync(path.join(copy, key), 5))).toEqual([`${key} holds 5 bytes, not a 32-byte payload key`]);
+  expect(await refused((copy) => fs.rmSync(path.join(copy, key)))).toEqual([expect.stringMatching(/^the backup copied \d+ payload key file\(s\) and holds \d+: without them/)]);
+  // a service that would read its bytes from S3
+  expect(await refused(() => undefined, "s3")).toEqual([expect.stringContaining("restore with SVC_FILE_STORAGE=local")]);
+  // no manifest: not a backup (or one cut short)
+  fs.renameSync(path.join(backup, BACKUP_MANIFEST), path.join(backup, "kept.json"));
+  await expect(restoreDataDir(backup, target, { blobStorage: "local" })).rejects.toThrow(`${backup} holds no backup.json: it is not a backup, or its backup was cut short`);
+  fs.renameSync(path.join(backup, "kept.json"), path.join(backup, BACKUP_MANIFEST));
+  expect(fs.readdirSync(parent)).toEqual([]);
+  // a data directory that holds anything, and a restore cut short beside it, are refused
+  fs.mkdirSync(target);
+  fs.writeFileSync(path.join(target, "svc.db"), "");
+  await expect(restoreDataDir(backup, target, { blobStorage: "local" })).rejects.toThrow(`${target} is not empty`);
+  fs.rmSync(target, { recursive: true });
+  fs.mkdirSync(path.join(parent, ".data.restoring"));
+  await expect(restoreDataDir(backup, target, { blobStorage: "local" })).rejects.toThrow("a restore into");
+  fs.rmSync(path.join(parent, ".data.restoring"), { recursive: true });
+  // and the whole backup restores
+  expect((await restoreDataDir(backup, target, { blobStorage: "local" })).check.problems).toEqual([]);
+  expect(fs.readdirSync(parent)).toEqual(["data"]);
+});
+
+it("restore of a backup missing a file deleted while it ran: restored, with a warning naming the blob", { timeout: 120_000 }, async () => {
+  const { backup, shas } = await backedUp();
+  // as the backup reports a file deleted between svc's snapshot and the copy of its bytes
+  fs.rmSync(blobOf(backup, shas[0]!));
+  const manifest = JSON.parse(fs.readFileSync(path.join(backup, BACKUP_MANIFEST), "utf8"));
+  fs.writeFileSync(path.join(backup, BACKUP_MANIFEST), JSON.stringify({ ...manifest, blobs: { ...manifest.blobs, missing: [shas[0]] } }));
+  const target = path.join(tempDir(), "data");
+  const r = await restoreDataDir(backup, target, { blobStorage: "local" });
+  expect(r.check).toMatchObject({ problems: [], warnings: [expect.stringContaining(`the bytes of blob ${shas[0]} are not in the backup`)], blobs: { checked: shas.length - 1 } });
+  expect(fs.existsSync(blobOf(target, shas[1]!))).toBe(true);
+});
+
+it("npm run svc -- restore: checks, restores into SVC_DATA_DIR, and refuses a damaged backup or a data directory in use", { timeout: 120_000 }, async () => {
+  const { backup, shas } = await backedUp();
+  const run = (args: string[], env: Record<string, string>) =>
+    promisify(execFile)(process.execPath, ["--import", "tsx", "sandbox/cli.ts", ...args], { cwd: ROOT, env: { ...process.env, ...env } }).then(
+      (r) => ({ code: 0, ...r }),
+      (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+    );
+  const target = path.join(tempDir(), "data");
+  const checked = await run(["restore", backup, "--check"], { SVC_DATA_DIR: target });
+  expect(checked.code, checked.stderr).toBe(0);
+  expect(checked.stdout).toContain("is whole:");
+  expect(checked.stdout).toMatch(new RegExp(`file bytes: ${shas.length} blob\\(s\\), \\d+\\.\\d MiB, each matching its SHA-256`));
+  expect(fs.existsSync(target)).toBe(false);
+  // a relative backup directory is the caller's (INIT_CWD), as for backup
+  const restored = await run(["restore", path.basename(backup)], { SVC_DATA_DIR: target, INIT_CWD: path.dirname(backup) });
+  expect(restored.code, restored.stderr).toBe(0);
+  expect(restored.stdout).toContain(`restoring ${backup} into ${target}`);
+  expect(restored.stdout).toContain("its first start gives the event stream a new epoch");
+  // the restored service starts on it and serves the files
+  const app = await startApp({ dataDir: target });
+  try {
+    expect((await client(app).get("/api/status")).body.status).toBe("ok");
+    const rows = await app.container.resolve(Database).all<{ sha256: string }>("SELECT sha256 FROM files ORDER BY sha256");
+    expect(rows.map((r) => r.sha256)).toEqual(shas);
+    for (const sha of shas) expect(fs.existsSync(blobOf(target, sha))).toBe(true);
+    expect(fs.existsSync(path.join(target, RESTORED_MANIFEST))).toBe(true);
+  } finally {
+    await app.close();
+  }
+  const again = await run(["restore", backup], { SVC_DATA_DIR: target });
+  expect([again.code, again.stderr]).toEqual([1, expect.stringContaining(`${target} is not empty`)]);
+  fs.appendFileSync(blobOf(backup, shas[0]!), "x");
+  const damaged = await run(["restore", backup], { SVC_DATA_DIR: path.join(tempDir(), "data") });
+  expect([damaged.code, damaged.stderr]).toEqual([1, expect.stringContaining(`blob(s) are damaged (their bytes do not hash to their name): ${shas[0]}`)]);
+  expect(damaged.stderr).toContain("(nothing was written)");
+  expect((await run(["restore"], { SVC_DATA_DIR: target })).code).toBe(2);
 });

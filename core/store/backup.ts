@@ -38,7 +38,7 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import sqlite3 from "sqlite3";
-import { fsyncDir } from "../fsync-dir";
+import { fsyncDir, syncTree } from "../fsync-dir";
 import { decodeCursor, encodeCursor } from "../events/cursor";
 import { openConnection, type SqlStatements } from "./sql";
 
@@ -228,21 +228,4 @@ async function snapshot(from: string, to: string): Promise<void> {
 function listKeys(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
   return fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith(".key")).map((e) => e.name);
-}
-
-/** Flushes every file and directory under `dir` (a backup must survive a crash right after it says it is done). */
-async function syncTree(dir: string): Promise<void> {
-  for (const entry of await fsp.readdir(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) await syncTree(p);
-    else {
-      const fh = await fsp.open(p, "r");
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-    }
-  }
-  await fsyncDir(dir);
 }
