@@ -23,6 +23,7 @@ import { asPublicOrigin } from "./files/download-urls";
  * | `SVC_CACHE_DIR` | `$XDG_CACHE_HOME/svc` (`~/.cache/svc`) | where the fetched or built Temporal CLI is cached (read by `core/temporal/go-install.ts`); an empty directory makes the next start fetch it again |
  * | `SVC_TEMPORAL_PORT` | 7233 | gRPC port of the embedded dev server (at most 64535 while `SVC_TEMPORAL_UI` is on) |
  * | `SVC_TEMPORAL_UI` | true | serve the Temporal UI (gRPC port + 1000) |
+ * | `SVC_TEMPORAL_RETENTION_MS` | 2592000000 (30 days) | how long the embedded dev server's namespace keeps a finished run (its Retention Period: its record, history and result are readable that long); set at every start, in whole seconds, at least 1 h. A cluster's namespace keeps its own (`TEMPORAL_ADDRESS`: this is not used) |
  * | `SVC_TASK_QUEUE` | svc | Temporal task queue of this runtime's worker |
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
  * | `SVC_RECORD_RUNNING_AFTER_MS` | 20 | an action run or webhook delivery whose handler ends sooner is recorded with its completion (one commit); one that runs longer is recorded `running` on its own commit at this point; 0 records every run as it starts (see `RunRecording`) |
@@ -74,6 +75,8 @@ export interface Config {
     cliPath?: string;
     devServerPort: number;
     ui: boolean;
+    /** The embedded dev server's namespace retention (ms, whole seconds): how long it keeps a finished run. */
+    retentionMs: number;
     taskQueue: string;
   };
   outboxRecoveryMs: number;
@@ -183,6 +186,7 @@ const EnvSchema = v.object({
   SVC_TEMPORAL_CLI: v.optional(nonEmpty),
   SVC_TEMPORAL_PORT: v.optional(intIn(1, 65535), "7233"),
   SVC_TEMPORAL_UI: v.optional(bool, "true"),
+  SVC_TEMPORAL_RETENTION_MS: v.optional(v.pipe(intIn(3_600_000, 3650 * 86_400_000), v.check((ms) => ms % 1000 === 0, "must be whole seconds (a multiple of 1000)")), String(30 * 86_400_000)),
   SVC_TASK_QUEUE: v.optional(nonEmpty, "svc"),
   SVC_OUTBOX_RECOVERY_MS: v.optional(intIn(100, 3_600_000), "60000"),
   SVC_RECORD_RUNNING_AFTER_MS: v.optional(intIn(0, 3_600_000), "20"),
@@ -318,6 +322,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cliPath: e.SVC_TEMPORAL_CLI,
       devServerPort: e.SVC_TEMPORAL_PORT,
       ui: e.SVC_TEMPORAL_UI,
+      retentionMs: e.SVC_TEMPORAL_RETENTION_MS,
       taskQueue: e.SVC_TASK_QUEUE,
     },
     outboxRecoveryMs: e.SVC_OUTBOX_RECOVERY_MS,

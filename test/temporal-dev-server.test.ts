@@ -5,7 +5,11 @@ import path from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { freePort } from "./setup/global";
 import { tempDir } from "./helpers-fs";
+import pino from "pino";
+import { tsToMs } from "@temporalio/common/lib/time";
 import { startDevServer } from "../core/temporal/dev-server";
+import { TemporalHost, formatRetention } from "../core/temporal/host";
+import { loadConfig } from "../core/config";
 
 const alive = (pid: number) => {
   try {
@@ -63,5 +67,43 @@ describe("the embedded Temporal dev server", () => {
       await server.stop();
     }
     expect(fs.existsSync(`${dbFile}.pid`)).toBe(false);
+  });
+});
+
+describe("the namespace's retention (how long Temporal keeps a finished run)", () => {
+  it("is set to SVC_TEMPORAL_RETENTION_MS on the embedded dev server at every start (it creates namespaces keeping runs 1 day), and only read on a cluster", { timeout: 120_000 }, async () => {
+    const dataDir = tempDir();
+    const server = await startDevServer({ cliPath: inject("temporalCli"), port: await freePort(), ui: false, dbFile: path.join(dataDir, "temporal.db"), namespace: "default", readyTimeoutMs: 90_000 });
+    const lines: Array<Record<string, any>> = [];
+    const log = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const retentionOf = async (host: TemporalHost) => tsToMs((await host.client.workflowService.describeNamespace({ namespace: "default" })).config!.workflowExecutionRetentionTtl!);
+    // the embedded server: set, from its default of 1 day
+    const embedded = await TemporalHost.connect({ config: loadConfig({ SVC_DATA_DIR: dataDir, SVC_TEMPORAL_RETENTION_MS: String(36 * 3_600_000) }), log, devServer: Promise.resolve({ server, cliMs: 0, devServerMs: 0 }) });
+    let external: TemporalHost | undefined;
+    try {
+      expect(await retentionOf(embedded)).toBe(36 * 3_600_000);
+      expect(lines.find((l) => l.msg.startsWith("the embedded Temporal keeps"))).toMatchObject({ msg: "the embedded Temporal keeps a finished run for 36 h (SVC_TEMPORAL_RETENTION_MS)", retentionMs: 36 * 3_600_000, was: 86_400_000 });
+      expect(await embedded.health()).toMatchObject({ status: "ok", embedded: true, retentionMs: 36 * 3_600_000 });
+      expect(embedded.forgottenRun("run_1")).toBe('Run "run_1" is not known to Temporal (namespace default): a finished run is kept for 36 h (SVC_TEMPORAL_RETENTION_MS), and one that ended longer ago is no longer readable');
+      // the same server as a cluster (TEMPORAL_ADDRESS): its retention is its own, read and said, never changed
+      lines.length = 0;
+      external = await TemporalHost.connect({ config: loadConfig({ SVC_DATA_DIR: dataDir, TEMPORAL_ADDRESS: server.address, SVC_TEMPORAL_RETENTION_MS: String(7 * 86_400_000) }), log });
+      expect(await retentionOf(external)).toBe(36 * 3_600_000);
+      expect(external.retentionMs).toBe(36 * 3_600_000);
+      expect(lines.map((l) => l.msg)).toContain("the Temporal namespace keeps a finished run for 36 h (its retention, set on the cluster)");
+      expect(external.forgottenRun("run_1")).toContain("kept for 36 h (the namespace's retention on the cluster)");
+    } finally {
+      await external?.shutdown();
+      await embedded.shutdown();
+    }
+  });
+
+  it("SVC_TEMPORAL_RETENTION_MS: 30 days by default, at least 1 h, whole seconds", () => {
+    const env = { SVC_DATA_DIR: tempDir() };
+    expect(loadConfig(env).temporal.retentionMs).toBe(30 * 86_400_000);
+    expect(() => loadConfig({ ...env, SVC_TEMPORAL_RETENTION_MS: "60000" })).toThrow("SVC_TEMPORAL_RETENTION_MS must be at least 3600000");
+    expect(() => loadConfig({ ...env, SVC_TEMPORAL_RETENTION_MS: "3600500" })).toThrow("SVC_TEMPORAL_RETENTION_MS must be whole seconds");
+    expect(formatRetention(86_400_000)).toBe("1 day");
+    expect(formatRetention(5_400_000)).toBe("5400 s");
   });
 });

@@ -14,6 +14,8 @@ import { bundleWorkflows } from "../core/temporal/bundle";
 import { DownloadUrlCodec } from "../core/temporal/payload-codec";
 import { openPayloadKey, rotatePayloadKey } from "../core/temporal/payload-keys";
 import { readExecution } from "../core/temporal/execution";
+import { TemporalHost } from "../core/temporal/host";
+import { Database } from "../core/store/db";
 import { Client, Connection } from "@temporalio/client";
 import { WORKFLOW_ENGINE } from "../workflows/modules";
 import { workflows as sandboxWorkflows } from "../sandbox/workflows";
@@ -247,3 +249,21 @@ it("a workflow that fails naming a download URL keeps its secret out of the hist
   expect(text).not.toMatch(/(\/api\/download\/|%2Fapi%2Fdownload%2F)[A-Za-z0-9_-]{43}/i);
   expect((await dev.get(`/api/workflow-runs/${runId}`)).status).toBe(200);
 }, 90_000);
+
+describe("a run Temporal no longer keeps (ended longer ago than the namespace's retention)", () => {
+  it("reads 404, saying how long the namespace keeps a finished run and where that is set; its history alike", async () => {
+    // a run the store recorded as started that Temporal does not have: as one its retention deleted
+    const runId = `run_forgotten_${Date.now()}`;
+    await app.container.resolve(Database).transaction((tx) => tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, requested_at, start_status) VALUES (?, 'invoice-review', '{}', ?, 'started')", [runId, new Date(Date.now() - 40 * 86_400_000).toISOString()]));
+    const dev = client(app);
+    const kept = app.container.resolve(TemporalHost).retentionMs;
+    // the test server's namespace: Temporal's default of 1 day, read at start and reported
+    expect(kept).toBe(86_400_000);
+    expect((await dev.get("/api/status")).body.parts.temporal).toMatchObject({ status: "ok", embedded: false, retentionMs: 86_400_000 });
+    const expected = `Run "${runId}" is not known to Temporal (namespace default): a finished run is kept for 1 day (the namespace's retention on the cluster), and one that ended longer ago is no longer readable`;
+    for (const path of [`/api/workflow-runs/${runId}`, `/api/workflow-runs/${runId}/history`]) {
+      const r = await dev.get(path);
+      expect([r.status, r.body.error.code, r.body.error.message], path).toEqual([404, "not_found", expected]);
+    }
+  });
+});

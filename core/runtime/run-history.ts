@@ -130,7 +130,7 @@ export async function readHistoryPage(host: TemporalHost, runId: string, page: {
       const { WorkflowNotFoundError, isGrpcServiceError } = temporalClient();
       const grpc = isGrpcServiceError(err) ? err : undefined;
       if (token && (grpc?.code === GRPC_INVALID_ARGUMENT || grpc?.code === GRPC_NOT_FOUND)) throw new ApiError("invalid_request", `Temporal refused this nextPageToken (${grpc.details}): read the history from its start again`, { nextPageToken: page.token });
-      if (err instanceof WorkflowNotFoundError || grpc?.code === GRPC_NOT_FOUND) throw new ApiError("not_found", `Run ${runId} is not known to Temporal`);
+      if (err instanceof WorkflowNotFoundError || grpc?.code === GRPC_NOT_FOUND) throw new ApiError("not_found", host.forgottenRun(runId));
       throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
     }
     const got = response.history?.events ?? [];

@@ -69,10 +69,11 @@ export interface RunStateBase {
  *
  * @param queuedAt when the run was recorded
  * @param started whether its `*.run.started` event was recorded
- * @throws {ApiError} not_found when Temporal does not know the run; unavailable when it does not answer
+ * @throws {ApiError} not_found when Temporal does not know the run (never started there, or ended longer
+ *   ago than the namespace's retention: the message says which retention); unavailable when it does not answer
  */
 export async function readRunState(temporal: TemporalHost, runId: string, queuedAt: string, started: boolean): Promise<RunStateBase & { execution: ExecutionOutcome }> {
-  const execution = await readExecution(temporal.client.workflow.getHandle(runId), temporal.namespace);
+  const execution = await readExecution(temporal.client.workflow.getHandle(runId), temporal.namespace, (id) => temporal.forgottenRun(id));
   const ui = temporal.executionUrl(runId, execution.temporalRunId);
   return {
     execution,

@@ -100,14 +100,15 @@ export interface ExecutionOutcome {
 /**
  * Describes an execution: while it runs, its pending activities; once closed, its result or failure. TERMINATED reads as
  * `cancelled`; a failure's message is its cause's (the designer's error), not Temporal's wrapper.
+ * @param forgotten the not_found message for a workflow id Temporal does not know (`TemporalHost.forgottenRun`)
  * @throws {ApiError} not_found when Temporal does not know the workflow id; unavailable when it does not answer
  */
-export async function readExecution(handle: WorkflowHandle, namespace: string): Promise<ExecutionOutcome> {
+export async function readExecution(handle: WorkflowHandle, namespace: string, forgotten: (runId: string) => string = (runId) => `Run "${runId}" is not known to Temporal (namespace ${namespace})`): Promise<ExecutionOutcome> {
   let d;
   try {
     d = await handle.describe();
   } catch (err) {
-    if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("not_found", `Run "${handle.workflowId}" is not known to Temporal (namespace ${namespace})`);
+    if (err instanceof temporalClient().WorkflowNotFoundError) throw new ApiError("not_found", forgotten(handle.workflowId));
     throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
   }
   const out: ExecutionOutcome = { temporalRunId: d.runId, status: "open", startTime: d.startTime.toISOString(), ...(d.closeTime ? { closeTime: d.closeTime.toISOString() } : {}) };

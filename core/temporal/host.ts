@@ -17,6 +17,8 @@ export interface TemporalHealth {
   address: string;
   namespace: string;
   embedded: boolean;
+  /** How long the namespace keeps a finished run (ms; its Retention Period), when Temporal said at start. */
+  retentionMs?: number;
   error?: string;
 }
 
@@ -109,6 +111,8 @@ export class TemporalHost {
     private readonly log: Logger,
     /** The payload codec of the client and the worker ({@link DownloadUrlCodec}). */
     readonly payloadCodec: DownloadUrlCodec,
+    /** How long the namespace keeps a finished run (ms; its Retention Period), as read at start; undefined when Temporal did not say. */
+    readonly retentionMs?: number,
   ) {}
 
   /**
@@ -154,7 +158,8 @@ export class TemporalHost {
       const codec = new DownloadUrlCodec(keys.current, keys.retired.map((r) => r.key));
       if (codec.retiredKeyIds.length) log.info({ keyId: codec.keyId, retiredKeyIds: codec.retiredKeyIds }, "Temporal payloads: encrypting with the current key, reading with the retired ones too");
       const client = new (temporalClient().Client)({ connection, namespace: t.namespace, dataConverter: { payloadCodecs: [codec] } });
-      return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log, codec);
+      const retentionMs = await namespaceRetention(connection, t.namespace, devServer ? t.retentionMs : undefined, log);
+      return new TemporalHost(client, connection, address, t.namespace, t.taskQueue, uiUrl, devServer, log, codec, retentionMs);
     } catch (err) {
       await devServer?.stop();
       throw err;
@@ -186,6 +191,16 @@ export class TemporalHost {
     this.workerRun = this.worker.run().catch((err) => this.log.error({ err }, "the Temporal worker stopped with an error"));
   }
 
+  /**
+   * The message of a run svc recorded as started that Temporal does not know (any more): past the
+   * namespace's retention, Temporal has deleted it.
+   */
+  forgottenRun(runId: string): string {
+    const kept = this.retentionMs === undefined ? "for its Retention Period" : `for ${formatRetention(this.retentionMs)}`;
+    const set = this.devServer ? "SVC_TEMPORAL_RETENTION_MS" : "the namespace's retention on the cluster";
+    return `Run "${runId}" is not known to Temporal (namespace ${this.namespace}): a finished run is kept ${kept} (${set}), and one that ended longer ago is no longer readable`;
+  }
+
   /** Link to an execution in the Temporal UI, when the UI is served. */
   executionUrl(workflowId: string, runId?: string): string | undefined {
     if (!this.uiUrl) return undefined;
@@ -194,7 +209,7 @@ export class TemporalHost {
 
   /** Asks the frontend for its system info with a 2 s deadline. */
   async health(): Promise<TemporalHealth> {
-    const base = { address: this.address, namespace: this.namespace, embedded: this.devServer !== undefined };
+    const base = { address: this.address, namespace: this.namespace, embedded: this.devServer !== undefined, ...(this.retentionMs !== undefined ? { retentionMs: this.retentionMs } : {}) };
     try {
       await this.connection.withDeadline(Date.now() + 2000, () => this.connection.workflowService.getSystemInfo({}));
       return { status: "ok", ...base };
@@ -210,4 +225,37 @@ export class TemporalHost {
     await this.connection.close().catch(() => undefined);
     await this.devServer?.stop();
   }
+}
+
+/**
+ * Reads the namespace's retention (Temporal's Retention Period: how long it keeps a closed execution,
+ * its history and result), and with `wantMs` (the embedded dev server: `SVC_TEMPORAL_RETENTION_MS`)
+ * sets it first when it differs; the dev server creates its namespaces keeping runs for 1 day.
+ * @returns the retention in ms, or undefined when a cluster does not let this service describe the namespace
+ * @throws when the embedded dev server refuses the update
+ */
+async function namespaceRetention(connection: NativeConnection, namespace: string, wantMs: number | undefined, log: Logger): Promise<number | undefined> {
+  const { msToTs, tsToMs } = await import("@temporalio/common/lib/time");
+  const read = async () => {
+    const ttl = (await connection.workflowService.describeNamespace({ namespace })).config?.workflowExecutionRetentionTtl;
+    return ttl ? tsToMs(ttl) : undefined;
+  };
+  if (wantMs === undefined) {
+    const ms = await read().catch((err: unknown) => log.warn({ err, namespace }, "could not read the Temporal namespace's retention"));
+    if (ms !== undefined) log.info({ namespace, retentionMs: ms }, `the Temporal namespace keeps a finished run for ${formatRetention(ms)} (its retention, set on the cluster)`);
+    return ms ?? undefined;
+  }
+  const was = await read();
+  if (was !== wantMs) {
+    await connection.workflowService.updateNamespace({ namespace, config: { workflowExecutionRetentionTtl: msToTs(wantMs) } });
+    log.info({ namespace, retentionMs: wantMs, was }, `the embedded Temporal keeps a finished run for ${formatRetention(wantMs)} (SVC_TEMPORAL_RETENTION_MS)`);
+  }
+  return wantMs;
+}
+
+/** A retention in words: whole days as days, else hours, else seconds ("30 days", "36 h", "5400 s"). */
+export function formatRetention(ms: number): string {
+  if (ms % 86_400_000 === 0) return `${ms / 86_400_000} day${ms === 86_400_000 ? "" : "s"}`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  return `${Math.round(ms / 1000)} s`;
 }
