@@ -32,6 +32,7 @@ import { TokenService } from "./auth/tokens";
 import { SessionService } from "./auth/sessions";
 import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
 import { Metrics, UNMATCHED_ROUTE } from "./metrics";
+import { RunRetention } from "./store/run-retention";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle, shutdownSignals } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
@@ -225,6 +226,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(LOGGER, { useValue: log });
     container.register(Lifecycle, { useValue: lifecycle });
     container.register(Metrics, { useValue: new Metrics() });
+    const runRetention = new RunRetention(db, config.runRetentionMs, container.resolve(Metrics));
+    container.register(RunRetention, { useValue: runRetention });
+    lifecycle.every(Math.min(config.runRetentionMs / 10, 3_600_000), () =>
+      runRetention.prune().then(
+        (deleted) => Object.values(deleted).some((n) => n > 0) && log.info({ deleted }, "run retention: deleted ended runs and spent credentials (SVC_RUN_RETENTION_MS)"),
+        (err) => log.warn({ err }, "run retention failed"),
+      ),
+    );
     container.register(ProjectRegistry, { useValue: project });
     container.register(Database, { useValue: db });
     container.register(EVENT_STREAM, { useValue: stream });

@@ -28,6 +28,7 @@ import { asPublicOrigin } from "./files/download-urls";
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
  * | `SVC_RECORD_RUNNING_AFTER_MS` | 20 | an action run or webhook delivery whose handler ends sooner is recorded with its completion (one commit); one that runs longer is recorded `running` on its own commit at this point; 0 records every run as it starts (see `RunRecording`) |
  * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
+ * | `SVC_RUN_RETENTION_MS` | 2592000000 (30 days) | how long an ended action run and webhook delivery (with its raw body) and a spent download URL are kept (`core/store/run-retention.ts`); at least 1 h |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
  * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |
  * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions |
@@ -83,6 +84,8 @@ export interface Config {
   /** ms a handler runs before its run is recorded on its own commit (see `RunRecording`); 0: at once. */
   recordRunningAfterMs: number;
   eventRetentionMs: number;
+  /** `SVC_RUN_RETENTION_MS`: how long ended action runs, webhook deliveries and spent download URLs are kept (ms; core/store/run-retention.ts). */
+  runRetentionMs: number;
   shutdownTimeoutMs: number;
   syncSchedules: boolean;
   sessionTtlMs: number;
@@ -191,6 +194,7 @@ const EnvSchema = v.object({
   SVC_OUTBOX_RECOVERY_MS: v.optional(intIn(100, 3_600_000), "60000"),
   SVC_RECORD_RUNNING_AFTER_MS: v.optional(intIn(0, 3_600_000), "20"),
   SVC_EVENT_RETENTION_MS: v.optional(intIn(1000, 365 * 86_400_000), String(2 * 86_400_000)),
+  SVC_RUN_RETENTION_MS: v.optional(intIn(3_600_000, 3650 * 86_400_000), String(30 * 86_400_000)),
   SVC_SHUTDOWN_TIMEOUT_MS: v.optional(intIn(0, 600_000), "30000"),
   SVC_SCHEDULES: v.optional(bool, "true"),
   SVC_EVENT_STREAM: v.optional(v.picklist(["sqlite", "nats"], "must be sqlite or nats"), "sqlite"),
@@ -328,6 +332,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     outboxRecoveryMs: e.SVC_OUTBOX_RECOVERY_MS,
     recordRunningAfterMs: e.SVC_RECORD_RUNNING_AFTER_MS,
     eventRetentionMs: e.SVC_EVENT_RETENTION_MS,
+    runRetentionMs: e.SVC_RUN_RETENTION_MS,
     shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
     syncSchedules: e.SVC_SCHEDULES,
     sessionTtlMs: e.SVC_SESSION_TTL_MS,

@@ -1,0 +1,122 @@
+/**
+ * The run retention (core/store/run-retention.ts, README "Retention"): what a pass deletes of ended
+ * action runs, webhook deliveries, spent download URLs and browser sessions, what it keeps (runs still
+ * running, effects still pending), and what a client sees after (a resent runId runs again, a resent
+ * delivery is new). Real SQLite, real HTTP; a pass is run with its clock moved past the retention.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { DEV_TOKEN, client, startApp, uploadFile } from "./helpers";
+import { Database } from "../core/store/db";
+import { ACTION_RUNS_DUE, BATCH, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, WEBHOOK_RUNS_DUE } from "../core/store/run-retention";
+import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
+import { newId } from "../core/ids";
+
+const RETENTION_MS = 30 * 86_400_000;
+let app: Awaited<ReturnType<typeof startApp>>;
+beforeAll(async () => {
+  app = await startApp({ env: { SVC_API_PUBLIC_ORIGIN: "https://files.example.com" } });
+}, 120_000);
+afterAll(() => app?.close());
+
+const count = async (sql: string, params: unknown[] = []) => (await app.container.resolve(Database).get<{ n: number }>(`SELECT count(*) AS n FROM ${sql}`, params as string[]))!.n;
+const write = (sql: string, params: unknown[] = []) => app.container.resolve(Database).transaction((tx) => tx.run(sql, params as string[]));
+
+async function deliver(id: string): Promise<number> {
+  const body = JSON.stringify({ type: "retention.ping", data: { id } });
+  const at = new Date();
+  const headers = { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks).sign(id, at, body) };
+  return (await fetch(`${app.url}/api/webhooks/standard-webhooks/events`, { method: "POST", headers, body })).status;
+}
+
+describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
+  it("deletes what ended longer ago than the retention, keeps what runs or waits, and a resent runId or delivery is new again", async () => {
+    const dev = client(app);
+    const retention = app.container.resolve(RunRetention);
+    // an action run that ended, one holding a file, a delivery, a download URL, a session
+    const runId = `run_retention_${Date.now()}`;
+    expect((await dev.post("/api/actions/diagnostics.noop", { params: {}, runId })).body.status).toBe("succeeded");
+    const file = await uploadFile(app, "%PDF-1.4 retention", "r.pdf", "application/pdf");
+    const attach = await dev.post("/api/actions/invoice.attach-pdf", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1001" }, params: { file: { id: file.id } } });
+    expect(attach.body.status).toBe("succeeded");
+    expect(await count("file_references WHERE owner_kind = 'run' AND owner_id = ?", [attach.body.runId])).toBeGreaterThanOrEqual(1);
+    const messageId = `msg_retention_${Date.now()}`;
+    expect(await deliver(messageId)).toBe(202);
+    const url = await dev.post("/api/objects/invoice/inv_1001/files/download-urls", { path: "/properties/pdf" });
+    expect(url.status).toBe(200);
+    const signIn = await fetch(`${app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json", origin: app.url }, body: JSON.stringify({ identity: "alice", password: "alice-sandbox-password" }) });
+    expect(signIn.status).toBe(200);
+    // what must stay: a run still running (a process died under it), an effect not started yet, a delivery still running
+    const running = newId("run");
+    await write("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at) VALUES (?, ?, 'diagnostics.noop', 'running', '{}', ?)", [running, running, new Date().toISOString()]);
+    const pending = newId("run");
+    await write("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at, finished_at, effect_status) VALUES (?, ?, 'diagnostics.noop', 'succeeded', '{}', ?, ?, 'pending')", [pending, pending, new Date().toISOString(), new Date().toISOString()]);
+    const deliveryRunning = newId("whrun");
+    await write("INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, status, attempts, received_at, headers, body) VALUES (?, ?, 'standard-webhooks', 'events', 'running', 1, ?, '{}', x'7b7d')", [deliveryRunning, newId("exec"), new Date().toISOString()]);
+
+    // now: nothing is old enough
+    expect(await retention.prune()).toEqual({ action_runs: 0, webhook_runs: 0, download_urls: 0, sessions: 0 });
+    const actionRuns = await count("action_runs");
+    const deliveries = await count("webhook_runs");
+    expect(actionRuns).toBeGreaterThanOrEqual(4);
+
+    // past the retention (and the URL's hour, and the session's 8 h and a day)
+    const later = Date.now() + RETENTION_MS + 2 * 86_400_000;
+    const deleted = await retention.prune(later);
+    expect(deleted).toMatchObject({ action_runs: actionRuns - 2, webhook_runs: deliveries - 1 });
+    expect(deleted.download_urls).toBeGreaterThanOrEqual(1);
+    expect(deleted.sessions).toBeGreaterThanOrEqual(1);
+    expect(await count("action_runs WHERE id IN (?, ?)", [running, pending])).toBe(2);
+    expect(await count("action_runs")).toBe(2);
+    expect(await count("webhook_runs")).toBe(1);
+    expect(await count("webhook_attempts WHERE run_id <> ?", [deliveryRunning])).toBe(0);
+    expect(await count("file_references WHERE owner_kind = 'run'")).toBe(0);
+    expect(await count("download_urls")).toBe(0);
+    expect(await count("sessions")).toBe(0);
+    // the file stays (a referenced file is never collected): the object still holds it
+    expect(await count("files WHERE id = ?", [file.id])).toBe(1);
+
+    // what a client sees: the run is gone, its runId runs again; the provider's message id is a new delivery
+    expect((await dev.get(`/api/action-runs/${runId}`)).status).toBe(404);
+    const again = await dev.post("/api/actions/diagnostics.noop", { params: {}, runId });
+    expect([again.status, again.body.status, again.body.attempts]).toEqual([200, "succeeded", 1]);
+    expect(await deliver(messageId)).toBe(202);
+    expect(await count("webhook_runs WHERE status = 'completed'")).toBe(1);
+    // the download URL answers 404 (it answered 410 while its row was kept)
+    const gone = await fetch(url.body.url.replace("https://files.example.com", app.url));
+    expect(gone.status).toBe(404);
+
+    // counted, by table
+    const metrics = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).text();
+    expect(metrics).toContain(`svc_retention_deleted_total{table="action_runs"} ${actionRuns - 2}`);
+    expect(metrics).toContain(`svc_retention_deleted_total{table="webhook_runs"} ${deliveries - 1}`);
+  });
+
+  it("deletes in batches, each its own transaction, until none is left", async () => {
+    const at = new Date().toISOString();
+    await app.container.resolve(Database).transaction(async (tx) => {
+      for (let i = 0; i < 2 * BATCH + 7; i++) {
+        const id = newId("run");
+        await tx.run("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at, finished_at) VALUES (?, ?, 'diagnostics.noop', 'failed', '{}', ?, ?)", [id, id, at, at]);
+      }
+    });
+    const deleted = await app.container.resolve(RunRetention).prune(Date.now() + RETENTION_MS + 1000);
+    expect(deleted.action_runs).toBeGreaterThanOrEqual(2 * BATCH + 7);
+    // the run still running and the effect still pending of the test before stay, and only they
+    expect(await count("action_runs")).toBe(2);
+    expect(await count("action_runs WHERE status = 'running' OR effect_status = 'pending'")).toBe(2);
+  });
+
+  it("reads only the rows it deletes: each search is along an index, never a scan of the table", async () => {
+    const db = app.container.resolve(Database);
+    const plans = async (sql: string) => (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ["x", "y"].slice(0, (sql.match(/\?/g) ?? []).length))).map((r) => r.detail);
+    expect(await plans(ACTION_RUNS_DUE)).toEqual(["SEARCH action_runs USING INDEX sqlite_autoindex_action_runs_1 (id<?)"]);
+    expect(await plans(WEBHOOK_RUNS_DUE)).toEqual(["SEARCH webhook_runs USING INDEX sqlite_autoindex_webhook_runs_1 (id<?)"]);
+    for (const [sql, table, index] of [[DELETE_DOWNLOAD_URLS_DUE, "download_urls", "download_urls_by_expiry"], [DELETE_SESSIONS_DUE, "sessions", "sessions_by_expiry"]]) {
+      const steps = await plans(sql!);
+      // the deletion by primary key, and its list read along the expiry index
+      expect(steps.join("\n"), table).toMatch(new RegExp(`SEARCH ${table} USING (COVERING )?INDEX ${index} \\(expires_at<\\?\\)`));
+      expect(steps.join("\n"), table).not.toMatch(/\bSCAN\b/);
+    }
+  });
+});
