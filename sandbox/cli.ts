@@ -1,8 +1,10 @@
 /**
  * The sandbox's command line: `npm run svc -- <command>`.
  *
- *   tokens create --identity <id> [--name <name>]   create an API token (printed once)
- *   tokens list                                     list tokens (never their secrets)
+ *   tokens create --identity <id> [--name <name>] [--expires-in <n>d|<n>h]
+ *                                                   create an API token (printed once), working until
+ *                                                   revoked, or for that many days or hours
+ *   tokens list                                     list tokens (never their secrets): expiry, last use
  *   tokens revoke <tokenId>                         revoke a token
  *   identities                                      list identities and their permissions
  *   payload-keys [list]                             the Temporal payload keys' ids: current and retired
@@ -21,7 +23,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { databaseFile } from "../core/config";
 import { Database } from "../core/store/db";
-import { TokenService } from "../core/auth/tokens";
+import { TokenService, type TokenInfo } from "../core/auth/tokens";
 import { ProjectRegistry } from "../core/project/registry";
 import { openPayloadKeys, PAYLOAD_KEY_FILE, payloadKeyId, RETIRED_PAYLOAD_KEYS_DIR, rotatePayloadKey } from "../core/temporal/payload-keys";
 import { backupDataDir } from "../core/store/backup";
@@ -29,7 +31,7 @@ import { BackupCheckFailed, checkBackup, restoreDataDir, type BackupCheck } from
 import { fileStorageConfigFromEnv } from "../core/files/config";
 import { SANDBOX_DATA_DIR, sandboxProject } from "./project";
 
-const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name>]
+const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name>] [--expires-in <n>d|<n>h]
        npm run svc -- tokens list
        npm run svc -- tokens revoke <tokenId>
        npm run svc -- identities
@@ -38,7 +40,7 @@ const USAGE = `usage: npm run svc -- tokens create --identity <id> [--name <name
        npm run svc -- restore <dir> [--check]`;
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, check: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { identity: { type: "string" }, name: { type: "string" }, "expires-in": { type: "string" }, check: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
   const [group, command, arg] = positionals;
   const registry = new ProjectRegistry(sandboxProject);
   if (values.help || !group) {
@@ -73,13 +75,26 @@ async function main(argv: string[]): Promise<number> {
           console.error(`--identity is required; identities: ${Object.keys(sandboxProject.identities).join(", ")}`);
           return 2;
         }
-        const { token, info } = await tokens.create(values.identity, values.name ?? values.identity);
-        console.log(`Created token ${info.id} for identity "${info.identityId}". It is shown only now:\n\n  ${token}\n`);
+        let expiresInMs: number | undefined;
+        if (values["expires-in"] !== undefined) {
+          const m = /^(\d+)([dh])$/.exec(values["expires-in"].trim());
+          if (!m || Number(m[1]) < 1) {
+            console.error(`--expires-in takes a number of days or hours, such as 90d or 12h (got ${JSON.stringify(values["expires-in"])})`);
+            return 2;
+          }
+          expiresInMs = Number(m[1]) * (m[2] === "d" ? 86_400_000 : 3_600_000);
+        }
+        const { token, info } = await tokens.create(values.identity, values.name ?? values.identity, { expiresInMs });
+        console.log(`Created token ${info.id} for identity "${info.identityId}", ${info.expiresAt ? `working until ${info.expiresAt}` : "working until revoked"}. It is shown only now:\n\n  ${token}\n`);
         return 0;
       }
       case "list":
-        console.log(`${"ID".padEnd(30)}  ${"IDENTITY".padEnd(10)} ${"NAME".padEnd(14)} CREATED`);
-        for (const t of await tokens.list()) console.log(`${t.id}  ${t.identityId.padEnd(10)} ${t.name.padEnd(14)} ${t.createdAt}${t.revokedAt ? `  revoked ${t.revokedAt}` : ""}`);
+        {
+          const now = new Date().toISOString();
+          const state = (t: TokenInfo) => (t.revokedAt ? `revoked ${t.revokedAt}` : t.expiresAt && t.expiresAt <= now ? `expired ${t.expiresAt}` : t.expiresAt ? `expires ${t.expiresAt}` : "active");
+          console.log(`${"ID".padEnd(30)}  ${"IDENTITY".padEnd(10)} ${"NAME".padEnd(14)} ${"CREATED".padEnd(24)} ${"LAST USED (hour)".padEnd(24)} STATE`);
+          for (const t of await tokens.list()) console.log(`${t.id}  ${t.identityId.padEnd(10)} ${t.name.padEnd(14)} ${t.createdAt.padEnd(24)} ${(t.lastUsedAt ?? "never").padEnd(24)} ${state(t)}`);
+        }
         return 0;
       case "revoke":
         if (!arg) {

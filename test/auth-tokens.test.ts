@@ -1,6 +1,9 @@
 /** API tokens and permissions (spec 5), in-process and over HTTP. */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { DEV_TOKEN, client, describeMatrix, sandboxSuite, startApp, tempDir } from "./helpers";
+import { DEV_TOKEN, client, describeMatrix, eventually, sandboxSuite, startApp, tempDir } from "./helpers";
 import { Database } from "../core/store/db";
 import { TokenService } from "../core/auth/tokens";
 
@@ -97,5 +100,65 @@ describe("the development token across starts", () => {
     } finally {
       await without.close();
     }
+  });
+});
+
+describe("token expiry and last use (npm run svc -- tokens create --expires-in, tokens list)", () => {
+  it("a token with an expiry works until then, and after it answers 401 saying it expired, even while its lookup is cached", async () => {
+    const service = suite.app.container.resolve(TokenService);
+    const { token, info } = await service.create("alice", "short-lived", { expiresInMs: 1500 });
+    expect(Date.parse(info.expiresAt!) - Date.parse(info.createdAt)).toBe(1500);
+    expect((await client(suite.app, token).get("/api/project")).status).toBe(200);
+    await new Promise((r) => setTimeout(r, Date.parse(info.expiresAt!) - Date.now() + 50));
+    const refused = await client(suite.app, token).get("/api/project");
+    expect([refused.status, refused.body.error.code, refused.body.error.message]).toEqual([401, "unauthorized", `The API token expired at ${info.expiresAt}: create a new one (npm run svc -- tokens create)`]);
+    expect((await service.list()).find((t) => t.id === info.id)).toMatchObject({ expiresAt: info.expiresAt });
+    await expect(service.create("alice", "forever", { expiresInMs: 0 })).rejects.toThrow("A token's lifetime must be from 1 ms to 3650 days");
+  });
+
+  it("stores when a token was last used, to the hour, writing at most once an hour per token", async () => {
+    const service = suite.app.container.resolve(TokenService);
+    const db = suite.app.container.resolve(Database);
+    const { token, info } = await service.create("auditor", "used");
+    const lastUsed = async () => (await service.list()).find((t) => t.id === info.id)!.lastUsedAt;
+    expect(await lastUsed()).toBeUndefined();
+    expect((await client(suite.app, token).get("/api/project")).status).toBe(200);
+    const hour = new Date(Date.now() - (Date.now() % 3_600_000)).toISOString();
+    await eventually(async () => (await lastUsed()) === hour);
+    // an hour ago and more: the next lookup (the cache is cleared by a revocation) writes it again
+    const old = new Date(Date.now() - 2 * 3_600_000).toISOString();
+    await db.transaction((tx) => tx.run("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [old, info.id]));
+    await service.revoke((await service.create("auditor", "to-clear-the-cache")).info.id);
+    expect((await client(suite.app, token).get("/api/project")).status).toBe(200);
+    await eventually(async () => (await lastUsed()) === hour);
+    // within the hour: a lookup writes nothing
+    const recent = new Date(Date.now() - 60_000).toISOString();
+    await db.transaction((tx) => tx.run("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [recent, info.id]));
+    await service.revoke((await service.create("auditor", "to-clear-the-cache")).info.id);
+    const transactions = db.stats().transactions;
+    expect((await client(suite.app, token).get("/api/project")).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await lastUsed()).toBe(recent);
+    // not even a write that changes nothing
+    expect(db.stats().transactions).toBe(transactions);
+  });
+
+  it("the CLI creates a token with --expires-in and lists expiry and last use", { timeout: 60_000 }, async () => {
+    const dataDir = tempDir();
+    const app = await startApp({ dataDir });
+    await app.close();
+    const cli = (args: string[]) =>
+      promisify(execFile)(process.execPath, ["--import", "tsx", "sandbox/cli.ts", "tokens", ...args], { cwd: path.resolve(import.meta.dirname, ".."), env: { ...process.env, SVC_DATA_DIR: dataDir } }).then(
+        (r) => ({ code: 0, ...r }),
+        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+      );
+    const created = await cli(["create", "--identity", "alice", "--name", "quarterly", "--expires-in", "90d"]);
+    expect(created.code, created.stderr).toBe(0);
+    const until = /working until (\S+)\. It is shown only now/.exec(created.stdout)?.[1];
+    expect(Date.parse(until!) - Date.now()).toBeGreaterThan(90 * 86_400_000 - 60_000);
+    const listed = await cli(["list"]);
+    expect(listed.stdout).toMatch(new RegExp(`^tok_\\S+\\s+alice\\s+quarterly\\s+\\S+\\s+never\\s+expires ${until!.replace(/\./g, "\\.")}$`, "m"));
+    const bad = await cli(["create", "--identity", "alice", "--expires-in", "soon"]);
+    expect([bad.code, bad.stderr.trim()]).toEqual([2, '--expires-in takes a number of days or hours, such as 90d or 12h (got "soon")']);
   });
 });

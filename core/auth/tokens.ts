@@ -6,14 +6,21 @@ import type { Principal } from "./permissions";
 import { newId, newSecret, nowIso } from "../ids";
 import { unauthorized } from "../errors";
 
-/** A token as listed (never with its secret). */
+/** A token as listed (never with its secret). Times are ISO 8601 UTC. */
 export interface TokenInfo {
   id: string;
   identityId: string;
   name: string;
   createdAt: string;
+  /** When it stops working (none: it works until revoked). */
+  expiresAt?: string;
   revokedAt?: string;
+  /** When it last authenticated a request, to the hour ({@link TokenService.LAST_USED_EVERY_MS}); none: never. */
+  lastUsedAt?: string;
 }
+
+/** The longest a token may be created for (ms): 10 years. */
+export const MAX_TOKEN_LIFETIME_MS = 3650 * 86_400_000;
 
 /**
  * SHA-256 of a token, hex. API tokens are 256-bit random secrets, so a fast hash is the right one. Every
@@ -32,7 +39,9 @@ export function hashToken(token: string): string {
 @injectable()
 export class TokenService {
   static readonly CACHE_MS = 10_000;
-  private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
+  /** How stale a token's stored `lastUsedAt` may get before a request updates it (ms): an hour, so that use costs at most a write an hour per token. */
+  static readonly LAST_USED_EVERY_MS = 3_600_000;
+  private readonly cache = new Map<string, { principal: Principal | null; until: number; expiresAt?: string }>();
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -41,13 +50,17 @@ export class TokenService {
 
   /**
    * Creates a token for an identity and answers the secret (shown once; only its hash is kept).
-   * @throws Error for an identity the project does not define
+   * @param opts.expiresInMs how long it works (ms, 1 to {@link MAX_TOKEN_LIFETIME_MS}); none: until revoked
+   * @throws Error for an identity the project does not define, or a lifetime out of range
    */
-  async create(identityId: string, name = identityId): Promise<{ token: string; info: TokenInfo }> {
+  async create(identityId: string, name = identityId, opts: { expiresInMs?: number } = {}): Promise<{ token: string; info: TokenInfo }> {
     if (!this.project.identityPermissions(identityId)) throw new Error(`Unknown identity "${identityId}". Identities: ${Object.keys(this.project.definition.identities).join(", ")}`);
+    const ttl = opts.expiresInMs;
+    if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 1 || ttl > MAX_TOKEN_LIFETIME_MS)) throw new Error(`A token's lifetime must be from 1 ms to ${MAX_TOKEN_LIFETIME_MS / 86_400_000} days`);
     const token = newSecret("svc");
-    const info: TokenInfo = { id: newId("tok"), identityId, name, createdAt: nowIso() };
-    await this.db.transaction((tx) => tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at) VALUES (?, ?, ?, ?, ?)", [info.id, hashToken(token), identityId, name, info.createdAt]));
+    const createdAt = nowIso();
+    const info: TokenInfo = { id: newId("tok"), identityId, name, createdAt, ...(ttl !== undefined ? { expiresAt: new Date(Date.parse(createdAt) + ttl).toISOString() } : {}) };
+    await this.db.transaction((tx) => tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)", [info.id, hashToken(token), identityId, name, info.createdAt, info.expiresAt ?? null]));
     return { token, info };
   }
 
@@ -75,9 +88,20 @@ export class TokenService {
     return changes;
   }
 
+  /** Every token, oldest first (revoked and expired ones too). */
   async list(): Promise<TokenInfo[]> {
-    const rows = await this.db.all<{ id: string; identity_id: string; name: string; created_at: string; revoked_at: string | null }>("SELECT id, identity_id, name, created_at, revoked_at FROM api_tokens ORDER BY created_at");
-    return rows.map((r) => ({ id: r.id, identityId: r.identity_id, name: r.name, createdAt: r.created_at, ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}) }));
+    const rows = await this.db.all<{ id: string; identity_id: string; name: string; created_at: string; expires_at: string | null; revoked_at: string | null; last_used_at: string | null }>(
+      "SELECT id, identity_id, name, created_at, expires_at, revoked_at, last_used_at FROM api_tokens ORDER BY created_at",
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      identityId: r.identity_id,
+      name: r.name,
+      createdAt: r.created_at,
+      ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
+      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
+      ...(r.last_used_at ? { lastUsedAt: r.last_used_at } : {}),
+    }));
   }
 
   /** Revokes a token by id; answers whether it existed. */
@@ -88,8 +112,9 @@ export class TokenService {
   }
 
   /**
-   * Resolves the caller of a request from `Authorization: Bearer <token>`.
-   * @throws {ApiError} unauthorized (401) when the header is missing or the token unknown/revoked
+   * Resolves the caller of a request from `Authorization: Bearer <token>`. A token's use is stored
+   * (`lastUsedAt`) when the stored one is an hour old or more, by a write the request does not wait for.
+   * @throws {ApiError} unauthorized (401) when the header is missing, or the token unknown, revoked or expired
    */
   async authenticate(req: Request): Promise<Principal> {
     const header = req.headers.get("authorization");
@@ -99,14 +124,22 @@ export class TokenService {
     const now = Date.now();
     let entry = this.cache.get(hash);
     if (!entry || entry.until < now) {
-      const row = await this.db.get<{ identity_id: string }>("SELECT identity_id FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL", [hash]);
+      const row = await this.db.get<{ id: string; identity_id: string; expires_at: string | null; last_used_at: string | null }>("SELECT id, identity_id, expires_at, last_used_at FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL", [hash]);
       const permissions = row ? this.project.identityPermissions(row.identity_id) : undefined;
       const type = row ? this.project.identityType(row.identity_id) : undefined;
-      entry = { principal: row && permissions && type ? { type, id: row.identity_id, permissions } : null, until: now + TokenService.CACHE_MS };
+      entry = { principal: row && permissions && type ? { type, id: row.identity_id, permissions } : null, until: now + TokenService.CACHE_MS, ...(row?.expires_at ? { expiresAt: row.expires_at } : {}) };
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(hash, entry);
+      if (entry.principal && (row!.last_used_at === null || Date.parse(row!.last_used_at) <= now - TokenService.LAST_USED_EVERY_MS) && !(row!.expires_at && Date.parse(row!.expires_at) <= now)) this.markUsed(row!.id, now);
     }
     if (!entry.principal) throw unauthorized("The API token is not valid");
+    if (entry.expiresAt !== undefined && Date.parse(entry.expiresAt) <= now) throw unauthorized(`The API token expired at ${entry.expiresAt}: create a new one (npm run svc -- tokens create)`);
     return entry.principal;
+  }
+
+  /** Stores that token `id` was used at `nowMs`, to the hour; the request does not wait for it, and a failed write is only lost. */
+  private markUsed(id: string, nowMs: number): void {
+    const at = new Date(nowMs - (nowMs % TokenService.LAST_USED_EVERY_MS)).toISOString();
+    this.db.transaction((tx) => tx.run("UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)", [at, id, at])).catch(() => undefined);
   }
 }
