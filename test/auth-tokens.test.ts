@@ -162,3 +162,79 @@ describe("token expiry and last use (npm run svc -- tokens create --expires-in, 
     expect([bad.code, bad.stderr.trim()]).toEqual([2, '--expires-in takes a number of days or hours, such as 90d or 12h (got "soon")']);
   });
 });
+
+describe("personal tokens over HTTP (GET/POST /api/tokens, POST /api/tokens/:tokenId/revoke)", () => {
+  /** A browser session of `identity`: its cookie and CSRF token, as headers for fetch. */
+  async function session(identity: string, password: string) {
+    const res = await fetch(`${suite.app.url}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json", origin: suite.app.url }, body: JSON.stringify({ identity, password }) });
+    expect(res.status).toBe(200);
+    const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const { csrfToken } = (await res.json()) as { csrfToken: string };
+    const call = async (method: string, path: string, body?: unknown) => {
+      const r = await fetch(`${suite.app.url}${path}`, { method, headers: { cookie, origin: suite.app.url, "x-svc-csrf": csrfToken, ...(body === undefined ? {} : { "content-type": "application/json" }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    return { call };
+  }
+
+  it("a signed-in user makes a token of their own identity (90 days by default), lists and revokes it; a bearer token cannot", async () => {
+    const alice = await session("alice", "alice-sandbox-password");
+    const made = await alice.call("POST", "/api/tokens", { name: "  laptop script " });
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ token: expect.stringMatching(/^svc_/), tokenInfo: { id: expect.stringMatching(/^tok_/), identityId: "alice", name: "laptop script" } });
+    const info = made.body.tokenInfo;
+    expect(Date.parse(info.expiresAt) - Date.parse(info.createdAt)).toBe(90 * 86_400_000);
+    // it carries alice's permissions, no more
+    expect((await client(suite.app, made.body.token).get("/api/objects?objectTypeId=invoice")).status).toBe(200);
+    expect((await client(suite.app, made.body.token).post("/api/actions/diagnostics.noop", {})).status).toBe(403);
+    // listed without its secret, newest first
+    const listed = await alice.call("GET", "/api/tokens");
+    expect(listed.body.tokens[0]).toEqual(expect.objectContaining({ id: info.id, name: "laptop script" }));
+    expect(JSON.stringify(listed.body)).not.toContain(made.body.token);
+    expect(listed.body.tokens.every((t: { identityId: string }) => t.identityId === "alice")).toBe(true);
+    // a bearer token (even this one) can neither list nor make tokens
+    for (const [method, body] of [["GET", undefined], ["POST", { name: "more" }]] as const) {
+      const r = await client(suite.app, made.body.token)[method === "GET" ? "get" : "post"]("/api/tokens", body as never);
+      expect([r.status, r.body.error.code]).toEqual([401, "unauthorized"]);
+    }
+    // another identity's token is not alice's to revoke
+    const auditors = await suite.app.container.resolve(TokenService).create("auditor", "not-alices");
+    const other = await alice.call("POST", `/api/tokens/${auditors.info.id}/revoke`);
+    expect([other.status, other.body.error.code]).toEqual([404, "not_found"]);
+    expect((await client(suite.app, auditors.token).get("/api/project")).status).toBe(200);
+    // her own: revoked at once
+    const revoked = await alice.call("POST", `/api/tokens/${info.id}/revoke`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body).toMatchObject({ id: info.id, revokedAt: expect.any(String) });
+    expect((await client(suite.app, made.body.token).get("/api/project")).status).toBe(401);
+    expect((await alice.call("POST", `/api/tokens/${info.id}/revoke`)).status).toBe(404);
+  });
+
+  it("refuses a lifetime out of range, a missing CSRF token, and a 51st working token, writing nothing", async () => {
+    const auditor = await session("auditor", "auditor-sandbox-password");
+    const service = suite.app.container.resolve(TokenService);
+    const before = (await service.listFor("auditor")).length;
+    for (const [body, message] of [
+      [{ name: "x", expiresInMs: 60_000 }, "expiresInMs must be at least an hour (3600000)"],
+      [{ name: "x", expiresInMs: 400 * 86_400_000 }, `expiresInMs must be at most a year (${365 * 86_400_000})`],
+      [{ name: " " }, "name must not be empty"],
+      [{ name: "x", scopes: ["all"] }, undefined],
+    ] as const) {
+      const r = await auditor.call("POST", "/api/tokens", body);
+      expect([r.status, r.body.error.code], JSON.stringify(body)).toEqual([400, "invalid_request"]);
+      if (message) expect(r.body.error.message).toContain(message);
+    }
+    const noCsrf = await fetch(`${suite.app.url}/api/tokens`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "x" }) });
+    expect(noCsrf.status).toBe(401);
+    expect((await service.listFor("auditor")).length).toBe(before);
+    // up to 50 working tokens: the 51st is refused until one is revoked
+    const working = await service.activeCount("auditor");
+    const made = [];
+    for (let i = working; i < 50; i++) made.push((await service.create("auditor", `bulk-${i}`, { expiresInMs: 3_600_000 })).info.id);
+    const refused = await auditor.call("POST", "/api/tokens", { name: "one too many" });
+    expect([refused.status, refused.body.error.code, refused.body.error.details]).toEqual([409, "conflict", { limit: 50 }]);
+    await service.revoke(made[0]!);
+    expect((await auditor.call("POST", "/api/tokens", { name: "one more" })).status).toBe(201);
+    for (const id of made) await service.revoke(id);
+  });
+});

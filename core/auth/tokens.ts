@@ -90,8 +90,21 @@ export class TokenService {
 
   /** Every token, oldest first (revoked and expired ones too). */
   async list(): Promise<TokenInfo[]> {
+    return this.infos("ORDER BY created_at", []);
+  }
+
+  /**
+   * The tokens of one identity (a user's personal tokens, over HTTP: `GET /api/tokens`), newest first,
+   * revoked and expired ones too.
+   */
+  async listFor(identityId: string): Promise<TokenInfo[]> {
+    return this.infos("WHERE identity_id = ? ORDER BY created_at DESC, id DESC", [identityId]);
+  }
+
+  private async infos(clauses: string, params: string[]): Promise<TokenInfo[]> {
     const rows = await this.db.all<{ id: string; identity_id: string; name: string; created_at: string; expires_at: string | null; revoked_at: string | null; last_used_at: string | null }>(
-      "SELECT id, identity_id, name, created_at, expires_at, revoked_at, last_used_at FROM api_tokens ORDER BY created_at",
+      `SELECT id, identity_id, name, created_at, expires_at, revoked_at, last_used_at FROM api_tokens ${clauses}`,
+      params,
     );
     return rows.map((r) => ({
       id: r.id,
@@ -102,6 +115,18 @@ export class TokenService {
       ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
       ...(r.last_used_at ? { lastUsedAt: r.last_used_at } : {}),
     }));
+  }
+
+  /** How many tokens of `identityId` still work (neither revoked nor expired). */
+  async activeCount(identityId: string): Promise<number> {
+    return (await this.db.get<{ n: number }>("SELECT count(*) AS n FROM api_tokens WHERE identity_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", [identityId, nowIso()]))!.n;
+  }
+
+  /** Revokes a token of `identityId` by id (a user revoking one of their own); answers whether it was active. */
+  async revokeOwn(identityId: string, id: string): Promise<boolean> {
+    const { changes } = await this.db.transaction((tx) => tx.run("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND identity_id = ? AND revoked_at IS NULL", [nowIso(), id, identityId]));
+    this.cache.clear();
+    return changes > 0;
   }
 
   /** Revokes a token by id; answers whether it existed. */

@@ -1,7 +1,24 @@
 import * as v from "valibot";
-import { SESSION_COOKIE, SessionService, assertAllowedOrigin, definePlugin, jsonResponse, readCookie } from "../../core/plugin-api";
+import { ApiError, SESSION_COOKIE, SessionService, TokenService, assertAllowedOrigin, definePlugin, jsonResponse, readCookie } from "../../core/plugin-api";
 
 const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.string() }), csrfToken: v.string(), expiresAt: v.string() });
+
+/** A personal token's default lifetime over HTTP (ms): 90 days. */
+export const PERSONAL_TOKEN_DEFAULT_MS = 90 * 86_400_000;
+/** The longest lifetime a personal token can be given over HTTP (ms): a year (the CLI may give longer, or none). */
+export const PERSONAL_TOKEN_MAX_MS = 365 * 86_400_000;
+/** How many working personal tokens one identity may hold. */
+export const PERSONAL_TOKENS_MAX = 50;
+
+const TokenInfoSchema = v.object({
+  id: v.pipe(v.string(), v.description("The token's id (`tok_…`): not the secret")),
+  identityId: v.string(),
+  name: v.string(),
+  createdAt: v.string(),
+  expiresAt: v.optional(v.pipe(v.string(), v.description("When it stops working (absent: it works until revoked; CLI-made tokens only)"))),
+  revokedAt: v.optional(v.string()),
+  lastUsedAt: v.optional(v.pipe(v.string(), v.description("When it last authenticated a request, to the hour (absent: never)"))),
+});
 
 /**
  * Browser sessions (spec 5): sign in with an identity and password (scrypt), sign out, read the
@@ -9,8 +26,8 @@ const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.st
  */
 export default definePlugin({
   name: "auth",
-  deps: { sessions: SessionService },
-  setup({ routes, config }, { sessions }) {
+  deps: { sessions: SessionService, tokens: TokenService },
+  setup({ routes, config, log }, { sessions, tokens }) {
     routes.add({
       method: "POST",
       path: "/api/auth/sign-in",
@@ -51,6 +68,56 @@ export default definePlugin({
       handler: async ({ event }) => {
         await sessions.signOut(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "");
         return jsonResponse({ signedOut: true }, 200, { "set-cookie": sessions.clearingCookie(event.req) });
+      },
+    });
+
+    // personal tokens (spec 5): a signed-in user makes, lists and revokes the API tokens of their own
+    // identity; session only, so that a token cannot make more tokens
+    routes.add({
+      method: "GET",
+      path: "/api/tokens",
+      summary: "List your API tokens",
+      description: "The API tokens of the signed-in identity, newest first, with revoked and expired ones (never their secrets). Session only: bearer tokens are refused.",
+      tags: ["auth"],
+      auth: "session",
+      responses: { 200: { description: "Your tokens", schema: v.object({ tokens: v.array(TokenInfoSchema) }) } },
+      handler: async ({ principal }) => ({ tokens: await tokens.listFor(principal!.id) }),
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/tokens",
+      summary: "Create an API token for yourself",
+      description: `A personal token carrying the signed-in identity's permissions (spec 5), for scripts: send it as \`Authorization: Bearer <token>\`. The secret is in this answer only (only its hash is stored). It works for \`expiresInMs\` (default 90 days, at most a year) or until revoked. At most ${PERSONAL_TOKENS_MAX} working tokens per identity. Session only (with \`x-svc-csrf\`): a bearer token cannot make tokens.`,
+      tags: ["auth"],
+      auth: "session",
+      body: v.strictObject({
+        name: v.pipe(v.string(), v.trim(), v.minLength(1, "name must not be empty"), v.maxLength(100, "name must be at most 100 characters"), v.description("What the token is for, to tell it apart in the list")),
+        expiresInMs: v.optional(v.pipe(v.number(), v.integer("expiresInMs must be a whole number of milliseconds"), v.minValue(3_600_000, "expiresInMs must be at least an hour (3600000)"), v.maxValue(PERSONAL_TOKEN_MAX_MS, `expiresInMs must be at most a year (${PERSONAL_TOKEN_MAX_MS})`), v.description("How long it works (ms; default 90 days)"))),
+      }),
+      responses: {
+        201: { description: "Created: the secret (shown once) and the token's record", schema: v.object({ token: v.pipe(v.string(), v.description("The secret, `svc_…`: shown only now")), tokenInfo: TokenInfoSchema }) },
+        409: { description: `\`conflict\`: the identity already holds ${PERSONAL_TOKENS_MAX} working tokens; revoke one first` },
+      },
+      handler: async ({ principal, body }) => {
+        if ((await tokens.activeCount(principal!.id)) >= PERSONAL_TOKENS_MAX) throw new ApiError("conflict", `You hold ${PERSONAL_TOKENS_MAX} working API tokens: revoke one you no longer use first`, { limit: PERSONAL_TOKENS_MAX });
+        const { token, info } = await tokens.create(principal!.id, body.name, { expiresInMs: body.expiresInMs ?? PERSONAL_TOKEN_DEFAULT_MS });
+        log.info({ identity: principal!.id, tokenId: info.id, expiresAt: info.expiresAt }, "personal API token created");
+        return jsonResponse({ token, tokenInfo: info }, 201, { "cache-control": "no-store" });
+      },
+    });
+    routes.add({
+      method: "POST",
+      path: "/api/tokens/:tokenId/revoke",
+      summary: "Revoke one of your API tokens",
+      description: "It stops working at once on this server (within 10 s on others). Only your own tokens: another's answers 404. Session only (with `x-svc-csrf`).",
+      tags: ["auth"],
+      auth: "session",
+      params: v.object({ tokenId: v.string() }),
+      responses: { 200: { description: "Revoked", schema: TokenInfoSchema }, 404: { description: "`not_found`: no working token of yours has this id (revoked already, or not yours)" } },
+      handler: async ({ principal, params }) => {
+        if (!(await tokens.revokeOwn(principal!.id, params.tokenId))) throw new ApiError("not_found", `You hold no working API token "${params.tokenId}"`);
+        log.info({ identity: principal!.id, tokenId: params.tokenId }, "personal API token revoked");
+        return (await tokens.listFor(principal!.id)).find((t) => t.id === params.tokenId)!;
       },
     });
   },
