@@ -228,12 +228,15 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(Metrics, { useValue: new Metrics() });
     const runRetention = new RunRetention(db, config.runRetentionMs, container.resolve(Metrics));
     container.register(RunRetention, { useValue: runRetention });
-    lifecycle.every(Math.min(config.runRetentionMs / 10, 3_600_000), () =>
+    const retentionPass = () =>
       runRetention.prune().then(
-        (deleted) => Object.values(deleted).some((n) => n > 0) && log.info({ deleted }, "run retention: deleted ended runs and spent credentials (SVC_RUN_RETENTION_MS)"),
+        (deleted) => Object.values(deleted).some((n) => n > 0) && log.info({ deleted }, "retention: deleted ended runs and spent download URLs (SVC_RUN_RETENTION_MS), expired sessions"),
         (err) => log.warn({ err }, "run retention failed"),
-      ),
-    );
+      );
+    // at start (a service restarted more often than the period still prunes), then periodically
+    lifecycle.hook("ready", () => void lifecycle.after(0, retentionPass));
+    lifecycle.every(Math.min(config.runRetentionMs / 10, 3_600_000), retentionPass);
+    lifecycle.hook("preClose", () => runRetention.stop());
     container.register(ProjectRegistry, { useValue: project });
     container.register(Database, { useValue: db });
     container.register(EVENT_STREAM, { useValue: stream });

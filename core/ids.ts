@@ -1,4 +1,4 @@
-import { monotonicFactory } from "ulid";
+import { decodeTime, monotonicFactory } from "ulid";
 import { randomBytes, randomFillSync } from "node:crypto";
 
 /**
@@ -26,6 +26,19 @@ const nextUlid = monotonicFactory(pooledRandom);
  */
 export function newId(prefix: string): string {
   return `${prefix}_${nextUlid()}`;
+}
+
+/**
+ * When an id {@link newId} made was made (epoch ms: its ULID's time), or undefined for any other text.
+ * @param prefix the id's prefix, e.g. `dl`
+ */
+export function idTime(id: string, prefix: string): number | undefined {
+  if (!id.startsWith(`${prefix}_`) || id.length !== prefix.length + 27) return undefined;
+  try {
+    return decodeTime(id.slice(prefix.length + 1));
+  } catch {
+    return undefined;
+  }
 }
 
 /** A random secret with a readable prefix, e.g. an API token `svc_…` (32 random bytes, base64url). */

@@ -11,6 +11,10 @@ import { Database } from "../core/store/db";
 import { ACTION_RUNS_DUE, BATCH, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, WEBHOOK_RUNS_DUE } from "../core/store/run-retention";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 import { newId } from "../core/ids";
+import { encodeTime } from "ulid";
+import { HandlerRunner } from "../core/runtime/handler";
+import Stripe from "stripe";
+import { OntologyStore } from "../core/ontology/store";
 
 const RETENTION_MS = 30 * 86_400_000;
 let app: Awaited<ReturnType<typeof startApp>>;
@@ -51,6 +55,9 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     await write("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at) VALUES (?, ?, 'diagnostics.noop', 'running', '{}', ?)", [running, running, new Date().toISOString()]);
     const pending = newId("run");
     await write("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at, finished_at, effect_status) VALUES (?, ?, 'diagnostics.noop', 'succeeded', '{}', ?, ?, 'pending')", [pending, pending, new Date().toISOString(), new Date().toISOString()]);
+    // an action run whose effect started: its effect is the Temporal run action-effect:<runId>, once per runId
+    const effected = newId("run");
+    await write("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at, finished_at, effect_status) VALUES (?, ?, 'diagnostics.noop', 'succeeded', '{}', ?, ?, 'started')", [effected, effected, new Date().toISOString(), new Date().toISOString()]);
     const deliveryRunning = newId("whrun");
     await write("INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, status, attempts, received_at, headers, body) VALUES (?, ?, 'standard-webhooks', 'events', 'running', 1, ?, '{}', x'7b7d')", [deliveryRunning, newId("exec"), new Date().toISOString()]);
 
@@ -63,11 +70,11 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     // past the retention (and the URL's hour, and the session's 8 h and a day)
     const later = Date.now() + RETENTION_MS + 2 * 86_400_000;
     const deleted = await retention.prune(later);
-    expect(deleted).toMatchObject({ action_runs: actionRuns - 2, webhook_runs: deliveries - 1 });
+    expect(deleted).toMatchObject({ action_runs: actionRuns - 3, webhook_runs: deliveries - 1 });
     expect(deleted.download_urls).toBeGreaterThanOrEqual(1);
     expect(deleted.sessions).toBeGreaterThanOrEqual(1);
-    expect(await count("action_runs WHERE id IN (?, ?)", [running, pending])).toBe(2);
-    expect(await count("action_runs")).toBe(2);
+    expect(await count("action_runs WHERE id IN (?, ?, ?)", [running, pending, effected])).toBe(3);
+    expect(await count("action_runs")).toBe(3);
     expect(await count("webhook_runs")).toBe(1);
     expect(await count("webhook_attempts WHERE run_id <> ?", [deliveryRunning])).toBe(0);
     expect(await count("file_references WHERE owner_kind = 'run'")).toBe(0);
@@ -88,7 +95,7 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
 
     // counted, by table
     const metrics = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).text();
-    expect(metrics).toContain(`svc_retention_deleted_total{table="action_runs"} ${actionRuns - 2}`);
+    expect(metrics).toContain(`svc_retention_deleted_total{table="action_runs"} ${actionRuns - 3}`);
     expect(metrics).toContain(`svc_retention_deleted_total{table="webhook_runs"} ${deliveries - 1}`);
   });
 
@@ -100,11 +107,44 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
         await tx.run("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at, finished_at) VALUES (?, ?, 'diagnostics.noop', 'failed', '{}', ?, ?)", [id, id, at, at]);
       }
     });
+    const transactions = app.container.resolve(Database).stats().transactions;
     const deleted = await app.container.resolve(RunRetention).prune(Date.now() + RETENTION_MS + 1000);
     expect(deleted.action_runs).toBeGreaterThanOrEqual(2 * BATCH + 7);
-    // the run still running and the effect still pending of the test before stay, and only they
-    expect(await count("action_runs")).toBe(2);
-    expect(await count("action_runs WHERE status = 'running' OR effect_status = 'pending'")).toBe(2);
+    // three batches of action runs at least, and one for each other table
+    expect(app.container.resolve(Database).stats().transactions - transactions).toBeGreaterThanOrEqual(3 + 3);
+    // the run still running, the effect still pending and the one started, of the test before, stay, and only they
+    expect(await count("action_runs")).toBe(3);
+    expect(await count("action_runs WHERE status = 'running' OR effect_status IS NOT NULL")).toBe(3);
+  });
+
+  it("a provider's retry of a keyed delivery after its run was deleted is a new delivery in full: its writes apply again", async () => {
+    const event = { id: `evt_retention_${Date.now()}`, object: "event", type: "invoice.paid", data: { object: { id: "in_retention_1", object: "invoice", number: "RET-0001", customer: "cus_retention_1", customer_name: "Retention Customer", customer_email: "r@retention.test", amount_due: 1000, currency: "eur", status: "paid", due_date: 1798761600 } } };
+    const payload = JSON.stringify(event);
+    const send = async () => {
+      const header = new Stripe("sk_test_unused").webhooks.generateTestHeaderString({ payload, secret: SANDBOX_WEBHOOK_SECRETS.stripe });
+      return (await fetch(`${app.url}/api/webhooks/stripe/events`, { method: "POST", headers: { "content-type": "application/json", "stripe-signature": header }, body: payload })).status;
+    };
+    const dev = client(app);
+    expect(await send()).toBe(202);
+    expect((await dev.get("/api/objects/invoice/in_retention_1")).status).toBe(200);
+    // within the retention: a duplicate, nothing written again
+    await app.container.resolve(OntologyStore).commit([{ op: "object.delete", objectTypeId: "invoice", primaryId: "in_retention_1" }], { origin: { kind: "runtime" }, correlationId: "retention-delete" });
+    expect(await send()).toBe(202);
+    expect((await dev.get("/api/objects/invoice/in_retention_1")).status).toBe(404);
+    // past it: the run and its keys are gone, and the retry writes the invoice again
+    expect((await app.container.resolve(RunRetention).prune(Date.now() + RETENTION_MS + 1000)).webhook_runs).toBeGreaterThanOrEqual(1);
+    expect(await count("commits WHERE idempotency_key LIKE 'webhook:%'")).toBe(0);
+    expect(await send()).toBe(202);
+    expect((await dev.get("/api/objects/invoice/in_retention_1")).body.properties).toMatchObject({ number: "RET-0001", status: "paid" });
+    expect(await count("webhook_runs WHERE idempotency_key = ?", [event.id])).toBe(1);
+  });
+
+  it("ctx.blobs.revokeDownloadUrl of a URL the retention may have deleted (made longer ago than it) does nothing; of one made since, unknown, it still throws", async () => {
+    const blobs = app.container.resolve(HandlerRunner).blobs("test");
+    const old = `dl_${encodeTime(Date.now() - RETENTION_MS - 86_400_000, 10)}${"0".repeat(16)}`;
+    await expect(blobs.revokeDownloadUrl(old)).resolves.toBeUndefined();
+    await expect(blobs.revokeDownloadUrl(newId("dl"))).rejects.toThrow("No download URL");
+    await expect(blobs.revokeDownloadUrl("dl_not-an-id")).rejects.toThrow("No download URL");
   });
 
   it("reads only the rows it deletes: each search is along an index, never a scan of the table", async () => {

@@ -265,5 +265,11 @@ describe("a run Temporal no longer keeps (ended longer ago than the namespace's 
       const r = await dev.get(path);
       expect([r.status, r.body.error.code, r.body.error.message], path).toEqual([404, "not_found", expected]);
     }
+    // one requested within the retention was not deleted by it: Temporal lost its state
+    const lost = `run_lost_${Date.now()}`;
+    const at = new Date(Date.now() - 3_600_000).toISOString();
+    await app.container.resolve(Database).transaction((tx) => tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, requested_at, start_status) VALUES (?, 'invoice-review', '{}', ?, 'started')", [lost, at]));
+    const r = await dev.get(`/api/workflow-runs/${lost}`);
+    expect([r.status, r.body.error.message]).toEqual([404, `Run "${lost}" is not known to Temporal (namespace default), though it was requested at ${at}, within the 1 day the namespace keeps a finished run: Temporal lost its state (its data was reset, or svc's data was restored without Temporal's)`]);
   });
 });

@@ -16,6 +16,7 @@ import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/ca
 import type { ArtifactsApi, BlobsApi, HandlerLogger, OntologyChange, OntologyReads, SystemContext } from "../sdk/context";
 import { eventsApi, ontologyAccess, ontologyReads } from "./context";
 import { ApiError, isApiError } from "../errors";
+import { idTime } from "../ids";
 import { SHUTTING_DOWN } from "../lifecycle";
 import { DatasetStore } from "../datasets/store";
 import type { StagedRow } from "../datasets/rows";
@@ -165,7 +166,16 @@ export class HandlerRunner {
   blobs(createdBy: string): BlobsApi {
     return {
       createDownloadUrl: (file, options) => this.files.createDownloadUrl(file.id, { expiresInMs: options?.expiresInMs, publicOrigin: this.config.apiPublicOrigin, createdBy }),
-      revokeDownloadUrl: async (id) => void (await this.files.revokeDownloadUrl(id)),
+      revokeDownloadUrl: async (id) => {
+        try {
+          await this.files.revokeDownloadUrl(id);
+        } catch (err) {
+          // a URL made longer ago than the run retention may have been deleted by it (core/store/run-retention.ts),
+          // having expired: it works no more, as a revoked one
+          const madeAt = idTime(id, "dl");
+          if (!(isApiError(err) && err.code === "not_found" && madeAt !== undefined && madeAt < Date.now() - this.config.runRetentionMs)) throw err;
+        }
+      },
     };
   }
 

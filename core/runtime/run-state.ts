@@ -73,7 +73,7 @@ export interface RunStateBase {
  *   ago than the namespace's retention: the message says which retention); unavailable when it does not answer
  */
 export async function readRunState(temporal: TemporalHost, runId: string, queuedAt: string, started: boolean): Promise<RunStateBase & { execution: ExecutionOutcome }> {
-  const execution = await readExecution(temporal.client.workflow.getHandle(runId), temporal.namespace, (id) => temporal.forgottenRun(id));
+  const execution = await readExecution(temporal.client.workflow.getHandle(runId), temporal.namespace, (id) => temporal.forgottenRun(id, queuedAt));
   const ui = temporal.executionUrl(runId, execution.temporalRunId);
   return {
     execution,

@@ -239,7 +239,8 @@ export class WebhookDeliveries {
       if (stored?.status === "completed") return { answer: answer(202, { status: "duplicate" }), outcome: "duplicate" };
       // from here on the key may be stored (its run is written at the latest with the handler's commit)
       if (flightKey && !stored) this.storedKeys.add(flightKey);
-      const admitted = stored ? await this.reopen(stored) : { row: this.newRun(connectorId, webhookId, key, request, undefined), attempt: 1, recorded: false };
+      // a stored run the run retention deleted meanwhile is reopened as none: the delivery is new
+      const admitted = (stored && (await this.reopen(stored))) || { row: this.newRun(connectorId, webhookId, key, request, undefined), attempt: 1, recorded: false };
       return await this.handle(def, admitted, body, request);
     } finally {
       if (flightKey) this.inFlight.delete(flightKey);
@@ -290,13 +291,15 @@ export class WebhookDeliveries {
 
   /**
    * Admit for a key stored before whose delivery did not complete: re-opens that run for a new attempt
-   * with its execution, and marks an attempt a dead process left `running` as interrupted.
+   * with its execution, and marks an attempt a dead process left `running` as interrupted. Answers
+   * undefined, writing nothing, when the run is gone since it was read (the run retention deleted it,
+   * core/store/run-retention.ts).
    */
-  private reopen(existing: WebhookRunRow): Promise<Admitted> {
+  private reopen(existing: WebhookRunRow): Promise<Admitted | undefined> {
     return this.db.transaction(async (tx) => {
       const attempt = existing.attempts + 1;
       const at = nowIso();
-      await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id]);
+      if ((await tx.run("UPDATE webhook_runs SET status = 'running', attempts = ? WHERE id = ?", [attempt, existing.id])).changes === 0) return undefined;
       await tx.run("UPDATE webhook_attempts SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'", [at, storedAttemptError("interrupted", "interrupted (the process stopped during the attempt)"), existing.id]);
       await tx.run("INSERT INTO webhook_attempts (run_id, attempt, started_at, status) VALUES (?, ?, ?, 'running')", [existing.id, attempt, at]);
       return { row: { ...existing, status: "running" as const, attempts: attempt }, attempt, recorded: true };

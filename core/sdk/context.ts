@@ -133,7 +133,11 @@ export interface BlobsApi {
    * @throws when the file does not exist or the public origin is not configured
    */
   createDownloadUrl(file: { id: string }, options?: { expiresInMs?: number }): Promise<DownloadUrl>;
-  /** Revokes a download URL by its id; it answers 410 from then on. */
+  /**
+   * Revokes a download URL by its id; it answers 410 from then on. A URL made longer ago than
+   * `SVC_RUN_RETENTION_MS` that the retention deleted (it had expired) is done already: nothing happens.
+   * @throws when there is no such URL (and it was made within the retention)
+   */
   revokeDownloadUrl(id: string): Promise<void>;
 }
 

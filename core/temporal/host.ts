@@ -193,12 +193,18 @@ export class TemporalHost {
 
   /**
    * The message of a run svc recorded as started that Temporal does not know (any more): past the
-   * namespace's retention, Temporal has deleted it.
+   * namespace's retention, Temporal has deleted it; a run requested within the retention was lost with
+   * Temporal's state (its data reset, or svc's data restored without Temporal's).
+   * @param requestedAt when svc recorded the run (ISO 8601), when known
    */
-  forgottenRun(runId: string): string {
+  forgottenRun(runId: string, requestedAt?: string): string {
+    const known = `Run "${runId}" is not known to Temporal (namespace ${this.namespace})`;
+    if (requestedAt !== undefined && this.retentionMs !== undefined && Date.parse(requestedAt) > Date.now() - this.retentionMs) {
+      return `${known}, though it was requested at ${requestedAt}, within the ${formatRetention(this.retentionMs)} the namespace keeps a finished run: Temporal lost its state (its data was reset, or svc's data was restored without Temporal's)`;
+    }
     const kept = this.retentionMs === undefined ? "for its Retention Period" : `for ${formatRetention(this.retentionMs)}`;
     const set = this.devServer ? "SVC_TEMPORAL_RETENTION_MS" : "the namespace's retention on the cluster";
-    return `Run "${runId}" is not known to Temporal (namespace ${this.namespace}): a finished run is kept ${kept} (${set}), and one that ended longer ago is no longer readable`;
+    return `${known}: a finished run is kept ${kept} (${set}), and one that ended longer ago is no longer readable`;
   }
 
   /** Link to an execution in the Temporal UI, when the UI is served. */
