@@ -299,3 +299,36 @@ it("npm run svc -- restore: checks, restores into SVC_DATA_DIR, and refuses a da
   expect(damaged.stderr).toContain("(nothing was written)");
   expect((await run(["restore"], { SVC_DATA_DIR: target })).code).toBe(2);
 });
+
+it("restore into a link to an empty directory fills that directory; a file, a manifest without its fields and a link inside the backup are refused by name", { timeout: 120_000 }, async () => {
+  const { backup, shas } = await backedUp();
+  // a link to an empty directory (a volume mounted elsewhere, say): restored into it, staged inside it
+  const real = path.join(tempDir(), "volume");
+  fs.mkdirSync(real, { mode: 0o750 });
+  const link = path.join(tempDir(), "data");
+  fs.symlinkSync(real, link);
+  const r = await restoreDataDir(backup, link, { blobStorage: "local" });
+  expect(r.dataDir).toBe(real);
+  expect(fs.readdirSync(real).sort()).toEqual(fs.readdirSync(backup).sort());
+  expect(fs.readdirSync(real)).toEqual(expect.arrayContaining(["backup.json", "blobs", "svc.db"]));
+  expect(fs.existsSync(blobOf(real, shas[0]!))).toBe(true);
+  // the directory itself is left as it was (its owner's mode)
+  expect(fs.statSync(real).mode & 0o777).toBe(0o750);
+  // a file where the data directory should be
+  const file = path.join(tempDir(), "data");
+  fs.writeFileSync(file, "");
+  await expect(restoreDataDir(backup, file, { blobStorage: "local" })).rejects.toThrow(`${file} is not a directory`);
+  // a manifest without its fields
+  const broken = path.join(tempDir(), "b");
+  fs.cpSync(backup, broken, { recursive: true });
+  fs.writeFileSync(path.join(broken, "backup.json"), JSON.stringify({ takenAt: "2026-01-01T00:00:00.000Z" }));
+  await expect(checkBackup(broken, { blobStorage: "local" })).rejects.toThrow("is not a backup's manifest (it lacks takenAt, temporal, blobs.storage or payloadKeys)");
+  // a link inside the backup: not something a backup holds
+  const linked = path.join(tempDir(), "b");
+  fs.cpSync(backup, linked, { recursive: true });
+  fs.rmSync(blobOf(linked, shas[0]!));
+  fs.symlinkSync(blobOf(backup, shas[0]!), blobOf(linked, shas[0]!));
+  const target = path.join(tempDir(), "data");
+  await expect(restoreDataDir(linked, target, { blobStorage: "local" })).rejects.toThrow("is a symbolic link: a backup svc wrote holds none");
+  expect(fs.existsSync(target)).toBe(false);
+});

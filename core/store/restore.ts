@@ -15,12 +15,14 @@
  *   warning; any other missing or damaged blob is a problem;
  * - the payload keys: as many as the backup copied, each of 32 bytes.
  *
- * **How a restore writes** ({@link restoreDataDir}): into `.<name>.restoring` beside the data directory
- * (same filesystem), then checks that copy as above, flushes it, and renames it to the data directory
- * in one step. A restore that fails or is cut short leaves no data directory behind, only, when cut
- * short, that `.restoring` directory (the next restore refuses to start until it is deleted). The data
- * directory keeps `backup.json`, so the service's first start on it renews the stream epoch
- * (`startOnRestoredBackup`).
+ * **How a restore writes** ({@link restoreDataDir}): into `.<name>.restoring` beside a data directory
+ * that does not exist yet (same filesystem), or into `.restoring` inside an empty one (a mount point, or
+ * a directory of the service's user, stays as it is); then checks that copy as above, flushes it, and
+ * renames it into place: in one step beside, entry by entry (`svc.db` last) inside. A restore that fails
+ * leaves nothing behind; one cut short leaves that `.restoring` directory (the next restore refuses to
+ * start until it is deleted). Run as root into a directory another user owns, the files become that
+ * user's. The data directory keeps `backup.json`, so the service's first start on it renews the stream
+ * epoch (`startOnRestoredBackup`).
  */
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -44,7 +46,7 @@ export interface BackupCheck {
   problems: string[];
   /** What a restore of it lacks but goes on without (files deleted while the backup ran), one sentence each. */
   warnings: string[];
-  /** `temporal.db`: `ok` (checked), or `absent` (the backup was taken with an external Temporal cluster, or before the first start). */
+  /** `temporal.db`: `ok` (checked), `damaged` (its check failed: in `problems`), or `absent` (the backup was taken with an external Temporal cluster, or before the first start). */
   temporal: "ok" | "absent" | "damaged";
   /** Local storage: the blobs checked and their size in bytes; S3: the bytes are in the bucket (not checked). */
   blobs: { storage: "local"; checked: number; bytes: number } | { storage: "s3" };
@@ -75,7 +77,7 @@ export async function checkBackup(dir: string, opts: { blobStorage: "local" | "s
     );
   }
 
-  say("checking svc.db (integrity_check)");
+  say(`checking svc.db (integrity_check${sizeOf(path.join(root, "svc.db"))})`);
   let shas: string[] = [];
   const svc = await integrity(path.join(root, "svc.db"), async (db) => {
     if (!(await db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'stream_epoch'").catch(() => undefined))) return "it is not a database of svc (no stream epoch)";
@@ -86,7 +88,7 @@ export async function checkBackup(dir: string, opts: { blobStorage: "local" | "s
 
   let temporal: BackupCheck["temporal"] = "absent";
   if (manifest.temporal === "copied") {
-    say("checking temporal.db (integrity_check)");
+    say(`checking temporal.db (integrity_check${sizeOf(path.join(root, "temporal.db"))})`);
     const found = await integrity(path.join(root, "temporal.db"));
     temporal = found ? "damaged" : "ok";
     if (found) problems.push(`temporal.db ${found}`);
@@ -169,33 +171,62 @@ export async function restoreDataDir(backupDir: string, dataDir: string, opts: {
   const started = performance.now();
   const say = opts.progress ?? (() => undefined);
   const from = path.resolve(backupDir);
-  const to = path.resolve(dataDir);
   readManifest(from);
+  let to = path.resolve(dataDir);
+  const existing = fs.existsSync(to) ? fs.lstatSync(to) : undefined;
+  // a link to a directory: the directory it names is restored into
+  if (existing?.isSymbolicLink()) to = fs.realpathSync(to);
+  const target = existing ? fs.statSync(to) : undefined;
+  if (target && !target.isDirectory()) throw new Error(`${to} is not a directory: a restore goes into a new or empty data directory`);
   if (to === from || to.startsWith(from + path.sep) || from.startsWith(to + path.sep)) throw new Error(`the data directory ${to} and the backup ${from} overlap: restore into a directory outside the backup`);
-  if (fs.existsSync(to) && (!fs.statSync(to).isDirectory() || fs.readdirSync(to).length > 0)) {
+  if (target && fs.readdirSync(to).length > 0) {
     throw new Error(`${to} is not empty: a restore goes into a new or empty data directory (move the old one aside first; a running service on it must be stopped)`);
   }
-  const staging = path.join(path.dirname(to), `.${path.basename(to)}.restoring`);
+  // staged inside an existing directory (which may be a mount point, or another user's), else beside it
+  const staging = target ? path.join(to, ".restoring") : path.join(path.dirname(to), `.${path.basename(to)}.restoring`);
   if (fs.existsSync(staging)) throw new Error(`${staging} exists: a restore into ${to} is in progress, or was cut short (then delete it and restore again)`);
-  await fsp.mkdir(path.dirname(to), { recursive: true });
+  await fsp.mkdir(path.dirname(staging), { recursive: true });
   await fsp.mkdir(staging, { mode: 0o700 });
   try {
     say(`copying the backup into ${staging}`);
     // the manifest last: a copy without it is no backup
-    for (const name of ["svc.db", "temporal.db", PAYLOAD_KEY_FILE, RETIRED_PAYLOAD_KEYS_DIR, "blobs", BACKUP_MANIFEST]) {
+    for (const name of RESTORED_ENTRIES) {
       if (fs.existsSync(path.join(from, name))) await copyPrivate(path.join(from, name), path.join(staging, name));
     }
     const check = await checkBackup(staging, { blobStorage: opts.blobStorage, progress: say });
     if (check.problems.length) throw new BackupCheckFailed({ ...check, dir: from });
+    // restored as root into a directory of the service's user: its files are that user's
+    if (target && process.getuid?.() === 0 && (target.uid !== 0 || target.gid !== 0)) await chownTree(staging, target.uid, target.gid);
     say("flushing the copy to disk");
     await syncTree(staging);
-    if (fs.existsSync(to)) await fsp.rmdir(to);
-    await fsp.rename(staging, to);
-    await fsyncDir(path.dirname(to));
+    if (target) {
+      // into place one entry at a time, svc.db last: a data directory without it is not one the service would take as restored
+      for (const name of [...RESTORED_ENTRIES.filter((n) => n !== "svc.db"), "svc.db"]) {
+        if (fs.existsSync(path.join(staging, name))) await fsp.rename(path.join(staging, name), path.join(to, name));
+      }
+      await fsp.rmdir(staging);
+      await fsyncDir(to);
+    } else {
+      await fsp.rename(staging, to);
+      await fsyncDir(path.dirname(to));
+    }
     return { dataDir: to, check: { ...check, dir: from }, tookMs: Math.round(performance.now() - started) };
   } catch (err) {
     await fsp.rm(staging, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/** What a restore copies from a backup, in this order (the manifest last). */
+const RESTORED_ENTRIES = ["svc.db", "temporal.db", PAYLOAD_KEY_FILE, RETIRED_PAYLOAD_KEYS_DIR, "blobs", BACKUP_MANIFEST];
+
+/** Gives a tree to `uid`:`gid` (a restore run as root into a directory of the service's user). */
+async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
+  await fsp.chown(dir, uid, gid);
+  for (const entry of await fsp.readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) await chownTree(p, uid, gid);
+    else await fsp.chown(p, uid, gid);
   }
 }
 
@@ -210,11 +241,18 @@ function readManifest(dir: string): BackupManifest {
     const restored = fs.existsSync(path.join(dir, "restored-from-backup.json"));
     throw new Error(restored ? `${dir} is a data directory restored from a backup, not a backup: back it up (npm run svc -- backup <dir>)` : `${dir} holds no ${BACKUP_MANIFEST}: it is not a backup, or its backup was cut short (take another)`);
   }
+  let manifest: BackupManifest;
   try {
-    return JSON.parse(text) as BackupManifest;
+    manifest = JSON.parse(text) as BackupManifest;
   } catch {
     throw new Error(`${file} is not JSON: the backup is damaged`);
   }
+  const storage = (manifest as { blobs?: { storage?: unknown } } | null)?.blobs?.storage;
+  if (typeof manifest !== "object" || manifest === null || typeof manifest.takenAt !== "string" || (storage !== "local" && storage !== "s3") || (manifest.temporal !== "copied" && manifest.temporal !== "absent") || typeof manifest.payloadKeys !== "number") {
+    throw new Error(`${file} is not a backup's manifest (it lacks takenAt, temporal, blobs.storage or payloadKeys): the backup is damaged, or was not written by npm run svc -- backup`);
+  }
+  if (storage === "local" && !Array.isArray((manifest.blobs as { missing?: unknown }).missing)) throw new Error(`${file} is not a backup's manifest (blobs.missing is not a list): the backup is damaged`);
+  return manifest;
 }
 
 /**
@@ -241,15 +279,23 @@ async function integrity(file: string, more?: (db: Awaited<ReturnType<typeof ope
   }
 }
 
-/** Copies a file or a directory tree, each file 0600 and each directory 0700 (what a data directory holds is its owner's alone). */
+/** Copies a file or a directory tree, each file 0600 and each directory 0700 (what a data directory holds is its owner's alone). @throws Error on a symbolic link in it */
 async function copyPrivate(from: string, to: string): Promise<void> {
-  if ((await fsp.stat(from)).isDirectory()) {
+  const stat = await fsp.lstat(from);
+  if (stat.isSymbolicLink()) throw new Error(`${from} is a symbolic link: a backup svc wrote holds none (copy the backup with cp -a, or -L to follow links)`);
+  if (stat.isDirectory()) {
     await fsp.mkdir(to, { mode: 0o700 });
     for (const entry of await fsp.readdir(from)) await copyPrivate(path.join(from, entry), path.join(to, entry));
     return;
   }
   await fsp.copyFile(from, to, fs.constants.COPYFILE_EXCL);
   await fsp.chmod(to, 0o600);
+}
+
+/** `, <n> MiB` of a file that is over 100 MiB (integrity_check reads all of it: a large one takes a while), else nothing. */
+function sizeOf(file: string): string {
+  const size = fs.existsSync(file) ? fs.statSync(file).size : 0;
+  return size > 100 * 1048576 ? ` of ${Math.round(size / 1048576)} MiB: a while` : "";
 }
 
 /** The first five of `shas`, for a message. */
