@@ -205,6 +205,12 @@ api_key = ${JSON.stringify(token)}
 [[operations]]
 include-path-regex = "^/ws/"
 checks.positive_data_acceptance.expected-statuses = ["101", "401", "403", "426"]
+
+# Personal tokens: well-formed creations answer 201 until the identity holds 50 working tokens, then 409
+# (documented); a well-formed revoke of an id that is no token of the caller's answers 404 (documented).
+[[operations]]
+include-path-regex = "^/api/tokens"
+checks.positive_data_acceptance.expected-statuses = ["200", "201", "404", "409"]
 `;
 
 describe("OpenAPI contract (schemathesis)", () => {
@@ -214,7 +220,7 @@ describe("OpenAPI contract (schemathesis)", () => {
     for (const excluded of EXCLUDED_PATHS) expect(operations.some((o) => o.path === excluded), `${excluded} is still documented`).toBe(true);
     // runs 2 and 3 cover exactly the operations that accept only a browser session
     const sessionOnly = operations.filter((o) => o.security === JSON.stringify([{ sessionCookie: [] }]));
-    expect(sessionOnly.map((o) => `${o.method} ${o.path}`).sort()).toEqual(["get /api/auth/session", "get /ws/agents", "get /ws/events", "get /ws/logs", "post /api/auth/sign-out"]);
+    expect(sessionOnly.map((o) => `${o.method} ${o.path}`).sort()).toEqual(["get /api/auth/session", "get /api/tokens", "get /ws/agents", "get /ws/events", "get /ws/logs", "post /api/auth/sign-out", "post /api/tokens", "post /api/tokens/{tokenId}/revoke"]);
 
     // 1. every operation (except EXCLUDED_PATHS) with the bearer token
     const bearer = await schemathesisRun("bearer", ["-H", `Authorization: Bearer ${DEV_TOKEN}`, ...EXCLUDED_PATHS.flatMap((p) => ["--exclude-path", p])]);
@@ -222,11 +228,11 @@ describe("OpenAPI contract (schemathesis)", () => {
     // which this test fetches and parses above
     expectClean(bearer, operations.filter((o) => !EXCLUDED_PATHS.includes(o.path)).length - 1);
 
-    // 2. the session-only reads with a browser session
+    // 2. the session-only operations but sign-out with a browser session: its reads, and the personal tokens
     const origin = new URL(app.url).origin;
     const reads = await signIn();
-    const session = await schemathesisRun("session", ["-H", `x-svc-csrf: ${reads.csrf}`, "-H", `Origin: ${origin}`, "--include-path-regex", "^/(api/auth/session|ws/)"], sessionConfig(reads.token));
-    expectClean(session, 4);
+    const session = await schemathesisRun("session", ["-H", `x-svc-csrf: ${reads.csrf}`, "-H", `Origin: ${origin}`, "--include-path-regex", "^/(api/auth/session|api/tokens|ws/)"], sessionConfig(reads.token));
+    expectClean(session, 7);
 
     // 3. sign-out, with a session of its own
     const out = await signIn();

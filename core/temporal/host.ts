@@ -241,7 +241,7 @@ export class TemporalHost {
  * @throws when the embedded dev server refuses the update
  */
 async function namespaceRetention(connection: NativeConnection, namespace: string, wantMs: number | undefined, log: Logger): Promise<number | undefined> {
-  const { msToTs, tsToMs } = await import("@temporalio/common/lib/time");
+  const { msToTs, tsToMs } = await import("@temporalio/common/lib/time.js");
   const read = async () => {
     const ttl = (await connection.workflowService.describeNamespace({ namespace })).config?.workflowExecutionRetentionTtl;
     return ttl ? tsToMs(ttl) : undefined;
