@@ -28,7 +28,7 @@ import { asPublicOrigin } from "./files/download-urls";
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
  * | `SVC_RECORD_RUNNING_AFTER_MS` | 20 | an action run or webhook delivery whose handler ends sooner is recorded with its completion (one commit); one that runs longer is recorded `running` on its own commit at this point; 0 records every run as it starts (see `RunRecording`) |
  * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
- * | `SVC_RUN_RETENTION_MS` | 2592000000 (30 days) | how long an ended action run (without an effect) and webhook delivery (with its raw body) and an expired download URL are kept, and so how long `runId`s and delivery keys de-duplicate (`core/store/run-retention.ts`); at least 1 h |
+ * | `SVC_RUN_RETENTION_MS` | 2592000000 (30 days) | how long an ended action run (without an effect) and webhook delivery (with its raw body) and an expired download URL are kept, and so how long `runId`s and delivery keys de-duplicate (`core/store/run-retention.ts`); at least 1 h, and at least `SVC_EVENT_RETENTION_MS` |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
  * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |
  * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions |
@@ -302,6 +302,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // the embedded dev server's UI listens on its gRPC port + 1000 (core/temporal/dev-server.ts)
   if (!e.TEMPORAL_ADDRESS && e.SVC_TEMPORAL_UI && e.SVC_TEMPORAL_PORT + TEMPORAL_UI_PORT_OFFSET > 65535) {
     throw new ConfigError("SVC_TEMPORAL_PORT", `must be at most ${65535 - TEMPORAL_UI_PORT_OFFSET} while SVC_TEMPORAL_UI is on: the Temporal UI listens on this port + ${TEMPORAL_UI_PORT_OFFSET} (got ${JSON.stringify(input.SVC_TEMPORAL_PORT)}); choose a lower port, or set SVC_TEMPORAL_UI=false`);
+  }
+  // a run deleted while its events' keys live on: a resend's events would be dropped as duplicates (core/store/run-retention.ts)
+  if (e.SVC_RUN_RETENTION_MS < e.SVC_EVENT_RETENTION_MS) {
+    throw new ConfigError("SVC_RUN_RETENTION_MS", `must be at least SVC_EVENT_RETENTION_MS (${e.SVC_EVENT_RETENTION_MS}): a run's resend after its record went would find its events' keys still kept, and its events dropped (got ${JSON.stringify(input.SVC_RUN_RETENTION_MS)})`);
   }
   // a provider's model without its endpoint or key would start, and fail every agent run (core/agents/providers.ts)
   if (e.SVC_AGENT_MODEL.startsWith("openai-compatible:") && !e.SVC_AGENT_BASE_URL) {

@@ -93,7 +93,9 @@ async function main(argv: string[]): Promise<number> {
           const now = new Date().toISOString();
           const state = (t: TokenInfo) => (t.revokedAt ? `revoked ${t.revokedAt}` : t.expiresAt && t.expiresAt <= now ? `expired ${t.expiresAt}` : t.expiresAt ? `expires ${t.expiresAt}` : "active");
           console.log(`${"ID".padEnd(30)}  ${"IDENTITY".padEnd(10)} ${"NAME".padEnd(14)} ${"CREATED".padEnd(24)} ${"LAST USED (hour)".padEnd(24)} STATE`);
-          for (const t of await tokens.list()) console.log(`${t.id}  ${t.identityId.padEnd(10)} ${t.name.padEnd(14)} ${t.createdAt.padEnd(24)} ${(t.lastUsedAt ?? "never").padEnd(24)} ${state(t)}`);
+          // a name made over HTTP is the user's text: no control characters reach the terminal
+          const shown = (name: string) => name.replace(/\p{Cc}/gu, "?");
+          for (const t of await tokens.list()) console.log(`${t.id}  ${t.identityId.padEnd(10)} ${shown(t.name).padEnd(14)} ${t.createdAt.padEnd(24)} ${(t.lastUsedAt ?? "never").padEnd(24)} ${state(t)}`);
         }
         return 0;
       case "revoke":

@@ -314,6 +314,16 @@ it("restore into a link to an empty directory fills that directory; a file, a ma
   expect(fs.existsSync(blobOf(real, shas[0]!))).toBe(true);
   // the directory itself is left as it was (its owner's mode)
   expect(fs.statSync(real).mode & 0o777).toBe(0o750);
+  // a new filesystem's root (lost+found only) is empty; a restore cut short inside one is named
+  const volume = path.join(tempDir(), "volume");
+  fs.mkdirSync(path.join(volume, "lost+found"), { recursive: true });
+  fs.mkdirSync(path.join(volume, ".restoring"));
+  fs.writeFileSync(path.join(volume, "svc.db"), "part of a backup");
+  await expect(restoreDataDir(backup, volume, { blobStorage: "local" })).rejects.toThrow(`${path.join(volume, ".restoring")} exists: a restore into ${volume} is in progress, or was cut short (then empty ${volume} and delete ${path.join(volume, ".restoring")}, and restore again)`);
+  fs.rmSync(path.join(volume, ".restoring"), { recursive: true });
+  fs.rmSync(path.join(volume, "svc.db"));
+  expect((await restoreDataDir(backup, volume, { blobStorage: "local" })).check.problems).toEqual([]);
+  expect(fs.readdirSync(volume)).toContain("lost+found");
   // a file where the data directory should be
   const file = path.join(tempDir(), "data");
   fs.writeFileSync(file, "");

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { DEV_TOKEN, client, startApp, uploadFile } from "./helpers";
 import { Database } from "../core/store/db";
-import { ACTION_RUNS_DUE, BATCH, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, WEBHOOK_RUNS_DUE } from "../core/store/run-retention";
+import { ACTION_RUNS_DUE, BATCH, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, UNKEY_DATASET_VERSIONS, WEBHOOK_RUNS_DUE } from "../core/store/run-retention";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 import { newId } from "../core/ids";
 import { encodeTime } from "ulid";
@@ -110,8 +110,8 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     const transactions = app.container.resolve(Database).stats().transactions;
     const deleted = await app.container.resolve(RunRetention).prune(Date.now() + RETENTION_MS + 1000);
     expect(deleted.action_runs).toBeGreaterThanOrEqual(2 * BATCH + 7);
-    // three batches of action runs at least, and one for each other table
-    expect(app.container.resolve(Database).stats().transactions - transactions).toBeGreaterThanOrEqual(3 + 3);
+    // three batches of action runs at least (500, 500, the rest), and one for each table deleted by expiry
+    expect(app.container.resolve(Database).stats().transactions - transactions).toBeGreaterThanOrEqual(3 + 2);
     // the run still running, the effect still pending and the one started, of the test before, stay, and only they
     expect(await count("action_runs")).toBe(3);
     expect(await count("action_runs WHERE status = 'running' OR effect_status IS NOT NULL")).toBe(3);
@@ -149,14 +149,29 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
 
   it("reads only the rows it deletes: each search is along an index, never a scan of the table", async () => {
     const db = app.container.resolve(Database);
-    const plans = async (sql: string) => (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ["x", "y"].slice(0, (sql.match(/\?/g) ?? []).length))).map((r) => r.detail);
-    expect(await plans(ACTION_RUNS_DUE)).toEqual(["SEARCH action_runs USING INDEX sqlite_autoindex_action_runs_1 (id<?)"]);
-    expect(await plans(WEBHOOK_RUNS_DUE)).toEqual(["SEARCH webhook_runs USING INDEX sqlite_autoindex_webhook_runs_1 (id<?)"]);
+    const plans = async (sql: string) => (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => "x"))).map((r) => r.detail);
+    expect(await plans(ACTION_RUNS_DUE)).toEqual(["SEARCH action_runs USING INDEX sqlite_autoindex_action_runs_1 (id>? AND id<?)"]);
+    expect(await plans(WEBHOOK_RUNS_DUE)).toEqual(["SEARCH webhook_runs USING INDEX sqlite_autoindex_webhook_runs_1 (id>? AND id<?)"]);
     for (const [sql, table, index] of [[DELETE_DOWNLOAD_URLS_DUE, "download_urls", "download_urls_by_expiry"], [DELETE_SESSIONS_DUE, "sessions", "sessions_by_expiry"]]) {
       const steps = await plans(sql!);
       // the deletion by primary key, and its list read along the expiry index
       expect(steps.join("\n"), table).toMatch(new RegExp(`SEARCH ${table} USING (COVERING )?INDEX ${index} \\(expires_at<\\?\\)`));
-      expect(steps.join("\n"), table).not.toMatch(/\bSCAN\b/);
+      expect(steps.join("\n"), table).not.toMatch(/\bSCAN (?!j\b)/);
     }
+    // the dataset versions' keys: each run's range along the keys' unique index
+    const unkey = (await plans(UNKEY_DATASET_VERSIONS)).join("\n");
+    expect(unkey).toMatch(/SEARCH d USING COVERING INDEX sqlite_autoindex_dataset_versions_1 \(idempotency_key>\? AND idempotency_key<\?\)/);
+    expect(unkey).not.toMatch(/SCAN (d|dataset_versions)\b/);
+  });
+
+  it("forgets the dataset keys of the runs it deletes, and only theirs (a runId may hold \":dataset:\")", async () => {
+    const db = app.container.resolve(Database);
+    const keys = ["action:a:dataset:0", "action:a:dataset:12", "action:a:dataset:7:dataset:0", "action:ab:dataset:0", "action:a:datasetx:0"];
+    await db.transaction(async (tx) => {
+      for (const [i, key] of keys.entries()) await tx.run("INSERT INTO dataset_versions (dataset_id, version, transaction_type, status, source, idempotency_key, opened_at) VALUES ('unkey-test', ?, 'append', 'aborted', '{}', ?, ?)", [i + 1, key, new Date().toISOString()]);
+      await tx.run(UNKEY_DATASET_VERSIONS, [JSON.stringify(["action:a"])]);
+    });
+    const left = await db.all<{ idempotency_key: string | null }>("SELECT idempotency_key FROM dataset_versions WHERE dataset_id = 'unkey-test' ORDER BY version");
+    expect(left.map((r) => r.idempotency_key)).toEqual([null, null, "action:a:dataset:7:dataset:0", "action:ab:dataset:0", "action:a:datasetx:0"]);
   });
 });

@@ -98,11 +98,15 @@ describe("the namespace's retention (how long Temporal keeps a finished run)", (
     }
   });
 
-  it("SVC_TEMPORAL_RETENTION_MS: 30 days by default, at least 1 h, whole seconds", () => {
+  it("SVC_TEMPORAL_RETENTION_MS: 30 days by default, at least 1 h, whole seconds; SVC_RUN_RETENTION_MS at least the events' retention", () => {
     const env = { SVC_DATA_DIR: tempDir() };
     expect(loadConfig(env).temporal.retentionMs).toBe(30 * 86_400_000);
     expect(() => loadConfig({ ...env, SVC_TEMPORAL_RETENTION_MS: "60000" })).toThrow("SVC_TEMPORAL_RETENTION_MS must be at least 3600000");
     expect(() => loadConfig({ ...env, SVC_TEMPORAL_RETENTION_MS: "3600500" })).toThrow("SVC_TEMPORAL_RETENTION_MS must be whole seconds");
+    // the run retention is never shorter than the events' keys live (a resend's events would be dropped)
+    expect(loadConfig({ ...env, SVC_RUN_RETENTION_MS: String(3 * 86_400_000) }).runRetentionMs).toBe(3 * 86_400_000);
+    expect(() => loadConfig({ ...env, SVC_RUN_RETENTION_MS: "3600000" })).toThrow("SVC_RUN_RETENTION_MS must be at least SVC_EVENT_RETENTION_MS (172800000)");
+    expect(loadConfig({ ...env, SVC_RUN_RETENTION_MS: "3600000", SVC_EVENT_RETENTION_MS: "3600000" }).runRetentionMs).toBe(3_600_000);
     expect(formatRetention(86_400_000)).toBe("1 day");
     expect(formatRetention(5_400_000)).toBe("5400 s");
   });

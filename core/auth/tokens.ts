@@ -4,7 +4,7 @@ import { Database } from "../store/db";
 import { ProjectRegistry } from "../project/registry";
 import type { Principal } from "./permissions";
 import { newId, newSecret, nowIso } from "../ids";
-import { unauthorized } from "../errors";
+import { ApiError, unauthorized } from "../errors";
 
 /** A token as listed (never with its secret). Times are ISO 8601 UTC. */
 export interface TokenInfo {
@@ -18,6 +18,12 @@ export interface TokenInfo {
   /** When it last authenticated a request, to the hour ({@link TokenService.LAST_USED_EVERY_MS}); none: never. */
   lastUsedAt?: string;
 }
+
+/** How many tokens of `[identity, now (ISO 8601)]` still work. */
+const ACTIVE_COUNT = "SELECT count(*) AS n FROM api_tokens WHERE identity_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
+
+/** How many of an identity's tokens {@link TokenService.listFor} answers, newest first. */
+export const LIST_FOR_MAX = 200;
 
 /** The longest a token may be created for (ms): 10 years. */
 export const MAX_TOKEN_LIFETIME_MS = 3650 * 86_400_000;
@@ -42,6 +48,8 @@ export class TokenService {
   /** How stale a token's stored `lastUsedAt` may get before a request updates it (ms): an hour, so that use costs at most a write an hour per token. */
   static readonly LAST_USED_EVERY_MS = 3_600_000;
   private readonly cache = new Map<string, { principal: Principal | null; until: number; expiresAt?: string }>();
+  /** The hour (epoch ms) this process last stored as each token's `lastUsedAt`, by token id: concurrent lookups write it once. */
+  private readonly marked = new Map<string, number>();
 
   constructor(
     @inject(Database) private readonly db: Database,
@@ -51,16 +59,24 @@ export class TokenService {
   /**
    * Creates a token for an identity and answers the secret (shown once; only its hash is kept).
    * @param opts.expiresInMs how long it works (ms, 1 to {@link MAX_TOKEN_LIFETIME_MS}); none: until revoked
-   * @throws Error for an identity the project does not define, or a lifetime out of range
+   * @param opts.maxActive refuse when the identity already holds this many working tokens (counted in
+   *   the transaction that inserts, so concurrent creations cannot pass it)
+   * @throws Error for an identity the project does not define, or a lifetime out of range;
+   *   {@link ApiError} conflict (details `{ limit }`) past `maxActive`
    */
-  async create(identityId: string, name = identityId, opts: { expiresInMs?: number } = {}): Promise<{ token: string; info: TokenInfo }> {
+  async create(identityId: string, name = identityId, opts: { expiresInMs?: number; maxActive?: number } = {}): Promise<{ token: string; info: TokenInfo }> {
     if (!this.project.identityPermissions(identityId)) throw new Error(`Unknown identity "${identityId}". Identities: ${Object.keys(this.project.definition.identities).join(", ")}`);
     const ttl = opts.expiresInMs;
     if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 1 || ttl > MAX_TOKEN_LIFETIME_MS)) throw new Error(`A token's lifetime must be from 1 ms to ${MAX_TOKEN_LIFETIME_MS / 86_400_000} days`);
     const token = newSecret("svc");
     const createdAt = nowIso();
     const info: TokenInfo = { id: newId("tok"), identityId, name, createdAt, ...(ttl !== undefined ? { expiresAt: new Date(Date.parse(createdAt) + ttl).toISOString() } : {}) };
-    await this.db.transaction((tx) => tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)", [info.id, hashToken(token), identityId, name, info.createdAt, info.expiresAt ?? null]));
+    await this.db.transaction(async (tx) => {
+      if (opts.maxActive !== undefined && (await tx.get<{ n: number }>(ACTIVE_COUNT, [identityId, createdAt]))!.n >= opts.maxActive) {
+        throw new ApiError("conflict", `You hold ${opts.maxActive} working API tokens: revoke one you no longer use first`, { limit: opts.maxActive });
+      }
+      await tx.run("INSERT INTO api_tokens (id, token_hash, identity_id, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)", [info.id, hashToken(token), identityId, name, info.createdAt, info.expiresAt ?? null]);
+    });
     return { token, info };
   }
 
@@ -95,10 +111,10 @@ export class TokenService {
 
   /**
    * The tokens of one identity (a user's personal tokens, over HTTP: `GET /api/tokens`), newest first,
-   * revoked and expired ones too.
+   * revoked and expired ones too: the newest {@link LIST_FOR_MAX}.
    */
   async listFor(identityId: string): Promise<TokenInfo[]> {
-    return this.infos("WHERE identity_id = ? ORDER BY created_at DESC, id DESC", [identityId]);
+    return this.infos(`WHERE identity_id = ? ORDER BY created_at DESC, id DESC LIMIT ${LIST_FOR_MAX}`, [identityId]);
   }
 
   private async infos(clauses: string, params: string[]): Promise<TokenInfo[]> {
@@ -119,7 +135,7 @@ export class TokenService {
 
   /** How many tokens of `identityId` still work (neither revoked nor expired). */
   async activeCount(identityId: string): Promise<number> {
-    return (await this.db.get<{ n: number }>("SELECT count(*) AS n FROM api_tokens WHERE identity_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", [identityId, nowIso()]))!.n;
+    return (await this.db.get<{ n: number }>(ACTIVE_COUNT, [identityId, nowIso()]))!.n;
   }
 
   /** Revokes a token of `identityId` by id (a user revoking one of their own); answers whether it was active. */
@@ -158,13 +174,17 @@ export class TokenService {
       if (entry.principal && (row!.last_used_at === null || Date.parse(row!.last_used_at) <= now - TokenService.LAST_USED_EVERY_MS) && !(row!.expires_at && Date.parse(row!.expires_at) <= now)) this.markUsed(row!.id, now);
     }
     if (!entry.principal) throw unauthorized("The API token is not valid");
-    if (entry.expiresAt !== undefined && Date.parse(entry.expiresAt) <= now) throw unauthorized(`The API token expired at ${entry.expiresAt}: create a new one (npm run svc -- tokens create)`);
+    if (entry.expiresAt !== undefined && Date.parse(entry.expiresAt) <= now) throw unauthorized(`The API token expired at ${entry.expiresAt}: make a new one (POST /api/tokens when signed in, or npm run svc -- tokens create)`);
     return entry.principal;
   }
 
-  /** Stores that token `id` was used at `nowMs`, to the hour; the request does not wait for it, and a failed write is only lost. */
+  /** Stores that token `id` was used at `nowMs`, to the hour, once an hour per token in this process; the request does not wait for it, and a failed write is only lost. */
   private markUsed(id: string, nowMs: number): void {
-    const at = new Date(nowMs - (nowMs % TokenService.LAST_USED_EVERY_MS)).toISOString();
+    const hour = nowMs - (nowMs % TokenService.LAST_USED_EVERY_MS);
+    if (this.marked.get(id) === hour) return;
+    if (this.marked.size > 10_000) this.marked.clear();
+    this.marked.set(id, hour);
+    const at = new Date(hour).toISOString();
     this.db.transaction((tx) => tx.run("UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)", [at, id, at])).catch(() => undefined);
   }
 }

@@ -17,6 +17,13 @@ describe("DataDirLock", () => {
     expect(fs.existsSync(path.join(dir, "svc.lock.pid"))).toBe(false);
   });
 
+  it("refuses a data directory holding a restore cut short (.restoring), naming SVC_DATA_DIR and what to do", async () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, ".restoring"));
+    await expect(DataDirLock.acquire(dir)).rejects.toThrow(`Invalid configuration: SVC_DATA_DIR ${dir} holds .restoring: a restore into it (npm run svc -- restore) was cut short, so it holds part of a backup; empty it and restore again`);
+    expect(fs.existsSync(path.join(dir, "svc.lock"))).toBe(false);
+  });
+
   it("refuses while another process holds it, and is free once that process is killed with SIGKILL (no stale lock)", async () => {
     const dir = tempDir();
     const script = path.join(tempDir(), "hold.mts");

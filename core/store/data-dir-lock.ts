@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { assertNoRestoreCutShort } from "./restore";
 import sqlite3 from "sqlite3";
 import { ConfigError, dataDirError } from "../config";
 import { errorCode } from "../errors";
@@ -23,9 +24,15 @@ export class DataDirLock {
   /**
    * Takes the lock of `dataDir` (created if needed).
    * @throws {ConfigError} `SVC_DATA_DIR` when another process (or another app of this one) holds it,
-   *   or when the directory cannot be used (a file in its place, no permission: {@link dataDirError})
+   *   when the directory cannot be used (a file in its place, no permission: {@link dataDirError}), or
+   *   when it holds a restore cut short (`.restoring`: core/store/restore.ts)
    */
   static async acquire(dataDir: string): Promise<DataDirLock> {
+    try {
+      assertNoRestoreCutShort(dataDir);
+    } catch (err) {
+      throw new ConfigError("SVC_DATA_DIR", (err as Error).message);
+    }
     const file = path.join(dataDir, "svc.lock");
     const pidFile = `${file}.pid`;
     let connection: Connection;

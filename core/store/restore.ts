@@ -18,9 +18,10 @@
  * **How a restore writes** ({@link restoreDataDir}): into `.<name>.restoring` beside a data directory
  * that does not exist yet (same filesystem), or into `.restoring` inside an empty one (a mount point, or
  * a directory of the service's user, stays as it is); then checks that copy as above, flushes it, and
- * renames it into place: in one step beside, entry by entry (`svc.db` last) inside. A restore that fails
- * leaves nothing behind; one cut short leaves that `.restoring` directory (the next restore refuses to
- * start until it is deleted). Run as root into a directory another user owns, the files become that
+ * renames it into place: in one step beside, entry by entry inside (the service refuses to start on a
+ * data directory holding `.restoring`: {@link assertNoRestoreCutShort}). A restore that fails leaves
+ * nothing behind; one cut short leaves that `.restoring` directory (the next restore refuses to start
+ * until it is deleted). A data directory holding only `lost+found` (a new filesystem's root) is empty. Run as root into a directory another user owns, the files become that
  * user's. The data directory keeps `backup.json`, so the service's first start on it renews the stream
  * epoch (`startOnRestoredBackup`).
  */
@@ -179,12 +180,13 @@ export async function restoreDataDir(backupDir: string, dataDir: string, opts: {
   const target = existing ? fs.statSync(to) : undefined;
   if (target && !target.isDirectory()) throw new Error(`${to} is not a directory: a restore goes into a new or empty data directory`);
   if (to === from || to.startsWith(from + path.sep) || from.startsWith(to + path.sep)) throw new Error(`the data directory ${to} and the backup ${from} overlap: restore into a directory outside the backup`);
-  if (target && fs.readdirSync(to).length > 0) {
+  // staged inside an existing directory (which may be a mount point, or another user's), else beside it
+  const staging = target ? path.join(to, RESTORING_DIR) : path.join(path.dirname(to), `.${path.basename(to)}${RESTORING_DIR}`);
+  if (fs.existsSync(staging)) throw new Error(`${staging} exists: a restore into ${to} is in progress, or was cut short (then empty ${to} and delete ${staging}, and restore again)`);
+  // a new filesystem's root holds lost+found: it counts as empty
+  if (target && fs.readdirSync(to).some((name) => name !== "lost+found")) {
     throw new Error(`${to} is not empty: a restore goes into a new or empty data directory (move the old one aside first; a running service on it must be stopped)`);
   }
-  // staged inside an existing directory (which may be a mount point, or another user's), else beside it
-  const staging = target ? path.join(to, ".restoring") : path.join(path.dirname(to), `.${path.basename(to)}.restoring`);
-  if (fs.existsSync(staging)) throw new Error(`${staging} exists: a restore into ${to} is in progress, or was cut short (then delete it and restore again)`);
   await fsp.mkdir(path.dirname(staging), { recursive: true });
   await fsp.mkdir(staging, { mode: 0o700 });
   try {
@@ -200,8 +202,9 @@ export async function restoreDataDir(backupDir: string, dataDir: string, opts: {
     say("flushing the copy to disk");
     await syncTree(staging);
     if (target) {
-      // into place one entry at a time, svc.db last: a data directory without it is not one the service would take as restored
-      for (const name of [...RESTORED_ENTRIES.filter((n) => n !== "svc.db"), "svc.db"]) {
+      // into place one entry at a time, the staging directory removed last: the service refuses to start
+      // on a data directory that holds it (a restore cut short), see {@link assertNoRestoreCutShort}
+      for (const name of RESTORED_ENTRIES) {
         if (fs.existsSync(path.join(staging, name))) await fsp.rename(path.join(staging, name), path.join(to, name));
       }
       await fsp.rmdir(staging);
@@ -214,6 +217,20 @@ export async function restoreDataDir(backupDir: string, dataDir: string, opts: {
   } catch (err) {
     await fsp.rm(staging, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/** The staging directory of a restore: `.restoring` inside an existing data directory, `.<name>.restoring` beside a new one. */
+export const RESTORING_DIR = ".restoring";
+
+/**
+ * Refuses a data directory that holds a restore's staging directory: a restore into it was cut short
+ * while it moved the backup's files in, so what it holds is part of a backup.
+ * @throws Error naming the directory and what to do
+ */
+export function assertNoRestoreCutShort(dataDir: string): void {
+  if (fs.existsSync(path.join(dataDir, RESTORING_DIR))) {
+    throw new Error(`${dataDir} holds ${RESTORING_DIR}: a restore into it (npm run svc -- restore) was cut short, so it holds part of a backup; empty it and restore again`);
   }
 }
 

@@ -3,7 +3,8 @@
  * work, so that the data directory does not grow for ever. A pass ({@link RunRetention.prune}) runs at
  * start and then every tenth of `SVC_RUN_RETENTION_MS` (an hour apart at most), and deletes in batches
  * of at most {@link BATCH} rows (and {@link BATCH_BYTES} of webhook bodies) per transaction, each a short
- * write on the single writer beside the requests of its group commit; shutdown stops it between batches.
+ * write on the single writer beside the requests of its group commit (the runs due are read before, on
+ * the reader connection); shutdown stops it between batches.
  *
  * | Table | What goes | When |
  * |---|---|---|
@@ -26,8 +27,8 @@
  * action without it. Workflow, sync and pipeline runs are Temporal's to keep (`SVC_TEMPORAL_RETENTION_MS`).
  *
  * Rows are found by their ids' time (the ULID of `newId`: creation order, the primary key's order) or by
- * expiry indexes (migration 023), so a pass reads only the rows it deletes, plus the few it keeps in
- * that range.
+ * expiry indexes (migration 023), so a pass reads the rows it deletes, plus once those it keeps in that
+ * range (runs with an effect, runs left `running`), outside the writer's transactions.
  */
 import { encodeTime } from "ulid";
 import type { Counter, Metrics } from "../metrics";
@@ -39,17 +40,29 @@ export const BATCH = 500;
 /** Webhook bodies freed per transaction, at most (bytes; at least one delivery a batch): 16 MiB. */
 export const BATCH_BYTES = 16 * 1024 * 1024;
 
-/** The ended action runs without an effect due at `[id bound, finished before]` (ids in creation order along the primary key). */
-export const ACTION_RUNS_DUE = `SELECT id, run_id FROM action_runs WHERE id < ? AND status IN ('succeeded', 'failed') AND finished_at < ? AND effect_status IS NULL ORDER BY id LIMIT ${BATCH}`;
-/** The ended webhook deliveries due at `[id bound, finished before]`, with their bodies' sizes (read from the record header, not the body). */
-export const WEBHOOK_RUNS_DUE = `SELECT id, execution_id, length(body) AS bytes FROM webhook_runs WHERE id < ? AND status IN ('completed', 'failed') AND finished_at < ? ORDER BY id LIMIT ${BATCH}`;
+/**
+ * The ended action runs without an effect due at `[after id, id bound, finished before]`, read on the
+ * reader connection (never inside the writer's transaction: the runs kept below the bound, those with an
+ * effect, are read again by every pass), in id order along the primary key.
+ */
+export const ACTION_RUNS_DUE = `SELECT id FROM action_runs WHERE id > ? AND id < ? AND status IN ('succeeded', 'failed') AND finished_at < ? AND effect_status IS NULL ORDER BY id LIMIT ${BATCH}`;
+/** Deletes the action runs `[JSON list of ids]` that are still due at `[finished before]` (a resend may have run one again since it was read); answers their runIds. */
+const DELETE_ACTION_RUNS = `DELETE FROM action_runs WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('succeeded', 'failed') AND finished_at < ? AND effect_status IS NULL RETURNING run_id`;
+/** The ended webhook deliveries due at `[after id, id bound, finished before]`, with their bodies' sizes (read from the record header, not the body); read like {@link ACTION_RUNS_DUE}. */
+export const WEBHOOK_RUNS_DUE = `SELECT id, length(body) AS bytes FROM webhook_runs WHERE id > ? AND id < ? AND status IN ('completed', 'failed') AND finished_at < ? ORDER BY id LIMIT ${BATCH}`;
+/** Deletes the deliveries `[JSON list of ids]` still due at `[finished before]`; answers their ids and executions. */
+const DELETE_WEBHOOK_RUNS = `DELETE FROM webhook_runs WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('completed', 'failed') AND finished_at < ? RETURNING id, execution_id`;
 /** Deletes a batch of the download URLs expired before `[epoch ms]`. */
 export const DELETE_DOWNLOAD_URLS_DUE = `DELETE FROM download_urls WHERE id IN (SELECT id FROM download_urls WHERE expires_at < ? ORDER BY expires_at LIMIT ${BATCH})`;
 /** Deletes a batch of the sessions expired before `[epoch ms]`. */
 export const DELETE_SESSIONS_DUE = `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at < ? ORDER BY expires_at LIMIT ${BATCH})`;
-/** Forgets the dataset versions' keys of the handler runs keyed `[JSON list of keys]` (`<key>:dataset:<i>`), along the keys' unique index. */
-const UNKEY_DATASET_VERSIONS = `UPDATE dataset_versions SET idempotency_key = NULL WHERE idempotency_key IN (
-  SELECT d.idempotency_key FROM json_each(?) AS j JOIN dataset_versions AS d ON d.idempotency_key > j.value || ':dataset:' AND d.idempotency_key < j.value || ':dataset;')`;
+/**
+ * Forgets the dataset versions' keys of the handler runs keyed `[JSON list of keys]` (`<key>:dataset:<i>`,
+ * `i` digits only: a runId may hold `:dataset:` itself), along the keys' unique index.
+ */
+export const UNKEY_DATASET_VERSIONS = `UPDATE dataset_versions SET idempotency_key = NULL WHERE idempotency_key IN (
+  SELECT d.idempotency_key FROM json_each(?) AS j JOIN dataset_versions AS d ON d.idempotency_key > j.value || ':dataset:' AND d.idempotency_key < j.value || ':dataset;'
+  WHERE substr(d.idempotency_key, length(j.value) + 10) GLOB '[0-9]*' AND substr(d.idempotency_key, length(j.value) + 10) NOT GLOB '*[^0-9]*')`;
 
 /** How long an expired browser session is kept (ms): a day. */
 const SESSION_KEPT_MS = 86_400_000;
@@ -93,48 +106,68 @@ export class RunRetention {
     const cutoffMs = nowMs - this.retentionMs;
     const cutoff = new Date(cutoffMs).toISOString();
     const counts: PruneCounts = { action_runs: 0, webhook_runs: 0, download_urls: 0, sessions: 0 };
-    counts.action_runs = await this.inBatches("action_runs", async (tx) => {
-      const due = await tx.all<{ id: string; run_id: string }>(ACTION_RUNS_DUE, [idBefore("run", cutoffMs), cutoff]);
-      if (due.length === 0) return { deleted: 0, more: false };
-      const runIds = JSON.stringify(due.map((r) => r.run_id));
-      await tx.run("DELETE FROM file_references WHERE owner_kind = 'run' AND owner_id IN (SELECT value FROM json_each(?))", [runIds]);
-      await tx.run(UNKEY_DATASET_VERSIONS, [JSON.stringify(due.map((r) => `action:${r.run_id}`))]);
-      const { changes } = await tx.run("DELETE FROM action_runs WHERE id IN (SELECT value FROM json_each(?))", [JSON.stringify(due.map((r) => r.id))]);
-      return { deleted: changes, more: due.length === BATCH };
+    counts.action_runs = await this.inBatches("action_runs", ACTION_RUNS_DUE, [idBefore("run", cutoffMs), cutoff], async (tx, due) => {
+      const deleted = await tx.all<{ run_id: string }>(DELETE_ACTION_RUNS, [JSON.stringify(due.map((r) => r.id)), cutoff]);
+      if (deleted.length === 0) return 0;
+      const runIds = deleted.map((r) => r.run_id);
+      await tx.run("DELETE FROM file_references WHERE owner_kind = 'run' AND owner_id IN (SELECT value FROM json_each(?))", [JSON.stringify(runIds)]);
+      await tx.run(UNKEY_DATASET_VERSIONS, [JSON.stringify(runIds.map((id) => `action:${id}`))]);
+      return deleted.length;
     });
-    counts.webhook_runs = await this.inBatches("webhook_runs", async (tx) => {
-      const found = await tx.all<{ id: string; execution_id: string; bytes: number }>(WEBHOOK_RUNS_DUE, [idBefore("whrun", cutoffMs), cutoff]);
+    counts.webhook_runs = await this.inBatches<{ id: string; bytes: number }>(
+      "webhook_runs",
+      WEBHOOK_RUNS_DUE,
+      [idBefore("whrun", cutoffMs), cutoff],
+      async (tx, due) => {
+        const deleted = await tx.all<{ id: string; execution_id: string }>(DELETE_WEBHOOK_RUNS, [JSON.stringify(due.map((r) => r.id)), cutoff]);
+        if (deleted.length === 0) return 0;
+        const keys = JSON.stringify(deleted.map((r) => `webhook:${r.execution_id}`));
+        await tx.run("UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (SELECT value FROM json_each(?))", [keys]);
+        await tx.run(UNKEY_DATASET_VERSIONS, [keys]);
+        await tx.run("DELETE FROM webhook_attempts WHERE run_id IN (SELECT value FROM json_each(?))", [JSON.stringify(deleted.map((r) => r.id))]);
+        return deleted.length;
+      },
       // at most BATCH_BYTES of bodies a transaction (freeing their pages is the batch's cost), at least one delivery
-      let bytes = 0;
-      const due = found.filter((r, i) => (bytes += r.bytes) <= BATCH_BYTES || i === 0);
-      if (due.length === 0) return { deleted: 0, more: false };
-      const ids = JSON.stringify(due.map((r) => r.id));
-      const keys = JSON.stringify(due.map((r) => `webhook:${r.execution_id}`));
-      await tx.run("UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (SELECT value FROM json_each(?))", [keys]);
-      await tx.run(UNKEY_DATASET_VERSIONS, [keys]);
-      await tx.run("DELETE FROM webhook_attempts WHERE run_id IN (SELECT value FROM json_each(?))", [ids]);
-      const { changes } = await tx.run("DELETE FROM webhook_runs WHERE id IN (SELECT value FROM json_each(?))", [ids]);
-      return { deleted: changes, more: found.length === BATCH || due.length < found.length };
-    });
-    counts.download_urls = await this.inBatches("download_urls", async (tx) => {
-      const { changes } = await tx.run(DELETE_DOWNLOAD_URLS_DUE, [cutoffMs]);
-      return { deleted: changes, more: changes === BATCH };
-    });
-    counts.sessions = await this.inBatches("sessions", async (tx) => {
-      const { changes } = await tx.run(DELETE_SESSIONS_DUE, [nowMs - SESSION_KEPT_MS]);
-      return { deleted: changes, more: changes === BATCH };
-    });
+      (found) => {
+        let bytes = 0;
+        return found.filter((r, i) => (bytes += r.bytes) <= BATCH_BYTES || i === 0);
+      },
+    );
+    counts.download_urls = await this.deleteInBatches("download_urls", DELETE_DOWNLOAD_URLS_DUE, [cutoffMs]);
+    counts.sessions = await this.deleteInBatches("sessions", DELETE_SESSIONS_DUE, [nowMs - SESSION_KEPT_MS]);
     return counts;
   }
 
-  /** Runs `batch` in a transaction of its own while it says there is more (and no {@link stop}); counts what it deleted. */
-  private async inBatches(table: keyof PruneCounts, batch: (tx: SqlWriter) => Promise<{ deleted: number; more: boolean }>): Promise<number> {
+  /**
+   * Reads the rows due in id order on the reader connection (`due`, whose first parameter is the id
+   * after which to read), a page at a time, and deletes each page (or the part `take` keeps of it) in a
+   * transaction of its own (`remove`, which checks again that each is due and answers how many it
+   * deleted); the next page starts after the last id taken, so a pass reads each row once.
+   */
+  private async inBatches<R extends { id: string }>(table: keyof PruneCounts, due: string, params: string[], remove: (tx: SqlWriter, rows: R[]) => Promise<number>, take: (rows: R[]) => R[] = (rows) => rows): Promise<number> {
     let total = 0;
+    let after = "";
     while (!this.stopped) {
-      const { deleted, more } = await this.db.transaction(batch);
+      const found = await this.db.all<R>(due, [after, ...params]);
+      if (found.length === 0) break;
+      const page = take(found);
+      const deleted = await this.db.transaction((tx) => remove(tx, page));
       total += deleted;
       if (deleted) this.deleted.inc({ table }, deleted);
-      if (!more) break;
+      after = page.at(-1)!.id;
+      if (found.length < BATCH && page.length === found.length) break;
+    }
+    return total;
+  }
+
+  /** Runs a `DELETE … LIMIT` statement in transactions of its own until it deletes fewer than {@link BATCH} rows; counts them. */
+  private async deleteInBatches(table: keyof PruneCounts, statement: string, params: number[]): Promise<number> {
+    let total = 0;
+    while (!this.stopped) {
+      const { changes } = await this.db.transaction((tx) => tx.run(statement, params));
+      total += changes;
+      if (changes) this.deleted.inc({ table }, changes);
+      if (changes < BATCH) break;
     }
     return total;
   }

@@ -77,7 +77,7 @@ export default definePlugin({
       method: "GET",
       path: "/api/tokens",
       summary: "List your API tokens",
-      description: "The API tokens of the signed-in identity, newest first, with revoked and expired ones (never their secrets). Session only: bearer tokens are refused.",
+      description: "The API tokens of the signed-in identity, newest first (the newest 200), with revoked and expired ones (never their secrets). Session only: bearer tokens are refused.",
       tags: ["auth"],
       auth: "session",
       responses: { 200: { description: "Your tokens", schema: v.object({ tokens: v.array(TokenInfoSchema) }) } },
@@ -91,7 +91,7 @@ export default definePlugin({
       tags: ["auth"],
       auth: "session",
       body: v.strictObject({
-        name: v.pipe(v.string(), v.trim(), v.minLength(1, "name must not be empty"), v.maxLength(100, "name must be at most 100 characters"), v.description("What the token is for, to tell it apart in the list")),
+        name: v.pipe(v.string(), v.trim(), v.minLength(1, "name must not be empty"), v.maxLength(100, "name must be at most 100 characters"), v.regex(/^[^\p{Cc}]*$/u, "name must not hold control characters"), v.description("What the token is for, to tell it apart in the list")),
         expiresInMs: v.optional(v.pipe(v.number(), v.integer("expiresInMs must be a whole number of milliseconds"), v.minValue(3_600_000, "expiresInMs must be at least an hour (3600000)"), v.maxValue(PERSONAL_TOKEN_MAX_MS, `expiresInMs must be at most a year (${PERSONAL_TOKEN_MAX_MS})`), v.description("How long it works (ms; default 90 days)"))),
       }),
       responses: {
@@ -99,8 +99,7 @@ export default definePlugin({
         409: { description: `\`conflict\`: the identity already holds ${PERSONAL_TOKENS_MAX} working tokens; revoke one first` },
       },
       handler: async ({ principal, body }) => {
-        if ((await tokens.activeCount(principal!.id)) >= PERSONAL_TOKENS_MAX) throw new ApiError("conflict", `You hold ${PERSONAL_TOKENS_MAX} working API tokens: revoke one you no longer use first`, { limit: PERSONAL_TOKENS_MAX });
-        const { token, info } = await tokens.create(principal!.id, body.name, { expiresInMs: body.expiresInMs ?? PERSONAL_TOKEN_DEFAULT_MS });
+        const { token, info } = await tokens.create(principal!.id, body.name, { expiresInMs: body.expiresInMs ?? PERSONAL_TOKEN_DEFAULT_MS, maxActive: PERSONAL_TOKENS_MAX });
         log.info({ identity: principal!.id, tokenId: info.id, expiresAt: info.expiresAt }, "personal API token created");
         return jsonResponse({ token, tokenInfo: info }, 201, { "cache-control": "no-store" });
       },
