@@ -592,3 +592,70 @@ describe("sign-in page", () => {
     expect(await axeViolations(page)).toEqual([]);
   });
 });
+
+describe("the API tokens page", () => {
+  it("makes a token, shows its secret once with a copy button, lists it, and revokes it; the token works until then", async () => {
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, permissions: ["clipboard-read", "clipboard-write"] });
+    const page = await context.newPage();
+    await signIn(page, app.url, "alice", "alice-sandbox-password", "/tokens");
+    await page.getByRole("heading", { name: "API tokens" }).waitFor();
+    expect(await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "API tokens" }).getAttribute("aria-current")).toBe("page");
+    // a name is required: said on the page, nothing made
+    await page.getByRole("button", { name: "Create token" }).click();
+    expect(await page.locator("[data-error]").textContent()).toBe("Give the token a name: what it is for.");
+    await page.getByLabel("Name").fill("nightly export");
+    await page.getByLabel("Expires").selectOption("30");
+    await page.getByRole("button", { name: "Create token" }).click();
+    const secretBox = page.locator("[data-token-secret]");
+    await secretBox.waitFor({ state: "visible" });
+    const secret = (await secretBox.locator("[data-secret]").textContent())!;
+    expect(secret).toMatch(/^svc_[\w-]{43}$/);
+    expect(await secretBox.textContent()).toContain("is shown only now");
+    await secretBox.getByRole("button", { name: "Copy" }).click();
+    await expect.poll(() => page.evaluate(() => (window as any).navigator.clipboard.readText())).toBe(secret);
+    // it works as alice, with alice's permissions
+    expect((await client(app, secret).get("/api/objects?objectTypeId=invoice")).status).toBe(200);
+    expect((await client(app, secret).get("/api/objects?objectTypeId=customer")).status).toBe(200);
+    // its row, revocable at once
+    const made = page.locator("tr", { hasText: "nightly export" });
+    expect(await made.locator(".token-id").textContent()).toMatch(/^tok_/);
+    expect(await made.getByRole("button", { name: "Revoke" }).isVisible()).toBe(true);
+    await screenshot(page, "tokens-created");
+    expect(await axeViolations(page)).toEqual([]);
+
+    // listed after a reload, its secret nowhere in the page; expires in 30 days
+    await page.reload();
+    const row = page.locator("tr", { hasText: "nightly export" });
+    expect(await row.locator(".token-state").textContent()).toBe("Active");
+    expect(await page.content()).not.toContain(secret);
+    const expires = await row.locator("td").nth(1).locator("time").getAttribute("datetime");
+    expect(Math.round((Date.parse(expires!) - Date.now()) / 86_400_000)).toBe(30);
+    await screenshot(page, "tokens");
+    expect(await axeViolations(page)).toEqual([]);
+
+    // revoked from the page (after a confirmation): at once
+    page.once("dialog", (dialog) => void dialog.accept());
+    await row.getByRole("button", { name: "Revoke" }).click();
+    await expect.poll(() => row.locator(".token-state").textContent()).toBe("Revoked");
+    expect((await client(app, secret).get("/api/project")).status).toBe(401);
+    await context.close();
+  });
+
+  it("reads in dark mode, without accessibility violations", async () => {
+    const context = await browser.newContext({ viewport: { width: 1360, height: 700 }, colorScheme: "dark" });
+    const page = await context.newPage();
+    await signIn(page, app.url, "alice", "alice-sandbox-password", "/tokens");
+    await page.getByRole("heading", { name: "API tokens" }).waitFor();
+    expect(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)).toBe("rgb(13, 17, 23)");
+    await screenshot(page, "tokens-dark");
+    expect(await axeViolations(page)).toEqual([]);
+    await context.close();
+  });
+
+  it("sends a signed-out reader to sign in and back", async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${app.url}/tokens`);
+    await page.waitForURL(/\/sign-in\?next=%2Ftokens$/);
+    await page.close();
+  });
+});

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { H3Event } from "h3";
 import * as v from "valibot";
 import {
-  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie, withoutArtifactIds,
+  ARTIFACT_KINDS, ArtifactStore, EmbedRenderer, FileStore, SESSION_COOKIE, SessionService, SheetData, TokenService, assertAllowedOrigin, browserScript, definePlugin, echartsBrowserPath, sheetCss, html, isApiError, kitAssets, readCookie, withoutArtifactIds,
   type Principal, type RawHtml,
 } from "../../core/plugin-api";
 import { artifactPage, type PageServices } from "./artifact";
@@ -12,6 +12,7 @@ import { FrameLinks } from "./frames";
 import { serveFrame } from "./frame-route";
 import { listPage } from "./list";
 import { errorPage, page, shell, type ShellUser } from "./shell";
+import { tokensPage } from "./tokens";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const HTML = { 200: { description: "HTML page", contentType: "text/html" }, 303: { description: "Not signed in: to the sign-in page, which comes back here" }, 404: { description: "No such artifact or version (or not yours): an HTML page saying so", contentType: "text/html" } };
@@ -82,8 +83,8 @@ function signInBody(next: string, error = "", identity = ""): RawHtml {
  */
 export default definePlugin({
   name: "pages",
-  deps: { sessions: SessionService, artifacts: ArtifactStore, embeds: EmbedRenderer, sheets: SheetData, files: FileStore },
-  setup({ routes, config, project, log }, { sessions, artifacts, embeds, sheets, files }) {
+  deps: { sessions: SessionService, artifacts: ArtifactStore, embeds: EmbedRenderer, sheets: SheetData, files: FileStore, tokens: TokenService },
+  setup({ routes, config, project, log }, { sessions, artifacts, embeds, sheets, files, tokens }) {
     const frames = new FrameLinks(config.frameLinkTtlMs);
     const services: PageServices = { artifacts, embeds, sheets, files, frames };
     const signIn = (url: URL) => new Response(null, { status: 303, headers: { location: `/sign-in?${new URLSearchParams({ next: url.pathname + url.search })}`, "cache-control": "no-store" } });
@@ -193,6 +194,25 @@ export default definePlugin({
           return page(await artifactPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, artifactId: params.artifactId, v: version, part: query.part?.slice(0, 500), locale: localeOf(event.req), origin: event.url.origin }));
         } catch (err) {
           return failed(err, session.user, params.artifactId);
+        }
+      },
+    });
+
+    routes.add({
+      method: "GET",
+      path: "/tokens",
+      summary: "API tokens page (HTML)",
+      description: "Your API tokens (spec 5 personal tokens): name, created, expiry, last use and state, a revoke button for each working one, and a form that makes one (the page calls POST /api/tokens and shows the secret once). Browser session; signed out, it sends you to /sign-in and back.",
+      tags: ["pages"],
+      auth: "none",
+      responses: { 200: HTML[200], 303: HTML[303] },
+      handler: async ({ event }) => {
+        const session = await sessionOf(event);
+        if (!session) return signIn(event.url);
+        try {
+          return page(tokensPage({ user: session.user, tokens: await tokens.listFor(session.principal.id), locale: localeOf(event.req) }));
+        } catch (err) {
+          return failed(err, session.user);
         }
       },
     });

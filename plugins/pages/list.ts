@@ -27,7 +27,7 @@ export async function listPage(s: PageServices, ctx: { reader: Reader; user: She
   const body = html`<div class="list-head"><h1>Artifacts</h1>${filters}</div>
 ${cards.length ? html`<ul class="cards" aria-label="Artifacts">${cards}</ul>` : empty}
 ${more}`;
-  return shell({ title: "Artifacts", user: ctx.user, body, bodyClass: "list" });
+  return shell({ title: "Artifacts", user: ctx.user, body, bodyClass: "list", current: "artifacts" });
 }
 
 async function card(s: PageServices, ctx: { reader: Reader; locale: string }, artifact: Artifact): Promise<RawHtml> {

@@ -13,11 +13,13 @@ export interface ShellUser {
 }
 
 /**
- * A whole HTML page of the artifact pages: the header (brand, Artifacts, the signed-in user, sign out),
- * a skip link, `main`, and the pages' CSS and script.
+ * A whole HTML page of the pages: the header (brand, Artifacts, API tokens when signed in, the
+ * signed-in user, sign out), a skip link, `main`, and the pages' CSS and script.
  * @param opts.head extra head HTML (theme styles), trusted
+ * @param opts.current the page of the main navigation this one is (`aria-current`)
  */
-export function shell(opts: { title: string; user?: ShellUser; body: RawHtml; head?: RawHtml | string; styles?: string[]; scripts?: string[]; bodyClass?: string }): string {
+export function shell(opts: { title: string; user?: ShellUser; body: RawHtml; head?: RawHtml | string; styles?: string[]; scripts?: string[]; bodyClass?: string; current?: "artifacts" | "tokens" }): string {
+  const here = (page: "artifacts" | "tokens") => raw(opts.current === page ? 'aria-current="page"' : "");
   const styles = ["/assets/pages/tokens.css", "/assets/pages/pages.css", ...(opts.styles ?? [])];
   const scripts = ["/assets/pages/pages.js", ...(opts.scripts ?? [])];
   return `<!doctype html>${html`<html lang="en">
@@ -35,7 +37,7 @@ ${scripts.map((src) => html`<script src="${src}" defer></script>`)}
 <a class="skip-link" href="#main">Skip to content</a>
 <header class="topbar">
   <a class="brand" href="/artifacts"><span class="brand-mark" aria-hidden="true"></span>svc</a>
-  <nav class="topnav" aria-label="Main"><a href="/artifacts">Artifacts</a></nav>
+  <nav class="topnav" aria-label="Main"><a href="/artifacts" ${here("artifacts")}>Artifacts</a>${opts.user ? html`<a href="/tokens" ${here("tokens")}>API tokens</a>` : ""}</nav>
   ${opts.user ? html`<div class="account"><span class="account-name" title="${opts.user.id}">${opts.user.name}</span><button type="button" class="button button-quiet" data-sign-out>Sign out</button></div>` : ""}
 </header>
 <main id="main" tabindex="-1">

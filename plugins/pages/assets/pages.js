@@ -1,5 +1,5 @@
 /*
- * svc artifact pages: sign in and out, the version picker, `?part=` for documents, the list's deck
+ * svc pages: sign in and out, the API tokens page (make, copy once, revoke), the version picker, `?part=` for documents, the list's deck
  * previews in dark mode, and the deck host
  * (the toolbar drives the sandboxed frame by postMessage; the frame reports the slide shown and hands
  * over links to other artifacts, which only this page may follow). Plain JavaScript, no build.
@@ -89,6 +89,123 @@
     });
   }
 
+  /** The session's CSRF token (for the API's mutating calls), or null when signed out. */
+  function csrfToken() {
+    return fetch("/api/auth/session", { credentials: "same-origin" })
+      .then(function (res) { return res.ok ? res.json() : null; })
+      .then(function (session) { return session && session.csrfToken; });
+  }
+
+  /** A mutating call of the API as the signed-in user: its status and JSON body. */
+  function apiPost(path, body) {
+    return csrfToken().then(function (csrf) {
+      if (!csrf) return { status: 401, body: null };
+      var headers = { "x-svc-csrf": csrf };
+      if (body !== undefined) headers["content-type"] = "application/json";
+      return fetch(path, { method: "POST", credentials: "same-origin", headers: headers, body: body === undefined ? undefined : JSON.stringify(body) }).then(function (res) {
+        return res.json().then(function (json) { return { status: res.status, body: json }; }, function () { return { status: res.status, body: null }; });
+      });
+    });
+  }
+
+  function cell(text, cls) {
+    var td = document.createElement("td");
+    if (cls) td.className = cls;
+    td.textContent = text;
+    return td;
+  }
+
+  /**
+   * The API tokens page: the form makes a token (POST /api/tokens) and shows its secret once, with a
+   * copy button, and adds its row; each row's Revoke button revokes it (POST /api/tokens/:id/revoke).
+   */
+  function tokens(form) {
+    var error = form.querySelector("[data-error]");
+    var box = document.querySelector("[data-token-secret]");
+    var rows = document.querySelector("[data-token-rows]");
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      error.textContent = "";
+      var name = String(new FormData(form).get("name") || "").trim();
+      if (!name) {
+        error.textContent = "Give the token a name: what it is for.";
+        form.querySelector("[name=name]").focus();
+        return;
+      }
+      var days = Number(new FormData(form).get("lifetimeDays")) || 90;
+      var button = form.querySelector("button[type=submit]");
+      button.disabled = true;
+      apiPost("/api/tokens", { name: name, expiresInMs: days * 86400000 })
+        .then(function (r) {
+          if (r.status !== 201) {
+            error.textContent = (r.body && r.body.error && r.body.error.message) || "Could not make the token (" + r.status + ").";
+            return;
+          }
+          var info = r.body.tokenInfo;
+          box.querySelector("[data-secret]").textContent = r.body.token;
+          box.querySelector("[data-secret-name]").textContent = "“" + info.name + "”";
+          box.hidden = false;
+          box.focus();
+          var tr = document.createElement("tr");
+          tr.setAttribute("data-token-id", info.id);
+          var th = document.createElement("th");
+          th.scope = "row";
+          th.textContent = info.name;
+          var idLine = document.createElement("span");
+          idLine.className = "token-id";
+          idLine.textContent = info.id;
+          th.append(idLine);
+          tr.append(th, cell("just now"), cell(new Date(info.expiresAt).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" }) + " UTC"), cell("never", "meta"));
+          var state = cell("");
+          state.innerHTML = '<span class="token-state" data-state="active">Active</span>';
+          var actions = cell("", "token-actions");
+          var revoke = document.createElement("button");
+          revoke.type = "button";
+          revoke.className = "button button-quiet";
+          revoke.textContent = "Revoke";
+          revoke.setAttribute("data-token-revoke", info.id);
+          revoke.setAttribute("data-token-name", info.name);
+          actions.append(revoke);
+          tr.append(state, actions);
+          rows.prepend(tr);
+          var table = rows.closest("table");
+          table.hidden = false;
+          var empty = document.querySelector("[data-tokens-empty]");
+          if (empty) empty.remove();
+          form.reset();
+        })
+        .catch(function () { error.textContent = "The server cannot be reached."; })
+        .finally(function () { button.disabled = false; });
+    });
+    box.querySelector("[data-copy]").addEventListener("click", function () {
+      var copy = this;
+      navigator.clipboard.writeText(box.querySelector("[data-secret]").textContent).then(function () {
+        copy.textContent = "Copied";
+      }, function () {
+        copy.textContent = "Select it and copy";
+      });
+    });
+    document.addEventListener("click", function (e) {
+      var button = e.target.closest && e.target.closest("[data-token-revoke]");
+      if (!button) return;
+      var id = button.getAttribute("data-token-revoke");
+      if (!window.confirm("Revoke “" + button.getAttribute("data-token-name") + "”? Scripts using it stop working at once.")) return;
+      button.disabled = true;
+      apiPost("/api/tokens/" + encodeURIComponent(id) + "/revoke").then(function (r) {
+        var row = button.closest("tr");
+        if (r.status === 200 || r.status === 404) {
+          var state = row.querySelector(".token-state");
+          state.textContent = "Revoked";
+          state.setAttribute("data-state", "revoked");
+          button.remove();
+        } else {
+          button.disabled = false;
+          error.textContent = (r.body && r.body.error && r.body.error.message) || "Could not revoke the token (" + r.status + ").";
+        }
+      });
+    });
+  }
+
   function deck(frame) {
     var position = document.querySelector("[data-deck-position]");
     var count = Number(frame.getAttribute("data-count")) || 0;
@@ -136,6 +253,7 @@
   ready(function () {
     document.querySelectorAll("form[data-sign-in]").forEach(signIn);
     document.querySelectorAll("[data-sign-out]").forEach(signOut);
+    document.querySelectorAll("form[data-token-create]").forEach(tokens);
     if (document.body.classList.contains("list")) darkPreviews();
     var frame = document.querySelector("iframe[data-deck-frame]");
     if (frame) deck(frame);
