@@ -91,7 +91,7 @@ export default definePlugin({
       tags: ["auth"],
       auth: "session",
       body: v.strictObject({
-        name: v.pipe(v.string(), v.trim(), v.minLength(1, "name must not be empty"), v.maxLength(100, "name must be at most 100 characters"), v.regex(/^[^\p{Cc}]*$/u, "name must not hold control characters"), v.description("What the token is for, to tell it apart in the list")),
+        name: v.pipe(v.string(), v.trim(), v.minLength(1, "name must not be empty"), v.maxLength(100, "name must be at most 100 characters"), v.regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "name must not hold control characters"), v.description("What the token is for, to tell it apart in the list")),
         expiresInMs: v.optional(v.pipe(v.number(), v.integer("expiresInMs must be a whole number of milliseconds"), v.minValue(3_600_000, "expiresInMs must be at least an hour (3600000)"), v.maxValue(PERSONAL_TOKEN_MAX_MS, `expiresInMs must be at most a year (${PERSONAL_TOKEN_MAX_MS})`), v.description("How long it works (ms; default 90 days)"))),
       }),
       responses: {
