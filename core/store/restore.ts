@@ -143,7 +143,7 @@ export async function checkBackup(dir: string, opts: { blobStorage: "local" | "s
 
 /** What {@link restoreDataDir} did. */
 export interface RestoreReport {
-  /** The data directory restored into, absolute. */
+  /** The data directory restored into, absolute (the directory a link named). */
   dataDir: string;
   /** The check of the restored copy (no `problems`: a restore with problems throws). */
   check: BackupCheck;
@@ -160,8 +160,9 @@ export class BackupCheckFailed extends Error {
 
 /**
  * Restores the backup in `backupDir` into `dataDir`, a directory that does not exist yet or is empty
- * (see the module comment): copies it beside `dataDir`, checks the copy ({@link checkBackup}), and
- * renames it into place. The service must not run on `dataDir` (it holds nothing yet).
+ * (see the module comment): copies it beside a new `dataDir` or inside an existing one (`.restoring`),
+ * checks the copy ({@link checkBackup}), and moves it into place. A link to a directory is restored
+ * through. The service must not run on `dataDir` (it holds nothing yet).
  * @param opts.blobStorage the file storage the restored service runs with (`SVC_FILE_STORAGE`)
  * @param opts.progress called with a line per step
  * @throws {BackupCheckFailed} when the copy has problems (nothing is left behind)
