@@ -13,6 +13,7 @@ import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 import { newId } from "../core/ids";
 import { encodeTime } from "ulid";
 import { HandlerRunner } from "../core/runtime/handler";
+import { WebhookDeliveries } from "../core/runtime/webhooks";
 import Stripe from "stripe";
 import { OntologyStore } from "../core/ontology/store";
 
@@ -137,6 +138,14 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     expect(await send()).toBe(202);
     expect((await dev.get("/api/objects/invoice/in_retention_1")).body.properties).toMatchObject({ number: "RET-0001", status: "paid" });
     expect(await count("webhook_runs WHERE idempotency_key = ?", [event.id])).toBe(1);
+  });
+
+  it("a retry that read its stored run before the retention deleted it reopens nothing (it becomes a new delivery), and leaves no attempt behind", async () => {
+    // the run as the retry read it: failed, then deleted by a pass before the retry's reopen
+    const gone = { id: newId("whrun"), execution_id: newId("exec"), connector_id: "standard-webhooks", webhook_id: "events", idempotency_key: "msg_gone", status: "failed", attempts: 1, received_at: new Date().toISOString(), finished_at: new Date().toISOString(), content_type: "application/json", headers: "{}", body: Buffer.from("{}"), response: null, replay_of: null };
+    const reopened = await (app.container.resolve(WebhookDeliveries) as unknown as { reopen(row: typeof gone): Promise<unknown> }).reopen(gone);
+    expect(reopened).toBeUndefined();
+    expect(await count("webhook_attempts WHERE run_id = ?", [gone.id])).toBe(0);
   });
 
   it("ctx.blobs.revokeDownloadUrl of a URL the retention may have deleted (made longer ago than it) does nothing; of one made since, unknown, it still throws", async () => {
