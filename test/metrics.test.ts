@@ -13,6 +13,7 @@ import type { App } from "../core/app";
 import { Database } from "../core/store/db";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 import { Metrics } from "../core/metrics";
+import { TokenService } from "../core/auth/tokens";
 
 let app: App;
 beforeAll(async () => {
@@ -170,6 +171,25 @@ describe("GET /metrics", () => {
     // every series of the exposition has its # TYPE line, labelled series included (one with no sample yet too)
     const exposed = new Set([...(await scrape()).text.matchAll(/^# TYPE (svc_[a-z_]+) /gm)].map((m) => m[1]!));
     expect([...named].filter((name) => !exposed.has(name))).toEqual([]);
+  });
+
+  it("reports how long each working API token with an expiry has left, by token, identity and identity type; none for revoked or unexpiring ones", async () => {
+    const tokens = app.container.resolve(TokenService);
+    const bot = await tokens.create("ops-bot", "ci", { expiresInMs: 10 * 86_400_000 });
+    const user = await tokens.create("alice", "laptop", { expiresInMs: 3_600_000 });
+    const forever = await tokens.create("alice", "forever");
+    const revoked = await tokens.create("ops-bot", "old", { expiresInMs: 86_400_000 });
+    await tokens.revoke(revoked.info.id);
+    const now = samples((await scrape()).text);
+    const left = (id: string, identity: string, type: string) => now.get(`svc_api_token_expires_in_seconds{token="${id}",identity="${identity}",identity_type="${type}"}`);
+    expect(left(bot.info.id, "ops-bot", "serviceAccount")).toBeGreaterThan(10 * 86_400 - 60);
+    expect(left(bot.info.id, "ops-bot", "serviceAccount")).toBeLessThanOrEqual(10 * 86_400);
+    expect(left(user.info.id, "alice", "user")).toBeGreaterThan(3_600 - 60);
+    const text = (await scrape()).text;
+    expect(text).not.toContain(forever.info.id);
+    expect(text).not.toContain(revoked.info.id);
+    await tokens.revoke(bot.info.id);
+    await tokens.revoke(user.info.id);
   });
 
   it("reports the same totals to overlapping scrapes", async () => {

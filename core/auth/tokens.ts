@@ -133,6 +133,12 @@ export class TokenService {
     }));
   }
 
+  /** The working tokens that have an expiry (not revoked, not expired yet): their ids, identities and expiries (for the metrics). */
+  async expiring(): Promise<Array<{ id: string; identityId: string; expiresAt: string }>> {
+    const rows = await this.db.all<{ id: string; identity_id: string; expires_at: string }>("SELECT id, identity_id, expires_at FROM api_tokens WHERE revoked_at IS NULL AND expires_at > ? ORDER BY expires_at", [nowIso()]);
+    return rows.map((r) => ({ id: r.id, identityId: r.identity_id, expiresAt: r.expires_at }));
+  }
+
   /** How many tokens of `identityId` still work (neither revoked nor expired). */
   async activeCount(identityId: string): Promise<number> {
     return (await this.db.get<{ n: number }>(ACTIVE_COUNT, [identityId, nowIso()]))!.n;

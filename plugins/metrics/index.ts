@@ -1,4 +1,4 @@
-import { Database, HealthReport, Metrics, WorkflowRuns, definePlugin, type Health, type MetricSamples } from "../../core/plugin-api";
+import { Database, HealthReport, Metrics, TokenService, WorkflowRuns, definePlugin, type Health, type MetricSamples } from "../../core/plugin-api";
 
 /** How long after it settled one read (the health check, the open interventions) still serves the gauges (ms): a scrape reads each gauge, and the read runs once. */
 const READ_REUSE_MS = 1000;
@@ -27,7 +27,8 @@ function shared<T>(read: () => Promise<T>): () => Promise<T> {
  * metrics, the HTTP requests by route template (`svc_http_requests_total`,
  * `svc_http_request_duration_seconds`), the open WebSockets (`svc_websocket_connections{path}`), the
  * runtime's outcomes as they happen (`svc_action_runs_total`, `svc_webhook_deliveries_total`,
- * `svc_events_appended_total`: counted by the runtime itself), the open interventions, the store's counters (`svc_store_…_total`: calls to SQLite,
+ * `svc_events_appended_total`, `svc_retention_deleted_total`: counted by the runtime itself), the open
+ * interventions, the API tokens' time to expiry, the store's counters (`svc_store_…_total`: calls to SQLite,
  * transactions, group commits, WAL checkpoints) and the health report's parts as gauges
  * (`svc_health_part_healthy{part}`, the outbox's backlog, queued runs not started, each event schedule's
  * backlog, lag and dead letters), read when Prometheus scrapes. Any valid token may read it, as
@@ -35,8 +36,8 @@ function shared<T>(read: () => Promise<T>): () => Promise<T> {
  */
 export default definePlugin({
   name: "metrics",
-  deps: { metrics: Metrics, health: HealthReport, db: Database, workflows: WorkflowRuns },
-  setup({ routes }, { metrics, health, db, workflows }) {
+  deps: { metrics: Metrics, health: HealthReport, db: Database, workflows: WorkflowRuns, tokens: TokenService },
+  setup({ routes, project }, { metrics, health, db, workflows, tokens }) {
     const report = shared(() => health.check());
     const parts = async (pick: (p: Health["parts"]) => MetricSamples) => pick((await report()).parts);
 
@@ -60,6 +61,11 @@ export default definePlugin({
       const { oldestRequestedAt } = await open();
       return [{ value: oldestRequestedAt === undefined ? 0 : Math.max(0, (Date.now() - Date.parse(oldestRequestedAt)) / 1000) }];
     });
+
+    // a service account's token that expires stops a script or an integration: alert on those (README "Metrics")
+    metrics.gauge("svc_api_token_expires_in_seconds", "Seconds until each working API token with an expiry stops working, by token id, identity and identity type (user, serviceAccount)", ["token", "identity", "identity_type"], async () =>
+      (await tokens.expiring()).map((t) => ({ labels: { token: t.id, identity: t.identityId, identity_type: project.identityType(t.identityId) ?? "unknown" }, value: Math.max(0, (Date.parse(t.expiresAt) - Date.now()) / 1000) })),
+    );
 
     const store = (value: (s: ReturnType<Database["stats"]>) => number) => () => [{ value: value(db.stats()) }];
     metrics.counter("svc_store_writer_calls_total", "Calls to SQLite on the writer connection", [], store((s) => s.writerStatements));
