@@ -175,7 +175,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     phase("store (open, migrations)");
     // the first start on a restored backup (its backup.json is here): a new stream epoch, so no cursor of the service it was taken from, nor of another restore of it, is answered
     const restored = await startOnRestoredBackup(config.dataDir, db);
-    if (restored) log.warn({ takenAt: restored.takenAt, from: restored.from }, "this data directory was restored from a backup: the event stream has a new epoch, so clients' cursors of before are refused (they read again from current state)");
+    if (restored) log.warn({ takenAt: restored.takenAt, from: restored.from }, "this data directory was restored from a backup: the event stream has a new epoch, so clients' cursors of before are refused (they read again from current state); backup.json is now restored-from-backup.json, so this happens once");
     // a statement still running 5 s into the close (the handlers' own shutdown wait is over by then) is
     // interrupted: the process exits instead of waiting on it
     lifecycle.hook("close", () => db.close({ interruptAfterMs: DB_CLOSE_INTERRUPT_MS, onInterrupt: () => log.warn({ writerWaitMs: db.writerWaitMs() }, `shutdown: the store's writer is still busy after ${DB_CLOSE_INTERRUPT_MS} ms; interrupting its statement (its transaction is rolled back)`) }));

@@ -137,7 +137,7 @@ async function backup(dataDir: string, dest: string | undefined, extra: boolean)
     const into = path.resolve(process.env.INIT_CWD ?? process.cwd(), dest);
     console.log(`backing up ${dataDir} into ${into}`);
     const r = await backupDataDir(dataDir, into, { blobStorage: storage, progress: (line) => console.log(`  ${line}`) });
-    console.log(`done in ${(r.tookMs / 1000).toFixed(1)} s: the backup's point in time is ${r.takenAt}`);
+    console.log(`done in ${took(r.tookMs)}: the backup's point in time is ${r.takenAt}`);
     console.log(`  temporal.db: ${r.temporal === "copied" ? "copied" : "none here (an external Temporal cluster keeps its own state: back it up there)"}`);
     if (r.runsToStartAgain) console.log(`  ${r.runsToStartAgain} run(s) requested around the Temporal snapshot: the restored service starts them again (or finds them started)`);
     if (r.interventionsResolvedBetweenSnapshots) console.error(`warning: ${r.interventionsResolvedBetweenSnapshots} intervention(s) were answered or cancelled while the snapshots were taken: the restored Temporal may still wait for them (take the backup again to be sure)`);
@@ -154,6 +154,11 @@ async function backup(dataDir: string, dest: string | undefined, extra: boolean)
     console.error(`backup failed: ${(err as Error).message}`);
     return 1;
   }
+}
+
+/** A wall time for a person: ms under a second, else seconds with one decimal. */
+function took(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 /**
@@ -180,7 +185,7 @@ async function restore(dataDir: string, backupDir: string | undefined, extra: bo
       console.log(`restoring ${from} into ${dataDir}`);
       const r = await restoreDataDir(from, dataDir, { blobStorage: storage, progress: step });
       check = r.check;
-      console.log(`done in ${(r.tookMs / 1000).toFixed(1)} s`);
+      console.log(`done in ${took(r.tookMs)}`);
     }
     const m = check.manifest;
     console.log(`the backup of ${m.from}, its point in time ${m.takenAt}${checkOnly ? ", is whole" : ""}:`);

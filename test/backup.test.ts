@@ -69,6 +69,12 @@ it("backs a running service up, and the backup restored into a new data director
     expect(fs.existsSync(path.join(backup, "uploads"))).toBe(false);
     for (const file of ["temporal-payload.key", "svc.db", "temporal.db", BACKUP_MANIFEST]) expect(fs.statSync(path.join(backup, file)).mode & 0o777, file).toBe(0o600);
     expect(fs.statSync(backup).mode & 0o777).toBe(0o700);
+    // the blobs too: their files 0600, their directories 0700
+    const blobDirs = fs.readdirSync(path.join(backup, "blobs")).map((d) => path.join(backup, "blobs", d));
+    const blobFiles = blobDirs.flatMap((d) => fs.readdirSync(d).flatMap((e) => fs.readdirSync(path.join(d, e)).map((f) => path.join(d, e, f))));
+    expect(blobFiles.length).toBeGreaterThanOrEqual(1);
+    for (const file of blobFiles) expect(fs.statSync(file).mode & 0o777, file).toBe(0o600);
+    for (const dir of [...blobDirs, ...blobFiles.map((f) => path.dirname(f))]) expect(fs.statSync(dir).mode & 0o777, dir).toBe(0o700);
 
     // after it: an event and a cursor the restored service never saw
     await c.post("/api/actions/diagnostics.noop", { params: {} });

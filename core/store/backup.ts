@@ -127,8 +127,9 @@ export async function backupDataDir(dataDir: string, dest: string, opts: { blobS
     for (const sha of shas) {
       const rel = path.join("blobs", sha.slice(0, 2), sha.slice(2, 4), sha);
       try {
-        await fsp.mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
+        await fsp.mkdir(path.dirname(path.join(dir, rel)), { recursive: true, mode: 0o700 });
         await fsp.copyFile(path.join(src, rel), path.join(dir, rel), fs.constants.COPYFILE_EXCL);
+        await fsp.chmod(path.join(dir, rel), 0o600);
         bytes += (await fsp.stat(path.join(dir, rel))).size;
         copied++;
         if (copied % 1000 === 0) say(`  ${copied} of ${shas.length} blobs`);
