@@ -656,6 +656,7 @@ describe("the API tokens page", () => {
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${app.url}/tokens`);
     await page.waitForURL(/\/sign-in\?next=%2Ftokens$/);
+    expect(await page.locator(".sign-in .meta").textContent()).toBe("Sign in to manage your API tokens.");
     await page.close();
   });
 });

@@ -63,7 +63,7 @@ function repeatedParam(query: Record<string, unknown>): string | undefined {
 function signInBody(next: string, error = "", identity = ""): RawHtml {
   return html`<section class="sign-in" aria-labelledby="sign-in-title">
   <h1 id="sign-in-title">Sign in</h1>
-  <p class="meta">Sign in to open your artifacts.</p>
+  <p class="meta">${next === "/tokens" || next.startsWith("/tokens?") ? "Sign in to manage your API tokens." : "Sign in to open your artifacts."}</p>
   <form method="post" action="/sign-in" data-sign-in data-next="${next}" novalidate>
     <input type="hidden" name="next" value="${next}">
     <label for="identity">Identity</label>
