@@ -1,4 +1,4 @@
-import { decodeTime, monotonicFactory } from "ulid";
+import { decodeTime, encodeTime, monotonicFactory } from "ulid";
 import { randomBytes, randomFillSync } from "node:crypto";
 
 /**
@@ -39,6 +39,11 @@ export function idTime(id: string, prefix: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The smallest id {@link newId} makes with `prefix` at `ms` (epoch ms): every id below it was made before `ms`. */
+export function firstIdAt(prefix: string, ms: number): string {
+  return `${prefix}_${encodeTime(Math.max(0, ms), 10)}`;
 }
 
 /** A random secret with a readable prefix, e.g. an API token `svc_…` (32 random bytes, base64url). */

@@ -56,7 +56,7 @@ export type { ErrorCode } from "./errors";
 export { can, has, requirePermission, type Principal } from "./auth/permissions";
 export { assertAllowedOrigin } from "./auth/authenticate";
 export { SESSION_COOKIE, readCookie, SessionService } from "./auth/sessions";
-export { TokenService, type TokenInfo } from "./auth/tokens";
+export { TokenService, tokenState, type TokenInfo } from "./auth/tokens";
 export { CONFIG, type Config } from "./config";
 export { LOGGER, type Logger } from "./logger";
 export { Lifecycle } from "./lifecycle";

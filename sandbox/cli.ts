@@ -23,7 +23,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { databaseFile } from "../core/config";
 import { Database } from "../core/store/db";
-import { TokenService, type TokenInfo } from "../core/auth/tokens";
+import { TokenService, tokenState, type TokenInfo } from "../core/auth/tokens";
 import { ProjectRegistry } from "../core/project/registry";
 import { openPayloadKeys, PAYLOAD_KEY_FILE, payloadKeyId, RETIRED_PAYLOAD_KEYS_DIR, rotatePayloadKey } from "../core/temporal/payload-keys";
 import { backupDataDir } from "../core/store/backup";
@@ -90,8 +90,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case "list":
         {
-          const now = new Date().toISOString();
-          const state = (t: TokenInfo) => (t.revokedAt ? `revoked ${t.revokedAt}` : t.expiresAt && t.expiresAt <= now ? `expired ${t.expiresAt}` : t.expiresAt ? `expires ${t.expiresAt}` : "active");
+          const state = (t: TokenInfo) => ({ revoked: `revoked ${t.revokedAt}`, expired: `expired ${t.expiresAt}`, active: t.expiresAt ? `expires ${t.expiresAt}` : "active" })[tokenState(t)];
           console.log(`${"ID".padEnd(30)}  ${"IDENTITY".padEnd(10)} ${"NAME".padEnd(14)} ${"CREATED".padEnd(24)} ${"LAST USED (hour)".padEnd(24)} STATE`);
           // a name made over HTTP is the user's text: no control characters reach the terminal
           const shown = (name: string) => name.replace(/\p{Cc}/gu, "?");

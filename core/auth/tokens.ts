@@ -19,7 +19,15 @@ export interface TokenInfo {
   lastUsedAt?: string;
 }
 
-/** How many tokens of `[identity, now (ISO 8601)]` still work. */
+/**
+ * Whether a token works at `nowMs` (`active`), or why not: `revoked` (whatever its expiry), `expired`.
+ * The one rule of the CLI's list, the tokens page and the count of working tokens (SQL, below).
+ */
+export function tokenState(token: Pick<TokenInfo, "expiresAt" | "revokedAt">, nowMs = Date.now()): "active" | "expired" | "revoked" {
+  return token.revokedAt ? "revoked" : token.expiresAt && Date.parse(token.expiresAt) <= nowMs ? "expired" : "active";
+}
+
+/** How many tokens of `[identity, now (ISO 8601)]` still work ({@link tokenState} `active`). */
 const ACTIVE_COUNT = "SELECT count(*) AS n FROM api_tokens WHERE identity_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
 /** How many of an identity's tokens {@link TokenService.listFor} answers, newest first. */
@@ -139,16 +147,14 @@ export class TokenService {
     return rows.map((r) => ({ id: r.id, identityId: r.identity_id, expiresAt: r.expires_at }));
   }
 
-  /** How many tokens of `identityId` still work (neither revoked nor expired). */
-  async activeCount(identityId: string): Promise<number> {
-    return (await this.db.get<{ n: number }>(ACTIVE_COUNT, [identityId, nowIso()]))!.n;
-  }
-
-  /** Revokes a token of `identityId` by id (a user revoking one of their own); answers whether it was active. */
-  async revokeOwn(identityId: string, id: string): Promise<boolean> {
+  /**
+   * Revokes a token of `identityId` by id (a user revoking one of their own).
+   * @returns the revoked token, or undefined when `identityId` holds no unrevoked token of that id
+   */
+  async revokeOwn(identityId: string, id: string): Promise<TokenInfo | undefined> {
     const { changes } = await this.db.transaction((tx) => tx.run("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND identity_id = ? AND revoked_at IS NULL", [nowIso(), id, identityId]));
     this.cache.clear();
-    return changes > 0;
+    return changes > 0 ? (await this.infos("WHERE id = ?", [id]))[0] : undefined;
   }
 
   /** Revokes a token by id; answers whether it existed. */

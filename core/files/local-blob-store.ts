@@ -110,10 +110,10 @@ export class LocalBlobStore implements BlobStore {
     return swept;
   }
 
-  /** The path of the blob `sha256`: `<root>/ab/cd/<sha256>`. */
+  /** The path of the blob `sha256`: `<root>/ab/cd/<sha256>` ({@link blobPath}). @throws Error for a malformed address */
   pathOf(sha256: string): string {
     assertBlobAddress(sha256);
-    return path.join(this.root, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+    return blobPath(this.root, sha256);
   }
 
   async write(body: Readable | AsyncIterable<Uint8Array>, options: BlobWriteOptions): Promise<BlobInfo> {
@@ -282,3 +282,12 @@ export class LocalBlobStore implements BlobStore {
   }
 }
 
+
+/**
+ * Where the local blob store under `root` keeps the blob `sha256`: `<root>/ab/cd/<sha256>` (the layout
+ * of the module comment; a backup of a data directory keeps it under its `blobs/`). Unchecked: see
+ * `LocalBlobStore.pathOf`.
+ */
+export function blobPath(root: string, sha256: string): string {
+  return path.join(root, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+}

@@ -41,6 +41,8 @@ import sqlite3 from "sqlite3";
 import { fsyncDir, syncTree } from "../fsync-dir";
 import { decodeCursor, encodeCursor } from "../events/cursor";
 import { openConnection, type SqlStatements } from "./sql";
+import { blobPath } from "../files/local-blob-store";
+import { retiredKeyFiles } from "../temporal/payload-keys";
 
 /** What {@link backupDataDir} copied, and what it could not (spec of the report: README "Backup and restore"). */
 export interface BackupReport {
@@ -125,7 +127,7 @@ export async function backupDataDir(dataDir: string, dest: string, opts: { blobS
     let bytes = 0;
     let copied = 0;
     for (const sha of shas) {
-      const rel = path.join("blobs", sha.slice(0, 2), sha.slice(2, 4), sha);
+      const rel = blobPath("blobs", sha);
       try {
         await fsp.mkdir(path.dirname(path.join(dir, rel)), { recursive: true, mode: 0o700 });
         await fsp.copyFile(path.join(src, rel), path.join(dir, rel), fs.constants.COPYFILE_EXCL);
@@ -151,7 +153,7 @@ export async function backupDataDir(dataDir: string, dest: string, opts: { blobS
   // the current key first, then the retired ones: a rotation in between retires the copied key into
   // the retired directory (read after), so the backup holds every key that encrypted something
   if (fs.existsSync(path.join(src, "temporal-payload.key"))) await copyKey("temporal-payload.key");
-  for (const name of listKeys(path.join(src, "temporal-payload-keys"))) await copyKey(path.join("temporal-payload-keys", name));
+  for (const file of retiredKeyFiles(src)) await copyKey(path.relative(src, file));
 
   const report: BackupReport = { dir, takenAt, temporal, runsToStartAgain, interventionsResolvedBetweenSnapshots, blobs, payloadKeys, tookMs: Math.round(performance.now() - started) };
   // the manifest last, once everything before it is on disk, and whole or not at all (a temporary
@@ -225,8 +227,3 @@ async function snapshot(from: string, to: string): Promise<void> {
   }
 }
 
-/** The `.key` files of the retired keys' directory (none when it does not exist). */
-function listKeys(dir: string): string[] {
-  if (!fs.existsSync(dir)) return [];
-  return fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith(".key")).map((e) => e.name);
-}

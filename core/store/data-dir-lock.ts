@@ -1,10 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
-import { assertNoRestoreCutShort } from "./restore";
 import sqlite3 from "sqlite3";
 import { ConfigError, dataDirError } from "../config";
 import { errorCode } from "../errors";
 import { openConnection, type Connection } from "./sql";
+
+/** The staging directory of a restore (core/store/restore.ts): `.restoring` inside an existing data directory, `.<name>.restoring` beside a new one. */
+export const RESTORING_DIR = ".restoring";
 
 /**
  * One service process per data directory (README, "Data"): two processes over one `svc.db` would each
@@ -28,10 +30,9 @@ export class DataDirLock {
    *   when it holds a restore cut short (`.restoring`: core/store/restore.ts)
    */
   static async acquire(dataDir: string): Promise<DataDirLock> {
-    try {
-      assertNoRestoreCutShort(dataDir);
-    } catch (err) {
-      throw new ConfigError("SVC_DATA_DIR", (err as Error).message);
+    // a restore into it was cut short while it moved the backup's files in: it holds part of a backup
+    if (fs.existsSync(path.join(dataDir, RESTORING_DIR))) {
+      throw new ConfigError("SVC_DATA_DIR", `${dataDir} holds ${RESTORING_DIR}: a restore into it (npm run svc -- restore) was cut short, so it holds part of a backup; empty it and restore again`);
     }
     const file = path.join(dataDir, "svc.lock");
     const pidFile = `${file}.pid`;

@@ -19,7 +19,7 @@
  * that does not exist yet (same filesystem), or into `.restoring` inside an empty one (a mount point, or
  * a directory of the service's user, stays as it is); then checks that copy as above, flushes it, and
  * renames it into place: in one step beside, entry by entry inside (the service refuses to start on a
- * data directory holding `.restoring`: {@link assertNoRestoreCutShort}). A restore that fails leaves
+ * data directory holding `.restoring`: `DataDirLock.acquire`). A restore that fails leaves
  * nothing behind; one cut short leaves that `.restoring` directory (the next restore refuses to start
  * until it is deleted). A data directory holding only `lost+found` (a new filesystem's root) is empty. Run as root into a directory another user owns, the files become that
  * user's. The data directory keeps `backup.json`, so the service's first start on it renews the stream
@@ -33,9 +33,11 @@ import { pipeline } from "node:stream/promises";
 import { pathToFileURL } from "node:url";
 import sqlite3 from "sqlite3";
 import { fsyncDir, syncTree } from "../fsync-dir";
-import { PAYLOAD_KEY_FILE, RETIRED_PAYLOAD_KEYS_DIR } from "../temporal/payload-keys";
+import { PAYLOAD_KEY_FILE, RETIRED_PAYLOAD_KEYS_DIR, retiredKeyFiles } from "../temporal/payload-keys";
+import { blobPath } from "../files/local-blob-store";
 import { BACKUP_MANIFEST, type BackupManifest } from "./backup";
 import { openConnection } from "./sql";
+import { RESTORING_DIR } from "./data-dir-lock";
 
 /** What {@link checkBackup} found in a backup directory. */
 export interface BackupCheck {
@@ -104,7 +106,7 @@ export async function checkBackup(dir: string, opts: { blobStorage: "local" | "s
     const missing: string[] = [];
     const damaged: string[] = [];
     for (const sha of shas) {
-      const file = path.join(root, "blobs", sha.slice(0, 2), sha.slice(2, 4), sha);
+      const file = blobPath(path.join(root, "blobs"), sha);
       try {
         const hash = crypto.createHash("sha256");
         await pipeline(fs.createReadStream(file), async function* (chunks: AsyncIterable<Buffer>) {
@@ -127,12 +129,7 @@ export async function checkBackup(dir: string, opts: { blobStorage: "local" | "s
     blobs = { storage: "local", checked, bytes };
   }
 
-  const keyFiles = [
-    ...(fs.existsSync(path.join(root, PAYLOAD_KEY_FILE)) ? [path.join(root, PAYLOAD_KEY_FILE)] : []),
-    ...(fs.existsSync(path.join(root, RETIRED_PAYLOAD_KEYS_DIR))
-      ? fs.readdirSync(path.join(root, RETIRED_PAYLOAD_KEYS_DIR), { withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith(".key")).map((e) => path.join(root, RETIRED_PAYLOAD_KEYS_DIR, e.name))
-      : []),
-  ];
+  const keyFiles = [...(fs.existsSync(path.join(root, PAYLOAD_KEY_FILE)) ? [path.join(root, PAYLOAD_KEY_FILE)] : []), ...retiredKeyFiles(root)];
   for (const file of keyFiles) {
     const size = fs.statSync(file).size;
     if (size !== 32) problems.push(`${path.relative(root, file)} holds ${size} bytes, not a 32-byte payload key`);
@@ -204,7 +201,7 @@ export async function restoreDataDir(backupDir: string, dataDir: string, opts: {
     await syncTree(staging);
     if (target) {
       // into place one entry at a time, the staging directory removed last: the service refuses to start
-      // on a data directory that holds it (a restore cut short), see {@link assertNoRestoreCutShort}
+      // on a data directory that holds it (a restore cut short), see `DataDirLock.acquire`
       for (const name of RESTORED_ENTRIES) {
         if (fs.existsSync(path.join(staging, name))) await fsp.rename(path.join(staging, name), path.join(to, name));
       }
@@ -218,20 +215,6 @@ export async function restoreDataDir(backupDir: string, dataDir: string, opts: {
   } catch (err) {
     await fsp.rm(staging, { recursive: true, force: true });
     throw err;
-  }
-}
-
-/** The staging directory of a restore: `.restoring` inside an existing data directory, `.<name>.restoring` beside a new one. */
-export const RESTORING_DIR = ".restoring";
-
-/**
- * Refuses a data directory that holds a restore's staging directory: a restore into it was cut short
- * while it moved the backup's files in, so what it holds is part of a backup.
- * @throws Error naming the directory and what to do
- */
-export function assertNoRestoreCutShort(dataDir: string): void {
-  if (fs.existsSync(path.join(dataDir, RESTORING_DIR))) {
-    throw new Error(`${dataDir} holds ${RESTORING_DIR}: a restore into it (npm run svc -- restore) was cut short, so it holds part of a backup; empty it and restore again`);
   }
 }
 

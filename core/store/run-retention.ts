@@ -30,7 +30,7 @@
  * expiry indexes (migration 023), so a pass reads the rows it deletes, plus once those it keeps in that
  * range (runs with an effect, runs left `running`), outside the writer's transactions.
  */
-import { encodeTime } from "ulid";
+import { firstIdAt } from "../ids";
 import type { Counter, Metrics } from "../metrics";
 import type { Database, SqlWriter } from "./db";
 
@@ -106,7 +106,7 @@ export class RunRetention {
     const cutoffMs = nowMs - this.retentionMs;
     const cutoff = new Date(cutoffMs).toISOString();
     const counts: PruneCounts = { action_runs: 0, webhook_runs: 0, download_urls: 0, sessions: 0 };
-    counts.action_runs = await this.inBatches("action_runs", ACTION_RUNS_DUE, [idBefore("run", cutoffMs), cutoff], async (tx, due) => {
+    counts.action_runs = await this.inBatches("action_runs", ACTION_RUNS_DUE, [firstIdAt("run", cutoffMs), cutoff], async (tx, due) => {
       const deleted = await tx.all<{ run_id: string }>(DELETE_ACTION_RUNS, [JSON.stringify(due.map((r) => r.id)), cutoff]);
       if (deleted.length === 0) return 0;
       const runIds = deleted.map((r) => r.run_id);
@@ -117,7 +117,7 @@ export class RunRetention {
     counts.webhook_runs = await this.inBatches<{ id: string; bytes: number }>(
       "webhook_runs",
       WEBHOOK_RUNS_DUE,
-      [idBefore("whrun", cutoffMs), cutoff],
+      [firstIdAt("whrun", cutoffMs), cutoff],
       async (tx, due) => {
         const deleted = await tx.all<{ id: string; execution_id: string }>(DELETE_WEBHOOK_RUNS, [JSON.stringify(due.map((r) => r.id)), cutoff]);
         if (deleted.length === 0) return 0;
@@ -171,9 +171,4 @@ export class RunRetention {
     }
     return total;
   }
-}
-
-/** The smallest id `newId(prefix)` makes at `ms`: every id below it was made before `ms`. */
-function idBefore(prefix: string, ms: number): string {
-  return `${prefix}_${encodeTime(Math.max(0, ms), 10)}`;
 }

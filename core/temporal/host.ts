@@ -247,9 +247,9 @@ async function namespaceRetention(connection: NativeConnection, namespace: strin
     return ttl ? tsToMs(ttl) : undefined;
   };
   if (wantMs === undefined) {
-    const ms = await read().catch((err: unknown) => log.warn({ err, namespace }, "could not read the Temporal namespace's retention"));
+    const ms = await read().catch((err: unknown) => void log.warn({ err, namespace }, "could not read the Temporal namespace's retention"));
     if (ms !== undefined) log.info({ namespace, retentionMs: ms }, `the Temporal namespace keeps a finished run for ${formatRetention(ms)} (its retention, set on the cluster)`);
-    return ms ?? undefined;
+    return ms;
   }
   const was = await read();
   if (was !== wantMs) {

@@ -108,19 +108,10 @@ export function openPayloadKey(dataDir: string, onCreated?: (file: string) => vo
  */
 export function openPayloadKeys(dataDir: string, onCreated?: (file: string) => void): PayloadKeys {
   const current = openPayloadKey(dataDir, onCreated);
-  const dir = path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR);
-  let entries: fs.Dirent[] = [];
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT") throw new Error(`${dir} cannot be listed (${code ?? (err as Error).message}): it holds the retired keys of the Temporal payloads svc encrypts; fix its permissions, or move it out of the data directory`);
-  }
   const seen = new Set([payloadKeyId(current)]);
   const retired: PayloadKeys["retired"] = [];
   const read = [path.join(dataDir, PAYLOAD_KEY_FILE)];
-  for (const entry of entries.filter((e) => e.name.endsWith(".key") && !e.name.startsWith("._") && (e.isFile() || e.isSymbolicLink())).sort((a, b) => a.name.localeCompare(b.name))) {
-    const file = path.join(dir, entry.name);
+  for (const file of retiredKeyFiles(dataDir)) {
     const key = readKeyFile(file);
     read.push(file);
     const id = payloadKeyId(key);
@@ -131,6 +122,27 @@ export function openPayloadKeys(dataDir: string, onCreated?: (file: string) => v
   // every file holding a key counts, a second copy of one included
   const laxFiles = read.filter((f) => (fs.statSync(f).mode & 0o077) !== 0);
   return { current, retired, laxFiles };
+}
+
+/**
+ * The retired keys' files of a data directory (or of a backup of one): the regular files (or links)
+ * in `<dataDir>/temporal-payload-keys/` whose names end in `.key`, not macOS's `._` metadata files, in
+ * name order; none when the directory does not exist. Their contents are not read.
+ * @throws Error naming the directory when it exists but cannot be listed
+ */
+export function retiredKeyFiles(dataDir: string): string[] {
+  const dir = path.join(dataDir, RETIRED_PAYLOAD_KEYS_DIR);
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT") throw new Error(`${dir} cannot be listed (${code ?? (err as Error).message}): it holds the retired keys of the Temporal payloads svc encrypts; fix its permissions, or move it out of the data directory`);
+  }
+  return entries
+    .filter((e) => e.name.endsWith(".key") && !e.name.startsWith("._") && (e.isFile() || e.isSymbolicLink()))
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((e) => path.join(dir, e.name));
 }
 
 /** What {@link rotatePayloadKey} did: the ids of the key it retired and of the new current key. */

@@ -114,9 +114,10 @@ export default definePlugin({
       params: v.object({ tokenId: v.string() }),
       responses: { 200: { description: "Revoked", schema: TokenInfoSchema }, 404: { description: "`not_found`: no working token of yours has this id (revoked already, or not yours)" } },
       handler: async ({ principal, params }) => {
-        if (!(await tokens.revokeOwn(principal!.id, params.tokenId))) throw new ApiError("not_found", `You hold no working API token "${params.tokenId}"`);
+        const revoked = await tokens.revokeOwn(principal!.id, params.tokenId);
+        if (!revoked) throw new ApiError("not_found", `You hold no working API token "${params.tokenId}"`);
         log.info({ identity: principal!.id, tokenId: params.tokenId }, "personal API token revoked");
-        return (await tokens.listFor(principal!.id)).find((t) => t.id === params.tokenId)!;
+        return revoked;
       },
     });
   },

@@ -1,4 +1,4 @@
-import { html, raw, type RawHtml, type TokenInfo } from "../../core/plugin-api";
+import { html, raw, tokenState, type RawHtml, type TokenInfo } from "../../core/plugin-api";
 import { shell, type ShellUser } from "./shell";
 
 /** The lifetimes the page offers for a new token (days); the API takes any from an hour to a year. */
@@ -15,17 +15,16 @@ export function tokensPage(opts: { user: ShellUser; tokens: TokenInfo[]; locale:
   const now = opts.now ?? Date.now();
   const format = new Intl.DateTimeFormat(opts.locale, { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
   const when = (iso: string | undefined, none: string): RawHtml => (iso ? html`<time datetime="${iso}">${format.format(new Date(iso))} UTC</time>` : html`<span class="meta">${none}</span>`);
-  const stateOf = (t: TokenInfo): { word: string; key: string } =>
-    t.revokedAt ? { word: "Revoked", key: "revoked" } : t.expiresAt && Date.parse(t.expiresAt) <= now ? { word: "Expired", key: "expired" } : { word: "Active", key: "active" };
+  const WORDS = { active: "Active", expired: "Expired", revoked: "Revoked" } as const;
   const rows = opts.tokens.map((t) => {
-    const state = stateOf(t);
+    const state = tokenState(t, now);
     return html`<tr data-token-id="${t.id}">
   <th scope="row">${t.name}<span class="token-id">${t.id}</span></th>
   <td>${when(t.createdAt, "")}</td>
   <td>${when(t.expiresAt, "never")}</td>
   <td>${when(t.lastUsedAt, "never")}</td>
-  <td><span class="token-state" data-state="${state.key}">${state.word}</span></td>
-  <td class="token-actions">${state.key === "active" ? html`<button type="button" class="button button-quiet" data-token-revoke="${t.id}" data-token-name="${t.name}">Revoke</button>` : ""}</td>
+  <td><span class="token-state" data-state="${state}">${WORDS[state]}</span></td>
+  <td class="token-actions">${state === "active" ? html`<button type="button" class="button button-quiet" data-token-revoke="${t.id}" data-token-name="${t.name}">Revoke</button>` : ""}</td>
 </tr>`;
   });
   const table = opts.tokens.length
