@@ -16,7 +16,7 @@ import { asPublicOrigin } from "./files/download-urls";
  * | `LOG_LEVEL` | info | pino level |
  * | `SVC_DATA_DIR` | the project's default (sandbox: `sandbox/.data`) | SQLite files, Temporal dev server DB, local blobs and upload sessions; one service process per directory: a second is refused at start (`core/store/data-dir-lock.ts`) |
  * | `SVC_DEV_TOKEN` | none (the sandbox sets `svc_dev_sandbox_token`) | development token with every permission (at least 16 characters); `none`: no development token, and one stored by an earlier start is revoked. A revoked development token stays revoked at later starts |
- * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links and download URLs, with the path prefix when a proxy serves the API under one (`https://example.com/svc`); with PORT=0, a port 0 in it is the port bound |
+ * | `SVC_API_PUBLIC_ORIGIN` | `http://localhost:<PORT>` | public origin used in links and download URLs, with the path prefix when a proxy serves the service under one (`https://example.com/svc`: {@link Config.basePath}, before the pages' links and as the session cookie's Path); with PORT=0, a port 0 in it is the port bound |
  * | `TEMPORAL_ADDRESS` | unset: start the embedded dev server | `host:port` of an existing cluster |
  * | `TEMPORAL_NAMESPACE` | default | namespace on that cluster |
  * | `SVC_TEMPORAL_CLI` | fetched or built into the svc cache | path of an existing `temporal` binary |
@@ -70,6 +70,13 @@ export interface Config {
   publicOrigin: string;
   /** `SVC_API_PUBLIC_ORIGIN` as configured, without trailing slashes (no default): download URLs need it (spec 4.3). */
   apiPublicOrigin?: string;
+  /**
+   * The path prefix a reverse proxy serves the service under: the path of `SVC_API_PUBLIC_ORIGIN`
+   * without its trailing slash (`/svc` for `https://example.com/svc`), `""` when it has none. The proxy
+   * strips it before forwarding; the pages put it before every link, script and redirect they make, and
+   * the session cookie's `Path` is it.
+   */
+  basePath: string;
   temporal: {
     address?: string;
     namespace: string;
@@ -324,6 +331,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...devTokenOf(e.SVC_DEV_TOKEN, defaults.devToken),
     publicOrigin: e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`,
     ...(e.SVC_API_PUBLIC_ORIGIN ? { apiPublicOrigin: e.SVC_API_PUBLIC_ORIGIN } : {}),
+    basePath: e.SVC_API_PUBLIC_ORIGIN ? new URL(e.SVC_API_PUBLIC_ORIGIN).pathname.replace(/\/+$/, "") : "",
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,

@@ -331,20 +331,21 @@ export function formatAddress(address: ArtifactAddress): string {
 /**
  * The page that opens an address (spec 4.1): `/artifacts/<id>`, with `v` when the address pins a
  * version and `part` for a sheet, range's sheet, `chart=<name>`, section slug or slide number.
+ * @param basePath the path prefix the pages are served under (`Config.basePath`: `/svc`), default none
  */
-export function pageUrl(address: ArtifactAddress): string {
+export function pageUrl(address: ArtifactAddress, basePath = ""): string {
   const query: string[] = [];
   if (address.version !== undefined) query.push(`v=${address.version}`);
   const part = address.part;
   const name = part?.kind === "chart" ? `chart=${part.chart}` : part?.kind === "range" ? part.sheet : part?.name;
   if (name !== undefined) query.push(`part=${encodeURIComponent(name)}`);
-  return `/artifacts/${encodeURIComponent(address.artifactId)}${query.length ? `?${query.join("&")}` : ""}`;
+  return `${basePath}/artifacts/${encodeURIComponent(address.artifactId)}${query.length ? `?${query.join("&")}` : ""}`;
 }
 
-/** A page URL for an address string ({@link pageUrl}), or `#` for a malformed one. */
-export function safePageUrl(address: string): string {
+/** A page URL for an address string ({@link pageUrl}, under `basePath`), or `#` for a malformed one. */
+export function safePageUrl(address: string, basePath = ""): string {
   try {
-    return pageUrl(parseAddress(address));
+    return pageUrl(parseAddress(address), basePath);
   } catch {
     return "#";
   }

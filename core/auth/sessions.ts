@@ -54,7 +54,8 @@ export class SessionService {
 
   /**
    * @param ttlMs a session's lifetime (`SVC_SESSION_TTL_MS`)
-   * @param publicOrigin the API's public origin (`SVC_API_PUBLIC_ORIGIN`): its cookies are `Secure` when it is https
+   * @param publicOrigin the API's public origin (`SVC_API_PUBLIC_ORIGIN`): its cookies are `Secure` when it
+   *   is https, and their `Path` is its path (the prefix a proxy serves the service under), else `/`
    */
   constructor(
     private readonly db: Database,
@@ -63,19 +64,24 @@ export class SessionService {
     private readonly publicOrigin = "",
     private readonly log?: Logger,
     private readonly throttle = new SignInThrottle(),
-  ) {}
+  ) {
+    this.cookiePath = (URL.canParse(publicOrigin) ? new URL(publicOrigin).pathname.replace(/\/+$/, "") : "") || "/";
+  }
+
+  /** The session cookie's `Path`: the public origin's path prefix, or `/`. */
+  private readonly cookiePath: string;
 
   /**
    * The `Set-Cookie` of a live session's token answering `req`: Max-Age a full TTL (at sign-in, and when
    * HTTP use renewed it), `Secure` when `req` came over https or the public origin is https.
    */
   cookie(token: string, req: Request): string {
-    return sessionCookie(token, Math.floor(this.ttlMs / 1000), this.secure(req));
+    return sessionCookie(token, Math.floor(this.ttlMs / 1000), this.secure(req), this.cookiePath);
   }
 
   /** The `Set-Cookie` that clears the session cookie (sign-out). */
   clearingCookie(req: Request): string {
-    return sessionCookie("", 0, this.secure(req));
+    return sessionCookie("", 0, this.secure(req), this.cookiePath);
   }
 
   private secure(req: Request): boolean {
@@ -195,12 +201,14 @@ export interface SessionWatch {
 }
 
 /**
- * The `Set-Cookie` value of the session cookie (spec 5): HttpOnly, SameSite=Lax, Path=/, Secure over
- * https; an empty value with max age 0 clears it.
+ * The `Set-Cookie` value of the session cookie (spec 5): HttpOnly, SameSite=Lax, Secure over https; an
+ * empty value with max age 0 clears it.
  * @param maxAgeSec seconds
+ * @param path the cookie's `Path`: `/`, or the prefix a proxy serves the service under (`/svc`), so the
+ *   browser sends it to this service only, not to others on the same host
  */
-export function sessionCookie(value: string, maxAgeSec: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSec}${secure ? "; Secure" : ""}`;
+export function sessionCookie(value: string, maxAgeSec: number, secure: boolean, path = "/"): string {
+  return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=${path}; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSec}${secure ? "; Secure" : ""}`;
 }
 
 /**

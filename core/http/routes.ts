@@ -318,8 +318,12 @@ export class RouteRegistry {
     }
   }
 
-  /** The OpenAPI 3.1 document of every route (served at `/docs/openapi.json`). */
-  openapi(info: { title: string; version: string; description?: string }): Record<string, unknown> {
+  /**
+   * The OpenAPI 3.1 document of every route (served at `/docs/openapi.json`).
+   * @param basePath the path prefix a proxy serves the service under (`Config.basePath`): the document's
+   *   one `servers` entry then (its paths are relative to it); none when it is empty (paths from `/`)
+   */
+  openapi(info: { title: string; version: string; description?: string }, basePath = ""): Record<string, unknown> {
     // the named schemas ({@link RouteRegistry.component}) become `$ref`s to components.schemas wherever
     // an operation's schema holds one of them
     const definitions = Object.fromEntries(this.components) as Record<string, never>;
@@ -438,6 +442,7 @@ export class RouteRegistry {
     return {
       openapi: "3.1.0",
       info,
+      ...(basePath ? { servers: [{ url: basePath, description: "This service, under the path prefix its proxy serves it at" }] } : {}),
       paths,
       components: {
         securitySchemes: {

@@ -12,34 +12,40 @@ const ASSETS: Record<string, string> = {
   "favicon-32x32.png": "image/png",
 };
 
-const PAGE = `<!doctype html>
+/** The reference's page, its assets and script under `base` (the service's path prefix, a URL path: no quotes or angle brackets). */
+const page = (base: string) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8" />
 <title>svc API reference</title>
-<link rel="stylesheet" href="/docs/assets/swagger-ui.css" />
-<link rel="icon" href="/docs/assets/favicon-32x32.png" />
+<link rel="stylesheet" href="${base}/docs/assets/swagger-ui.css" />
+<link rel="icon" href="${base}/docs/assets/favicon-32x32.png" />
 </head>
 <body>
 <div id="ui"></div>
-<script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script src="/docs/init.js"></script>
+<script src="${base}/docs/assets/swagger-ui-bundle.js"></script>
+<script src="${base}/docs/init.js"></script>
 </body>
 </html>`;
-const INIT = `window.ui = SwaggerUIBundle({ url: "/docs/openapi.json", dom_id: "#ui", deepLinking: true, persistAuthorization: true });`;
+const init = (base: string) => `window.ui = SwaggerUIBundle({ url: ${JSON.stringify(`${base}/docs/openapi.json`)}, dom_id: "#ui", deepLinking: true, persistAuthorization: true });`;
 
 /**
  * `GET /docs` (spec 1): the OpenAPI 3.1 reference, rendered by Swagger UI served from this server
  * (no CDN), and `GET /docs/openapi.json`, generated from the routes' own valibot schemas. Operations
- * that accept bearer tokens carry `security: bearerAuth` and `x-svc-bearer-auth: true`.
+ * that accept bearer tokens carry `security: bearerAuth` and `x-svc-bearer-auth: true`. Behind a proxy's
+ * path prefix (`SVC_API_PUBLIC_ORIGIN` with a path), the page loads everything under it and the
+ * document's `servers` names it, so "Try it out" calls the service through the proxy.
  */
 export default definePlugin({
   name: "docs",
-  setup({ routes, project }) {
+  setup({ routes, project, config }) {
+    const base = config.basePath;
+    const PAGE = page(base);
+    const INIT = init(base);
     let document: string | undefined;
     const doc = () =>
       (document ??= JSON.stringify(
-        routes.openapi({ title: `${project.definition.name} API`, version: "0.0.1", description: `Project data service for **${project.definition.name}** (\`${project.id}\`). Authenticate with \`Authorization: Bearer <API_TOKEN>\` on operations marked with a lock. Errors are \`{ "error": { "code", "message", "details"? } }\`.` }),
+        routes.openapi({ title: `${project.definition.name} API`, version: "0.0.1", description: `Project data service for **${project.definition.name}** (\`${project.id}\`). Authenticate with \`Authorization: Bearer <API_TOKEN>\` on operations marked with a lock. Errors are \`{ "error": { "code", "message", "details"? } }\`.` }, base),
       ));
     const send = (body: string | Uint8Array, type: string) => new Response(body as string, { headers: { "content-type": type, "cache-control": "no-cache" } });
     routes.add({ method: "GET", path: "/docs", summary: "API reference (HTML)", tags: ["docs"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...NOT_FRAMED } }) });

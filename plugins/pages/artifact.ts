@@ -19,13 +19,13 @@ type Reader = { kind: "identity"; id: string };
 
 const KIND_LABEL = { document: "Document", sheet: "Sheet", slides: "Deck", file: "File" } as const;
 
-/** URL of a version's file as the page loads it (same origin, the session cookie authenticates). */
-export const fileUrl = (artifactId: string, version: number, path: string, inline = true) => `${artifactFileUrl(artifactId, version, path)}${inline ? "?disposition=inline" : ""}`;
-/** URL of a deck check's screenshot of a slide. */
-export const screenshotUrl = (artifactId: string, version: number, slide: number) => `/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/checks/${slide}`;
+/** URL of a version's file as the page loads it (same origin, the session cookie authenticates), under `base` (the service's path prefix). */
+export const fileUrl = (artifactId: string, version: number, path: string, base: string, inline = true) => `${artifactFileUrl(artifactId, version, path, base)}${inline ? "?disposition=inline" : ""}`;
+/** URL of a deck check's screenshot of a slide, under `base` (the service's path prefix). */
+export const screenshotUrl = (artifactId: string, version: number, slide: number, base: string) => `${base}/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/checks/${slide}`;
 
-/** Embeds on the pages: files and screenshots through the API (the reader's own session). */
-export const pageLinks: EmbedOptions["links"] = { file: (id, v, p) => fileUrl(id, v, p), screenshot: screenshotUrl };
+/** Embeds on the pages: files and screenshots through the API (the reader's own session), under `base`. */
+export const pageLinks = (base: string): EmbedOptions["links"] => ({ file: (id, v, p) => fileUrl(id, v, p, base), screenshot: (id, v, n) => screenshotUrl(id, v, n, base) });
 
 /** The text of a version's file (document.md, theme.json). */
 export async function versionText(s: PageServices, version: Version, path: string): Promise<string | undefined> {
@@ -38,7 +38,7 @@ export async function versionText(s: PageServices, version: Version, path: strin
  * The page of one artifact version (spec 4.1: `/artifacts/{id}?v=&part=`): its head with the version
  * picker, the publish warnings, and the kind's view inside `[data-svc-artifact]` with its theme.
  */
-export async function artifactPage(s: PageServices, ctx: { reader: Reader; user: ShellUser; artifactId: string; v?: number; part?: string; locale: string; origin: string }): Promise<string> {
+export async function artifactPage(s: PageServices, ctx: { base: string; reader: Reader; user: ShellUser; artifactId: string; v?: number; part?: string; locale: string }): Promise<string> {
   const version = (await s.artifacts.version(ctx.reader, ctx.artifactId, ctx.v)) as Version;
   const versions = await s.artifacts.versionNumbers(ctx.reader, ctx.artifactId);
   const theme = await s.artifacts.theme(version);
@@ -75,20 +75,20 @@ export async function artifactPage(s: PageServices, ctx: { reader: Reader; user:
       break;
     }
     default:
-      view = surface("file-surface", await fileView(s, version));
+      view = surface("file-surface", await fileView(s, version, ctx.base));
       if (ctx.part) partMissing = `A file artifact has no parts, so "${ctx.part}" names nothing. Showing the file.`;
   }
   const body = html`
-<nav class="crumbs" aria-label="Breadcrumb"><a href="/artifacts">Artifacts</a><span aria-hidden="true">/</span><span aria-current="page">${version.artifactTitle}</span></nav>
+<nav class="crumbs" aria-label="Breadcrumb"><a href="${`${ctx.base}/artifacts`}">Artifacts</a><span aria-hidden="true">/</span><span aria-current="page">${version.artifactTitle}</span></nav>
 ${head(version, versions, ctx)}
-${version.version < version.latestVersion ? html`<p class="banner" role="status">You are reading version ${version.version}. <a href="${`/artifacts/${encodeURIComponent(ctx.artifactId)}${ctx.part ? `?part=${encodeURIComponent(ctx.part)}` : ""}`}">Open the latest (version ${version.latestVersion})</a></p>` : ""}
+${version.version < version.latestVersion ? html`<p class="banner" role="status">You are reading version ${version.version}. <a href="${`${ctx.base}/artifacts/${encodeURIComponent(ctx.artifactId)}${ctx.part ? `?part=${encodeURIComponent(ctx.part)}` : ""}`}">Open the latest (version ${version.latestVersion})</a></p>` : ""}
 ${partMissing ? html`<p class="banner" role="status" data-part-missing>${partMissing}</p>` : ""}
-${await warningsList(s, ctx.reader, version)}
+${await warningsList(s, ctx, version)}
 ${view}`;
-  return shell({ title: version.artifactTitle, user: ctx.user, body, head: raw(themeStyle(theme, "[data-svc-artifact]")), styles, scripts, bodyClass: `kind-${version.kind}` });
+  return shell({ base: ctx.base, title: version.artifactTitle, user: ctx.user, body, head: raw(themeStyle(theme, "[data-svc-artifact]")), styles, scripts, bodyClass: `kind-${version.kind}` });
 }
 
-function head(version: Version, versions: number[], ctx: { artifactId: string; part?: string; locale: string }): RawHtml {
+function head(version: Version, versions: number[], ctx: { base: string; artifactId: string; part?: string; locale: string }): RawHtml {
   const published = new Intl.DateTimeFormat(ctx.locale, { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" }).format(new Date(version.publishedAt));
   const options = [...versions].reverse().map((n) => html`<option value="${n}" ${raw(n === version.version ? "selected" : "")}>Version ${n}${n === version.latestVersion ? " (latest)" : ""}</option>`);
   return html`<header class="artifact-head">
@@ -97,7 +97,7 @@ function head(version: Version, versions: number[], ctx: { artifactId: string; p
     <h1>${version.title}</h1>
     <p class="meta">Version ${version.version}${version.version === version.latestVersion ? " (latest)" : ` of ${version.latestVersion}`} · published ${published} UTC${publisher(version.publishedBy)}</p>
   </div>
-  <form class="version-picker" method="get" action="/artifacts/${encodeURIComponent(ctx.artifactId)}">
+  <form class="version-picker" method="get" action="${`${ctx.base}/artifacts/${encodeURIComponent(ctx.artifactId)}`}">
     <label for="version-select">Version</label>
     <select id="version-select" name="v">${options}</select>
     ${ctx.part ? html`<input type="hidden" name="part" value="${ctx.part}">` : ""}
@@ -111,7 +111,8 @@ function head(version: Version, versions: number[], ctx: { artifactId: string; p
  * reader's words: another artifact by its title when the reader may open it, else "an artifact you cannot
  * open"; never by its id (the API's warnings keep the ids).
  */
-async function warningsList(s: PageServices, reader: Reader, version: Version): Promise<RawHtml> {
+async function warningsList(s: PageServices, ctx: { base: string; reader: Reader }, version: Version): Promise<RawHtml> {
+  const reader = ctx.reader;
   const warnings = version.warnings.filter((w) => w.code !== "deck_unchecked" && w.slide === undefined);
   const unchecked = version.warnings.find((w) => w.code === "deck_unchecked");
   const others = new Set(warnings.flatMap((w) => [...(w.artifactId ? [w.artifactId] : []), ...artifactIdsIn(w.message)]));
@@ -121,7 +122,7 @@ async function warningsList(s: PageServices, reader: Reader, version: Version): 
   const item = (w: Version["warnings"][number]): RawHtml => {
     if (w.code === "dependent_broken" && w.artifactId && w.address) {
       const title = titles.get(w.artifactId);
-      const who = title !== undefined ? html`<a href="/artifacts/${encodeURIComponent(w.artifactId)}">${quoted(title)}</a>` : html`An artifact you cannot open`;
+      const who = title !== undefined ? html`<a href="${`${ctx.base}/artifacts/${encodeURIComponent(w.artifactId)}`}">${quoted(title)}</a>` : html`An artifact you cannot open`;
       // versions published before the warning carried its reason: read it from the message
       const why = w.reason ?? /which this version no longer has: ([\s\S]*)$/.exec(w.message)?.[1];
       return html`${who} shows ${describeAddressPart(w.address)} of this artifact, which this version no longer has${why ? `: ${withoutArtifactIds(why, name, { midSentence: true })}` : ""}`;
@@ -149,7 +150,7 @@ function sheetPartMissing(outline: VersionOutline, part: string): string | undef
 /** The longest `document.md` a page parses again to tell it shows nothing, when its version has no `document_empty` warning (older versions). */
 const EMPTY_CHECK_MAX_CHARS = 2048;
 
-async function documentView(s: PageServices, ctx: { reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: EmbedOptions["mode"]): Promise<{ view: RawHtml; ids: string[] }> {
+async function documentView(s: PageServices, ctx: { base: string; reader: Reader; locale: string }, version: Version, surface: (cls: string, c: RawHtml) => RawHtml, mode: EmbedOptions["mode"]): Promise<{ view: RawHtml; ids: string[] }> {
   const md = (await versionText(s, version, "document.md")) ?? "";
   // a document that shows nothing (publishing warned its author): say so, not a blank page. The warning
   // tells; a version published before there was one is parsed again only when short (a longer text
@@ -159,10 +160,10 @@ async function documentView(s: PageServices, ctx: { reader: Reader; locale: stri
     const older = version.latestVersion > 1 ? " Another version may have some: pick it above." : "";
     return { view: surface("doc-surface", html`<section class="empty-state doc-empty" role="status" data-document-empty><h2>This document is empty</h2><p>Version ${version.version} has no text, images or embeds yet.${older}</p></section>`), ids: [] };
   }
-  const opts: EmbedOptions = { locale: ctx.locale, mode, links: pageLinks };
+  const opts: EmbedOptions = { locale: ctx.locale, mode, links: pageLinks(ctx.base), basePath: ctx.base };
   const doc = await renderDocument(md, {
-    imageUrl: (path) => fileUrl(version.artifactId, version.version, path),
-    linkUrl: (address) => safePageUrl(address),
+    imageUrl: (path) => fileUrl(version.artifactId, version.version, path, ctx.base),
+    linkUrl: (address) => safePageUrl(address, ctx.base),
     addressImageUrl: () => undefined,
     embed: async (address) => {
       const shown = await s.embeds.show(ctx.reader, address, opts);
@@ -177,26 +178,26 @@ async function documentView(s: PageServices, ctx: { reader: Reader; locale: stri
   return { view: html`<div class="doc-layout">${contents}${surface("doc-surface", html`<article class="doc">${raw(doc.html)}</article>`)}</div>`, ids: doc.ids };
 }
 
-async function sheetView(s: PageServices, ctx: { reader: Reader; v?: number; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {
+async function sheetView(s: PageServices, ctx: { base: string; reader: Reader; v?: number; part?: string; locale: string }, version: Version, mode: "light" | "dark"): Promise<RawHtml> {
   const book = await s.sheets.workbook(ctx.reader, version.artifactId, version.version);
   const sheets = await Promise.all(book.sheets.map(async (sheet) => ({ ...sheet, firstRows: (await s.sheets.table(ctx.reader, version.artifactId, version.version, sheet.name)).rows.slice(0, 100) })));
   const charts = await Promise.all(book.charts.map(async (chart) => {
     const table = await s.sheets.table(ctx.reader, version.artifactId, version.version, chart.sheet);
     return { name: chart.name, title: chart.title ?? chart.name, ...workbookChart(book, chart, table, { mode, locale: ctx.locale, size: { width: 960, height: 420 } }) };
   }));
-  return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, pinned: ctx.v !== undefined, sheets, charts, part: ctx.part, locale: ctx.locale }));
+  return raw(renderSheetView({ artifactId: version.artifactId, version: version.version, pinned: ctx.v !== undefined, sheets, charts, part: ctx.part, locale: ctx.locale, basePath: ctx.base }));
 }
 
 /** The slide a deck opens at for `part` (`?part=`): the one it names, the last for a number past them, else the first. */
 const deckSlide = (part: string | undefined, count: number) => (part && /^[1-9]\d*$/.test(part) ? Math.min(Number(part), Math.max(1, count)) : 1);
 
-function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin: string }, version: Version, theme: Theme | undefined): RawHtml {
+function deckView(s: PageServices, ctx: { base: string; reader: Reader; part?: string }, version: Version, theme: Theme | undefined): RawHtml {
   const modes = theme?.mode ? `${theme.mode} mode (the theme pins it)` : "light and dark mode";
   const outline = version.outline as VersionOutline;
   const slides = outline.slides ?? [];
   const token = s.frames.mint({ artifactId: version.artifactId, version: version.version, reader: ctx.reader.id });
   const part = deckSlide(ctx.part, slides.length);
-  const src = `${FRAME_PREFIX}${token}/index.html?part=${part}`;
+  const src = `${ctx.base}${FRAME_PREFIX}${token}/index.html?part=${part}`;
   const checks = outline.checks;
   const bySlide = new Map<number, typeof version.warnings>();
   for (const w of version.warnings) if (w.slide !== undefined) bySlide.set(w.slide, [...(bySlide.get(w.slide) ?? []), w]);
@@ -209,7 +210,7 @@ function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin:
     const list = bySlide.get(slide.number) ?? [];
     const title = slides.find((x) => x.number === slide.number)?.title;
     return html`<li class="check-item" data-slide="${slide.number}" data-warnings="${list.length}">
-      <a class="check-shot" href="?${new URLSearchParams({ v: String(version.version), part: String(slide.number) }).toString()}"><img src="${screenshotUrl(version.artifactId, version.version, slide.number)}" alt="Slide ${slide.number} as checked" width="320" height="180" loading="lazy"></a>
+      <a class="check-shot" href="?${new URLSearchParams({ v: String(version.version), part: String(slide.number) }).toString()}"><img src="${screenshotUrl(version.artifactId, version.version, slide.number, ctx.base)}" alt="Slide ${slide.number} as checked" width="320" height="180" loading="lazy"></a>
       <div><h3>Slide ${slide.number}${title ? html`: ${title}` : ""}</h3>${list.length ? html`<ul class="check-warnings">${list.map((w) => html`<li><code>${w.code}</code> ${w.message.replace(/^Slide \d+: /, "")}</li>`)}</ul>` : html`<p class="check-ok">No warnings</p>`}</div>
     </li>`;
   })}</ol>
@@ -231,12 +232,12 @@ function deckView(s: PageServices, ctx: { reader: Reader; part?: string; origin:
 ${checkSection}`;
 }
 
-async function fileView(s: PageServices, version: Version): Promise<RawHtml> {
+async function fileView(s: PageServices, version: Version, base: string): Promise<RawHtml> {
   const entry = version.files[0]!;
   const type = entry.file.contentType;
-  const download = fileUrl(version.artifactId, version.version, entry.path, false);
+  const download = fileUrl(version.artifactId, version.version, entry.path, base, false);
   let preview: RawHtml | string = "";
-  if (isImagePath(entry.path) || /^image\/(png|jpeg|gif|webp|avif)$/.test(type)) preview = html`<img class="file-image" src="${fileUrl(version.artifactId, version.version, entry.path)}" alt="${entry.path}">`;
+  if (isImagePath(entry.path) || /^image\/(png|jpeg|gif|webp|avif)$/.test(type)) preview = html`<img class="file-image" src="${fileUrl(version.artifactId, version.version, entry.path, base)}" alt="${entry.path}">`;
   else if (/^text\/|^application\/json/.test(type) && entry.file.size <= 256 * 1024) preview = html`<pre class="file-text">${(await versionText(s, version, entry.path)) ?? ""}</pre>`;
   return html`<div class="file-card"><div class="file-icon" aria-hidden="true">${extension(entry.path)}</div><div><p class="file-name">${entry.path}</p><p class="meta">${type} · ${formatBytes(entry.file.size)}</p></div><a class="button" href="${download}" download>Download</a></div>${preview}`;
 }

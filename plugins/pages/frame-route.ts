@@ -11,13 +11,15 @@ const plain = (status: number, message: string) => new Response(message, { statu
  * and wrapped in the kit, `_artifact/<id>/<version>/<path>` an image of another artifact the reader can
  * open, `_slide/<id>/<version>/<n>` a slide's screenshot, anything else a file of the deck's version.
  */
-export async function serveFrame(s: PageServices, r: { req: Request; url: URL; token: string; path: string; thumbnail: boolean; locale: string; origins: string[] }): Promise<Response> {
+export async function serveFrame(s: PageServices, r: { base: string; req: Request; url: URL; token: string; path: string; thumbnail: boolean; locale: string; origins: string[] }): Promise<Response> {
   const grant = s.frames.verify(r.token);
   if (grant === "expired") return plain(410, "This link to the slides has expired: reload the page that showed them.");
   if (!grant) return plain(404, "No such link");
   const reader: ArtifactReader = { kind: "identity", id: grant.reader };
   const { path } = r; // decoded by the route (RouteRegistry.dispatch)
-  const base = `${r.url.origin}${FRAME_PREFIX}${r.token}/`;
+  // the link's absolute URL as the browser loads it: the request's origin (a proxy passes the Host on),
+  // under the service's path prefix
+  const base = `${r.url.origin}${r.base}${FRAME_PREFIX}${r.token}/`;
   try {
     if (path === "index.html") {
       const version = await s.artifacts.version(reader, grant.artifactId, grant.version);
@@ -34,11 +36,12 @@ export async function serveFrame(s: PageServices, r: { req: Request; url: URL; t
           file: (id, v, p) => `${base}_artifact/${encodeURIComponent(id)}/${v}/${p.split("/").map(encodeURIComponent).join("/")}`,
           screenshot: (id, v, n) => `${base}_slide/${encodeURIComponent(id)}/${v}/${n}`,
         },
+        basePath: r.base,
       };
       const rewritten = await rewriteDeck(source, {
         link: async (address) => {
           const shown = await s.embeds.resolve(reader, address);
-          return shown ? safePageUrl(address) : undefined;
+          return shown ? safePageUrl(address, r.base) : undefined;
         },
         image: async (address) => {
           const resolution = await s.embeds.resolve(reader, address);

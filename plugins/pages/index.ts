@@ -33,18 +33,21 @@ export function localeOf(req: Request): string {
 }
 
 /**
- * A path of this server to come back to after signing in; anything else (another origin, `//host`,
- * backslashes, dot segments that climb into `//`) goes to /artifacts. Answers the normalized path.
+ * A path of this service to come back to after signing in, as the browser sees it (under `basePath`,
+ * the prefix a proxy serves the service under); anything else (another origin, `//host`, backslashes,
+ * a path outside the prefix, dot segments that climb out of it or into `//`) goes to the artifacts
+ * list. Answers the normalized path.
  */
-export function safeNext(next: string | undefined): string {
-  if (!next || !next.startsWith("/") || /[\\\s]/.test(next)) return "/artifacts";
+export function safeNext(next: string | undefined, basePath = ""): string {
+  const fallback = `${basePath}/artifacts`;
+  if (!next || !next.startsWith("/") || /[\\\s]/.test(next)) return fallback;
   try {
-    const base = "http://svc.invalid";
-    const url = new URL(next, base);
-    if (url.origin !== base || url.pathname.startsWith("//")) return "/artifacts";
+    const origin = "http://svc.invalid";
+    const url = new URL(next, origin);
+    if (url.origin !== origin || url.pathname.startsWith("//") || !url.pathname.startsWith(`${basePath}/`)) return fallback;
     return url.pathname + url.search + url.hash;
   } catch {
-    return "/artifacts";
+    return fallback;
   }
 }
 
@@ -59,12 +62,13 @@ function repeatedParam(query: Record<string, unknown>): string | undefined {
   return Object.entries(query).find(([, value]) => Array.isArray(value))?.[0];
 }
 
-/** The sign-in page's body, with an error to show (after a failed form post). */
-function signInBody(next: string, error = "", identity = ""): RawHtml {
+/** The sign-in page's body (`base`: the service's path prefix), with an error to show (after a failed form post). */
+function signInBody(base: string, next: string, error = "", identity = ""): RawHtml {
+  const tokens = `${base}/tokens`;
   return html`<section class="sign-in" aria-labelledby="sign-in-title">
   <h1 id="sign-in-title">Sign in</h1>
-  <p class="meta">${next === "/tokens" || next.startsWith("/tokens?") ? "Sign in to manage your API tokens." : "Sign in to open your artifacts."}</p>
-  <form method="post" action="/sign-in" data-sign-in data-next="${next}" novalidate>
+  <p class="meta">${next === tokens || next.startsWith(`${tokens}?`) ? "Sign in to manage your API tokens." : "Sign in to open your artifacts."}</p>
+  <form method="post" action="${`${base}/sign-in`}" data-sign-in data-next="${next}" novalidate>
     <input type="hidden" name="next" value="${next}">
     <label for="identity">Identity</label>
     <input id="identity" name="identity" autocomplete="username" required autofocus value="${identity}">
@@ -87,7 +91,9 @@ export default definePlugin({
   setup({ routes, config, project, log }, { sessions, artifacts, embeds, sheets, files, tokens }) {
     const frames = new FrameLinks(config.frameLinkTtlMs);
     const services: PageServices = { artifacts, embeds, sheets, files, frames };
-    const signIn = (url: URL) => new Response(null, { status: 303, headers: { location: `/sign-in?${new URLSearchParams({ next: url.pathname + url.search })}`, "cache-control": "no-store" } });
+    /** The service's path prefix (`SVC_API_PUBLIC_ORIGIN`'s path): every link, script and redirect of the pages goes under it. */
+    const base = config.basePath;
+    const signIn = (url: URL) => new Response(null, { status: 303, headers: { location: `${base}/sign-in?${new URLSearchParams({ next: base + url.pathname + url.search })}`, "cache-control": "no-store" } });
     /**
      * The browser session's reader and the header's user, or undefined when signed out. A renewed session's
      * cookie goes out again with a fresh Max-Age (h3 adds `event.res.headers` to the page's response).
@@ -103,10 +109,10 @@ export default definePlugin({
     const failed = (err: unknown, user?: ShellUser, artifactId?: string): Response => {
       // the reader's words: no artifact ids (the API's errors and the log keep them)
       const said = (message: string) => withoutArtifactIds(message, (id) => (id === artifactId ? "this artifact" : "another artifact"));
-      if (isApiError(err) && err.code === "not_found") return errorPage(404, "Not found", said(err.message.replace(/^No artifact ".*"$/, "There is no such artifact, or it is not yours.")), user);
-      if (isApiError(err)) return errorPage(err.status, "Something is wrong with this request", said(err.message), user);
+      if (isApiError(err) && err.code === "not_found") return errorPage(404, "Not found", said(err.message.replace(/^No artifact ".*"$/, "There is no such artifact, or it is not yours.")), { base, user });
+      if (isApiError(err)) return errorPage(err.status, "Something is wrong with this request", said(err.message), { base, user });
       log.error({ err }, "page failed");
-      return errorPage(500, "Something went wrong", "The page could not be shown; the server's log says why.", user);
+      return errorPage(500, "Something went wrong", "The page could not be shown; the server's log says why.", { base, user });
     };
 
     routes.add({
@@ -118,7 +124,7 @@ export default definePlugin({
       auth: "none",
       query: v.object({ next: v.optional(v.string()) }),
       responses: { 200: HTML[200] },
-      handler: ({ query }) => page(shell({ title: "Sign in", body: signInBody(safeNext(query.next)), bodyClass: "signed-out" })),
+      handler: ({ query }) => page(shell({ base, title: "Sign in", body: signInBody(base, safeNext(query.next, base)), bodyClass: "signed-out" })),
     });
 
     routes.add({
@@ -134,15 +140,15 @@ export default definePlugin({
       handler: async ({ event }) => {
         assertAllowedOrigin(event.req, config.allowedOrigins);
         const form = new URLSearchParams((await event.req.text()).slice(0, 8192));
-        const next = safeNext(form.get("next") ?? undefined);
+        const next = safeNext(form.get("next") ?? undefined, base);
         const identity = form.get("identity") ?? "";
         try {
           const { token } = await sessions.signIn(identity, form.get("password") ?? "", event.req.ip);
           return new Response(null, { status: 303, headers: { location: next, "set-cookie": sessions.cookie(token, event.req), "cache-control": "no-store" } });
         } catch (err) {
           if (!isApiError(err)) throw err;
-          if (err.code === "too_many_requests") return page(shell({ title: "Sign in", body: signInBody(next, `${err.message}.`, identity), bodyClass: "signed-out" }), { status: 429, headers: err.headers });
-          return page(shell({ title: "Sign in", body: signInBody(next, "Wrong identity or password.", identity), bodyClass: "signed-out" }), { status: 401 });
+          if (err.code === "too_many_requests") return page(shell({ base, title: "Sign in", body: signInBody(base, next, `${err.message}.`, identity), bodyClass: "signed-out" }), { status: 429, headers: err.headers });
+          return page(shell({ base, title: "Sign in", body: signInBody(base, next, "Wrong identity or password.", identity), bodyClass: "signed-out" }), { status: 401 });
         }
       },
     });
@@ -160,12 +166,12 @@ export default definePlugin({
         const session = await sessionOf(event);
         if (!session) return signIn(event.url);
         const twice = repeatedParam(raw);
-        if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, session.user);
+        if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, { base, user: session.user });
         const query = raw as { kind?: string; after?: string };
         const kind = query.kind === undefined || query.kind === "" ? undefined : (ARTIFACT_KINDS as readonly string[]).includes(query.kind) ? (query.kind as (typeof ARTIFACT_KINDS)[number]) : null;
-        if (kind === null) return errorPage(400, "No such kind", `Artifacts are of kind ${ARTIFACT_KINDS.join(", ")}.`, session.user);
+        if (kind === null) return errorPage(400, "No such kind", `Artifacts are of kind ${ARTIFACT_KINDS.join(", ")}.`, { base, user: session.user });
         try {
-          return page(await listPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, kind, after: query.after, locale: localeOf(event.req) }));
+          return page(await listPage(services, { base, reader: { kind: "identity", id: session.principal.id }, user: session.user, kind, after: query.after, locale: localeOf(event.req) }));
         } catch (err) {
           return failed(err, session.user);
         }
@@ -186,12 +192,12 @@ export default definePlugin({
         const session = await sessionOf(event);
         if (!session) return signIn(event.url);
         const twice = repeatedParam(raw);
-        if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, session.user);
+        if (twice) return errorPage(400, "Bad address", `The address gives "${twice}" more than once.`, { base, user: session.user });
         const query = raw as { v?: string; part?: string };
         const version = query.v === undefined || query.v === "" ? undefined : /^[1-9]\d{0,8}$/.test(query.v) ? Number(query.v) : null;
-        if (version === null) return errorPage(404, "Not found", `There is no version "${query.v}": versions are numbered 1, 2, …`, session.user);
+        if (version === null) return errorPage(404, "Not found", `There is no version "${query.v}": versions are numbered 1, 2, …`, { base, user: session.user });
         try {
-          return page(await artifactPage(services, { reader: { kind: "identity", id: session.principal.id }, user: session.user, artifactId: params.artifactId, v: version, part: query.part?.slice(0, 500), locale: localeOf(event.req), origin: event.url.origin }));
+          return page(await artifactPage(services, { base, reader: { kind: "identity", id: session.principal.id }, user: session.user, artifactId: params.artifactId, v: version, part: query.part?.slice(0, 500), locale: localeOf(event.req) }));
         } catch (err) {
           return failed(err, session.user, params.artifactId);
         }
@@ -210,7 +216,7 @@ export default definePlugin({
         const session = await sessionOf(event);
         if (!session) return signIn(event.url);
         try {
-          return page(tokensPage({ user: session.user, tokens: await tokens.listFor(session.principal.id), locale: localeOf(event.req) }));
+          return page(tokensPage({ base, user: session.user, tokens: await tokens.listFor(session.principal.id), locale: localeOf(event.req) }));
         } catch (err) {
           return failed(err, session.user);
         }
@@ -227,7 +233,7 @@ export default definePlugin({
       params: v.object({ token: v.string(), path: v.string() }),
       query: v.object({ part: v.optional(v.string()), thumbnail: v.optional(v.string()) }),
       responses: { 200: { description: "The file" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such link or file (plain text)", contentType: "text/plain" }, 410: { description: "The link has expired: reload the page that made it (plain text)", contentType: "text/plain" } },
-      handler: async ({ event, params, query }) => serveFrame(services, { req: event.req, url: event.url, token: params.token, path: params.path, thumbnail: query.thumbnail !== undefined, locale: localeOf(event.req), origins: [...new Set([event.url.origin, new URL(config.publicOrigin).origin])] }),
+      handler: async ({ event, params, query }) => serveFrame(services, { base, req: event.req, url: event.url, token: params.token, path: params.path, thumbnail: query.thumbnail !== undefined, locale: localeOf(event.req), origins: [...new Set([event.url.origin, new URL(config.publicOrigin).origin])] }),
     });
 
     const assets: Record<string, { type: string; load: () => Promise<string> | string }> = {

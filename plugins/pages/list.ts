@@ -14,26 +14,26 @@ type Reader = { kind: "identity"; id: string };
  * `/artifacts` (spec 4.1): the artifacts the reader can open, most recently updated first, each with a
  * preview of its latest version; `kind` filters; `after` continues (the API's page token).
  */
-export async function listPage(s: PageServices, ctx: { reader: Reader; user: ShellUser; kind?: Artifact["kind"]; after?: string; locale: string }): Promise<string> {
+export async function listPage(s: PageServices, ctx: { base: string; reader: Reader; user: ShellUser; kind?: Artifact["kind"]; after?: string; locale: string }): Promise<string> {
   const page = await s.artifacts.list(ctx.reader, { kind: ctx.kind, pageSize: LIST_PAGE_SIZE, nextPageToken: ctx.after }).catch((err: unknown) => {
     // the page's own parameter is `after`: say so, not the API's `nextPageToken`
     if (ctx.after !== undefined && isApiError(err) && err.code === "invalid_request") throw new ApiError("invalid_request", `"after" is not a place in this list (a link from another list, or edited): start again from the first page`);
     throw err;
   });
   const cards = await Promise.all(page.data.map((a) => card(s, ctx, a)));
-  const filters = html`<nav class="filters" aria-label="Filter by kind"><ul>${FILTERS.map(([kind, label]) => html`<li><a href="${kind ? `/artifacts?kind=${kind}` : "/artifacts"}" ${raw((ctx.kind ?? "") === kind ? 'aria-current="page"' : "")}>${label}</a></li>`)}</ul></nav>`;
+  const filters = html`<nav class="filters" aria-label="Filter by kind"><ul>${FILTERS.map(([kind, label]) => html`<li><a href="${`${ctx.base}/artifacts${kind ? `?kind=${kind}` : ""}`}" ${raw((ctx.kind ?? "") === kind ? 'aria-current="page"' : "")}>${label}</a></li>`)}</ul></nav>`;
   const empty = html`<section class="empty-state"><h2>No ${ctx.kind ? KIND_LABEL[ctx.kind]!.toLowerCase() + "s" : "artifacts"} yet</h2><p>Artifacts you publish (POST /api/artifacts) or that an agent publishes for you appear here.</p></section>`;
-  const more = page.nextPageToken ? html`<p class="more"><a class="button button-quiet" href="${`/artifacts?${new URLSearchParams({ ...(ctx.kind ? { kind: ctx.kind } : {}), after: page.nextPageToken }).toString()}`}">Older artifacts</a></p>` : "";
+  const more = page.nextPageToken ? html`<p class="more"><a class="button button-quiet" href="${`${ctx.base}/artifacts?${new URLSearchParams({ ...(ctx.kind ? { kind: ctx.kind } : {}), after: page.nextPageToken }).toString()}`}">Older artifacts</a></p>` : "";
   const body = html`<div class="list-head"><h1>Artifacts</h1>${filters}</div>
 ${cards.length ? html`<ul class="cards" aria-label="Artifacts">${cards}</ul>` : empty}
 ${more}`;
-  return shell({ title: "Artifacts", user: ctx.user, body, bodyClass: "list", current: "artifacts" });
+  return shell({ base: ctx.base, title: "Artifacts", user: ctx.user, body, bodyClass: "list", current: "artifacts" });
 }
 
-async function card(s: PageServices, ctx: { reader: Reader; locale: string }, artifact: Artifact): Promise<RawHtml> {
+async function card(s: PageServices, ctx: { base: string; reader: Reader; locale: string }, artifact: Artifact): Promise<RawHtml> {
   const version = await s.artifacts.version(ctx.reader, artifact.id);
   const outline = version.outline as VersionOutline;
-  const href = `/artifacts/${encodeURIComponent(artifact.id)}`;
+  const href = `${ctx.base}/artifacts/${encodeURIComponent(artifact.id)}`;
   const updated = new Date(artifact.updatedAt);
   const when = new Intl.DateTimeFormat(ctx.locale, { dateStyle: "medium", timeZone: "UTC" }).format(updated);
   return html`<li class="card" data-kind="${artifact.kind}" data-artifact="${artifact.id}">
@@ -48,7 +48,7 @@ async function card(s: PageServices, ctx: { reader: Reader; locale: string }, ar
 </li>`;
 }
 
-async function preview(s: PageServices, ctx: { reader: Reader; locale: string }, artifact: Artifact, version: { version: number; files: Array<{ path: string; file: { size: number } }> }, outline: VersionOutline): Promise<RawHtml> {
+async function preview(s: PageServices, ctx: { base: string; reader: Reader; locale: string }, artifact: Artifact, version: { version: number; files: Array<{ path: string; file: { size: number } }> }, outline: VersionOutline): Promise<RawHtml> {
   switch (artifact.kind) {
     case "document":
       return html`<div class="preview-doc"><p class="preview-title">${outline.title ?? artifact.title}</p>${outline.lede ? html`<p class="preview-lede">${outline.lede}</p>` : ""}</div>`;
@@ -74,13 +74,13 @@ async function preview(s: PageServices, ctx: { reader: Reader; locale: string },
     }
     case "slides": {
       const token = s.frames.mint({ artifactId: artifact.id, version: version.version, reader: ctx.reader.id });
-      const thumbnail = `${FRAME_PREFIX}${token}/index.html?part=1&thumbnail=1`;
+      const thumbnail = `${ctx.base}${FRAME_PREFIX}${token}/index.html?part=1&thumbnail=1`;
       const title = `First slide of ${artifact.title}`;
       if (outline.checks?.checked && outline.checks.slides.length) {
         // the deck check's screenshot is in the mode the theme pins, else light: with none pinned, a dark
         // page swaps it for the live thumbnail, which follows the reader's colour scheme (pages.js)
         const pinned = outline.themeMode !== undefined ? outline.themeMode : (await s.artifacts.theme({ kind: "slides", files: version.files as never }))?.mode;
-        return html`<img src="${screenshotUrl(artifact.id, version.version, 1)}" alt="" width="480" height="270" loading="lazy" ${pinned ? "" : html`data-dark-thumbnail="${thumbnail}" data-title="${title}"`}>`;
+        return html`<img src="${screenshotUrl(artifact.id, version.version, 1, ctx.base)}" alt="" width="480" height="270" loading="lazy" ${pinned ? "" : html`data-dark-thumbnail="${thumbnail}" data-title="${title}"`}>`;
       }
       return html`<iframe class="preview-frame" src="${thumbnail}" sandbox="allow-scripts" loading="lazy" tabindex="-1" title="${title}" referrerpolicy="no-referrer"></iframe>`;
     }

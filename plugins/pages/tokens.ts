@@ -9,9 +9,10 @@ export const TOKEN_PAGE_LIFETIMES_DAYS = [7, 30, 90, 365] as const;
  * expires, last used, state) with a revoke button for each working one, and a form that makes one
  * (`POST /api/tokens` from pages.js, which shows the secret once). Times are shown in the reader's
  * locale, in UTC, each with its ISO 8601 `datetime`.
- * @param tokens the user's tokens, newest first (`TokenService.listFor`)
+ * @param opts.base the service's path prefix (`Config.basePath`)
+ * @param opts.tokens the user's tokens, newest first (`TokenService.listFor`)
  */
-export function tokensPage(opts: { user: ShellUser; tokens: TokenInfo[]; locale: string; now?: number }): string {
+export function tokensPage(opts: { base: string; user: ShellUser; tokens: TokenInfo[]; locale: string; now?: number }): string {
   const now = opts.now ?? Date.now();
   const format = new Intl.DateTimeFormat(opts.locale, { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
   const when = (iso: string | undefined, none: string): RawHtml => (iso ? html`<time datetime="${iso}">${format.format(new Date(iso))} UTC</time>` : html`<span class="meta">${none}</span>`);
@@ -49,5 +50,5 @@ export function tokensPage(opts: { user: ShellUser; tokens: TokenInfo[]; locale:
 </div>
 ${table}
 </section>`;
-  return shell({ title: "API tokens", user: opts.user, body, bodyClass: "tokens-page", current: "tokens" });
+  return shell({ base: opts.base, title: "API tokens", user: opts.user, body, bodyClass: "tokens-page", current: "tokens" });
 }

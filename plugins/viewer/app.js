@@ -1,5 +1,7 @@
 // The live event viewer: signs in for a browser session, then follows /ws/events (spec 6.5).
 const $ = (id) => document.getElementById(id);
+// the path prefix a proxy serves the service under ("" for none; the server writes it into <html data-base>)
+const BASE = document.documentElement.dataset.base || "";
 const TOPICS = ["objects", "links", "telemetry", "actions", "schedules", "rules", "syncs", "pipelines", "workflows", "datasets"];
 let csrfToken = null;
 let socket = null;
@@ -30,7 +32,7 @@ function subscribe() {
 }
 
 function connect() {
-  socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/events`);
+  socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${BASE}/ws/events`);
   socket.onmessage = (message) => {
     const frame = JSON.parse(message.data);
     if (frame.type === "connected") subscribe();
@@ -62,7 +64,7 @@ async function start(session) {
 $("sign-in").addEventListener("submit", async (e) => {
   e.preventDefault();
   const form = new FormData(e.target);
-  const res = await fetch("/api/auth/sign-in", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: form.get("identity"), password: form.get("password") }) });
+  const res = await fetch(`${BASE}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identity: form.get("identity"), password: form.get("password") }) });
   const body = await res.json();
   if (!res.ok) return ($("sign-in-error").textContent = body.error.message);
   start(body);
@@ -75,14 +77,14 @@ $("resubscribe").addEventListener("click", () => {
 });
 
 $("noop").addEventListener("click", () =>
-  fetch("/api/actions/diagnostics.noop", { method: "POST", headers: { "content-type": "application/json", "x-svc-csrf": csrfToken }, body: JSON.stringify({ params: {} }) }),
+  fetch(`${BASE}/api/actions/diagnostics.noop`, { method: "POST", headers: { "content-type": "application/json", "x-svc-csrf": csrfToken }, body: JSON.stringify({ params: {} }) }),
 );
 
 $("sign-out").addEventListener("click", async () => {
-  await fetch("/api/auth/sign-out", { method: "POST", headers: { "x-svc-csrf": csrfToken } });
+  await fetch(`${BASE}/api/auth/sign-out`, { method: "POST", headers: { "x-svc-csrf": csrfToken } });
   csrfToken = null;
   socket?.close();
   location.reload();
 });
 
-fetch("/api/auth/session").then((res) => (res.ok ? res.json().then(start) : undefined));
+fetch(`${BASE}/api/auth/session`).then((res) => (res.ok ? res.json().then(start) : undefined));

@@ -44,6 +44,8 @@ export interface EmbedOptions {
   /** The compact drawing's size (default {@link COMPACT_CHART_SIZE}); a box of fixed shape (a deck's) keeps `chartSize`'s aspect ratio. */
   compactChartSize?: { width: number; height: number };
   links: EmbedLinks;
+  /** The path prefix the pages are served under (`Config.basePath`, `/svc`): links to artifact pages go under it. Default none. */
+  basePath?: string;
 }
 
 /** The compact drawing's default size: about a phone's column, so its 13 px type reads at about that size. */
@@ -107,11 +109,11 @@ export class EmbedRenderer {
       if (!artifact) return { state: "unavailable", address };
       // the reader's words: the artifact by its title, not its id (the API's error keeps the id)
       const message = withoutArtifactIds(err.message, (id) => (id === artifact.id ? quoted(artifact.title) : "another artifact"));
-      return { state: "missing", address, title: artifact.title, href: pageUrl({ artifactId: artifact.id }), message };
+      return { state: "missing", address, title: artifact.title, href: pageUrl({ artifactId: artifact.id }, opts.basePath), message };
     }
     const body = await this.body(reader, parsed, resolution, opts);
     const title = resolution.artifact.title;
-    const href = pageUrl(parsed);
+    const href = pageUrl(parsed, opts.basePath);
     return { state: "shown", address, resolution, title, href, body: body.value, source: sourceLine(resolution, href).value };
   }
 
@@ -142,13 +144,13 @@ export class EmbedRenderer {
         const table = await this.sheets.table(reader, id, r.version, part.sheet);
         const first = part.kind === "range" && address.part?.kind === "range" ? Math.min(address.part.range.start.column, address.part.range.end.column) : 0;
         const [from, to] = part.kind === "range" ? [part.rows[0]!, part.rows[1]!] : [1, table.rows.length + 1];
-        return rangeTable(part.columns, first, table.rows, from, to, sheet.types, opts.locale);
+        return rangeTable(part.columns, first, table.rows, from, to, sheet.types, opts.locale, opts.basePath);
       }
       case "section": {
         const md = await this.text(reader, id, r.version, "document.md");
         const section = await renderSection(md, part.slug, {
           imageUrl: (path) => opts.links.file(id, r.version, path),
-          linkUrl: (target) => safePageUrl(target),
+          linkUrl: (target) => safePageUrl(target, opts.basePath),
         });
         return raw(`<div class="embed-section">${section ?? ""}</div>`);
       }
@@ -199,23 +201,23 @@ function summary(kind: string, outline: VersionOutline): string {
 }
 
 /** A table of sheet rows `from..to` (row 1 is the header row, spec 2.7), cells formatted by type and locale. */
-function rangeTable(columns: string[], firstColumn: number, rows: string[][], from: number, to: number, types: Record<string, CellType>, locale: string): RawHtml {
+function rangeTable(columns: string[], firstColumn: number, rows: string[][], from: number, to: number, types: Record<string, CellType>, locale: string, basePath = ""): RawHtml {
   const firstData = Math.max(2, from);
   const last = Math.min(to, firstData + EMBED_MAX_ROWS - 1, rows.length + 1);
   const body: RawHtml[] = [];
   for (let n = firstData; n <= last; n++) {
     const row = rows[n - 2] ?? [];
-    body.push(html`<tr>${columns.map((name, i) => cell(row[firstColumn + i] ?? "", types[name] ?? { type: "text" }, locale))}</tr>`);
+    body.push(html`<tr>${columns.map((name, i) => cell(row[firstColumn + i] ?? "", types[name] ?? { type: "text" }, locale, basePath))}</tr>`);
   }
   const more = Math.min(to, rows.length + 1) - last;
   return html`<div class="table-wrap"><table class="embed-range"><thead><tr>${columns.map((name, i) => html`<th scope="col" class="${isFigure(types[name]) ? "num" : ""}" title="${columnLetter(firstColumn + i)}">${name}</th>`)}</tr></thead><tbody>${body}</tbody></table></div>${more > 0 ? html`<p class="embed-more">${more.toLocaleString(locale)} more rows</p>` : ""}`;
 }
 
-function cell(raw: string, type: CellType, locale: string): RawHtml {
+function cell(raw: string, type: CellType, locale: string, basePath: string): RawHtml {
   const f = formatCell(raw, type, locale);
   const cls = f.align === "end" ? "num" : "";
   if (f.href) return html`<td class="${cls}"><a href="${f.href}" rel="noopener noreferrer">${f.text}</a></td>`;
-  if (f.address) return html`<td class="${cls}"><a href="${safePageUrl(f.address)}">${f.text}</a></td>`;
+  if (f.address) return html`<td class="${cls}"><a href="${safePageUrl(f.address, basePath)}">${f.text}</a></td>`;
   return html`<td class="${cls}">${f.text}</td>`;
 }
 

@@ -255,6 +255,8 @@ export interface SheetGridConfig {
   total: number;
   /** The rows API of this sheet (`…/sheets/<name>/rows`), answered as `{ total, offset, rows }`. */
   rowsUrl: string;
+  /** The path prefix the service is served under (`Config.basePath`, `""` for none): the cells' links and images go under it. */
+  basePath: string;
   /** Data rows from offset 0, already known (the first page). */
   rows: string[][];
 }
@@ -287,17 +289,21 @@ export const columnLetters = columnLetter;
 
 /**
  * Where a cell's artifact address opens in the pages ({@link pageUrl}: `/artifacts/<id>` with `v` and
- * `part`, spec 4.1). Answers undefined for something that is not an artifact address.
+ * `part`, spec 4.1, under `basePath`, the pages' path prefix). Answers undefined for something that is
+ * not an artifact address.
  */
-export function artifactPageHref(address: string): string | undefined {
+export function artifactPageHref(address: string, basePath = ""): string | undefined {
   try {
-    return pageUrl(parseAddress(address));
+    return pageUrl(parseAddress(address), basePath);
   } catch {
     return undefined;
   }
 }
 
-/** The URL of an image file of an artifact version (the files API; the reader's session authorizes it). */
-export function artifactFileUrl(artifactId: string, version: number, path: string): string {
-  return `/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/files/${path.split("/").map(encodeURIComponent).join("/")}`;
+/**
+ * The URL of an image file of an artifact version (the files API; the reader's session authorizes it),
+ * under `basePath` (the path prefix the service is served under, `Config.basePath`).
+ */
+export function artifactFileUrl(artifactId: string, version: number, path: string, basePath = ""): string {
+  return `${basePath}/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/files/${path.split("/").map(encodeURIComponent).join("/")}`;
 }

@@ -33,12 +33,14 @@ export interface SheetViewInput {
   part?: string;
   /** The reader's locale (BCP 47), for the server-rendered cells; the browser formats in `navigator.language`. */
   locale: string;
+  /** The path prefix the service is served under (`Config.basePath`): the rows API, cells' links and images go under it. Default none. */
+  basePath?: string;
 }
 
 
-/** The rows API of a sheet. */
-export function sheetRowsUrl(artifactId: string, version: number, sheet: string): string {
-  return `/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/sheets/${encodeURIComponent(sheet)}/rows`;
+/** The rows API of a sheet, under `basePath` (the service's path prefix). */
+export function sheetRowsUrl(artifactId: string, version: number, sheet: string, basePath = ""): string {
+  return `${basePath}/api/artifacts/${encodeURIComponent(artifactId)}/versions/${version}/sheets/${encodeURIComponent(sheet)}/rows`;
 }
 
 /** Which tab `part` selects: `{ kind, index }`. */
@@ -60,14 +62,14 @@ function selected(input: SheetViewInput): { kind: "sheet" | "chart"; index: numb
 }
 
 /** One cell's inner HTML. */
-function cellHtml(raw: string, type: CellType, locale: string, artifactId: string, version: number): string {
+function cellHtml(raw: string, type: CellType, locale: string, artifactId: string, version: number, basePath: string): string {
   const f = formatCell(raw, type, locale);
   if (f.href) return `<a href="${escapeHtml(f.href)}" rel="noopener noreferrer" target="_blank">${escapeHtml(f.text)}</a>`;
   if (f.address) {
-    const href = artifactPageHref(f.address);
+    const href = artifactPageHref(f.address, basePath);
     return href ? `<a href="${escapeHtml(href)}">${escapeHtml(f.text)}</a>` : escapeHtml(f.text);
   }
-  if (f.image) return `<img src="${escapeHtml(artifactFileUrl(artifactId, version, f.image))}" alt="${escapeHtml(f.image)}" loading="lazy" decoding="async">`;
+  if (f.image) return `<img src="${escapeHtml(artifactFileUrl(artifactId, version, f.image, basePath))}" alt="${escapeHtml(f.image)}" loading="lazy" decoding="async">`;
   return escapeHtml(f.text);
 }
 
@@ -88,7 +90,8 @@ function gridHtml(input: SheetViewInput, sheet: SheetViewSheet, index: number): 
     frozenRows: sheet.frozenRows,
     frozenColumns: sheet.frozenColumns,
     total: sheet.total,
-    rowsUrl: sheetRowsUrl(input.artifactId, input.version, sheet.name),
+    rowsUrl: sheetRowsUrl(input.artifactId, input.version, sheet.name, input.basePath),
+    basePath: input.basePath ?? "",
     rows: sheet.firstRows,
   };
   const gutter = gutterWidth(sheet.total + 1);
@@ -104,7 +107,7 @@ function gridHtml(input: SheetViewInput, sheet: SheetViewSheet, index: number): 
   const sticky = (c: number) => (c < frozenColumns ? ` style="left:${lefts[c]}px"` : "");
   const row = (r: string[], d: number) =>
     `<tr class="sheet-row" aria-rowindex="${d + 2}"><th class="sheet-rownum" scope="row">${d + 2}</th>${columns
-      .map((c, ci) => `<td class="${cellClass(ci, c.type)}"${sticky(ci)}>${cellHtml(r[ci] ?? "", c.type, input.locale, input.artifactId, input.version)}</td>`)
+      .map((c, ci) => `<td class="${cellClass(ci, c.type)}"${sticky(ci)}>${cellHtml(r[ci] ?? "", c.type, input.locale, input.artifactId, input.version, input.basePath ?? "")}</td>`)
       .join("")}</tr>`;
   const shown = sheet.firstRows.slice(0, 200);
   const label = `${sheet.name}: ${sheet.total.toLocaleString(input.locale || "en-US")} rows, ${columns.length} columns`;

@@ -7,17 +7,19 @@
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
+  /** The path prefix a proxy serves the service under ("" for none): every URL below goes under it (shell.ts sets it). */
+  var BASE = document.documentElement.getAttribute("data-base") || "";
 
   function ready(fn) {
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fn);
     else fn();
   }
 
-  /** An absolute URL of this server to go to (never another origin, never a protocol-relative path). */
+  /** An absolute URL of this service to go to (never another origin, a protocol-relative path, or a path outside BASE). */
   function safePath(href) {
     try {
       var url = new URL(href, location.origin);
-      return url.origin === location.origin && url.pathname.indexOf("//") !== 0 ? url.href : null;
+      return url.origin === location.origin && url.pathname.indexOf("//") !== 0 && url.pathname.indexOf(BASE + "/") === 0 ? url.href : null;
     } catch (e) {
       return null;
     }
@@ -31,7 +33,7 @@
       var data = new FormData(form);
       var button = form.querySelector("button[type=submit]");
       button.disabled = true;
-      fetch("/api/auth/sign-in", {
+      fetch(BASE + "/api/auth/sign-in", {
         method: "POST",
         credentials: "same-origin",
         headers: { "content-type": "application/json" },
@@ -39,7 +41,7 @@
       })
         .then(function (res) {
           if (res.ok) {
-            location.assign(safePath(form.getAttribute("data-next")) || "/artifacts");
+            location.assign(safePath(form.getAttribute("data-next")) || BASE + "/artifacts");
             return;
           }
           return res.json().then(function (body) {
@@ -79,30 +81,30 @@
 
   function signOut(button) {
     button.addEventListener("click", function () {
-      fetch("/api/auth/session", { credentials: "same-origin" })
+      fetch(BASE + "/api/auth/session", { credentials: "same-origin" })
         .then(function (res) { return res.ok ? res.json() : null; })
         .then(function (session) {
           if (!session) return;
-          return fetch("/api/auth/sign-out", { method: "POST", credentials: "same-origin", headers: { "x-svc-csrf": session.csrfToken } });
+          return fetch(BASE + "/api/auth/sign-out", { method: "POST", credentials: "same-origin", headers: { "x-svc-csrf": session.csrfToken } });
         })
-        .finally(function () { location.assign("/sign-in"); });
+        .finally(function () { location.assign(BASE + "/sign-in"); });
     });
   }
 
   /** The session's CSRF token (for the API's mutating calls), or null when signed out. */
   function csrfToken() {
-    return fetch("/api/auth/session", { credentials: "same-origin" })
+    return fetch(BASE + "/api/auth/session", { credentials: "same-origin" })
       .then(function (res) { return res.ok ? res.json() : null; })
       .then(function (session) { return session && session.csrfToken; });
   }
 
-  /** A mutating call of the API as the signed-in user: its status and JSON body. */
+  /** A mutating call of the API as the signed-in user (`path` of the API, without BASE): its status and JSON body. */
   function apiPost(path, body) {
     return csrfToken().then(function (csrf) {
       if (!csrf) return { status: 401, body: null };
       var headers = { "x-svc-csrf": csrf };
       if (body !== undefined) headers["content-type"] = "application/json";
-      return fetch(path, { method: "POST", credentials: "same-origin", headers: headers, body: body === undefined ? undefined : JSON.stringify(body) }).then(function (res) {
+      return fetch(BASE + path, { method: "POST", credentials: "same-origin", headers: headers, body: body === undefined ? undefined : JSON.stringify(body) }).then(function (res) {
         return res.json().then(function (json) { return { status: res.status, body: json }; }, function () { return { status: res.status, body: null }; });
       });
     });
@@ -222,7 +224,7 @@
         history.replaceState(null, "", url);
       } else if (e.data.type === "svc-open" && typeof e.data.href === "string") {
         var target = safePath(e.data.href);
-        if (target && new URL(target).pathname.indexOf("/artifacts/") === 0) location.assign(target);
+        if (target && new URL(target).pathname.indexOf(BASE + "/artifacts/") === 0) location.assign(target);
       }
     });
     // the slides' keys work on this page too, not only once the frame has focus (← → move, O overview,

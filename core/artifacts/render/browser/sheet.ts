@@ -138,7 +138,7 @@ class SheetGrid {
     if (tr.className !== cls) tr.className = cls;
     tr.setAttribute("aria-rowindex", String(d + 2));
     setText(tr.firstElementChild as HTMLElement, String(d + 2));
-    const { columns, artifactId, version } = this.config;
+    const { columns, artifactId, version, basePath } = this.config;
     let td = tr.firstElementChild!.nextElementSibling as HTMLTableCellElement | null;
     for (let ci = 0; ci < columns.length && td; ci++, td = td.nextElementSibling as HTMLTableCellElement | null) {
       if (!values) {
@@ -147,7 +147,7 @@ class SheetGrid {
         continue;
       }
       const f = formatCell(values[ci] ?? "", columns[ci]!.type, this.locale);
-      const href = f.href ?? (f.address ? artifactPageHref(f.address) : undefined);
+      const href = f.href ?? (f.address ? artifactPageHref(f.address, basePath) : undefined);
       if (href) {
         const a = only(td, "a");
         setAttr(a, "href", href);
@@ -157,7 +157,7 @@ class SheetGrid {
       } else if (f.image) {
         const img = only(td, "img");
         setAttr(img, "loading", "lazy");
-        setAttr(img, "src", artifactFileUrl(artifactId, version, f.image));
+        setAttr(img, "src", artifactFileUrl(artifactId, version, f.image, basePath));
         setAttr(img, "alt", f.image);
       } else setText(td, f.text);
       const title = f.text.length > 16 ? f.text : "";
