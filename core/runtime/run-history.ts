@@ -108,10 +108,12 @@ export function decodeHistoryToken(runId: string, token: string): HistoryPositio
  * many of its events were answered. At most `maxReads` of Temporal's pages are read: a page may hold
  * fewer events than `pageSize` and still have a `nextPageToken`, and the last page may be empty.
  * @param page.token the client's token, named in refusals
+ * @param page.requestedAt when svc recorded the run (ISO 8601), when it did: a run Temporal does not
+ *   know is then told apart from one its retention deleted ({@link TemporalHost.forgottenRun})
  * @throws {ApiError} not_found when Temporal does not know the run; invalid_request for a position
  *   Temporal refuses, or one past the events of its page; unavailable when Temporal does not answer
  */
-export async function readHistoryPage(host: TemporalHost, runId: string, page: { pageSize: number; position?: HistoryPosition; token?: string; maxReads: number }): Promise<{ events: HistoryEvent[]; nextPageToken?: string }> {
+export async function readHistoryPage(host: TemporalHost, runId: string, page: { pageSize: number; position?: HistoryPosition; token?: string; maxReads: number; requestedAt?: string }): Promise<{ events: HistoryEvent[]; nextPageToken?: string }> {
   const events: temporal.api.history.v1.IHistoryEvent[] = [];
   let [from, asked, skip] = page.position ?? ["", 0, 0];
   let next: HistoryPosition | undefined;
@@ -130,7 +132,7 @@ export async function readHistoryPage(host: TemporalHost, runId: string, page: {
       const { WorkflowNotFoundError, isGrpcServiceError } = temporalClient();
       const grpc = isGrpcServiceError(err) ? err : undefined;
       if (token && (grpc?.code === GRPC_INVALID_ARGUMENT || grpc?.code === GRPC_NOT_FOUND)) throw new ApiError("invalid_request", `Temporal refused this nextPageToken (${grpc.details}): read the history from its start again`, { nextPageToken: page.token });
-      if (err instanceof WorkflowNotFoundError || grpc?.code === GRPC_NOT_FOUND) throw new ApiError("not_found", host.forgottenRun(runId));
+      if (err instanceof WorkflowNotFoundError || grpc?.code === GRPC_NOT_FOUND) throw new ApiError("not_found", host.forgottenRun(runId, page.requestedAt));
       throw new ApiError("unavailable", `Temporal did not answer: ${(err as Error).message}`);
     }
     const got = response.history?.events ?? [];

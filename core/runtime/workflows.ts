@@ -407,9 +407,9 @@ export class WorkflowRuns {
   async history(runId: string, page: { pageSize: number; nextPageToken?: string }): Promise<{ runId: string; events: HistoryEvent[]; nextPageToken?: string }> {
     const position = page.nextPageToken === undefined ? undefined : decodeHistoryToken(runId, page.nextPageToken);
     // a run not started on Temporal has no history (and its id may name another execution: never read that)
-    const row = await this.db.get<{ start_status: string }>("SELECT start_status FROM workflow_runs WHERE run_id = ?", [runId]);
+    const row = await this.db.get<{ start_status: string; requested_at: string }>("SELECT start_status, requested_at FROM workflow_runs WHERE run_id = ?", [runId]);
     if (row && row.start_status !== "started") return { runId, events: [] };
-    return { runId, ...(await readHistoryPage(this.host(), runId, { pageSize: page.pageSize, position, token: page.nextPageToken, maxReads: WorkflowRuns.HISTORY_READS_PER_PAGE })) };
+    return { runId, ...(await readHistoryPage(this.host(), runId, { pageSize: page.pageSize, position, token: page.nextPageToken, maxReads: WorkflowRuns.HISTORY_READS_PER_PAGE, requestedAt: row?.requested_at })) };
   }
 
   /** How many of Temporal's history pages {@link history} reads for one page at most ({@link readHistoryPage}'s `maxReads`). */
