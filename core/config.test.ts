@@ -51,6 +51,10 @@ describe("config (valibot, from the environment)", () => {
     ["SVC_API_PUBLIC_ORIGIN", "api.example.com", /SVC_API_PUBLIC_ORIGIN must be a URL/],
     ["SVC_API_PUBLIC_ORIGIN", "https://example.com/svc?x=1", /SVC_API_PUBLIC_ORIGIN must be an http\(s\) origin .* no query, fragment or credentials/],
     ["SVC_API_PUBLIC_ORIGIN", "ftp://example.com", /SVC_API_PUBLIC_ORIGIN must be an http\(s\) origin/],
+    // the prefix goes into the cookie's Path and into HTML and JavaScript
+    ["SVC_API_PUBLIC_ORIGIN", "https://example.com/svc;Domain=evil", /SVC_API_PUBLIC_ORIGIN its path .* may hold only letters, digits and/],
+    ["SVC_API_PUBLIC_ORIGIN", "https://example.com/a,b", /its path \(the prefix a proxy serves the service under\)/],
+    ["SVC_API_PUBLIC_ORIGIN", "https://example.com/it's", /its path/],
   ])("stops on a bad %s with a message naming it", (variable, value, message) => {
     let error: unknown;
     try {
@@ -82,6 +86,11 @@ describe("config (valibot, from the environment)", () => {
     expect(c.allowedOrigins).toContain("https://example.com");
     expect(c.allowedOrigins.filter((o) => o.includes("/svc"))).toEqual([]);
     expect(loadConfig({ SVC_API_PUBLIC_ORIGIN: "https://api.example.com/" }, { dataDir: "/tmp/x" }).apiPublicOrigin).toBe("https://api.example.com");
+    // the prefix the pages and the session cookie go under (Config.basePath)
+    expect(c.basePath).toBe("/svc");
+    expect(loadConfig({ SVC_API_PUBLIC_ORIGIN: "https://example.com/a/b-2/" }, { dataDir: "/tmp/x" }).basePath).toBe("/a/b-2");
+    expect(loadConfig({ SVC_API_PUBLIC_ORIGIN: "https://api.example.com" }, { dataDir: "/tmp/x" }).basePath).toBe("");
+    expect(loadConfig({}, { dataDir: "/tmp/x" }).basePath).toBe("");
   });
 
   it("requires a data dir when the project has no default", () => {

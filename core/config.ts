@@ -3,7 +3,7 @@ import path from "node:path";
 import type { InjectionToken } from "./di";
 import { defaultChromiumPath } from "./artifacts/chromium";
 import { errorCode } from "./errors";
-import { asPublicOrigin } from "./files/download-urls";
+import { asPublicOrigin, basePathOf } from "./files/download-urls";
 
 /**
  * Runtime configuration, read from the environment once at startup and validated with valibot.
@@ -175,6 +175,9 @@ export const intIn = (min: number, max: number) =>
 const bool = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(["true", "false", "1", "0", "yes", "no"], "must be true or false"), v.transform((s) => ["true", "1", "yes"].includes(s)));
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1, "must not be empty"));
 
+/** A path prefix the service accepts ({@link basePathOf}): segments of plain path characters, nothing else (no `;` or `,` for a cookie's Path, no quotes for HTML and JavaScript). */
+const BASE_PATH = /^(\/[A-Za-z0-9._~%!*()+@:=-]+)*$/;
+
 const EnvSchema = v.object({
   PORT: v.optional(intIn(0, 65535), "3002"),
   HOST: v.optional(nonEmpty, "127.0.0.1"),
@@ -187,6 +190,8 @@ const EnvSchema = v.object({
       v.url("must be a URL such as https://api.example.com"),
       // a value v.url refused is said once, by v.url
       v.check((s) => !URL.canParse(s) || asPublicOrigin(s) !== undefined, "must be an http(s) origin such as https://api.example.com, or one with the path prefix a proxy serves the API under (https://example.com/svc); no query, fragment or credentials"),
+      // the prefix goes into the session cookie's Path and into HTML, JavaScript and CSP: plain path characters only
+      v.check((s) => !URL.canParse(s) || asPublicOrigin(s) === undefined || BASE_PATH.test(basePathOf(s)), "its path (the prefix a proxy serves the service under) may hold only letters, digits and - . _ ~ % ! * ( ) + @ : = between slashes"),
       // the origin and its path prefix, without trailing slashes: what links and download URLs are built on
       v.transform((s) => asPublicOrigin(s)!),
     ),
@@ -331,7 +336,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...devTokenOf(e.SVC_DEV_TOKEN, defaults.devToken),
     publicOrigin: e.SVC_API_PUBLIC_ORIGIN ?? `http://localhost:${e.PORT}`,
     ...(e.SVC_API_PUBLIC_ORIGIN ? { apiPublicOrigin: e.SVC_API_PUBLIC_ORIGIN } : {}),
-    basePath: e.SVC_API_PUBLIC_ORIGIN ? new URL(e.SVC_API_PUBLIC_ORIGIN).pathname.replace(/\/+$/, "") : "",
+    basePath: basePathOf(e.SVC_API_PUBLIC_ORIGIN),
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,

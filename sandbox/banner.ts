@@ -16,12 +16,15 @@ export type BannerApp = Pick<App, "url" | "config" | "devTokenStatus"> & { tempo
  * @param opts.devIdentity the identity a new development token is made for (`npm run svc -- tokens create`)
  */
 export function sandboxBanner(app: BannerApp, opts: { seconds: number; devIdentity: string }): string {
+  // behind a proxy's path prefix, the pages and the reference work through the proxy only (their links
+  // and the session cookie carry the prefix): shown at the public origin
+  const browser = app.config.basePath ? `${app.config.apiPublicOrigin}` : app.url;
   const lines = [
     "",
     `  svc sandbox is up (${opts.seconds.toFixed(1)} s)`,
     `  API          ${app.url}`,
-    `  Docs         ${app.url}/docs`,
-    `  Artifacts    ${app.url}/artifacts (sign in as dev / dev-sandbox-password)`,
+    `  Docs         ${browser}/docs`,
+    `  Artifacts    ${browser}/artifacts (sign in as dev / dev-sandbox-password)`,
     `  Agent        npm run chat -- "Write a report titled Q4 outlook"`,
     `  Temporal UI  ${app.temporal.uiUrl ?? `(not served; cluster ${app.temporal.address})`}`,
     `  Public URL   ${app.config.apiPublicOrigin} (SVC_API_PUBLIC_ORIGIN, used in download URLs; local addresses are unreachable for external services)`,

@@ -4,7 +4,8 @@
  * with the prefix stripped and answers 404 for anything else, so a link, script, fetch, frame or
  * redirect that left the prefix out fails here as it would in production. A real Chromium signs in,
  * opens every kind of artifact, makes an API token, follows the live viewer and the API reference, and
- * signs out, all through the proxy; the session cookie is scoped to the prefix.
+ * signs out, all through the proxy; the session cookie is scoped to the prefix. Like nginx's `$host`, the
+ * proxy passes the host name on without its port: the deck frames still name their own URL right.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -29,7 +30,10 @@ let browser: Browser;
 const seen: string[] = [];
 const refused: string[] = [];
 
-/** A proxy that serves the app under PREFIX, stripping it, as nginx's `location /svc/ { proxy_pass http://app/; }` does (the Host header passed on). */
+/**
+ * A proxy that serves the app under PREFIX, stripping it, as nginx's `location /svc/ { proxy_pass
+ * http://app/; proxy_set_header Host $host; }` does: `$host` is the host name without the port.
+ */
 async function startProxy(): Promise<http.Server> {
   let target = "";
   const forwarder = createProxyServer({ ws: true });
@@ -44,6 +48,7 @@ async function startProxy(): Promise<http.Server> {
       return false;
     }
     req.url = url.slice(PREFIX.length) || "/";
+    req.headers.host = new URL(`http://${req.headers.host}`).hostname;
     return true;
   };
   const server = http.createServer((req, res) => {
@@ -97,7 +102,8 @@ describe("safeNext under a path prefix", () => {
   it("keeps a path under the prefix and sends anything else to the prefix's artifacts list", () => {
     expect(safeNext("/svc/tokens?x=1", "/svc")).toBe("/svc/tokens?x=1");
     expect(safeNext("/svc/artifacts/art_1#a", "/svc")).toBe("/svc/artifacts/art_1#a");
-    for (const bad of ["/tokens", "/svcx/artifacts", "/svc/../other", "//evil.example/svc/", "https://evil.example/svc/x", "/svc\\..\\x", undefined]) {
+    // an encoded / \ or . may be decoded by the proxy and climb out of the prefix
+    for (const bad of ["/tokens", "/svcx/artifacts", "/svc/../other", "//evil.example/svc/", "https://evil.example/svc/x", "/svc\\..\\x", "/svc/..%2fother", "/svc/..%2F..%2Fevil", "/svc/%5c%5cevil.example", "/svc/%2f%2fevil.example", "/svc/%2E%2E/other", undefined]) {
       expect(safeNext(bad, "/svc"), String(bad)).toBe("/svc/artifacts");
     }
     expect(safeNext("/tokens")).toBe("/tokens");
@@ -111,6 +117,9 @@ describe("the pages through a proxy's path prefix", () => {
     const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
     const { page, failures } = await watchedPage(context);
 
+    // the front page leads to the artifacts, and signed out on to the sign-in page
+    await page.goto(`${publicUrl}/`);
+    await page.waitForURL(`${publicUrl}/sign-in?next=${encodeURIComponent(`${PREFIX}/artifacts`)}`);
     // signed out: to the sign-in page under the prefix, and back to the artifact after
     const doc = byTitle("Q3 billing review");
     await page.goto(`${publicUrl}/artifacts/${doc}`);

@@ -308,6 +308,14 @@ describe("the sandbox's start banner", () => {
   });
   const banner = (env: Record<string, string>, status: BannerApp["devTokenStatus"]) => sandboxBanner(appWith(env, status), { seconds: 1.2, devIdentity: "dev" });
 
+  it("shows the pages and the reference at the public origin when a proxy serves them under a path prefix", () => {
+    expect(banner({}, "active")).toContain("  Artifacts    http://127.0.0.1:3002/artifacts (sign in");
+    const shown = banner({ SVC_API_PUBLIC_ORIGIN: "https://example.com/svc" }, "active");
+    expect(shown).toContain("  Docs         https://example.com/svc/docs\n");
+    expect(shown).toContain("  Artifacts    https://example.com/svc/artifacts (sign in");
+    expect(shown).toContain("  API          http://127.0.0.1:3002\n");
+  });
+
   it("offers the development token and a first curl when it works", () => {
     const shown = banner({}, "active");
     expect(shown).toContain(`Dev token    ${SANDBOX_DEV_TOKEN}`);

@@ -6,6 +6,7 @@ import { ApiError } from "../errors";
 import { newSecret, nowIso } from "../ids";
 import type { Logger } from "../logger";
 import { SignInThrottle } from "./sign-in-throttle";
+import { basePathOf } from "../files/download-urls";
 
 /** Name of the session cookie (HttpOnly, SameSite=Lax, Secure over https). */
 export const SESSION_COOKIE = "svc_session";
@@ -65,7 +66,7 @@ export class SessionService {
     private readonly log?: Logger,
     private readonly throttle = new SignInThrottle(),
   ) {
-    this.cookiePath = (URL.canParse(publicOrigin) ? new URL(publicOrigin).pathname.replace(/\/+$/, "") : "") || "/";
+    this.cookiePath = basePathOf(publicOrigin) || "/";
   }
 
   /** The session cookie's `Path`: the public origin's path prefix, or `/`. */
@@ -73,7 +74,8 @@ export class SessionService {
 
   /**
    * The `Set-Cookie` of a live session's token answering `req`: Max-Age a full TTL (at sign-in, and when
-   * HTTP use renewed it), `Secure` when `req` came over https or the public origin is https.
+   * HTTP use renewed it), `Secure` when `req` came over https or the public origin is https, `Path` the
+   * public origin's path prefix (else `/`).
    */
   cookie(token: string, req: Request): string {
     return sessionCookie(token, Math.floor(this.ttlMs / 1000), this.secure(req), this.cookiePath);

@@ -27,6 +27,15 @@ export function asPublicOrigin(value: string): string | undefined {
 }
 
 /**
+ * The path prefix of a public origin (`SVC_API_PUBLIC_ORIGIN`, `Config.basePath`): its URL path without
+ * trailing slashes, `/svc` for `https://example.com/svc/`; `""` for none, or for an undefined or
+ * unparsable value.
+ */
+export function basePathOf(publicOrigin: string | undefined): string {
+  return publicOrigin && URL.canParse(publicOrigin) ? new URL(publicOrigin).pathname.replace(/\/+$/, "") : "";
+}
+
+/**
  * Checks the public origin download URLs point at (spec 4.3: `SVC_API_PUBLIC_ORIGIN`, an http(s) origin,
  * optionally with the path prefix of a reverse proxy) and answers it without a trailing slash.
  * @throws {ApiError} `not_configured` (503) naming `SVC_API_PUBLIC_ORIGIN` when it is missing; Error when it is not an http(s) origin

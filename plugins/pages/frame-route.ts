@@ -7,19 +7,28 @@ const FRAME_HEADERS = { "x-content-type-options": "nosniff", "referrer-policy": 
 const plain = (status: number, message: string) => new Response(message, { status, headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...FRAME_HEADERS } });
 
 /**
+ * Where the browser loaded a frame link from, with the service's path prefix: the public origin
+ * (`SVC_API_PUBLIC_ORIGIN`, its scheme and port as people reach it) when the request came to its host
+ * (through the proxy: behind TLS the request itself is http, and `Host` may have lost the port), else
+ * the request's own origin (the service reached directly, or under another name) and the prefix.
+ */
+function frameOrigin(r: { base: string; publicOrigin?: string; url: URL }): string {
+  if (r.publicOrigin && new URL(r.publicOrigin).hostname === r.url.hostname) return r.publicOrigin;
+  return `${r.url.origin}${r.base}`;
+}
+
+/**
  * Answers a request under a deck frame's link (spec 2.10): `index.html` rewritten for the link's reader
  * and wrapped in the kit, `_artifact/<id>/<version>/<path>` an image of another artifact the reader can
  * open, `_slide/<id>/<version>/<n>` a slide's screenshot, anything else a file of the deck's version.
  */
-export async function serveFrame(s: PageServices, r: { base: string; req: Request; url: URL; token: string; path: string; thumbnail: boolean; locale: string; origins: string[] }): Promise<Response> {
+export async function serveFrame(s: PageServices, r: { base: string; publicOrigin?: string; req: Request; url: URL; token: string; path: string; thumbnail: boolean; locale: string; origins: string[] }): Promise<Response> {
   const grant = s.frames.verify(r.token);
   if (grant === "expired") return plain(410, "This link to the slides has expired: reload the page that showed them.");
   if (!grant) return plain(404, "No such link");
   const reader: ArtifactReader = { kind: "identity", id: grant.reader };
   const { path } = r; // decoded by the route (RouteRegistry.dispatch)
-  // the link's absolute URL as the browser loads it: the request's origin (a proxy passes the Host on),
-  // under the service's path prefix
-  const base = `${r.url.origin}${r.base}${FRAME_PREFIX}${r.token}/`;
+  const base = `${frameOrigin(r)}${FRAME_PREFIX}${r.token}/`;
   try {
     if (path === "index.html") {
       const version = await s.artifacts.version(reader, grant.artifactId, grant.version);

@@ -36,7 +36,8 @@ export function localeOf(req: Request): string {
  * A path of this service to come back to after signing in, as the browser sees it (under `basePath`,
  * the prefix a proxy serves the service under); anything else (another origin, `//host`, backslashes,
  * a path outside the prefix, dot segments that climb out of it or into `//`) goes to the artifacts
- * list. Answers the normalized path.
+ * list, and so does a path with an encoded `/`, `\` or `.` (`%2f`, `%5c`, `%2e`: a proxy may decode
+ * them and climb out of the prefix). Answers the normalized path.
  */
 export function safeNext(next: string | undefined, basePath = ""): string {
   const fallback = `${basePath}/artifacts`;
@@ -44,7 +45,7 @@ export function safeNext(next: string | undefined, basePath = ""): string {
   try {
     const origin = "http://svc.invalid";
     const url = new URL(next, origin);
-    if (url.origin !== origin || url.pathname.startsWith("//") || !url.pathname.startsWith(`${basePath}/`)) return fallback;
+    if (url.origin !== origin || url.pathname.startsWith("//") || !url.pathname.startsWith(`${basePath}/`) || /%(2f|5c|2e)/i.test(url.pathname)) return fallback;
     return url.pathname + url.search + url.hash;
   } catch {
     return fallback;
@@ -114,6 +115,17 @@ export default definePlugin({
       log.error({ err }, "page failed");
       return errorPage(500, "Something went wrong", "The page could not be shown; the server's log says why.", { base, user });
     };
+
+    routes.add({
+      method: "GET",
+      path: "/",
+      summary: "The service's front page: to the artifacts page",
+      description: "Answers 303 to `/artifacts` (under the proxy's path prefix when there is one), which sends a signed-out browser on to /sign-in.",
+      tags: ["pages"],
+      auth: "none",
+      responses: { 303: { description: "To the artifacts page" } },
+      handler: () => new Response(null, { status: 303, headers: { location: `${base}/artifacts`, "cache-control": "no-store" } }),
+    });
 
     routes.add({
       method: "GET",
@@ -233,7 +245,7 @@ export default definePlugin({
       params: v.object({ token: v.string(), path: v.string() }),
       query: v.object({ part: v.optional(v.string()), thumbnail: v.optional(v.string()) }),
       responses: { 200: { description: "The file" }, 304: { description: "Not modified (If-None-Match)" }, 404: { description: "No such link or file (plain text)", contentType: "text/plain" }, 410: { description: "The link has expired: reload the page that made it (plain text)", contentType: "text/plain" } },
-      handler: async ({ event, params, query }) => serveFrame(services, { base, req: event.req, url: event.url, token: params.token, path: params.path, thumbnail: query.thumbnail !== undefined, locale: localeOf(event.req), origins: [...new Set([event.url.origin, new URL(config.publicOrigin).origin])] }),
+      handler: async ({ event, params, query }) => serveFrame(services, { base, publicOrigin: config.apiPublicOrigin, req: event.req, url: event.url, token: params.token, path: params.path, thumbnail: query.thumbnail !== undefined, locale: localeOf(event.req), origins: [...new Set([event.url.origin, new URL(config.publicOrigin).origin])] }),
     });
 
     const assets: Record<string, { type: string; load: () => Promise<string> | string }> = {

@@ -16,7 +16,7 @@ export default definePlugin({
   setup({ routes, config }) {
     // under the service's path prefix (a URL path: no quotes or angle brackets), which app.js reads from <html data-base>
     const base = config.basePath;
-    const page = fs.readFileSync(path.join(here, "page.html"), "utf8").replace('<html lang="en">', `<html lang="en" data-base="${base}">`).replace('src="/viewer/app.js"', `src="${base}/viewer/app.js"`);
+    const page = fs.readFileSync(path.join(here, "page.html"), "utf8").replaceAll("{{BASE}}", () => base);
     const script = fs.readFileSync(path.join(here, "app.js"), "utf8");
     const send = (body: string, type: string) => new Response(body, { headers: { "content-type": type, "cache-control": "no-cache" } });
     routes.add({ method: "GET", path: "/viewer", summary: "Live event viewer (HTML)", tags: ["viewer"], auth: "none", responses: { 200: { description: "HTML page", contentType: "text/html" } }, handler: () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...NOT_FRAMED } }) });

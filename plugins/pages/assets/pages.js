@@ -15,11 +15,11 @@
     else fn();
   }
 
-  /** An absolute URL of this service to go to (never another origin, a protocol-relative path, or a path outside BASE). */
+  /** An absolute URL of this service to go to (never another origin, a protocol-relative path, a path outside BASE, or one with an encoded / \\ or .). */
   function safePath(href) {
     try {
       var url = new URL(href, location.origin);
-      return url.origin === location.origin && url.pathname.indexOf("//") !== 0 && url.pathname.indexOf(BASE + "/") === 0 ? url.href : null;
+      return url.origin === location.origin && url.pathname.indexOf("//") !== 0 && url.pathname.indexOf(BASE + "/") === 0 && !/%(2f|5c|2e)/i.test(url.pathname) ? url.href : null;
     } catch (e) {
       return null;
     }
