@@ -451,14 +451,14 @@ describe("tus upload sessions on S3 (real S3-compatible server)", () => {
 
   it("GET /api/status has a files part: degraded while the bucket does not answer, ok again once it does", async () => {
     const status = async () => (await fetch(`${app!.url}/api/status`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }).then((r) => r.json())) as any;
-    server!.process.kill("SIGSTOP");
+    await server!.pause();
     try {
       const away = await status();
       expect(away.status).toBe("degraded");
       expect(away.parts.files).toMatchObject({ status: "unhealthy", storage: "s3", error: expect.stringMatching(/no answer within 2000 ms|timed out|abort/i) });
       expect((await fetch(`${app!.url}/health`)).status).toBe(503);
     } finally {
-      server!.process.kill("SIGCONT");
+      server!.resume();
     }
     await new Promise((r) => setTimeout(r, 5_100)); // the last answer is reused for 5 s
     const back = await status();
@@ -505,25 +505,25 @@ describe("tus upload sessions on S3 (real S3-compatible server)", () => {
     const location = created.headers.get("location")!;
     const chunk = () => fetch(location, { method: "PATCH", headers: { ...AUTH, ...TUS, "upload-offset": "0", "content-type": "application/offset+octet-stream" }, body: "0123456789" });
     const away = { code: "unavailable", message: expect.stringMatching(new RegExp(`^File storage did not answer \\(S3 bucket "${BUCKET}" at http://127\\.0\\.0\\.1:\\d+\\)`)) };
-    server!.process.kill("SIGSTOP");
+    await server!.pause();
     try {
       const [patch, again] = await Promise.all([chunk(), create()]);
       expect([patch.status, (await json(patch)).error]).toEqual([503, expect.objectContaining(away)]);
       expect([again.status, (await json(again)).error]).toEqual([503, expect.objectContaining(away)]);
     } finally {
-      server!.process.kill("SIGCONT");
+      server!.resume();
     }
     // nothing was lost: the session takes the same chunk once the bucket answers, and becomes a file
     const done = await chunk();
     expect(done.status).toBe(200);
     expect(await done.json()).toMatchObject({ size: 10, sha256: sha(Buffer.from("0123456789")) });
     // and outside tus's own handling (ending a finished upload: svc deletes its session itself), the same 503
-    server!.process.kill("SIGSTOP");
+    await server!.pause();
     try {
       const ended = await fetch(location, { method: "DELETE", headers: { ...AUTH, ...TUS } });
       expect([ended.status, (await json(ended)).error]).toEqual([503, expect.objectContaining(away)]);
     } finally {
-      server!.process.kill("SIGCONT");
+      server!.resume();
     }
     expect((await fetch(location, { method: "DELETE", headers: { ...AUTH, ...TUS } })).status).toBe(204);
   }, 90_000);

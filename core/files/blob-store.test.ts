@@ -419,7 +419,9 @@ describe("S3BlobStore", () => {
     const store = new S3BlobStore({ ...s3Config(`t${++prefixCounter}/`), timeouts: { connectMs: 500, idleMs: 500 } });
     s3Stores.push(store);
     const { sha256 } = await store.write(Readable.from([Buffer.from("before the stall")]), { maxBytes: 100 });
-    server!.process.kill("SIGSTOP");
+    // only once it has stopped: a read sent before the signal landed was answered, and the test failed
+    // with "expected a rejection" on a busy machine
+    await server!.pause();
     try {
       const began = performance.now();
       const err = await rejection(store.read(sha256));
@@ -428,7 +430,7 @@ describe("S3BlobStore", () => {
       // the SDK's three attempts, each cut at 500 ms of silence, and their backoff
       expect(performance.now() - began).toBeLessThan(10_000);
     } finally {
-      server!.process.kill("SIGCONT");
+      server!.resume();
     }
     expect((await readAll(await store.read(sha256))).toString()).toBe("before the stall");
   }, 30_000);

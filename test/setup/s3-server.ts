@@ -50,6 +50,14 @@ export interface S3Server {
   /** The region it signs for: us-east-1. */
   region: string;
   process: ChildProcess;
+  /**
+   * Freezes the server (SIGSTOP: it accepts connections, through the kernel, and answers nothing) and
+   * waits until it is stopped (the signal lands asynchronously: a request sent at once could still be
+   * answered). @throws Error when it has not stopped within 5 s
+   */
+  pause(): Promise<void>;
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
   stop(): Promise<void>;
 }
@@ -102,6 +110,15 @@ export async function startS3Server(bin: string, opts: { port: number; dir: stri
     secretKey: opts.secretKey,
     region,
     process: child,
+    pause: async () => {
+      child.kill("SIGSTOP");
+      for (const t0 = performance.now(); performance.now() - t0 < 5000; await new Promise((r) => setTimeout(r, 10))) {
+        const stat = fs.readFileSync(`/proc/${child.pid}/stat`, "utf8");
+        if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("T")) return;
+      }
+      throw new Error(`the S3 server (pid ${child.pid}) did not stop within 5 s of SIGSTOP`);
+    },
+    resume: () => void child.kill("SIGCONT"),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGTERM");
