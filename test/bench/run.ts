@@ -137,13 +137,18 @@ const storeCounters = () => {
   const sums: Record<string, number> = {};
   let requests = 0;
   return {
-    /** Adds the counters' growth over `send` (which answers how many requests it sent), drains included. */
-    async over(send: () => Promise<number>): Promise<void> {
+    /**
+     * Adds the counters' growth over `send` (which answers how many requests it sent), drains included;
+     * answers what the service's probe saw over the same span (test/bench/server-probe.ts: its window
+     * starts at the first `app.stats()` here).
+     */
+    async over(send: () => Promise<number>): Promise<Record<string, number>> {
       const before = await app.stats();
       requests += await send();
       await new Promise((r) => setTimeout(r, 500)); // the drains after the last requests
       const after = await app.stats();
       for (const k of STORE_COUNTERS) sums[k] = (sums[k] ?? 0) + after[k]! - before[k]!;
+      return after;
     },
     perRequest(): string {
       const per = (k: string) => ((sums[k] ?? 0) / requests).toFixed(1);
@@ -231,12 +236,19 @@ if (only === "workflows") {
   // the rounds: bare, actions, webhooks, one after the other (see the module comment)
   const actionCounters = storeCounters();
   const webhookCounters = storeCounters();
+  // the service's CPU per request in each max-load round (the probe's window is the round and its
+  // drains): a steadier figure than req/s on a machine whose cores the generator shares
+  const cpuPerRequest: Record<"action" | "webhook", Array<Record<string, number>>> = { action: [], webhook: [] };
   for (let r = 0; r < rounds; r++) {
     settled.push(await settle());
     bareRounds.push(await closedLoop(BARE, bareOpts));
-    await actionCounters.over(round(ACTION, actionOpts, actionRounds));
+    cpuPerRequest.action.push(await actionCounters.over(round(ACTION, actionOpts, actionRounds)));
     settled.push(await settle());
-    await webhookCounters.over(round(WEBHOOK, webhookOpts, webhookRounds));
+    cpuPerRequest.webhook.push(await webhookCounters.over(round(WEBHOOK, webhookOpts, webhookRounds)));
+  }
+  const perRequest = (list: Array<Record<string, number>>, pick: (f: Record<string, number>) => number) => list.map((f) => ((pick(f) * 1000) / f.requests!).toFixed(0)).join(" / ");
+  for (const [what, list] of [["action run", cpuPerRequest.action], ["webhook delivery", cpuPerRequest.webhook]] as const) {
+    statementLines.push(`CPU per ${what} (max load), by round:`.padEnd(52) + ` main thread ${perRequest(list, (f) => f.cpuMainMs!)} µs; other threads ${perRequest(list, (f) => f.cpuMs! - f.cpuMainMs!)} µs`);
   }
   settled.push(await settle());
   statementLines.push(`before each round, the app settled (under 0.1 core) in:`.padEnd(52) + ` ${settled.map((ms) => (ms / 1000).toFixed(1)).join(" / ")} s`);
