@@ -216,7 +216,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // reaches its check that much sooner and the check hides the load (issue 15: ready in < 3 s).
     const sdkMayLoad = seeding && config.deckChecks ? Promise.race([decks.whenChecking(), seedWaiting]) : undefined;
     const connecting = TemporalHost.connect({ config, log, devServer: opts.temporalDevServer, loadAfter: sdkMayLoad });
-    connecting.catch(() => undefined); // observed where it is awaited; no unhandled rejection meanwhile
+    // the run retention deletes workflow runs' rows once Temporal forgot them: its namespace's retention,
+    // known once connected (the rejection is observed where `connecting` is awaited: none unhandled meanwhile)
+    let temporalRetentionMs: number | undefined;
+    connecting.then((t) => (temporalRetentionMs = t.retentionMs), () => undefined);
     lifecycle.hook("close", async () => (await connecting.catch(() => undefined))?.shutdown());
     // the workflow bundle (prebuilt by `npm run build`, else webpack, seconds) is made meanwhile too
     const bundling = loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
@@ -226,11 +229,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(LOGGER, { useValue: log });
     container.register(Lifecycle, { useValue: lifecycle });
     container.register(Metrics, { useValue: new Metrics() });
-    const runRetention = new RunRetention(db, config.runRetentionMs, container.resolve(Metrics));
+    const runRetention = new RunRetention(db, config.runRetentionMs, container.resolve(Metrics), () => temporalRetentionMs);
     container.register(RunRetention, { useValue: runRetention });
     const retentionPass = () =>
       runRetention.prune().then(
-        (deleted) => Object.values(deleted).some((n) => n > 0) && log.info({ deleted }, "retention: deleted ended runs and spent download URLs (SVC_RUN_RETENTION_MS), expired sessions"),
+        (deleted) => Object.values(deleted).some((n) => n > 0) && log.info({ deleted }, "retention: deleted ended runs (action, webhook, workflow) and spent download URLs (SVC_RUN_RETENTION_MS), expired sessions"),
         (err) => log.warn({ err }, "run retention failed"),
       );
     // at start (a service restarted more often than the period still prunes), then periodically

@@ -4,11 +4,16 @@
  * running, effects still pending), and what a client sees after (a resent runId runs again, a resent
  * delivery is new). Real SQLite, real HTTP; a pass is run with its clock moved past the retention.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import sqlite3 from "sqlite3";
 import { Webhook } from "standardwebhooks";
-import { DEV_TOKEN, client, startApp, uploadFile } from "./helpers";
+import { DEV_TOKEN, client, eventually, startApp, uploadFile } from "./helpers";
 import { Database } from "../core/store/db";
-import { ACTION_RUNS_DUE, BATCH, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, UNKEY_DATASET_VERSIONS, WEBHOOK_RUNS_DUE } from "../core/store/run-retention";
+import { openConnection } from "../core/store/sql";
+import { databaseFile } from "../core/config";
+import { ACTION_RUNS_DUE, BATCH, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, UNKEY_DATASET_VERSIONS, UNKEY_WORKFLOW_WRITES, WEBHOOK_RUNS_DUE, WORKFLOW_RUNS_DUE } from "../core/store/run-retention";
+import { Metrics } from "../core/metrics";
+import { TemporalHost } from "../core/temporal/host";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 import { newId } from "../core/ids";
 import { encodeTime } from "ulid";
@@ -63,7 +68,7 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     await write("INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, status, attempts, received_at, headers, body) VALUES (?, ?, 'standard-webhooks', 'events', 'running', 1, ?, '{}', x'7b7d')", [deliveryRunning, newId("exec"), new Date().toISOString()]);
 
     // now: nothing is old enough
-    expect(await retention.prune()).toEqual({ action_runs: 0, webhook_runs: 0, download_urls: 0, sessions: 0 });
+    expect(await retention.prune()).toEqual({ action_runs: 0, webhook_runs: 0, workflow_runs: 0, download_urls: 0, sessions: 0 });
     const actionRuns = await count("action_runs");
     const deliveries = await count("webhook_runs");
     expect(actionRuns).toBeGreaterThanOrEqual(4);
@@ -157,7 +162,10 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
   });
 
   it("reads only the rows it deletes: each search is along an index, never a scan of the table", async () => {
-    const db = app.container.resolve(Database);
+    // on a connection of its own: EXPLAIN QUERY PLAN statements left cached on the app's reader kept it on
+    // an old snapshot (later reads missed later commits; the app never runs them)
+    const db = await openConnection(databaseFile(app.dataDir), sqlite3.OPEN_READONLY);
+    onTestFinished(() => db.close());
     const plans = async (sql: string) => (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => "x"))).map((r) => r.detail);
     expect(await plans(ACTION_RUNS_DUE)).toEqual(["SEARCH action_runs USING INDEX sqlite_autoindex_action_runs_1 (id>? AND id<?)"]);
     expect(await plans(WEBHOOK_RUNS_DUE)).toEqual(["SEARCH webhook_runs USING INDEX sqlite_autoindex_webhook_runs_1 (id>? AND id<?)"]);
@@ -167,10 +175,73 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
       expect(steps.join("\n"), table).toMatch(new RegExp(`SEARCH ${table} USING (COVERING )?INDEX ${index} \\(expires_at<\\?\\)`));
       expect(steps.join("\n"), table).not.toMatch(/\bSCAN (?!j\b)/);
     }
+    expect(await plans(WORKFLOW_RUNS_DUE)).toEqual(["SEARCH workflow_runs USING COVERING INDEX workflow_runs_by_finish (finished_at<?)"]);
+    const writes = (await plans(UNKEY_WORKFLOW_WRITES)).join("\n");
+    expect(writes).toMatch(/SEARCH c USING COVERING INDEX sqlite_autoindex_commits_\d \(idempotency_key>\? AND idempotency_key<\?\)/);
+    expect(writes).not.toMatch(/SCAN (c|commits)\b/);
     // the dataset versions' keys: each run's range along the keys' unique index
     const unkey = (await plans(UNKEY_DATASET_VERSIONS)).join("\n");
     expect(unkey).toMatch(/SEARCH d USING COVERING INDEX sqlite_autoindex_dataset_versions_1 \(idempotency_key>\? AND idempotency_key<\?\)/);
     expect(unkey).not.toMatch(/SCAN (d|dataset_versions)\b/);
+  });
+
+  it("deletes a workflow run's row and its interventions once it ended longer ago than the retention and Temporal's, and forgets its write keys; a run that waits, or whose end was never recorded, stays", async () => {
+    const dev = client(app);
+    const db = app.container.resolve(Database);
+    const start = async (input: object) => (await dev.post("/api/workflows/invoice-review/runs", { input })).body.runId as string;
+    const state = (runId: string) => dev.get(`/api/workflow-runs/${runId}`);
+    // a small invoice: reviewed, with one write (its commit key <runId>:write:<n>)
+    const small = await start({ invoiceId: "inv_1001", waitMs: 0, approvalThreshold: 1_000_000 });
+    // a large one: an intervention, rejected, then a write
+    const large = await start({ invoiceId: "inv_1002", waitMs: 0, approvalThreshold: 0 });
+    await eventually(async () => (await state(large)).body.status === "waiting", 30_000);
+    expect((await dev.post(`/api/workflow-runs/${large}/interventions/approve/submit`, { answer: { approved: false } })).status).toBe(200);
+    // one still waiting for its decision
+    const waiting = await start({ invoiceId: "inv_1002", waitMs: 0, approvalThreshold: 0 });
+    for (const runId of [small, large]) await eventually(async () => (await state(runId)).body.status === "completed", 30_000);
+    await eventually(async () => (await state(waiting)).body.status === "waiting");
+    // a run that ended before its end was recorded (an older version, or terminated in Temporal's UI)
+    const unrecorded = `run_unrecorded_${Date.now()}`;
+    await write("INSERT INTO workflow_runs (run_id, workflow_id, input, requested_at, start_status) VALUES (?, 'invoice-review', '{}', ?, 'started')", [unrecorded, new Date(Date.now() - 90 * 86_400_000).toISOString()]);
+    const ended = await db.all<{ run_id: string; finished_at: string | null }>("SELECT run_id, finished_at FROM workflow_runs WHERE run_id IN (?, ?, ?)", [small, large, waiting]);
+    expect(Object.fromEntries(ended.map((r) => [r.run_id, r.finished_at !== null]))).toEqual({ [small]: true, [large]: true, [waiting]: false });
+    expect(await count("interventions WHERE run_id = ?", [large])).toBe(1);
+    const writeKeys = () => count("commits WHERE idempotency_key LIKE ? OR idempotency_key LIKE ?", [`${small}:write:%`, `${large}:write:%`]);
+    expect(await writeKeys()).toBe(2);
+
+    const later = Date.now() + RETENTION_MS + 2 * 86_400_000;
+    // while Temporal's retention is unknown (not connected, or not readable), no workflow run goes
+    expect((await new RunRetention(db, RETENTION_MS, new Metrics(), () => undefined).prune(later)).workflow_runs).toBe(0);
+    // within the longer of the two retentions, none either: Temporal may still have the run
+    const temporalMs = app.container.resolve(TemporalHost).retentionMs!;
+    expect((await new RunRetention(db, RETENTION_MS, new Metrics(), () => RETENTION_MS * 3).prune(later)).workflow_runs).toBe(0);
+    expect(await count("workflow_runs WHERE run_id IN (?, ?)", [small, large])).toBe(2);
+
+    // past both: the two ended runs go, with the intervention and their write keys (the commits stay)
+    expect(temporalMs).toBeLessThan(RETENTION_MS);
+    const deleted = await app.container.resolve(RunRetention).prune(later);
+    expect(deleted.workflow_runs).toBeGreaterThanOrEqual(2);
+    expect(await count("workflow_runs WHERE run_id IN (?, ?)", [small, large])).toBe(0);
+    expect(await count("workflow_runs WHERE run_id IN (?, ?)", [waiting, unrecorded])).toBe(2);
+    expect(await count("interventions WHERE run_id = ?", [large])).toBe(0);
+    expect(await count("interventions WHERE run_id = ?", [waiting])).toBe(1);
+    expect(await writeKeys()).toBe(0);
+    expect((await state(small)).status).toBe(404);
+    const metrics = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).text();
+    expect(metrics).toMatch(/svc_retention_deleted_total\{table="workflow_runs"\} [1-9]/);
+    // the one waiting is cancelled, so that it does not wait on the shared Temporal server after the test
+    expect((await dev.post(`/api/workflow-runs/${waiting}/cancel`, {})).status).toBeLessThan(300);
+  }, 90_000);
+
+  it("forgets the write keys of the workflow runs it deletes, and only theirs (a runId may hold \":write:\")", async () => {
+    const db = app.container.resolve(Database);
+    const keys = ["run_a:write:1", "run_a:write:12", "run_a:write:3:write:1", "run_ab:write:1", "run_a:writex:1", "run_a:write:"];
+    await db.transaction(async (tx) => {
+      for (const [i, key] of keys.entries()) await tx.run("INSERT INTO commits (commit_id, idempotency_key, created_at) VALUES (?, ?, ?)", [`cmt_unkey_${i}`, key, new Date().toISOString()]);
+      await tx.run(UNKEY_WORKFLOW_WRITES, [JSON.stringify(["run_a"])]);
+    });
+    const left = await db.all<{ commit_id: string; idempotency_key: string | null }>("SELECT commit_id, idempotency_key FROM commits WHERE commit_id LIKE 'cmt_unkey_%' ORDER BY commit_id");
+    expect(left.map((r) => r.idempotency_key)).toEqual([null, null, "run_a:write:3:write:1", "run_ab:write:1", "run_a:writex:1", "run_a:write:"]);
   });
 
   it("forgets the dataset keys of the runs it deletes, and only theirs (a runId may hold \":dataset:\")", async () => {

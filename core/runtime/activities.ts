@@ -118,6 +118,8 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       correlationId: input.runId,
       origin: { kind: "runtime", workflowId: input.workflowId, runId: input.runId },
     });
+    // the run's end, as the run retention counts from it (migration 025); a replayed record keeps the first
+    if (input.type === "workflow.run.finished") await tx.run("UPDATE workflow_runs SET finished_at = ? WHERE run_id = ? AND finished_at IS NULL", [nowIso(), input.runId]);
     return { envelopes: events.prepare(inputs), awaitDrain: input.type === "workflow.run.finished" };
   };
   /** A sync or pipeline run's event. */

@@ -295,8 +295,11 @@ export class RunStarter {
    */
   async end(table: RunTable, runId: string, end: UnstartedEnd): Promise<boolean> {
     const ended = await this.db.transaction(async (tx) => {
-      const { changes } = await tx.run(`UPDATE ${table} SET start_status = ?, start_error = ?, start_finished_at = ? WHERE run_id = ? AND start_status = 'pending'`, [end.status, end.error ? JSON.stringify(end.error) : null, nowIso(), runId]);
+      const at = nowIso();
+      const { changes } = await tx.run(`UPDATE ${table} SET start_status = ?, start_error = ?, start_finished_at = ? WHERE run_id = ? AND start_status = 'pending'`, [end.status, end.error ? JSON.stringify(end.error) : null, at, runId]);
       if (changes === 0) return false;
+      // the run ended here: the run retention counts from it (migration 025)
+      if (table === "workflow_runs") await tx.run("UPDATE workflow_runs SET finished_at = ? WHERE run_id = ?", [at, runId]);
       await this.events.writeInTx(tx, this.events.prepare([await this.finishedEvent(tx, table, runId, end)]));
       return true;
     });

@@ -10,6 +10,7 @@
  * |---|---|---|
  * | `action_runs` | a run that ended (`succeeded`, `failed`) and declared no effect | created and ended more than `SVC_RUN_RETENTION_MS` ago |
  * | `webhook_runs` and their `webhook_attempts` | a delivery that ended (`completed`, `failed`), its raw body with it | received and ended more than `SVC_RUN_RETENTION_MS` ago |
+ * | `workflow_runs` and their `interventions` | a run whose end svc recorded (`finished_at`, migration 025) | ended more than `SVC_RUN_RETENTION_MS` ago, and more than the Temporal namespace's retention (so Temporal forgot it first); never while that retention is unknown |
  * | `download_urls` | a URL that expired (a revoked one expires within 7 days of its creation too) | more than `SVC_RUN_RETENTION_MS` ago |
  * | `sessions` | a browser session that expired (an ended one expires within its TTL too) | more than a day ago |
  *
@@ -18,13 +19,17 @@
  * drop): a resent `runId` of an action run runs again (spec 4.2 rule 4 holds within the retention), a
  * provider's retry of a delivery is a new delivery. With the run go the keys its handler's writes were
  * committed under: the delivery's ontology commit key (`webhook:<executionId>` in `commits`) and the
- * dataset versions' keys (`<action|webhook>:<id>:dataset:<i>`), set to NULL (the commits and versions
- * stay). The run's file references go too (the files stay: a referenced file is never collected).
+ * dataset versions' keys (`<action|webhook>:<id>:dataset:<i>`), and a workflow run's ontology commit
+ * keys (`<runId>:write:<n>`, workflows/index.ts), set to NULL (the commits and versions stay): a run
+ * started again under its `runId` (a provider's retry after its delivery went too) is a new run whose
+ * writes apply. The run's file references go too (the files stay: a referenced file is never collected).
  *
  * **Kept.** A run or a delivery still `running` (a process died under it: its resend runs it again); an
  * action run that declared an effect, whose effect is a Temporal run named by the action's `runId`
  * (`action-effect:<runId>`), started once per `runId`: a resend after its record went would run the
- * action without it. Workflow, sync and pipeline runs are Temporal's to keep (`SVC_TEMPORAL_RETENTION_MS`).
+ * action without it. A workflow run whose end svc never recorded (it ended before migration 025, or was
+ * terminated in Temporal's UI) has no `finished_at` and is kept. Sync and pipeline runs are kept.
+ * Their state and history are Temporal's to keep (`SVC_TEMPORAL_RETENTION_MS`).
  *
  * Rows are found by their ids' time (the ULID of `newId`: creation order, the primary key's order) or by
  * expiry indexes (migration 023), so a pass reads the rows it deletes, plus once those it keeps in that
@@ -64,6 +69,18 @@ export const UNKEY_DATASET_VERSIONS = `UPDATE dataset_versions SET idempotency_k
   SELECT d.idempotency_key FROM json_each(?) AS j JOIN dataset_versions AS d ON d.idempotency_key > j.value || ':dataset:' AND d.idempotency_key < j.value || ':dataset;'
   WHERE substr(d.idempotency_key, length(j.value) + 10) GLOB '[0-9]*' AND substr(d.idempotency_key, length(j.value) + 10) NOT GLOB '*[^0-9]*')`;
 
+/** The workflow runs that ended before `[finished before]`, oldest end first, along `workflow_runs_by_finish` (read on the reader connection). */
+export const WORKFLOW_RUNS_DUE = `SELECT run_id AS id FROM workflow_runs WHERE finished_at < ? ORDER BY finished_at LIMIT ${BATCH}`;
+/** Deletes the workflow runs `[JSON list of runIds]` still due at `[finished before]`; answers their runIds. */
+const DELETE_WORKFLOW_RUNS = `DELETE FROM workflow_runs WHERE run_id IN (SELECT value FROM json_each(?)) AND finished_at < ? RETURNING run_id`;
+/**
+ * Forgets the ontology commit keys of the workflow runs `[JSON list of runIds]` (`<runId>:write:<n>`,
+ * `n` digits only: a runId may hold `:write:` itself), along the keys' unique index.
+ */
+export const UNKEY_WORKFLOW_WRITES = `UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (
+  SELECT c.idempotency_key FROM json_each(?) AS j JOIN commits AS c ON c.idempotency_key > j.value || ':write:' AND c.idempotency_key < j.value || ':write;'
+  WHERE substr(c.idempotency_key, length(j.value) + 8) GLOB '[0-9]*' AND substr(c.idempotency_key, length(j.value) + 8) NOT GLOB '*[^0-9]*')`;
+
 /** How long an expired browser session is kept (ms): a day. */
 const SESSION_KEPT_MS = 86_400_000;
 
@@ -71,6 +88,7 @@ const SESSION_KEPT_MS = 86_400_000;
 export interface PruneCounts {
   action_runs: number;
   webhook_runs: number;
+  workflow_runs: number;
   download_urls: number;
   sessions: number;
 }
@@ -82,13 +100,16 @@ export class RunRetention {
 
   /**
    * @param retentionMs `SVC_RUN_RETENTION_MS`: how long an ended run and a spent download URL are kept
+   * @param temporalRetentionMs how long the Temporal namespace keeps a finished run (ms; `TemporalHost.retentionMs`),
+   *   undefined while unknown (not connected yet, or not readable): workflow runs are kept meanwhile
    */
   constructor(
     private readonly db: Database,
     private readonly retentionMs: number,
     metrics: Metrics,
+    private readonly temporalRetentionMs: () => number | undefined = () => undefined,
   ) {
-    this.deleted = metrics.counter("svc_retention_deleted_total", "Rows the retention of runs and credentials deleted, by table: action_runs and webhook_runs (each with its attempts), download_urls (SVC_RUN_RETENTION_MS after they ended), sessions (a day after they expired)", ["table"]);
+    this.deleted = metrics.counter("svc_retention_deleted_total", "Rows the retention of runs and credentials deleted, by table: action_runs and webhook_runs (each with its attempts), workflow_runs (each with its interventions), download_urls (SVC_RUN_RETENTION_MS after they ended), sessions (a day after they expired)", ["table"]);
   }
 
   /** Stops passes between batches (at shutdown): the one running ends after its current batch. */
@@ -105,7 +126,7 @@ export class RunRetention {
   async prune(nowMs = Date.now()): Promise<PruneCounts> {
     const cutoffMs = nowMs - this.retentionMs;
     const cutoff = new Date(cutoffMs).toISOString();
-    const counts: PruneCounts = { action_runs: 0, webhook_runs: 0, download_urls: 0, sessions: 0 };
+    const counts: PruneCounts = { action_runs: 0, webhook_runs: 0, workflow_runs: 0, download_urls: 0, sessions: 0 };
     counts.action_runs = await this.inBatches("action_runs", ACTION_RUNS_DUE, [firstIdAt("run", cutoffMs), cutoff], async (tx, due) => {
       const deleted = await tx.all<{ run_id: string }>(DELETE_ACTION_RUNS, [JSON.stringify(due.map((r) => r.id)), cutoff]);
       if (deleted.length === 0) return 0;
@@ -133,6 +154,19 @@ export class RunRetention {
         return found.filter((r, i) => (bytes += r.bytes) <= BATCH_BYTES || i === 0);
       },
     );
+    // a workflow run's row goes after Temporal forgot the run (else its state would read 404 while Temporal has it)
+    const temporalMs = this.temporalRetentionMs();
+    if (temporalMs !== undefined) {
+      const ended = new Date(nowMs - Math.max(this.retentionMs, temporalMs)).toISOString();
+      counts.workflow_runs = await this.untilNoneDue("workflow_runs", WORKFLOW_RUNS_DUE, [ended], async (tx, due) => {
+        const deleted = await tx.all<{ run_id: string }>(DELETE_WORKFLOW_RUNS, [JSON.stringify(due.map((r) => r.id)), ended]);
+        if (deleted.length === 0) return 0;
+        const runIds = JSON.stringify(deleted.map((r) => r.run_id));
+        await tx.run("DELETE FROM interventions WHERE run_id IN (SELECT value FROM json_each(?))", [runIds]);
+        await tx.run(UNKEY_WORKFLOW_WRITES, [runIds]);
+        return deleted.length;
+      });
+    }
     counts.download_urls = await this.deleteInBatches("download_urls", DELETE_DOWNLOAD_URLS_DUE, [cutoffMs]);
     counts.sessions = await this.deleteInBatches("sessions", DELETE_SESSIONS_DUE, [nowMs - SESSION_KEPT_MS]);
     return counts;
@@ -156,6 +190,24 @@ export class RunRetention {
       if (deleted) this.deleted.inc({ table }, deleted);
       after = page.at(-1)!.id;
       if (found.length < BATCH && page.length === found.length) break;
+    }
+    return total;
+  }
+
+  /**
+   * Reads up to {@link BATCH} rows due (`due`, on the reader connection) and deletes them in a transaction
+   * of its own (`remove`, which checks again that each is due and answers how many it deleted), until
+   * fewer are due or a batch deletes none; counts them.
+   */
+  private async untilNoneDue(table: keyof PruneCounts, due: string, params: string[], remove: (tx: SqlWriter, rows: Array<{ id: string }>) => Promise<number>): Promise<number> {
+    let total = 0;
+    while (!this.stopped) {
+      const found = await this.db.all<{ id: string }>(due, params);
+      if (found.length === 0) break;
+      const deleted = await this.db.transaction((tx) => remove(tx, found));
+      total += deleted;
+      if (deleted) this.deleted.inc({ table }, deleted);
+      if (found.length < BATCH || deleted === 0) break;
     }
     return total;
   }
