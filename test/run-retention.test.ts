@@ -175,7 +175,11 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
       expect(steps.join("\n"), table).toMatch(new RegExp(`SEARCH ${table} USING (COVERING )?INDEX ${index} \\(expires_at<\\?\\)`));
       expect(steps.join("\n"), table).not.toMatch(/\bSCAN (?!j\b)/);
     }
-    expect(await plans(WORKFLOW_RUNS_DUE)).toEqual(["SEARCH workflow_runs USING COVERING INDEX workflow_runs_by_finish (finished_at<?)"]);
+    const wfDue = (await plans(WORKFLOW_RUNS_DUE)).join("\n");
+    // along the end's index, paged after the last (end, runId) read; each run's action runs along theirs
+    expect(wfDue).toMatch(/^SEARCH w USING INDEX workflow_runs_by_finish \(\(finished_at,run_id\)>\(\?,\?\) AND finished_at<\?\)/);
+    expect(wfDue).toMatch(/SEARCH a USING COVERING INDEX sqlite_autoindex_action_runs_\d \(run_id>\? AND run_id<\?\)/);
+    expect(wfDue).not.toMatch(/\bSCAN\b/);
     const writes = (await plans(UNKEY_WORKFLOW_WRITES)).join("\n");
     expect(writes).toMatch(/SEARCH c USING COVERING INDEX sqlite_autoindex_commits_\d \(idempotency_key>\? AND idempotency_key<\?\)/);
     expect(writes).not.toMatch(/SCAN (c|commits)\b/);
@@ -206,7 +210,7 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     const ended = await db.all<{ run_id: string; finished_at: string | null }>("SELECT run_id, finished_at FROM workflow_runs WHERE run_id IN (?, ?, ?)", [small, large, waiting]);
     expect(Object.fromEntries(ended.map((r) => [r.run_id, r.finished_at !== null]))).toEqual({ [small]: true, [large]: true, [waiting]: false });
     expect(await count("interventions WHERE run_id = ?", [large])).toBe(1);
-    const writeKeys = () => count("commits WHERE idempotency_key LIKE ? OR idempotency_key LIKE ?", [`${small}:write:%`, `${large}:write:%`]);
+    const writeKeys = () => count("commits WHERE (idempotency_key > ? AND idempotency_key < ?) OR (idempotency_key > ? AND idempotency_key < ?)", [`${small}:write:`, `${small}:write;`, `${large}:write:`, `${large}:write;`]);
     expect(await writeKeys()).toBe(2);
 
     const later = Date.now() + RETENTION_MS + 2 * 86_400_000;
@@ -215,6 +219,8 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     // within the longer of the two retentions, none either: Temporal may still have the run
     const temporalMs = app.container.resolve(TemporalHost).retentionMs!;
     expect((await new RunRetention(db, RETENTION_MS, new Metrics(), () => RETENTION_MS * 3).prune(later)).workflow_runs).toBe(0);
+    // nor within a day past Temporal's (it counts from the execution's close, a little later, and deletes in the background)
+    expect((await new RunRetention(db, 3_600_000, new Metrics(), () => temporalMs).prune(Date.now() + temporalMs + 12 * 3_600_000)).workflow_runs).toBe(0);
     expect(await count("workflow_runs WHERE run_id IN (?, ?)", [small, large])).toBe(2);
 
     // past both: the two ended runs go, with the intervention and their write keys (the commits stay)
@@ -232,6 +238,29 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     // the one waiting is cancelled, so that it does not wait on the shared Temporal server after the test
     expect((await dev.post(`/api/workflow-runs/${waiting}/cancel`, {})).status).toBeLessThan(300);
   }, 90_000);
+
+  it("keeps an ended workflow run that is queued again (a restored backup's), or one of whose action runs is kept (started again, it would skip that action)", async () => {
+    const db = app.container.resolve(Database);
+    const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    const [pending, held, free] = ["run_wf_pending", "run_wf_held", "run_wf_free"].map((id) => `${id}_${Date.now()}`) as [string, string, string];
+    // inside a transaction that is rolled back: the run starter never sees these rows
+    const due = await db
+      .transaction(async (tx) => {
+        for (const [runId, status] of [[pending, "pending"], [held, "started"], [free, "started"]] as const) {
+          await tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, requested_at, start_status, finished_at) VALUES (?, 'invoice-review', '{}', ?, ?, ?)", [runId, old, status, old]);
+        }
+        // the held run's action run, with its effect (kept for good); the free one's neighbours do not hold it
+        for (const [runId, effect] of [[`${held}:action:2`, "started"], [`${free}x:action:1`, "started"], [`${free}:actions:1`, null]] as const) {
+          const id = newId("run");
+          await tx.run("INSERT INTO action_runs (id, run_id, action_id, status, params, started_at, finished_at, effect_status) VALUES (?, ?, 'diagnostics.noop', 'succeeded', '{}', ?, ?, ?)", [id, runId, old, old, effect]);
+        }
+        const rows = await tx.all<{ id: string }>(WORKFLOW_RUNS_DUE, [new Date().toISOString(), "", ""]);
+        throw Object.assign(new Error("rolled back"), { rows });
+      })
+      .catch((err: { rows?: Array<{ id: string }> }) => err.rows!.map((r) => r.id));
+    expect(due.filter((id) => [pending, held, free].includes(id))).toEqual([free]);
+    expect(await count("workflow_runs WHERE run_id IN (?, ?, ?)", [pending, held, free])).toBe(0);
+  });
 
   it("forgets the write keys of the workflow runs it deletes, and only theirs (a runId may hold \":write:\")", async () => {
     const db = app.container.resolve(Database);

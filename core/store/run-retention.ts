@@ -10,7 +10,7 @@
  * |---|---|---|
  * | `action_runs` | a run that ended (`succeeded`, `failed`) and declared no effect | created and ended more than `SVC_RUN_RETENTION_MS` ago |
  * | `webhook_runs` and their `webhook_attempts` | a delivery that ended (`completed`, `failed`), its raw body with it | received and ended more than `SVC_RUN_RETENTION_MS` ago |
- * | `workflow_runs` and their `interventions` | a run whose end svc recorded (`finished_at`, migration 025) | ended more than `SVC_RUN_RETENTION_MS` ago, and more than the Temporal namespace's retention (so Temporal forgot it first); never while that retention is unknown |
+ * | `workflow_runs` and their `interventions` | a run whose end svc recorded (`finished_at`, migration 025), not queued again, none of whose action runs is kept | ended more than `SVC_RUN_RETENTION_MS` ago, and more than the Temporal namespace's retention and a day ({@link WORKFLOW_MARGIN_MS}: so Temporal forgot it first); never while that retention is unknown |
  * | `download_urls` | a URL that expired (a revoked one expires within 7 days of its creation too) | more than `SVC_RUN_RETENTION_MS` ago |
  * | `sessions` | a browser session that expired (an ended one expires within its TTL too) | more than a day ago |
  *
@@ -31,8 +31,8 @@
  * terminated in Temporal's UI) has no `finished_at` and is kept. Sync and pipeline runs are kept.
  * Their state and history are Temporal's to keep (`SVC_TEMPORAL_RETENTION_MS`).
  *
- * Rows are found by their ids' time (the ULID of `newId`: creation order, the primary key's order) or by
- * expiry indexes (migration 023), so a pass reads the rows it deletes, plus once those it keeps in that
+ * Rows are found by their ids' time (the ULID of `newId`: creation order, the primary key's order), by
+ * expiry indexes (migration 023) or by when they ended (migration 025), so a pass reads the rows it deletes, plus once those it keeps in that
  * range (runs with an effect, runs left `running`), outside the writer's transactions.
  */
 import { firstIdAt } from "../ids";
@@ -69,10 +69,27 @@ export const UNKEY_DATASET_VERSIONS = `UPDATE dataset_versions SET idempotency_k
   SELECT d.idempotency_key FROM json_each(?) AS j JOIN dataset_versions AS d ON d.idempotency_key > j.value || ':dataset:' AND d.idempotency_key < j.value || ':dataset;'
   WHERE substr(d.idempotency_key, length(j.value) + 10) GLOB '[0-9]*' AND substr(d.idempotency_key, length(j.value) + 10) NOT GLOB '*[^0-9]*')`;
 
-/** The workflow runs that ended before `[finished before]`, oldest end first, along `workflow_runs_by_finish` (read on the reader connection). */
-export const WORKFLOW_RUNS_DUE = `SELECT run_id AS id FROM workflow_runs WHERE finished_at < ? ORDER BY finished_at LIMIT ${BATCH}`;
-/** Deletes the workflow runs `[JSON list of runIds]` still due at `[finished before]`; answers their runIds. */
-const DELETE_WORKFLOW_RUNS = `DELETE FROM workflow_runs WHERE run_id IN (SELECT value FROM json_each(?)) AND finished_at < ? RETURNING run_id`;
+/**
+ * What keeps an ended workflow run `w` that is otherwise due: it is queued again (a restored backup sets
+ * recent runs back to pending), or an action run it ran is still kept (`<runId>:action:<n>`,
+ * workflows/index.ts): one that declared an effect is kept for good, and a run started again under the
+ * same runId would find it and skip the action (its effect runs once per action runId).
+ */
+const WORKFLOW_RUN_HELD = `w.start_status = 'pending' OR EXISTS (SELECT 1 FROM action_runs AS a WHERE a.run_id > w.run_id || ':action:' AND a.run_id < w.run_id || ':action;')`;
+/**
+ * The workflow runs that ended before `[finished before]` and nothing holds ({@link WORKFLOW_RUN_HELD}),
+ * oldest end first, along `workflow_runs_by_finish` (read on the reader connection); `[after end, after runId]`
+ * pages past the held ones.
+ */
+export const WORKFLOW_RUNS_DUE = `SELECT w.run_id AS id, w.finished_at FROM workflow_runs AS w WHERE w.finished_at < ? AND (w.finished_at, w.run_id) > (?, ?) AND NOT (${WORKFLOW_RUN_HELD}) ORDER BY w.finished_at, w.run_id LIMIT ${BATCH}`;
+/** Deletes the workflow runs `[JSON list of runIds]` still due at `[finished before]` (checked again: nothing holds them); answers their runIds. */
+const DELETE_WORKFLOW_RUNS = `DELETE FROM workflow_runs AS w WHERE w.run_id IN (SELECT value FROM json_each(?)) AND w.finished_at < ? AND NOT (${WORKFLOW_RUN_HELD}) RETURNING run_id`;
+/**
+ * How much longer than the Temporal namespace's retention a workflow run's row is kept (ms): a day.
+ * Temporal counts from the execution's close, a little after svc's `finished_at` (days after, when no
+ * worker ran between), and deletes closed executions in the background.
+ */
+export const WORKFLOW_MARGIN_MS = 86_400_000;
 /**
  * Forgets the ontology commit keys of the workflow runs `[JSON list of runIds]` (`<runId>:write:<n>`,
  * `n` digits only: a runId may hold `:write:` itself), along the keys' unique index.
@@ -157,8 +174,8 @@ export class RunRetention {
     // a workflow run's row goes after Temporal forgot the run (else its state would read 404 while Temporal has it)
     const temporalMs = this.temporalRetentionMs();
     if (temporalMs !== undefined) {
-      const ended = new Date(nowMs - Math.max(this.retentionMs, temporalMs)).toISOString();
-      counts.workflow_runs = await this.untilNoneDue("workflow_runs", WORKFLOW_RUNS_DUE, [ended], async (tx, due) => {
+      const ended = new Date(nowMs - Math.max(this.retentionMs, temporalMs + WORKFLOW_MARGIN_MS)).toISOString();
+      counts.workflow_runs = await this.byEndInBatches("workflow_runs", WORKFLOW_RUNS_DUE, ended, async (tx, due) => {
         const deleted = await tx.all<{ run_id: string }>(DELETE_WORKFLOW_RUNS, [JSON.stringify(due.map((r) => r.id)), ended]);
         if (deleted.length === 0) return 0;
         const runIds = JSON.stringify(deleted.map((r) => r.run_id));
@@ -195,19 +212,22 @@ export class RunRetention {
   }
 
   /**
-   * Reads up to {@link BATCH} rows due (`due`, on the reader connection) and deletes them in a transaction
-   * of its own (`remove`, which checks again that each is due and answers how many it deleted), until
-   * fewer are due or a batch deletes none; counts them.
+   * Like {@link inBatches}, for rows found by when they ended: `due` takes `[ended before, after end,
+   * after id]` and answers `id` and `finished_at`, in that order; each page is deleted in a transaction of
+   * its own (`remove` checks again), and the next starts after the last row read.
    */
-  private async untilNoneDue(table: keyof PruneCounts, due: string, params: string[], remove: (tx: SqlWriter, rows: Array<{ id: string }>) => Promise<number>): Promise<number> {
+  private async byEndInBatches(table: keyof PruneCounts, due: string, endedBefore: string, remove: (tx: SqlWriter, rows: Array<{ id: string }>) => Promise<number>): Promise<number> {
     let total = 0;
+    let after = ["", ""];
     while (!this.stopped) {
-      const found = await this.db.all<{ id: string }>(due, params);
+      const found = await this.db.all<{ id: string; finished_at: string }>(due, [endedBefore, ...after]);
       if (found.length === 0) break;
       const deleted = await this.db.transaction((tx) => remove(tx, found));
       total += deleted;
       if (deleted) this.deleted.inc({ table }, deleted);
-      if (found.length < BATCH || deleted === 0) break;
+      const last = found.at(-1)!;
+      after = [last.finished_at, last.id];
+      if (found.length < BATCH) break;
     }
     return total;
   }
