@@ -18,7 +18,7 @@ export type BannerApp = Pick<App, "url" | "config" | "devTokenStatus"> & { tempo
 export function sandboxBanner(app: BannerApp, opts: { seconds: number; devIdentity: string }): string {
   // behind a proxy's path prefix, the pages and the reference work through the proxy only (their links
   // and the session cookie carry the prefix): shown at the public origin
-  const browser = app.config.basePath ? `${app.config.apiPublicOrigin}` : app.url;
+  const browser = app.config.basePath ? app.config.apiPublicOrigin! : app.url;
   const lines = [
     "",
     `  svc sandbox is up (${opts.seconds.toFixed(1)} s)`,

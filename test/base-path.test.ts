@@ -22,7 +22,7 @@ declare const document: any;
 type App = Awaited<ReturnType<typeof startApp>>;
 const PREFIX = "/svc";
 let app: App;
-let proxy: http.Server;
+let proxy: Awaited<ReturnType<typeof startProxy>>;
 /** The public origin with the prefix, as a browser reaches the service: `http://127.0.0.1:<port>/svc`. */
 let publicUrl: string;
 let browser: Browser;
@@ -34,7 +34,7 @@ const refused: string[] = [];
  * A proxy that serves the app under PREFIX, stripping it, as nginx's `location /svc/ { proxy_pass
  * http://app/; proxy_set_header Host $host; }` does: `$host` is the host name without the port.
  */
-async function startProxy(): Promise<http.Server> {
+async function startProxy(): Promise<http.Server & { setTarget(url: string): void }> {
   let target = "";
   const forwarder = createProxyServer({ ws: true });
   forwarder.on("error", (_err, _req, res) => {
@@ -60,7 +60,7 @@ async function startProxy(): Promise<http.Server> {
     forwarder.ws(req, socket, head, { target });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return Object.assign(server, { setTarget: (t: string) => (target = t) });
+  return Object.assign(server, { setTarget: (url: string) => void (target = url) });
 }
 
 /** A page that records every response it gets (status and URL) and every console error. */
@@ -79,7 +79,7 @@ beforeAll(async () => {
   proxy = await startProxy();
   publicUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${PREFIX}`;
   app = await startApp({ env: { SVC_API_PUBLIC_ORIGIN: publicUrl } });
-  (proxy as unknown as { setTarget(t: string): void }).setTarget(app.url);
+  proxy.setTarget(app.url);
   await publishAs(app, "dev", "file", "Signed contract", { "contract.txt": "Signed on 2026-11-30." });
   // 300 rows (the page sends the first 100; the grid fetches the rest from the rows API as it scrolls),
   // each linking to the contract's page: links drawn by the server and by the browser

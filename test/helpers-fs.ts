@@ -73,9 +73,14 @@ export function childPids(pid: number, command?: string): number[] {
   });
 }
 
+/** A process's state letter from /proc (`R` running, `S` sleeping, `T` stopped, `Z` zombie, …), undefined when it is gone. */
+export function processState(pid: number): string | undefined {
+  return procStat(pid)?.[0];
+}
+
 /** Whether a process with this pid runs (a zombie, exited but not yet reaped by its parent, does not). */
 export function processRuns(pid: number): boolean {
-  const state = procStat(pid)?.[0];
+  const state = processState(pid);
   return state !== undefined && state !== "Z";
 }
 

@@ -1,5 +1,5 @@
 import {
-  ArtifactStore, EmbedRenderer, FileStore, SheetData, artifactFileUrl, artifactIdsIn, describeAddressPart, formatBytes, html, isEmptyDocument, isImagePath, quoted, raw, withoutArtifactIds, renderDocument, renderSheetView, safePageUrl, themeStyle, workbookChart,
+  ArtifactStore, EmbedRenderer, FileStore, SheetData, artifactFileUrl, artifactIdsIn, describeAddressPart, formatBytes, html, isEmptyDocument, isImagePath, quoted, raw, withoutArtifactIds, pageUrl, renderDocument, renderSheetView, safePageUrl, themeStyle, workbookChart,
   type ArtifactVersion, type EmbedOptions, type RawHtml, type Theme, type VersionOutline,
 } from "../../core/plugin-api";
 import { FRAME_PREFIX, type FrameLinks } from "./frames";
@@ -81,7 +81,7 @@ export async function artifactPage(s: PageServices, ctx: { base: string; reader:
   const body = html`
 <nav class="crumbs" aria-label="Breadcrumb"><a href="${`${ctx.base}/artifacts`}">Artifacts</a><span aria-hidden="true">/</span><span aria-current="page">${version.artifactTitle}</span></nav>
 ${head(version, versions, ctx)}
-${version.version < version.latestVersion ? html`<p class="banner" role="status">You are reading version ${version.version}. <a href="${`${ctx.base}/artifacts/${encodeURIComponent(ctx.artifactId)}${ctx.part ? `?part=${encodeURIComponent(ctx.part)}` : ""}`}">Open the latest (version ${version.latestVersion})</a></p>` : ""}
+${version.version < version.latestVersion ? html`<p class="banner" role="status">You are reading version ${version.version}. <a href="${`${pageUrl({ artifactId: ctx.artifactId }, ctx.base)}${ctx.part ? `?part=${encodeURIComponent(ctx.part)}` : ""}`}">Open the latest (version ${version.latestVersion})</a></p>` : ""}
 ${partMissing ? html`<p class="banner" role="status" data-part-missing>${partMissing}</p>` : ""}
 ${await warningsList(s, ctx, version)}
 ${view}`;
@@ -97,7 +97,7 @@ function head(version: Version, versions: number[], ctx: { base: string; artifac
     <h1>${version.title}</h1>
     <p class="meta">Version ${version.version}${version.version === version.latestVersion ? " (latest)" : ` of ${version.latestVersion}`} · published ${published} UTC${publisher(version.publishedBy)}</p>
   </div>
-  <form class="version-picker" method="get" action="${`${ctx.base}/artifacts/${encodeURIComponent(ctx.artifactId)}`}">
+  <form class="version-picker" method="get" action="${pageUrl({ artifactId: ctx.artifactId }, ctx.base)}">
     <label for="version-select">Version</label>
     <select id="version-select" name="v">${options}</select>
     ${ctx.part ? html`<input type="hidden" name="part" value="${ctx.part}">` : ""}
@@ -122,7 +122,7 @@ async function warningsList(s: PageServices, ctx: { base: string; reader: Reader
   const item = (w: Version["warnings"][number]): RawHtml => {
     if (w.code === "dependent_broken" && w.artifactId && w.address) {
       const title = titles.get(w.artifactId);
-      const who = title !== undefined ? html`<a href="${`${ctx.base}/artifacts/${encodeURIComponent(w.artifactId)}`}">${quoted(title)}</a>` : html`An artifact you cannot open`;
+      const who = title !== undefined ? html`<a href="${pageUrl({ artifactId: w.artifactId }, ctx.base)}">${quoted(title)}</a>` : html`An artifact you cannot open`;
       // versions published before the warning carried its reason: read it from the message
       const why = w.reason ?? /which this version no longer has: ([\s\S]*)$/.exec(w.message)?.[1];
       return html`${who} shows ${describeAddressPart(w.address)} of this artifact, which this version no longer has${why ? `: ${withoutArtifactIds(why, name, { midSentence: true })}` : ""}`;

@@ -1,4 +1,4 @@
-import { ApiError, formatBytes, isApiError, formatCell, chartInModes, html, raw, workbookChart, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
+import { ApiError, formatBytes, isApiError, formatCell, chartInModes, html, pageUrl, raw, workbookChart, type Artifact, type RawHtml, type VersionOutline } from "../../core/plugin-api";
 import { extension, screenshotUrl, type PageServices } from "./artifact";
 import { FRAME_PREFIX } from "./frames";
 import { shell, type ShellUser } from "./shell";
@@ -33,7 +33,7 @@ ${more}`;
 async function card(s: PageServices, ctx: { base: string; reader: Reader; locale: string }, artifact: Artifact): Promise<RawHtml> {
   const version = await s.artifacts.version(ctx.reader, artifact.id);
   const outline = version.outline as VersionOutline;
-  const href = `${ctx.base}/artifacts/${encodeURIComponent(artifact.id)}`;
+  const href = pageUrl({ artifactId: artifact.id }, ctx.base);
   const updated = new Date(artifact.updatedAt);
   const when = new Intl.DateTimeFormat(ctx.locale, { dateStyle: "medium", timeZone: "UTC" }).format(updated);
   return html`<li class="card" data-kind="${artifact.kind}" data-artifact="${artifact.id}">

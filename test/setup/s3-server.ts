@@ -8,6 +8,7 @@ import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { cachedBinaryPath, goInstall } from "../../core/temporal/go-install";
+import { processState } from "../helpers-fs";
 
 /** The versitygw release the tests build (`go install` works for it: its go.mod has no replace directive). */
 export const S3_SERVER_VERSION = "v1.8.0";
@@ -113,8 +114,7 @@ export async function startS3Server(bin: string, opts: { port: number; dir: stri
     pause: async () => {
       child.kill("SIGSTOP");
       for (const t0 = performance.now(); performance.now() - t0 < 5000; await new Promise((r) => setTimeout(r, 10))) {
-        const stat = fs.readFileSync(`/proc/${child.pid}/stat`, "utf8");
-        if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("T")) return;
+        if (processState(child.pid!) === "T") return;
       }
       throw new Error(`the S3 server (pid ${child.pid}) did not stop within 5 s of SIGSTOP`);
     },

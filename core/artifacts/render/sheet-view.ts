@@ -80,6 +80,7 @@ export function gutterWidth(n: number): number {
 
 /** One sheet's grid: the JSON config, and a static table of the first rows (what shows before the script runs). */
 function gridHtml(input: SheetViewInput, sheet: SheetViewSheet, index: number): string {
+  const basePath = input.basePath ?? "";
   const columns = sheet.columns.map((name) => ({ name, type: sheet.types[name] ?? ({ type: "text" } as CellType) }));
   const config: SheetGridConfig = {
     artifactId: input.artifactId,
@@ -90,8 +91,8 @@ function gridHtml(input: SheetViewInput, sheet: SheetViewSheet, index: number): 
     frozenRows: sheet.frozenRows,
     frozenColumns: sheet.frozenColumns,
     total: sheet.total,
-    rowsUrl: sheetRowsUrl(input.artifactId, input.version, sheet.name, input.basePath),
-    basePath: input.basePath ?? "",
+    rowsUrl: sheetRowsUrl(input.artifactId, input.version, sheet.name, basePath),
+    basePath,
     rows: sheet.firstRows,
   };
   const gutter = gutterWidth(sheet.total + 1);
@@ -107,7 +108,7 @@ function gridHtml(input: SheetViewInput, sheet: SheetViewSheet, index: number): 
   const sticky = (c: number) => (c < frozenColumns ? ` style="left:${lefts[c]}px"` : "");
   const row = (r: string[], d: number) =>
     `<tr class="sheet-row" aria-rowindex="${d + 2}"><th class="sheet-rownum" scope="row">${d + 2}</th>${columns
-      .map((c, ci) => `<td class="${cellClass(ci, c.type)}"${sticky(ci)}>${cellHtml(r[ci] ?? "", c.type, input.locale, input.artifactId, input.version, input.basePath ?? "")}</td>`)
+      .map((c, ci) => `<td class="${cellClass(ci, c.type)}"${sticky(ci)}>${cellHtml(r[ci] ?? "", c.type, input.locale, input.artifactId, input.version, basePath)}</td>`)
       .join("")}</tr>`;
   const shown = sheet.firstRows.slice(0, 200);
   const label = `${sheet.name}: ${sheet.total.toLocaleString(input.locale || "en-US")} rows, ${columns.length} columns`;
