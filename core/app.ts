@@ -7,7 +7,7 @@ import { Database } from "./store/db";
 import { EVENT_STREAM, type EventStream } from "./events/stream";
 import { SqliteEventStream } from "./events/sqlite-stream";
 import { Outbox } from "./events/outbox";
-import { EventLog } from "./events/log";
+import { EventLog, pruneEventKeys } from "./events/log";
 import { OntologyStore } from "./ontology/store";
 import { ProjectRegistry } from "./project/registry";
 import { ActionRunner } from "./runtime/actions";
@@ -194,7 +194,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
     lifecycle.hook("close", () => outbox.drain());
     lifecycle.every(config.outboxRecoveryMs, () => outbox.drain());
     lifecycle.every(Math.min(config.eventRetentionMs / 10, 3_600_000), () =>
-      Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs)]).catch((err) => log.warn({ err }, "retention prune failed")),
+      // the events' idempotency keys are svc's, whatever the stream: they go by their own pass (a broker's events expire in the broker)
+      Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs), pruneEventKeys(db, Date.now() - config.eventRetentionMs, () => lifecycle.shuttingDown)]).catch((err) =>
+        log.warn({ err }, "retention prune failed"),
+      ),
     );
     const blobs = await blobStoreFromEnv(opts.env ?? process.env, config.dataDir);
     lifecycle.hook("close", () => blobs.close());

@@ -106,6 +106,10 @@ describe("NATS JetStream broker stream", () => {
       const c = client(app);
       const [oldest] = (await c.get("/api/events?limit=1")).body.events;
       expect(oldest).toBeDefined();
+      const at = new Date().toISOString();
+      const append = (n: number) => c.post("/api/events", { events: [{ type: "schedule.triggered", payload: { scheduleId: "s", occurrenceAt: at, triggeredAt: at, occurrenceKey: `o${n}` }, idempotencyKey: "nightly" }] });
+      expect((await append(1)).body.skipped).toEqual([]);
+      expect((await append(2)).body.skipped).toEqual([{ index: 0, idempotencyKey: "nightly" }]);
       await new Promise((r) => setTimeout(r, 3000));
       await c.post("/api/actions/diagnostics.noop", { params: {} });
       const expired = await eventually(async () => {
@@ -113,6 +117,13 @@ describe("NATS JetStream broker stream", () => {
         return res.status === 410 ? res : undefined;
       }, 10_000, 250);
       expect(expired.body.error.code).toBe("cursor_expired");
+      // the events went with the broker's max_age, and their keys from svc's store with them: a key
+      // past the retention appends again (event_keys grew for ever under NATS before)
+      const again = await eventually(async () => {
+        const res = await append(3);
+        return res.body.skipped.length === 0 ? res : undefined;
+      }, 10_000, 250);
+      expect(again.body.events).toHaveLength(1);
     } finally {
       await app.close();
       await nats.stop();

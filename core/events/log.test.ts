@@ -5,7 +5,7 @@ import { Database } from "../store/db";
 import { SqliteEventStream } from "../events/sqlite-stream";
 import type { EventStream } from "../events/stream";
 import { Outbox } from "../events/outbox";
-import { EventLog, type AppendInput } from "../events/log";
+import { EVENT_KEYS_BATCH, EventLog, pruneEventKeys, type AppendInput } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { OntologyStore } from "../ontology/store";
 import { FileStore } from "../files/file-store";
@@ -161,6 +161,29 @@ describe("event log (SQLite files, outbox, stream)", () => {
       { key: "b", id: batch[4]!.id },
       { key: "used", id: read[0]!.id },
     ]);
+  });
+
+  it.each([{ broker: false }, { broker: true }])("forgets the event keys recorded before the retention's cutoff, a batch per transaction along their time index, whatever the stream (broker %o)", async (opts) => {
+    const { db, events } = await open(tempDir(), opts);
+    await events.append([{ ...scheduleEvent(1), idempotencyKey: "old" }]);
+    await events.append([{ ...scheduleEvent(2), idempotencyKey: "recent" }]);
+    // "old" and two batches and a bit of other keys recorded a day ago
+    const dayAgo = new Date(Date.now() - 86_400_000).toISOString();
+    await db.transaction((tx) => tx.run("UPDATE event_keys SET created_at = ? WHERE idempotency_key = 'old'", [dayAgo]));
+    const filler = Array.from({ length: 2 * EVENT_KEYS_BATCH + 2 }, (_, i) => [`filler-${i}`, `evt_${i}`, dayAgo]);
+    await db.transaction((tx) => tx.run("INSERT INTO event_keys (idempotency_key, event_id, created_at) SELECT value->>0, value->>1, value->>2 FROM json_each(?)", [JSON.stringify(filler)]));
+    const before = db.stats().transactions;
+    expect(await pruneEventKeys(db, Date.now() - 3_600_000)).toBe(filler.length + 1);
+    expect(db.stats().transactions - before).toBe(3);
+    expect(await db.all("SELECT idempotency_key AS key FROM event_keys")).toEqual([{ key: "recent" }]);
+    // the forgotten key appends again; the kept one is still a duplicate
+    await events.append([{ ...scheduleEvent(3), idempotencyKey: "old" }, { ...scheduleEvent(4), idempotencyKey: "recent" }]);
+    await events.drain(2000);
+    expect((await events.read({ limit: 10 })).map((e) => e.payload.occurrenceKey)).toEqual(["k1", "k2", "k3"]);
+    expect(await pruneEventKeys(db, Date.now() - 3_600_000)).toBe(0);
+    // a batch is found along the index, not by a scan of every key
+    const plan = await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN SELECT idempotency_key FROM event_keys WHERE created_at < ? ORDER BY created_at LIMIT ${EVENT_KEYS_BATCH}`, [dayAgo]);
+    expect(plan.map((p) => p.detail)).toEqual([expect.stringMatching(/^SEARCH event_keys USING COVERING INDEX event_keys_by_time \(created_at<\?\)/)]);
   });
 
   it("puts a transaction's events in the SQLite stream exactly when it commits: none of a caller rolled back, nothing in the outbox", async () => {

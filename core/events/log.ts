@@ -50,6 +50,31 @@ async function recordKeys(tx: SqlWriter, rows: readonly EventKeyRow[]): Promise<
   return new Set(stored.map((r) => r.event_id));
 }
 
+/** Event keys deleted per transaction by {@link pruneEventKeys}. */
+export const EVENT_KEYS_BATCH = 2000;
+
+/**
+ * The event keys' retention (spec 6.2): deletes the idempotency keys recorded before `cutoffMs` (epoch
+ * ms; the app passes now minus `SVC_EVENT_RETENTION_MS`), whatever the stream: the built-in stream's
+ * events go in the same pass, a broker's (NATS's `max_age`) in the broker, and their keys in
+ * `event_keys` only here. A key forgotten lets an event appended again under it be written: its first
+ * event is past the retention (a cursor to it answers `cursor_expired`). Deletes {@link EVENT_KEYS_BATCH}
+ * keys a transaction along `event_keys_by_time` (migration 026), each a short write beside the
+ * requests of its group commit, until none is left before the cutoff or `stopped()` says so.
+ * @returns the keys deleted
+ */
+export async function pruneEventKeys(db: Database, cutoffMs: number, stopped: () => boolean = () => false): Promise<number> {
+  const cutoff = new Date(cutoffMs).toISOString();
+  let deleted = 0;
+  for (;;) {
+    const { changes } = await db.transaction((tx) =>
+      tx.run(`DELETE FROM event_keys WHERE idempotency_key IN (SELECT idempotency_key FROM event_keys WHERE created_at < ? ORDER BY created_at LIMIT ${EVENT_KEYS_BATCH})`, [cutoff]),
+    );
+    deleted += changes;
+    if (changes < EVENT_KEYS_BATCH || stopped()) return deleted;
+  }
+}
+
 /** Payload fields each catalog type must carry (spec 2.4), checked on append. */
 const REQUIRED_FIELDS: Partial<Record<EventType, string[]>> = {
   "action.requested": ["actionId", "runId"],

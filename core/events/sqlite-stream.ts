@@ -384,11 +384,8 @@ export class SqliteEventStream implements EventStream {
   async prune(retentionMs: number): Promise<number> {
     this.readAhead.clear();
     const cutoff = Date.now() - retentionMs;
-    const pruned = await this.db.transaction(async (tx) => {
-      const done = await pruneBefore(tx, "events", "pruned_through", cutoff);
-      if (done) await tx.run("DELETE FROM event_keys WHERE created_at < ?", [new Date(cutoff).toISOString()]);
-      return done;
-    });
+    // the events' keys go by their own pass, for every stream kind (`pruneEventKeys`, core/events/log.ts)
+    const pruned = await this.db.transaction((tx) => pruneBefore(tx, "events", "pruned_through", cutoff));
     if (!pruned) return 0;
     // only once committed: readers never see a cursor expire that is still retained
     this.prunedThrough = pruned.through;
