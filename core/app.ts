@@ -236,7 +236,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(RunRetention, { useValue: runRetention });
     const retentionPass = () =>
       runRetention.prune().then(
-        (deleted) => Object.values(deleted).some((n) => n > 0) && log.info({ deleted }, "retention: deleted ended runs (action, webhook, workflow) and spent download URLs (SVC_RUN_RETENTION_MS), expired sessions"),
+        (deleted) => Object.values(deleted).some((n) => n > 0) && log.info({ deleted }, "retention: deleted ended runs (action, webhook, workflow, sync, pipeline) and spent download URLs (SVC_RUN_RETENTION_MS), expired sessions"),
         (err) => log.warn({ err }, "run retention failed"),
       );
     // at start (a service restarted more often than the period still prunes), then periodically

@@ -28,7 +28,7 @@ import { asPublicOrigin, basePathOf } from "./files/download-urls";
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
  * | `SVC_RECORD_RUNNING_AFTER_MS` | 20 | an action run or webhook delivery whose handler ends sooner is recorded with its completion (one commit); one that runs longer is recorded `running` on its own commit at this point; 0 records every run as it starts (see `RunRecording`) |
  * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
- * | `SVC_RUN_RETENTION_MS` | 2592000000 (30 days) | how long an ended action run (without an effect) and webhook delivery (with its raw body), an ended workflow run's row (at least a day past Temporal's retention) and an expired download URL are kept, and so how long `runId`s and delivery keys de-duplicate (`core/store/run-retention.ts`); at least 1 h, and at least `SVC_EVENT_RETENTION_MS` |
+ * | `SVC_RUN_RETENTION_MS` | 2592000000 (30 days) | how long an ended action run (without an effect) and webhook delivery (with its raw body), an ended workflow, sync or pipeline run's row (at least a day past Temporal's retention) and an expired download URL are kept, and so how long `runId`s and delivery keys de-duplicate (`core/store/run-retention.ts`); at least 1 h, and at least `SVC_EVENT_RETENTION_MS` |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
  * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |
  * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions |
@@ -91,7 +91,7 @@ export interface Config {
   /** ms a handler runs before its run is recorded on its own commit (see `RunRecording`); 0: at once. */
   recordRunningAfterMs: number;
   eventRetentionMs: number;
-  /** `SVC_RUN_RETENTION_MS`: how long ended action runs, webhook deliveries, workflow runs' rows and spent download URLs are kept (ms; core/store/run-retention.ts). */
+  /** `SVC_RUN_RETENTION_MS`: how long ended action runs, webhook deliveries, workflow, sync and pipeline runs' rows and spent download URLs are kept (ms; core/store/run-retention.ts). */
   runRetentionMs: number;
   shutdownTimeoutMs: number;
   syncSchedules: boolean;

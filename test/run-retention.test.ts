@@ -11,13 +11,14 @@ import { DEV_TOKEN, client, eventually, startApp, uploadFile } from "./helpers";
 import { Database } from "../core/store/db";
 import { openConnection } from "../core/store/sql";
 import { databaseFile } from "../core/config";
-import { ACTION_RUNS_DUE, BATCH, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, UNKEY_DATASET_VERSIONS, UNKEY_WORKFLOW_WRITES, WEBHOOK_RUNS_DUE, WORKFLOW_RUNS_DUE } from "../core/store/run-retention";
+import { ACTION_RUNS_DUE, BATCH, CONNECTOR_RUNS_DUE, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, UNKEY_DATASET_VERSIONS, UNKEY_PIPELINE_DATASETS, UNKEY_PIPELINE_STEPS, UNKEY_WORKFLOW_WRITES, WEBHOOK_RUNS_DUE, WORKFLOW_RUNS_DUE } from "../core/store/run-retention";
 import { Metrics } from "../core/metrics";
 import { TemporalHost } from "../core/temporal/host";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
 import { newId } from "../core/ids";
 import { encodeTime } from "ulid";
 import { HandlerRunner } from "../core/runtime/handler";
+import { RunStarter } from "../core/runtime/run-starter";
 import { WebhookDeliveries } from "../core/runtime/webhooks";
 import Stripe from "stripe";
 import { OntologyStore } from "../core/ontology/store";
@@ -68,7 +69,7 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     await write("INSERT INTO webhook_runs (id, execution_id, connector_id, webhook_id, status, attempts, received_at, headers, body) VALUES (?, ?, 'standard-webhooks', 'events', 'running', 1, ?, '{}', x'7b7d')", [deliveryRunning, newId("exec"), new Date().toISOString()]);
 
     // now: nothing is old enough
-    expect(await retention.prune()).toEqual({ action_runs: 0, webhook_runs: 0, workflow_runs: 0, download_urls: 0, sessions: 0 });
+    expect(await retention.prune()).toEqual({ action_runs: 0, webhook_runs: 0, workflow_runs: 0, connector_runs: 0, download_urls: 0, sessions: 0 });
     const actionRuns = await count("action_runs");
     const deliveries = await count("webhook_runs");
     expect(actionRuns).toBeGreaterThanOrEqual(4);
@@ -180,13 +181,20 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     expect(wfDue).toMatch(/^SEARCH w USING INDEX workflow_runs_by_finish \(\(finished_at,run_id\)>\(\?,\?\) AND finished_at<\?\)/);
     expect(wfDue).toMatch(/SEARCH a USING COVERING INDEX sqlite_autoindex_action_runs_\d \(run_id>\? AND run_id<\?\)/);
     expect(wfDue).not.toMatch(/\bSCAN\b/);
-    const writes = (await plans(UNKEY_WORKFLOW_WRITES)).join("\n");
-    expect(writes).toMatch(/SEARCH c USING COVERING INDEX sqlite_autoindex_commits_\d \(idempotency_key>\? AND idempotency_key<\?\)/);
-    expect(writes).not.toMatch(/SCAN (c|commits)\b/);
+    const connectorDue = (await plans(CONNECTOR_RUNS_DUE)).join("\n");
+    expect(connectorDue).toMatch(/^SEARCH c USING INDEX connector_runs_by_finish \(\(finished_at,run_id\)>\(\?,\?\) AND finished_at<\?\)/);
+    expect(connectorDue).not.toMatch(/\bSCAN\b/);
+    for (const statement of [UNKEY_WORKFLOW_WRITES, UNKEY_PIPELINE_STEPS]) {
+      const writes = (await plans(statement)).join("\n");
+      expect(writes).toMatch(/SEARCH c USING COVERING INDEX sqlite_autoindex_commits_\d \(idempotency_key>\? AND idempotency_key<\?\)/);
+      expect(writes).not.toMatch(/SCAN (c|commits)\b/);
+    }
     // the dataset versions' keys: each run's range along the keys' unique index
-    const unkey = (await plans(UNKEY_DATASET_VERSIONS)).join("\n");
-    expect(unkey).toMatch(/SEARCH d USING COVERING INDEX sqlite_autoindex_dataset_versions_1 \(idempotency_key>\? AND idempotency_key<\?\)/);
-    expect(unkey).not.toMatch(/SCAN (d|dataset_versions)\b/);
+    for (const statement of [UNKEY_DATASET_VERSIONS, UNKEY_PIPELINE_DATASETS]) {
+      const unkey = (await plans(statement)).join("\n");
+      expect(unkey).toMatch(/SEARCH d USING COVERING INDEX sqlite_autoindex_dataset_versions_1 \(idempotency_key>\? AND idempotency_key<\?\)/);
+      expect(unkey).not.toMatch(/SCAN (d|dataset_versions)\b/);
+    }
   });
 
   it("deletes a workflow run's row and its interventions once it ended longer ago than the retention and Temporal's, and forgets its write keys; a run that waits, or whose end was never recorded, stays", async () => {
@@ -239,6 +247,69 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     expect((await dev.post(`/api/workflow-runs/${waiting}/cancel`, {})).status).toBeLessThan(300);
   }, 90_000);
 
+  it("deletes sync and pipeline runs' rows like workflow runs', and forgets their handlers' commit and dataset keys; one queued again, or whose end was never recorded, stays", async () => {
+    const dev = client(app);
+    const db = app.container.resolve(Database);
+    // a sync that upserts objects (commit key sync:<runId>), one that snapshots a dataset (sync:<runId>:dataset:0),
+    // a pipeline whose second step writes balances (pipeline:<runId>:1)
+    const customers = (await dev.post("/api/syncs/customer-sync/runs", { input: {} })).body.runId as string;
+    const prices = (await dev.post("/api/syncs/price-list-sync/runs", { input: {} })).body.runId as string;
+    const statement = (await dev.post("/api/pipelines/monthly-statement/runs", { input: { month: "2026-11" } })).body.runId as string;
+    // and one that Temporal refused to start: ended while queued (RunStarter.end)
+    const starter = app.container.resolve(RunStarter);
+    starter.pause();
+    let refused: string;
+    try {
+      refused = (await dev.post("/api/syncs/customer-sync/runs", { input: {} })).body.runId as string;
+      expect(await starter.end("connector_runs", refused, { status: "failed", error: { code: "start_refused", message: "refused for the test" } })).toBe(true);
+    } finally {
+      starter.resume();
+    }
+    const runs = [["sync", customers], ["sync", prices], ["pipeline", statement], ["sync", refused]] as const;
+    for (const [kind, runId] of runs) await eventually(async () => ["completed", "failed"].includes((await dev.get(`/api/${kind}-runs/${runId}`)).body.status), 30_000);
+    const ended = await db.all<{ run_id: string }>("SELECT run_id FROM connector_runs WHERE run_id IN (?, ?, ?, ?) AND finished_at IS NOT NULL", [customers, prices, statement, refused]);
+    expect(ended).toHaveLength(4);
+    const keys = () =>
+      Promise.all([
+        count("commits WHERE idempotency_key = ?", [`sync:${customers}`]),
+        count("dataset_versions WHERE idempotency_key = ?", [`sync:${prices}:dataset:0`]),
+        count("commits WHERE idempotency_key = ?", [`pipeline:${statement}:1`]),
+      ]);
+    expect(await keys()).toEqual([1, 1, 1]);
+    // a run queued again (a restored backup's) and one whose end was never recorded (before migration 027)
+    const old = new Date(Date.now() - 90 * 86_400_000).toISOString();
+    const [queued, unrecorded] = [`run_sync_queued_${Date.now()}`, `run_sync_unrecorded_${Date.now()}`];
+    await write("INSERT INTO connector_runs (run_id, kind, definition_id, input, requested_at, start_status) VALUES (?, 'sync', 'customer-sync', '{}', ?, 'started')", [unrecorded, old]);
+    // the queued one inside a transaction that is rolled back: the run starter never sees it
+    const due = await db
+      .transaction(async (tx) => {
+        await tx.run("INSERT INTO connector_runs (run_id, kind, definition_id, input, requested_at, start_status, finished_at) VALUES (?, 'sync', 'customer-sync', '{}', ?, 'pending', ?)", [queued, old, old]);
+        const rows = await tx.all<{ id: string }>(CONNECTOR_RUNS_DUE, [new Date().toISOString(), "", ""]);
+        throw Object.assign(new Error("rolled back"), { rows });
+      })
+      .catch((err: { rows?: Array<{ id: string }> }) => err.rows!.map((r) => r.id));
+    expect(due).not.toContain(queued);
+    expect(due).toEqual(expect.arrayContaining([customers, prices, statement]));
+
+    const later = Date.now() + RETENTION_MS + 2 * 86_400_000;
+    // never while Temporal's retention is unknown, nor within it and its day
+    expect((await new RunRetention(db, RETENTION_MS, new Metrics(), () => undefined).prune(later)).connector_runs).toBe(0);
+    const temporalMs = app.container.resolve(TemporalHost).retentionMs!;
+    expect((await new RunRetention(db, 3_600_000, new Metrics(), () => temporalMs).prune(Date.now() + temporalMs + 12 * 3_600_000)).connector_runs).toBe(0);
+    expect(await count("connector_runs WHERE run_id IN (?, ?, ?)", [customers, prices, statement])).toBe(3);
+
+    const deleted = await app.container.resolve(RunRetention).prune(later);
+    expect(deleted.connector_runs).toBeGreaterThanOrEqual(4);
+    expect(await count("connector_runs WHERE run_id IN (?, ?, ?, ?)", [customers, prices, statement, refused])).toBe(0);
+    expect(await count("connector_runs WHERE run_id = ?", [unrecorded])).toBe(1);
+    // the commits and the version stay, without their keys
+    expect(await keys()).toEqual([0, 0, 0]);
+    expect(await count("dataset_versions WHERE dataset_id = 'price-list' AND idempotency_key IS NULL")).toBeGreaterThanOrEqual(1);
+    for (const [kind, runId] of runs) expect((await dev.get(`/api/${kind}-runs/${runId}`)).status).toBe(404);
+    const metrics = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).text();
+    expect(metrics).toMatch(/svc_retention_deleted_total\{table="connector_runs"\} [1-9]/);
+  }, 90_000);
+
   it("keeps an ended workflow run that is queued again (a restored backup's), or one of whose action runs is kept (started again, it would skip that action)", async () => {
     const db = app.container.resolve(Database);
     const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
@@ -271,6 +342,22 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     });
     const left = await db.all<{ commit_id: string; idempotency_key: string | null }>("SELECT commit_id, idempotency_key FROM commits WHERE commit_id LIKE 'cmt_unkey_%' ORDER BY commit_id");
     expect(left.map((r) => r.idempotency_key)).toEqual([null, null, "run_a:write:3:write:1", "run_ab:write:1", "run_a:writex:1", "run_a:write:"]);
+  });
+
+  it("forgets the step keys of the pipeline runs it deletes, commits' and dataset versions', and only theirs", async () => {
+    const db = app.container.resolve(Database);
+    const commitKeys = ["pipeline:p1:0", "pipeline:p1:12", "pipeline:p1:0:write:1", "pipeline:p12:0", "pipeline:p1:x", "pipeline:p1:", "sync:p1"];
+    const versionKeys = ["pipeline:p1:0:dataset:0", "pipeline:p1:3:dataset:12", "pipeline:p1:0:dataset:1:dataset:0", "pipeline:p1:x:dataset:0", "pipeline:p1:0:dataset:", "pipeline:p12:0:dataset:0", "pipeline:p1:0:datasetx:0"];
+    await db.transaction(async (tx) => {
+      for (const [i, key] of commitKeys.entries()) await tx.run("INSERT INTO commits (commit_id, idempotency_key, created_at) VALUES (?, ?, ?)", [`cmt_pipeline_${i}`, key, new Date().toISOString()]);
+      for (const [i, key] of versionKeys.entries()) await tx.run("INSERT INTO dataset_versions (dataset_id, version, transaction_type, status, source, idempotency_key, opened_at) VALUES ('unkey-pipeline', ?, 'append', 'aborted', '{}', ?, ?)", [i + 1, key, new Date().toISOString()]);
+      await tx.run(UNKEY_PIPELINE_STEPS, [JSON.stringify(["p1"])]);
+      await tx.run(UNKEY_PIPELINE_DATASETS, [JSON.stringify(["p1"])]);
+    });
+    const commits = await db.all<{ idempotency_key: string | null }>("SELECT idempotency_key FROM commits WHERE commit_id LIKE 'cmt_pipeline_%' ORDER BY commit_id");
+    expect(commits.map((r) => r.idempotency_key)).toEqual([null, null, "pipeline:p1:0:write:1", "pipeline:p12:0", "pipeline:p1:x", "pipeline:p1:", "sync:p1"]);
+    const versions = await db.all<{ idempotency_key: string | null }>("SELECT idempotency_key FROM dataset_versions WHERE dataset_id = 'unkey-pipeline' ORDER BY version");
+    expect(versions.map((r) => r.idempotency_key)).toEqual([null, null, "pipeline:p1:0:dataset:1:dataset:0", "pipeline:p1:x:dataset:0", "pipeline:p1:0:dataset:", "pipeline:p12:0:dataset:0", "pipeline:p1:0:datasetx:0"]);
   });
 
   it("forgets the dataset keys of the runs it deletes, and only theirs (a runId may hold \":dataset:\")", async () => {

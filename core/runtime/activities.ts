@@ -123,10 +123,15 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     return { envelopes: events.prepare(inputs), awaitDrain: input.type === "workflow.run.finished" };
   };
   /** A sync or pipeline run's event. */
-  const runEventInTx = (input: RecordRunEventInput): Written => ({
-    envelopes: events.prepare([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }]),
-    awaitDrain: input.type.endsWith(".run.finished"),
-  });
+  const runEventInTx = async (tx: SqlWriter, input: RecordRunEventInput): Promise<Written> => {
+    const finished = input.type.endsWith(".run.finished");
+    // the run's end, as the run retention counts from it (migration 027); a replayed record keeps the first
+    if (finished) await tx.run("UPDATE connector_runs SET finished_at = ? WHERE run_id = ? AND finished_at IS NULL", [nowIso(), input.runId]);
+    return {
+      envelopes: events.prepare([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }]),
+      awaitDrain: finished,
+    };
+  };
   /**
    * Writes a run's records in one transaction, in order, each once per key, then drains the outbox to the
    * stream. Only a record that ends a run or is an intervention's awaits the drain, so whoever sees the
@@ -156,7 +161,7 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     await db.transaction(async (tx) => {
       const envelopes: DomainEventEnvelope[] = [];
       for (const record of records) {
-        const written = "workflowEvent" in record ? await workflowEventInTx(tx, record.workflowEvent) : "runEvent" in record ? runEventInTx(record.runEvent) : await interventionInTx(tx, record.intervention);
+        const written = "workflowEvent" in record ? await workflowEventInTx(tx, record.workflowEvent) : "runEvent" in record ? await runEventInTx(tx, record.runEvent) : await interventionInTx(tx, record.intervention);
         envelopes.push(...written.envelopes);
         awaitDrain ||= written.awaitDrain;
       }

@@ -298,8 +298,8 @@ export class RunStarter {
       const at = nowIso();
       const { changes } = await tx.run(`UPDATE ${table} SET start_status = ?, start_error = ?, start_finished_at = ? WHERE run_id = ? AND start_status = 'pending'`, [end.status, end.error ? JSON.stringify(end.error) : null, at, runId]);
       if (changes === 0) return false;
-      // the run ended here: the run retention counts from it (migration 025)
-      if (table === "workflow_runs") await tx.run("UPDATE workflow_runs SET finished_at = ? WHERE run_id = ?", [at, runId]);
+      // the run ended here: the run retention counts from it (migrations 025, 027)
+      await tx.run(`UPDATE ${table} SET finished_at = ? WHERE run_id = ?`, [at, runId]);
       await this.events.writeInTx(tx, this.events.prepare([await this.finishedEvent(tx, table, runId, end)]));
       return true;
     });

@@ -110,8 +110,8 @@ export async function backupDataDir(dataDir: string, dest: string, opts: { blobS
       // snapshot began that svc started is started again (or adopted: RunStarter) by the restored service
       const since = new Date(Date.parse(temporalAt) - RESTART_RUNS_REQUESTED_WITHIN_MS).toISOString();
       for (const table of ["workflow_runs", "connector_runs"]) {
-        // (a workflow run's recorded end goes too: started again, it ends again, and the retention counts from then)
-        runsToStartAgain += (await copy.run(`UPDATE ${table} SET start_status = 'pending'${table === "workflow_runs" ? ", finished_at = NULL" : ""} WHERE start_status = 'started' AND requested_at >= ?`, [since])).changes;
+        // (a run's recorded end goes too: started again, it ends again, and the retention counts from then)
+        runsToStartAgain += (await copy.run(`UPDATE ${table} SET start_status = 'pending', finished_at = NULL WHERE start_status = 'started' AND requested_at >= ?`, [since])).changes;
       }
       interventionsResolvedBetweenSnapshots = (await copy.get<{ n: number }>("SELECT count(*) AS n FROM interventions WHERE resolved_at >= ?", [temporalAt]))?.n ?? 0;
     }

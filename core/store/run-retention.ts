@@ -11,6 +11,7 @@
  * | `action_runs` | a run that ended (`succeeded`, `failed`) and declared no effect | created and ended more than `SVC_RUN_RETENTION_MS` ago |
  * | `webhook_runs` and their `webhook_attempts` | a delivery that ended (`completed`, `failed`), its raw body with it | received and ended more than `SVC_RUN_RETENTION_MS` ago |
  * | `workflow_runs` and their `interventions` | a run whose end svc recorded (`finished_at`, migration 025), not queued again, none of whose action runs is kept | ended more than `SVC_RUN_RETENTION_MS` ago, and more than the Temporal namespace's retention and a day ({@link WORKFLOW_MARGIN_MS}: so Temporal forgot it first); never while that retention is unknown |
+ * | `connector_runs` (sync and pipeline runs) | a run whose end svc recorded (`finished_at`, migration 027), not queued again | as `workflow_runs` |
  * | `download_urls` | a URL that expired (a revoked one expires within 7 days of its creation too) | more than `SVC_RUN_RETENTION_MS` ago |
  * | `sessions` | a browser session that expired (an ended one expires within its TTL too) | more than a day ago |
  *
@@ -20,7 +21,9 @@
  * provider's retry of a delivery is a new delivery. With the run go the keys its handler's writes were
  * committed under: the delivery's ontology commit key (`webhook:<executionId>` in `commits`) and the
  * dataset versions' keys (`<action|webhook>:<id>:dataset:<i>`), and a workflow run's ontology commit
- * keys (`<runId>:write:<n>`, workflows/index.ts), set to NULL (the commits and versions stay): a run
+ * keys (`<runId>:write:<n>`, workflows/index.ts), a sync run's (`sync:<runId>`, its dataset versions'
+ * `sync:<runId>:dataset:<i>`) and a pipeline run's steps' (`pipeline:<runId>:<n>`, `…:<n>:dataset:<i>`),
+ * set to NULL (the commits and versions stay): a run
  * started again under its `runId` (a provider's retry after its delivery went too) is a new run whose
  * writes apply. The run's file references go too (the files stay: a referenced file is never collected).
  *
@@ -28,11 +31,12 @@
  * action run that declared an effect, whose effect is a Temporal run named by the action's `runId`
  * (`action-effect:<runId>`), started once per `runId`: a resend after its record went would run the
  * action without it. A workflow run whose end svc never recorded (it ended before migration 025, or was
- * terminated in Temporal's UI) has no `finished_at` and is kept. Sync and pipeline runs are kept.
+ * terminated in Temporal's UI) has no `finished_at` and is kept, and so is a sync or pipeline run that
+ * ended before migration 027.
  * Their state and history are Temporal's to keep (`SVC_TEMPORAL_RETENTION_MS`).
  *
  * Rows are found by their ids' time (the ULID of `newId`: creation order, the primary key's order), by
- * expiry indexes (migration 023) or by when they ended (migration 025), so a pass reads the rows it deletes, plus once those it keeps in that
+ * expiry indexes (migration 023) or by when they ended (migrations 025, 027), so a pass reads the rows it deletes, plus once those it keeps in that
  * range (runs with an effect, runs left `running`), outside the writer's transactions.
  */
 import { firstIdAt } from "../ids";
@@ -98,6 +102,30 @@ export const UNKEY_WORKFLOW_WRITES = `UPDATE commits SET idempotency_key = NULL 
   SELECT c.idempotency_key FROM json_each(?) AS j JOIN commits AS c ON c.idempotency_key > j.value || ':write:' AND c.idempotency_key < j.value || ':write;'
   WHERE substr(c.idempotency_key, length(j.value) + 8) GLOB '[0-9]*' AND substr(c.idempotency_key, length(j.value) + 8) NOT GLOB '*[^0-9]*')`;
 
+/**
+ * The sync and pipeline runs that ended before `[finished before]` and are not queued again (a restored
+ * backup sets recent runs back to pending), oldest end first, along `connector_runs_by_finish` (migration
+ * 027; read on the reader connection); `[after end, after runId]` pages past the held ones.
+ */
+export const CONNECTOR_RUNS_DUE = `SELECT c.run_id AS id, c.finished_at FROM connector_runs AS c WHERE c.finished_at < ? AND (c.finished_at, c.run_id) > (?, ?) AND c.start_status <> 'pending' ORDER BY c.finished_at, c.run_id LIMIT ${BATCH}`;
+/** Deletes the sync and pipeline runs `[JSON list of runIds]` still due at `[finished before]`; answers their runIds and kinds. */
+const DELETE_CONNECTOR_RUNS = `DELETE FROM connector_runs WHERE run_id IN (SELECT value FROM json_each(?)) AND finished_at < ? AND start_status <> 'pending' RETURNING run_id, kind`;
+/**
+ * Forgets the ontology commit keys of the pipeline runs `[JSON list of runIds]`: a step's
+ * (`pipeline:<runId>:<n>`, core/runtime/activities.ts; `n` digits only), along the keys' unique index.
+ */
+export const UNKEY_PIPELINE_STEPS = `UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (
+  SELECT c.idempotency_key FROM json_each(?) AS j JOIN commits AS c ON c.idempotency_key > 'pipeline:' || j.value || ':' AND c.idempotency_key < 'pipeline:' || j.value || ';'
+  WHERE substr(c.idempotency_key, length(j.value) + 11) GLOB '[0-9]*' AND substr(c.idempotency_key, length(j.value) + 11) NOT GLOB '*[^0-9]*')`;
+/**
+ * Forgets the dataset versions' keys of the pipeline runs `[JSON list of runIds]`: a step's
+ * (`pipeline:<runId>:<n>:dataset:<i>`, `n` and `i` digits only), along the keys' unique index.
+ */
+export const UNKEY_PIPELINE_DATASETS = `UPDATE dataset_versions SET idempotency_key = NULL WHERE idempotency_key IN (
+  SELECT key FROM (SELECT d.idempotency_key AS key, substr(d.idempotency_key, length(j.value) + 11) AS rest
+    FROM json_each(?) AS j JOIN dataset_versions AS d ON d.idempotency_key > 'pipeline:' || j.value || ':' AND d.idempotency_key < 'pipeline:' || j.value || ';')
+  WHERE rest GLOB '[0-9]*:dataset:[0-9]*' AND substr(rest, 1, instr(rest, ':dataset:') - 1) NOT GLOB '*[^0-9]*' AND substr(rest, instr(rest, ':dataset:') + 9) NOT GLOB '*[^0-9]*')`;
+
 /** How long an expired browser session is kept (ms): a day. */
 const SESSION_KEPT_MS = 86_400_000;
 
@@ -106,6 +134,7 @@ export interface PruneCounts {
   action_runs: number;
   webhook_runs: number;
   workflow_runs: number;
+  connector_runs: number;
   download_urls: number;
   sessions: number;
 }
@@ -126,7 +155,7 @@ export class RunRetention {
     metrics: Metrics,
     private readonly temporalRetentionMs: () => number | undefined = () => undefined,
   ) {
-    this.deleted = metrics.counter("svc_retention_deleted_total", "Rows the retention of runs and credentials deleted, by table: action_runs and webhook_runs (each with its attempts), workflow_runs (each with its interventions), download_urls (SVC_RUN_RETENTION_MS after they ended), sessions (a day after they expired)", ["table"]);
+    this.deleted = metrics.counter("svc_retention_deleted_total", "Rows the retention of runs and credentials deleted, by table: action_runs and webhook_runs (each with its attempts), workflow_runs (each with its interventions), connector_runs (sync and pipeline runs), download_urls (SVC_RUN_RETENTION_MS after they ended), sessions (a day after they expired)", ["table"]);
   }
 
   /** Stops passes between batches (at shutdown): the one running ends after its current batch. */
@@ -143,7 +172,7 @@ export class RunRetention {
   async prune(nowMs = Date.now()): Promise<PruneCounts> {
     const cutoffMs = nowMs - this.retentionMs;
     const cutoff = new Date(cutoffMs).toISOString();
-    const counts: PruneCounts = { action_runs: 0, webhook_runs: 0, workflow_runs: 0, download_urls: 0, sessions: 0 };
+    const counts: PruneCounts = { action_runs: 0, webhook_runs: 0, workflow_runs: 0, connector_runs: 0, download_urls: 0, sessions: 0 };
     counts.action_runs = await this.inBatches("action_runs", ACTION_RUNS_DUE, [firstIdAt("run", cutoffMs), cutoff], async (tx, due) => {
       const deleted = await tx.all<{ run_id: string }>(DELETE_ACTION_RUNS, [JSON.stringify(due.map((r) => r.id)), cutoff]);
       if (deleted.length === 0) return 0;
@@ -181,6 +210,19 @@ export class RunRetention {
         const runIds = JSON.stringify(deleted.map((r) => r.run_id));
         await tx.run("DELETE FROM interventions WHERE run_id IN (SELECT value FROM json_each(?))", [runIds]);
         await tx.run(UNKEY_WORKFLOW_WRITES, [runIds]);
+        return deleted.length;
+      });
+      // sync and pipeline runs are Temporal workflow runs too: their rows go by the same rule
+      counts.connector_runs = await this.byEndInBatches("connector_runs", CONNECTOR_RUNS_DUE, ended, async (tx, due) => {
+        const deleted = await tx.all<{ run_id: string; kind: string }>(DELETE_CONNECTOR_RUNS, [JSON.stringify(due.map((r) => r.id)), ended]);
+        if (deleted.length === 0) return 0;
+        // a sync's handler commits under `sync:<runId>` (its dataset versions `sync:<runId>:dataset:<i>`), a pipeline's steps under `pipeline:<runId>:<n>`
+        const syncKeys = JSON.stringify(deleted.filter((r) => r.kind === "sync").map((r) => `sync:${r.run_id}`));
+        const pipelines = JSON.stringify(deleted.filter((r) => r.kind === "pipeline").map((r) => r.run_id));
+        await tx.run("UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (SELECT value FROM json_each(?))", [syncKeys]);
+        await tx.run(UNKEY_DATASET_VERSIONS, [syncKeys]);
+        await tx.run(UNKEY_PIPELINE_STEPS, [pipelines]);
+        await tx.run(UNKEY_PIPELINE_DATASETS, [pipelines]);
         return deleted.length;
       });
     }
