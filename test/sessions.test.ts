@@ -127,6 +127,18 @@ describe("browser sessions (spec 5)", () => {
     expect(((await expired.json()) as any).error.message).toMatch(/expired/);
   });
 
+  it("ends every session whose cookie the sign-out carries (a Path=/ cookie left from before the service moved under a proxy's prefix is sent beside the prefix's)", async () => {
+    const older = await signIn("alice", "alice-sandbox-password", { origin });
+    const newer = await signIn("auditor", "auditor-sandbox-password", { origin });
+    // the browser sends the longer Path's cookie first: the newer session is the request's
+    const both = `${newer.session}; ${older.session}`;
+    expect(((await (await fetch(`${app.url}/api/auth/session`, { headers: { cookie: both } })).json()) as any).identity.id).toBe("auditor");
+    const out = await fetch(`${app.url}/api/auth/sign-out`, { method: "POST", headers: { cookie: both, origin, "x-svc-csrf": newer.body.csrfToken } });
+    expect(out.status).toBe(200);
+    // the older cookie, still in the browser, no longer signs anyone in
+    for (const session of [newer.session, older.session]) expect((await fetch(`${app.url}/api/project`, { headers: { cookie: session } })).status).toBe(401);
+  });
+
   it("renews a one-minute session too (a quarter of the TTL behind, not a fixed minute that a one-minute TTL never reaches)", async () => {
     const short = await startApp({ env: { SVC_SESSION_TTL_MS: "60000" } });
     try {

@@ -157,11 +157,16 @@ export class SessionService {
     return { principal: { type: "user", id: row.identity_id, permissions }, csrfToken: row.csrf_token, expiresAt, ...(renewing ? { renewed: true as const } : {}) };
   }
 
-  /** Ends a session. */
-  async signOut(token: string): Promise<void> {
-    const id = sha256(token);
-    await this.db.transaction((tx) => tx.run("UPDATE sessions SET ended_at = ? WHERE id = ?", [nowIso(), id]));
-    for (const listener of [...(this.endListeners.get(id) ?? [])]) listener();
+  /**
+   * Ends the sessions of `tokens` (a sign-out's every session cookie: a browser holding a `Path=/`
+   * cookie from before the service moved under a proxy's prefix sends it beside the prefix's, and
+   * would be signed in by it after the prefix's went). A token of no session of this service is ignored.
+   */
+  async signOut(tokens: readonly string[]): Promise<void> {
+    const ids = [...new Set(tokens.map(sha256))];
+    if (ids.length === 0) return;
+    await this.db.transaction((tx) => tx.run("UPDATE sessions SET ended_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND ended_at IS NULL", [nowIso(), JSON.stringify(ids)]));
+    for (const id of ids) for (const listener of [...(this.endListeners.get(id) ?? [])]) listener();
   }
 
   /** Listeners of sessions' sign-out, by session id (the token's hash): the WebSockets opened with them. */
@@ -229,4 +234,23 @@ export function readCookie(header: string | null, name: string): string | undefi
     }
   }
   return undefined;
+}
+
+/**
+ * Reads every cookie named `name` from a Cookie header, in its order (a browser sends the cookie of the
+ * longest `Path` first; {@link readCookie} answers that one): their percent-decoded values, skipping
+ * values that are not valid percent-encoding.
+ */
+export function readCookies(header: string | null, name: string): string[] {
+  const values: string[] = [];
+  for (const part of (header ?? "").split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k !== name) continue;
+    try {
+      values.push(decodeURIComponent(v.join("=")));
+    } catch {
+      // not a value this server set
+    }
+  }
+  return values;
 }

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ApiError, SESSION_COOKIE, SessionService, TokenService, assertAllowedOrigin, definePlugin, jsonResponse, readCookie } from "../../core/plugin-api";
+import { ApiError, SESSION_COOKIE, SessionService, TokenService, assertAllowedOrigin, definePlugin, jsonResponse, readCookie, readCookies } from "../../core/plugin-api";
 
 const SessionSchema = v.object({ identity: v.object({ type: v.string(), id: v.string() }), csrfToken: v.string(), expiresAt: v.string() });
 
@@ -61,12 +61,12 @@ export default definePlugin({
       method: "POST",
       path: "/api/auth/sign-out",
       summary: "Sign out",
-      description: "Ends the session and clears its cookie. Session only (with `x-svc-csrf`).",
+      description: "Ends the session, and every other session of this service whose cookie the request carries (a `Path=/` one left from before the service moved under a proxy's path prefix), and clears its cookie. Session only (with `x-svc-csrf`).",
       tags: ["auth"],
       auth: "session",
       responses: { 200: { description: "Signed out", schema: v.object({ signedOut: v.boolean() }) } },
       handler: async ({ event }) => {
-        await sessions.signOut(readCookie(event.req.headers.get("cookie"), SESSION_COOKIE) ?? "");
+        await sessions.signOut(readCookies(event.req.headers.get("cookie"), SESSION_COOKIE));
         return jsonResponse({ signedOut: true }, 200, { "set-cookie": sessions.clearingCookie(event.req) });
       },
     });
