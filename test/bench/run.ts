@@ -41,7 +41,7 @@ import { Webhook } from "standardwebhooks";
 import { SANDBOX_DEV_TOKEN, SANDBOX_WEBHOOK_SECRETS } from "../../sandbox/project";
 import { cpuSeconds, childPids } from "../helpers-fs";
 import { pacedSends } from "./pacing";
-import { fmt, median, meets, percentile, reportRows } from "./report";
+import { fmt, median, meets, percentile, reportRows, type BenchRow } from "./report";
 import { BENCH_APP, startBenchServer } from "./server-process";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -285,6 +285,18 @@ const roundLines = () =>
   rounds > 1
     ? ([["bare handler", bareRounds], ["action runs", actionRounds], ["webhook deliveries", webhookRounds]] as const).map(([name, list]) => `${`req/s by round, ${name}:`.padEnd(52)} ${list.map((f) => fmt(f.rps)).join(" / ") || "-"}`)
     : [];
+/** Issue 15's rows of the write path (the summary's, test/bench/all.ts): the yardstick, action runs, webhook deliveries. */
+function writeRows(): BenchRow[] {
+  return [
+    { case: "bare h3 handler (same run, the yardstick)", now: `${fmt(baseline.rps)} req/s${baseline.rounds.length > 1 ? ` (median of ${baseline.rounds.length} rounds: ${baseline.rounds.map((f) => fmt(f.rps)).join(" / ")})` : ""}`, goal: "-", met: null },
+    // the row's two goals: the max-load ratio and the p99 at half load (paced); met when both hold
+    { case: "action runs (diagnostics.noop)", now: `${fmt(action.rps)} req/s (ratio ${ratioText(action)}), p99 ${pacedText(actionHalf, actionHalfFloor)} at half load`, goal: "ratio >= 0.25, p99 < 10 ms at half load", met: bothMet(meets(ratio(action), 0.25, true), meets(actionHalf.p99, 10)) },
+    { case: "signed webhook deliveries, max load", now: `${fmt(webhook.rps)} req/s (ratio ${ratioText(webhook)})`, goal: "ratio >= 0.20", met: meets(ratio(webhook), 0.2, true) },
+    { case: "webhook p99 at half load (paced)", now: pacedText(webhookHalf, webhookHalfFloor), goal: "< 20 ms", met: meets(webhookHalf.p99, 20) },
+  ];
+}
+/** Both goals of a row: false when either misses, null when either was not measured. */
+const bothMet = (a: boolean | null, b: boolean | null): boolean | null => (a === false || b === false ? false : a === null || b === null ? null : true);
 // BENCH_ONLY=writes: the yardstick and the write-path rows only (actions, webhooks, statements per request)
 if (only === "writes") {
   await app.stop();
@@ -296,6 +308,7 @@ if (only === "writes") {
   console.log(`action p99 at half load:           ${pacedText(actionHalf, actionHalfFloor)} (target < 10 ms)`);
   console.log(roundLines().join("\n"));
   console.log(statementLines.join("\n") + "\n");
+  reportRows("run", writeRows());
   process.exit(0);
 }
 
@@ -392,14 +405,8 @@ if (statementLines.length) console.log(statementLines.join("\n"));
 console.log(`one run's history (invoice-review, no approval): ${lastHistory.length} events, ${historyOf("WORKFLOW_TASK_COMPLETED")} workflow tasks, ${historyOf("ACTIVITY_TASK_SCHEDULED")} activities, ${historyOf("MARKER_RECORDED")} markers\n`);
 
 // the one summary (test/bench/all.ts): issue 15's rows this script measures
-/** Both goals of a row: false when either misses, null when either was not measured. */
-const bothMet = (a: boolean | null, b: boolean | null): boolean | null => (a === false || b === false ? false : a === null || b === null ? null : true);
 reportRows("run", [
-  { case: "bare h3 handler (same run, the yardstick)", now: `${fmt(baseline.rps)} req/s${baseline.rounds.length > 1 ? ` (median of ${baseline.rounds.length} rounds: ${baseline.rounds.map((f) => fmt(f.rps)).join(" / ")})` : ""}`, goal: "-", met: null },
-  // the row's two goals: the max-load ratio and the p99 at half load (paced); met when both hold
-  { case: "action runs (diagnostics.noop)", now: `${fmt(action.rps)} req/s (ratio ${ratioText(action)}), p99 ${pacedText(actionHalf, actionHalfFloor)} at half load`, goal: "ratio >= 0.25, p99 < 10 ms at half load", met: bothMet(meets(ratio(action), 0.25, true), meets(actionHalf.p99, 10)) },
-  { case: "signed webhook deliveries, max load", now: `${fmt(webhook.rps)} req/s (ratio ${ratioText(webhook)})`, goal: "ratio >= 0.20", met: meets(ratio(webhook), 0.2, true) },
-  { case: "webhook p99 at half load (paced)", now: pacedText(webhookHalf, webhookHalfFloor), goal: "< 20 ms", met: meets(webhookHalf.p99, 20) },
+  ...writeRows(),
   { case: "workflow runs completed", now: `${completed.rps.toFixed(1)}/s`, goal: ">= 35/s", met: meets(completed.rps, 35, true) },
   { case: "workflow run start, POST -> queued", now: `p50 ${starts.p50} ms`, goal: "p50 < 50 ms", met: meets(starts.p50, 50) },
   { case: "intervention submit -> next node started", now: `p50 ${submit.p50} ms, p99 ${submit.p99} ms`, goal: "p99 < 100 ms", met: meets(submit.p99, 100) },
