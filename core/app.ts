@@ -32,7 +32,7 @@ import { TokenService } from "./auth/tokens";
 import { SessionService } from "./auth/sessions";
 import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
 import { Metrics, UNMATCHED_ROUTE } from "./metrics";
-import { RunRetention } from "./store/run-retention";
+import { RunRetention, TemporalRetentionHistory } from "./store/run-retention";
 import { RouteRegistry } from "./http/routes";
 import { Lifecycle, shutdownSignals } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
@@ -219,10 +219,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     // reaches its check that much sooner and the check hides the load (issue 15: ready in < 3 s).
     const sdkMayLoad = seeding && config.deckChecks ? Promise.race([decks.whenChecking(), seedWaiting]) : undefined;
     const connecting = TemporalHost.connect({ config, log, devServer: opts.temporalDevServer, loadAfter: sdkMayLoad });
-    // the run retention deletes workflow runs' rows once Temporal forgot them: its namespace's retention,
-    // known once connected (the rejection is observed where `connecting` is awaited: none unhandled meanwhile)
-    let temporalRetentionMs: number | undefined;
-    connecting.then((t) => (temporalRetentionMs = t.retentionMs), () => undefined);
+    // the run retention deletes workflow, sync and pipeline runs' rows once Temporal forgot them: its
+    // namespace's retention, known once connected (the rejection is observed where `connecting` is awaited:
+    // none unhandled meanwhile), read again by each pass
+    let connected: TemporalHost | undefined;
+    connecting.then((t) => (connected = t), () => undefined);
     lifecycle.hook("close", async () => (await connecting.catch(() => undefined))?.shutdown());
     // the workflow bundle (prebuilt by `npm run build`, else webpack, seconds) is made meanwhile too
     const bundling = loadWorkflowBundle({ engine: opts.workflowEngine.module, projectWorkflows: opts.project.workflowsModule ?? opts.workflowEngine.emptyProjectWorkflows }, (line) => log.info(line));
@@ -232,7 +233,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     container.register(LOGGER, { useValue: log });
     container.register(Lifecycle, { useValue: lifecycle });
     container.register(Metrics, { useValue: new Metrics() });
-    const runRetention = new RunRetention(db, config.runRetentionMs, container.resolve(Metrics), () => temporalRetentionMs);
+    const temporalRetention = new TemporalRetentionHistory(db);
+    const runRetention = new RunRetention(db, config.runRetentionMs, container.resolve(Metrics), async (nowMs) => temporalRetention.effective(await connected?.refreshRetention(), nowMs));
     container.register(RunRetention, { useValue: runRetention });
     const retentionPass = () =>
       runRetention.prune().then(

@@ -4,14 +4,15 @@
  * running, effects still pending), and what a client sees after (a resent runId runs again, a resent
  * delivery is new). Real SQLite, real HTTP; a pass is run with its clock moved past the retention.
  */
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import sqlite3 from "sqlite3";
 import { Webhook } from "standardwebhooks";
-import { DEV_TOKEN, client, eventually, startApp, uploadFile } from "./helpers";
+import { DEV_TOKEN, client, eventually, startApp, tempDir, uploadFile } from "./helpers";
 import { Database } from "../core/store/db";
 import { openConnection } from "../core/store/sql";
 import { databaseFile } from "../core/config";
-import { ACTION_RUNS_DUE, BATCH, CONNECTOR_RUNS_DUE, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, UNKEY_DATASET_VERSIONS, UNKEY_PIPELINE_DATASETS, UNKEY_PIPELINE_STEPS, UNKEY_WORKFLOW_WRITES, WEBHOOK_RUNS_DUE, WORKFLOW_RUNS_DUE } from "../core/store/run-retention";
+import { ACTION_RUNS_DUE, BATCH, CONNECTOR_RUNS_DUE, DELETE_DOWNLOAD_URLS_DUE, DELETE_SESSIONS_DUE, RunRetention, TemporalRetentionHistory, TEMPORAL_RETENTION_KEY, UNKEY_DATASET_VERSIONS, UNKEY_PIPELINE_DATASETS, UNKEY_PIPELINE_STEPS, UNKEY_WORKFLOW_WRITES, WEBHOOK_RUNS_DUE, WORKFLOW_RUNS_DUE } from "../core/store/run-retention";
 import { Metrics } from "../core/metrics";
 import { TemporalHost } from "../core/temporal/host";
 import { SANDBOX_WEBHOOK_SECRETS } from "../sandbox/project";
@@ -309,6 +310,41 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     const metrics = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).text();
     expect(metrics).toMatch(/svc_retention_deleted_total\{table="connector_runs"\} [1-9]/);
   }, 90_000);
+
+  it("after Temporal's retention is lowered, keeps the longer one for the runs that closed before, until they passed it (and across a restart)", async () => {
+    const db = await Database.open(path.join(tempDir(), "svc.db"));
+    onTestFinished(() => db.close());
+    const DAY = 86_400_000;
+    const t0 = Date.parse("2026-11-01T00:00:00Z");
+    const history = new TemporalRetentionHistory(db);
+    expect(await history.effective(undefined, t0)).toBeUndefined();
+    expect(await history.effective(10 * DAY, t0)).toBe(10 * DAY);
+    // a run that closed under the 10 days, 5 days before the retention is lowered to 1
+    await db.transaction((tx) => tx.run("INSERT INTO workflow_runs (run_id, workflow_id, input, requested_at, start_status, finished_at) VALUES ('run_lowered', 'invoice-review', '{}', ?, 'started', ?)", [new Date(t0 - 5 * DAY).toISOString(), new Date(t0 - 5 * DAY).toISOString()]));
+    let current = 10 * DAY;
+    const retention = new RunRetention(db, 3_600_000, new Metrics(), (nowMs) => new TemporalRetentionHistory(db).effective(current, nowMs));
+    const pass = async (at: number) => (await retention.prune(at)).workflow_runs;
+    expect(await pass(t0)).toBe(0);
+    current = DAY;
+    // without the history the cutoff would be 1 day and its margin: the run, closed 5 days ago, would go while Temporal has it
+    expect(await pass(t0 + 3_600_000)).toBe(0);
+    expect(await history.effective(DAY, t0 + 4 * DAY)).toBe(10 * DAY);
+    // remembered in the store: a restarted service holds it too
+    expect(JSON.parse((await db.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [TEMPORAL_RETENTION_KEY]))!.value)).toEqual({ currentMs: DAY, held: [{ ms: 10 * DAY, until: t0 + 3_600_000 + 10 * DAY }] });
+    expect(await new TemporalRetentionHistory(db).effective(DAY, t0 + 5 * DAY)).toBe(10 * DAY);
+    // the run passes the 10 days and the margin: it goes
+    expect(await pass(t0 + 6 * DAY + 2 * 3_600_000)).toBe(1);
+    // lowered again: both held, each until the runs that closed under it passed it
+    expect(await history.effective(2 * 3_600_000, t0 + 8 * DAY)).toBe(10 * DAY);
+    const held = async () => JSON.parse((await db.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [TEMPORAL_RETENTION_KEY]))!.value).held;
+    expect(await held()).toEqual([{ ms: 10 * DAY, until: t0 + 3_600_000 + 10 * DAY }, { ms: DAY, until: t0 + 9 * DAY }]);
+    expect(await history.effective(2 * 3_600_000, t0 + 9 * DAY + 1)).toBe(10 * DAY);
+    expect(await held()).toEqual([{ ms: 10 * DAY, until: t0 + 3_600_000 + 10 * DAY }]);
+    expect(await history.effective(2 * 3_600_000, t0 + 10 * DAY + 3_600_000 + 1)).toBe(2 * 3_600_000);
+    expect(await held()).toEqual([]);
+    // raised: the new one at once (runs that closed before keep the shorter; their rows only stay longer)
+    expect(await history.effective(20 * DAY, t0 + 30 * DAY)).toBe(20 * DAY);
+  });
 
   it("keeps an ended workflow run that is queued again (a restored backup's), or one of whose action runs is kept (started again, it would skip that action)", async () => {
     const db = app.container.resolve(Database);

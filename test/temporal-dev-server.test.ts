@@ -6,7 +6,7 @@ import { describe, expect, inject, it } from "vitest";
 import { freePort } from "./setup/global";
 import { tempDir } from "./helpers-fs";
 import pino from "pino";
-import { tsToMs } from "@temporalio/common/lib/time";
+import { msToTs, tsToMs } from "@temporalio/common/lib/time";
 import { startDevServer } from "../core/temporal/dev-server";
 import { TemporalHost, formatRetention } from "../core/temporal/host";
 import { loadConfig } from "../core/config";
@@ -92,6 +92,14 @@ describe("the namespace's retention (how long Temporal keeps a finished run)", (
       expect(external.retentionMs).toBe(36 * 3_600_000);
       expect(lines.map((l) => l.msg)).toContain("the Temporal namespace keeps a finished run for 36 h (its retention, set on the cluster)");
       expect(external.forgottenRun("run_1")).toContain("kept for 36 h (the namespace's retention on the cluster)");
+      // an operator changes the cluster's retention while svc runs: each retention pass reads it again
+      lines.length = 0;
+      await external.client.workflowService.updateNamespace({ namespace: "default", config: { workflowExecutionRetentionTtl: msToTs(2 * 86_400_000) } });
+      expect(await external.refreshRetention()).toBe(2 * 86_400_000);
+      expect(external.retentionMs).toBe(2 * 86_400_000);
+      expect(lines.find((l) => l.msg.endsWith("now (its retention, set on the cluster)"))).toMatchObject({ msg: "the Temporal namespace keeps a finished run for 2 days now (its retention, set on the cluster)", retentionMs: 2 * 86_400_000, was: 36 * 3_600_000 });
+      // the embedded server's is svc's own setting: not read again
+      expect(await embedded.refreshRetention()).toBe(36 * 3_600_000);
     } finally {
       await external?.shutdown();
       await embedded.shutdown();

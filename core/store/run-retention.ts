@@ -129,6 +129,40 @@ export const UNKEY_PIPELINE_DATASETS = `UPDATE dataset_versions SET idempotency_
 /** How long an expired browser session is kept (ms): a day. */
 const SESSION_KEPT_MS = 86_400_000;
 
+/** The `meta` key of {@link TemporalRetentionHistory}'s state. */
+export const TEMPORAL_RETENTION_KEY = "temporal_retention";
+
+/**
+ * The Temporal namespace's retention as it holds for the runs svc's store still has. Temporal keeps a
+ * closed run for the retention in force when it closed: after the retention is lowered (the namespace's
+ * on a cluster, `SVC_TEMPORAL_RETENTION_MS` for the embedded server), runs that closed before keep the
+ * longer one. This remembers, in `meta` (so across restarts), each longer retention seen until every run
+ * that closed under it has passed it (`until`: when svc first read a shorter one, plus the longer), and
+ * answers the longest still in force, so that no row goes while Temporal may still have its run.
+ */
+export class TemporalRetentionHistory {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Records `currentMs` (the namespace's retention as read now; undefined: unknown, nothing recorded) at
+   * `nowMs` and answers the longest retention a run that closed before `nowMs` may still have (ms), or
+   * undefined when `currentMs` is.
+   * @throws the store's error
+   */
+  async effective(currentMs: number | undefined, nowMs: number): Promise<number | undefined> {
+    if (currentMs === undefined) return undefined;
+    const row = await this.db.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [TEMPORAL_RETENTION_KEY]);
+    const was = row ? (JSON.parse(row.value) as { currentMs: number; held: Array<{ ms: number; until: number }> }) : undefined;
+    const held = (was?.held ?? []).filter((h) => h.until > nowMs);
+    if (was && currentMs < was.currentMs) held.push({ ms: was.currentMs, until: nowMs + was.currentMs });
+    const value = JSON.stringify({ currentMs, held });
+    if (value !== row?.value) {
+      await this.db.transaction((tx) => tx.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [TEMPORAL_RETENTION_KEY, value]));
+    }
+    return Math.max(currentMs, ...held.map((h) => h.ms));
+  }
+}
+
 /** What one pass deleted, by table. */
 export interface PruneCounts {
   action_runs: number;
@@ -146,14 +180,15 @@ export class RunRetention {
 
   /**
    * @param retentionMs `SVC_RUN_RETENTION_MS`: how long an ended run and a spent download URL are kept
-   * @param temporalRetentionMs how long the Temporal namespace keeps a finished run (ms; `TemporalHost.retentionMs`),
-   *   undefined while unknown (not connected yet, or not readable): workflow runs are kept meanwhile
+   * @param temporalRetentionMs how long the Temporal namespace keeps a run that finished before `nowMs`
+   *   (ms; the app passes `TemporalHost.retentionMs` through a {@link TemporalRetentionHistory}), undefined
+   *   while unknown (not connected yet, or not readable): workflow, sync and pipeline runs are kept meanwhile
    */
   constructor(
     private readonly db: Database,
     private readonly retentionMs: number,
     metrics: Metrics,
-    private readonly temporalRetentionMs: () => number | undefined = () => undefined,
+    private readonly temporalRetentionMs: (nowMs: number) => number | undefined | Promise<number | undefined> = () => undefined,
   ) {
     this.deleted = metrics.counter("svc_retention_deleted_total", "Rows the retention of runs and credentials deleted, by table: action_runs and webhook_runs (each with its attempts), workflow_runs (each with its interventions), connector_runs (sync and pipeline runs), download_urls (SVC_RUN_RETENTION_MS after they ended), sessions (a day after they expired)", ["table"]);
   }
@@ -201,7 +236,7 @@ export class RunRetention {
       },
     );
     // a workflow run's row goes after Temporal forgot the run (else its state would read 404 while Temporal has it)
-    const temporalMs = this.temporalRetentionMs();
+    const temporalMs = await this.temporalRetentionMs(nowMs);
     if (temporalMs !== undefined) {
       const ended = new Date(nowMs - Math.max(this.retentionMs, temporalMs + WORKFLOW_MARGIN_MS)).toISOString();
       counts.workflow_runs = await this.byEndInBatches("workflow_runs", WORKFLOW_RUNS_DUE, ended, async (tx, due) => {

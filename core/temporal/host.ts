@@ -111,9 +111,31 @@ export class TemporalHost {
     private readonly log: Logger,
     /** The payload codec of the client and the worker ({@link DownloadUrlCodec}). */
     readonly payloadCodec: DownloadUrlCodec,
-    /** How long the namespace keeps a finished run (ms; its Retention Period), as read at start; undefined when Temporal did not say. */
-    readonly retentionMs?: number,
+    /** How long the namespace keeps a finished run (ms; its Retention Period), as last read; undefined when Temporal did not say. */
+    private retention?: number,
   ) {}
+
+  /** How long the namespace keeps a finished run (ms; its Retention Period), as read at start or by the last {@link refreshRetention}; undefined when Temporal did not say. */
+  get retentionMs(): number | undefined {
+    return this.retention;
+  }
+
+  /**
+   * Reads a cluster's namespace retention again (an operator may change it while svc runs; the embedded
+   * server's is svc's own setting, read once). A failed read keeps the value known, and is logged.
+   * @returns the retention now known (ms), or undefined
+   */
+  async refreshRetention(): Promise<number | undefined> {
+    if (this.devServer) return this.retention;
+    try {
+      const ms = await readNamespaceRetention(this.connection, this.namespace);
+      if (ms !== undefined && ms !== this.retention) this.log.info({ namespace: this.namespace, retentionMs: ms, was: this.retention }, `the Temporal namespace keeps a finished run for ${formatRetention(ms)} now (its retention, set on the cluster)`);
+      this.retention = ms ?? this.retention;
+    } catch (err) {
+      this.log.warn({ err, namespace: this.namespace }, "could not read the Temporal namespace's retention again; keeping the one known");
+    }
+    return this.retention;
+  }
 
   /**
    * Connects, starting the dev server first when no address is configured (`TEMPORAL_ADDRESS` unset),
@@ -241,11 +263,8 @@ export class TemporalHost {
  * @throws when the embedded dev server refuses the update
  */
 async function namespaceRetention(connection: NativeConnection, namespace: string, wantMs: number | undefined, log: Logger): Promise<number | undefined> {
-  const { msToTs, tsToMs } = await import("@temporalio/common/lib/time.js");
-  const read = async () => {
-    const ttl = (await connection.workflowService.describeNamespace({ namespace })).config?.workflowExecutionRetentionTtl;
-    return ttl ? tsToMs(ttl) : undefined;
-  };
+  const { msToTs } = await import("@temporalio/common/lib/time.js");
+  const read = () => readNamespaceRetention(connection, namespace);
   if (wantMs === undefined) {
     const ms = await read().catch((err: unknown) => void log.warn({ err, namespace }, "could not read the Temporal namespace's retention"));
     if (ms !== undefined) log.info({ namespace, retentionMs: ms }, `the Temporal namespace keeps a finished run for ${formatRetention(ms)} (its retention, set on the cluster)`);
@@ -257,6 +276,16 @@ async function namespaceRetention(connection: NativeConnection, namespace: strin
     log.info({ namespace, retentionMs: wantMs, was }, `the embedded Temporal keeps a finished run for ${formatRetention(wantMs)} (SVC_TEMPORAL_RETENTION_MS)`);
   }
   return wantMs;
+}
+
+/**
+ * The namespace's Retention Period (ms), as `DescribeNamespace` answers it; undefined when it has none.
+ * @throws the server's error (not allowed to describe the namespace, not reachable)
+ */
+async function readNamespaceRetention(connection: NativeConnection, namespace: string): Promise<number | undefined> {
+  const { tsToMs } = await import("@temporalio/common/lib/time.js");
+  const ttl = (await connection.workflowService.describeNamespace({ namespace })).config?.workflowExecutionRetentionTtl;
+  return ttl ? tsToMs(ttl) : undefined;
 }
 
 /** A retention in words: whole days as days, else hours, else seconds ("30 days", "36 h", "5400 s"). */
