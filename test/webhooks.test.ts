@@ -417,6 +417,16 @@ describe("providers' own signers as senders", () => {
     expect((await post(`${app.url}/api/webhooks/standard-webhooks/events`, d.payload, d.headers)).status).toBe(202);
     expect((await runs("standard-webhooks")).map((r) => r.idempotencyKey)).toContain(d.headers["webhook-id"]);
   });
+
+  it("takes a delivery whose URL carries the provider's own query parameters (a routing tag, a validation token): verified and handled, not refused as an unknown parameter", async () => {
+    const signer = new Webhook(SANDBOX_WEBHOOK_SECRETS.standardWebhooks);
+    const d = standardDelivery({ type: "invoice.created", data: { id: "with-query" } }, { signer });
+    const res = await post(`${app.url}/api/webhooks/standard-webhooks/events?tenant=acme&validationToken=abc`, d.payload, d.headers);
+    expect(res.status).toBe(202);
+    expect((await runs("standard-webhooks")).map((r) => r.idempotencyKey)).toContain(d.headers["webhook-id"]);
+    // the signature is still checked: a query does not get a bad one through
+    expect((await post(`${app.url}/api/webhooks/standard-webhooks/events?tenant=acme`, d.payload, { ...d.headers, "webhook-signature": "v1,AAAA" })).status).toBe(401);
+  });
 });
 
 describe("a process killed in the middle of a handler", () => {

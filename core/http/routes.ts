@@ -58,6 +58,12 @@ export interface RouteDefinition<PS extends ObjectSchema | undefined = undefined
   auth: AuthMode;
   params?: PS;
   query?: QS;
+  /**
+   * The operation takes query parameters it does not declare, and never refuses them (`/api/…` routes
+   * otherwise do): a provider's on a webhook URL, a mail client's on a download URL. The handler finds
+   * them in the request's URL.
+   */
+  anyQuery?: true;
   body?: BS;
   /**
    * Stricter bodies for some values of one path parameter (an action's params, a workflow's input):
@@ -290,7 +296,7 @@ export class RouteRegistry {
       const rawQuery = def.query || event.url.search ? getQuery(event) : undefined;
       // known before the query is checked: a refusal of the deprecated parameter's value says it is deprecated too
       used = this.deprecations.used(def, rawQuery, undefined, principal);
-      if (rawQuery && def.path.startsWith("/api/") && !def.path.startsWith("/api/download/")) refuseUnknownQueryParameters(def, rawQuery);
+      if (rawQuery && def.path.startsWith("/api/") && !def.anyQuery) refuseUnknownQueryParameters(def, rawQuery);
       const query = def.query ? parseOrThrow(def.query, rawQuery, "query") : undefined;
       const raw = def.body ? await readJsonBody(event.req) : undefined;
       // a body of its own for this path parameter's value refines `body`: checked first, the handler still gets `body`'s output
@@ -469,8 +475,8 @@ const knownQueryParameters = new WeakMap<object, ReadonlySet<string> | null>();
 /**
  * Refuses a query parameter the operation does not declare (`pagesize` for `pageSize`, a filter of
  * another endpoint, the WebSocket's `types` on `GET /api/events`): it used to be dropped, and the
- * caller got an unfiltered answer it took for a filtered one. API routes only (`/api/…`), but for
- * download URLs (`/api/download/…`, opened from chats and mail that add their own): pages take what
+ * caller got an unfiltered answer it took for a filtered one. API routes only (`/api/…`), but for those
+ * that take any (`RouteDefinition.anyQuery`: webhook deliveries, download URLs): pages take what
  * browsers and links add.
  * @throws {ApiError} invalid_request naming the parameter and the ones the operation takes
  */

@@ -177,6 +177,8 @@ export default definePlugin({
         description: `Spec 2.6, 5: no session; the URL is the capability and serves only its one file. 410 \`download_url_expired\` or \`download_url_revoked\` once it no longer does. ${FILE_HEADERS}`,
         tags: ["files"],
         auth: "none",
+        // opened from chats and mail that add their own parameters
+        anyQuery: true,
         params: v.object({ secret: v.string() }),
         responses: { 200: { description: "The file's bytes" }, 206: { description: "The requested range" }, 304: { description: "Not modified (If-None-Match)" }, 410: { description: "Expired or revoked" }, 416: { description: "Range outside the file" } },
         handler: async ({ event, params }) => serveFile(event.req, files, (await files.resolveDownloadUrl(params.secret)).id),

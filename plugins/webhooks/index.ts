@@ -43,6 +43,8 @@ export default definePlugin({
       ].join("\n\n"),
       tags: ["webhooks"],
       auth: "none",
+      // a provider's own query parameters (a validation token, a routing tag) reach verify and the handler in the URL
+      anyQuery: true,
       bodyMode: "raw",
       rawBodyDoc: { contentType: "*/*", description: "The provider's payload, in the webhook's format (json, text or raw)" },
       params: v.object({ connectorId: v.string(), webhookId: v.string() }),
