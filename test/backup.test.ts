@@ -39,6 +39,7 @@ it("backs a running service up, and the backup restored into a new data director
   let app = await startApp({ dataDir: live, taskQueue, env: { TEMPORAL_ADDRESS: server.address } });
   const backup = path.join(tempDir(), "backup");
   let runId: string;
+  let syncRunId: string;
   let liveCursor: string;
   let cursorBefore: string;
   let fileId: string;
@@ -52,6 +53,9 @@ it("backs a running service up, and the backup restored into a new data director
     expect((await c.post("/api/actions/invoice.attach-pdf", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1001" }, params: { file: { id: fileId } } })).body.status).toBe("succeeded");
     runId = (await c.post("/api/workflows/invoice-review/runs", { input: { invoiceId: "inv_1002", waitMs: 0, approvalTimeoutMs: 300_000 } })).body.runId;
     await runStatus(c, runId, "waiting");
+    // a sync that finished before the backup: queued again in the copy (requested within its minute), its end cleared
+    syncRunId = (await c.post("/api/syncs/customer-sync/runs", { input: {} })).body.runId;
+    await eventually(async () => (await c.get(`/api/sync-runs/${syncRunId}`)).body.status === "completed", 30_000, 250);
     // the service's own positions on the stream: a rule's checkpoint and an event schedule's consumer
     const overdue = (primaryId: string, on: typeof app) => on.container.resolve(OntologyStore).commit([{ op: "object.update", objectTypeId: "invoice", primaryId, properties: { status: "overdue" } }], { origin: { kind: "runtime" }, correlationId: `overdue-${primaryId}` });
     await overdue("inv_1004", app);
@@ -61,7 +65,7 @@ it("backs a running service up, and the backup restored into a new data director
     const lines: string[] = [];
     const report = await backupDataDir(live, backup, { blobStorage: "local", progress: (line) => lines.push(line) });
     // the run was requested within the minute before: the restored service starts it again, and finds it started
-    expect(report).toMatchObject({ temporal: "copied", runsToStartAgain: 1, interventionsResolvedBetweenSnapshots: 0, blobs: { storage: "local", missing: [] }, payloadKeys: 1 });
+    expect(report).toMatchObject({ temporal: "copied", runsToStartAgain: 2, interventionsResolvedBetweenSnapshots: 0, blobs: { storage: "local", missing: [] }, payloadKeys: 1 });
     expect(report.blobs).toMatchObject({ copied: expect.any(Number) });
     expect((report.blobs as { copied: number }).copied).toBeGreaterThanOrEqual(1);
     expect(lines).toEqual(expect.arrayContaining(["snapshot of svc.db", expect.stringMatching(/^copying \d+ blobs?$/)]));
@@ -128,6 +132,15 @@ it("backs a running service up, and the backup restored into a new data director
     const ruleEvents = ((await c.get("/api/events?topic=rules&limit=1000")).body.events as Array<{ type: string; payload: { subject: { primaryId: string } } }>).filter((e) => e.payload.subject.primaryId === "inv_1006");
     expect(ruleEvents.map((e) => e.type)).toEqual(["rule.triggered"]);
     expect((await c.get("/api/status")).body.status).toBe("ok");
+    // the sync, closed in Temporal's snapshot, is taken as started and not run again: its end is Temporal's
+    // close (else the run retention, which counts from it, kept the row for ever)
+    const db = app.container.resolve(Database);
+    const sync = await eventually(async () => {
+      const row = await db.get<{ start_status: string; finished_at: string | null }>("SELECT start_status, finished_at FROM connector_runs WHERE run_id = ?", [syncRunId]);
+      return row?.start_status === "started" ? row : undefined;
+    }, 30_000, 250);
+    expect(Date.parse(sync.finished_at!)).toBeLessThan(Date.now());
+    expect((await c.get(`/api/sync-runs/${syncRunId}`)).body.status).toBe("completed");
     // the run waits where it waited, and goes on
     expect((await runStatus(c, runId, "waiting")).interventions[0].status).toBe("open");
     const submit = await eventually(async () => {

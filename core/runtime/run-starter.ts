@@ -200,8 +200,8 @@ export class RunStarter {
       if (hold) await hold;
       const start = await this.startOptions(table, runId);
       if (!start) return void this.forget(key); // no longer pending (started, cancelled or failed meanwhile)
-      await this.startOnTemporal(start.options, start.requestedAt);
-      await this.markStarted(table, runId);
+      const { closedAt } = await this.startOnTemporal(start.options, start.requestedAt);
+      await this.markStarted(table, runId, closedAt);
       this.forget(key);
     } catch (err) {
       if (err instanceof StartRefused || isPermanentStartError(err)) {
@@ -264,12 +264,15 @@ export class RunStarter {
   /**
    * Starts the execution. "Already started" counts as this run's start when the execution has the run's
    * type and began after the run was recorded (a start whose mark a crash lost); otherwise the id is
-   * another execution's. @throws {StartRefused} id taken; the client's error for anything else
+   * another execution's.
+   * @returns `closedAt`: when the execution taken as this run's start already closed (ISO 8601; a run a
+   *   restored backup queued again, closed in Temporal's snapshot), else undefined
+   * @throws {StartRefused} id taken; the client's error for anything else
    */
-  private async startOnTemporal(opts: StartRunOptions & { ours: (type: string) => boolean }, requestedAt: string): Promise<void> {
+  private async startOnTemporal(opts: StartRunOptions & { ours: (type: string) => boolean }, requestedAt: string): Promise<{ closedAt?: string }> {
     const client = this.temporal.client;
     const { started } = await client.withDeadline(Date.now() + ATTEMPT_DEADLINE_MS, () => startRun(client, opts));
-    if (started) return;
+    if (started) return {};
     const described = await client.withDeadline(Date.now() + ATTEMPT_DEADLINE_MS, () => client.workflow.getHandle(opts.workflowId).describe()).catch((err) => {
       if (err instanceof temporalClient().WorkflowNotFoundError) throw new Error(`Temporal said ${opts.workflowId} exists, then that it does not`);
       throw err;
@@ -278,11 +281,19 @@ export class RunStarter {
     if (!opts.ours(String(described.type)) || described.startTime.getTime() < Date.parse(requestedAt) - 1000) {
       throw new StartRefused(`runId ${opts.workflowId} is taken by another execution (${String(described.type)})`, "conflict");
     }
+    return described.closeTime ? { closedAt: described.closeTime.toISOString() } : {};
   }
 
-  /** Marks the run started if it is still pending; a cancel that won meanwhile cancels the execution. */
-  private async markStarted(table: RunTable, runId: string): Promise<void> {
-    const { changes } = await this.db.transaction((tx) => tx.run(`UPDATE ${table} SET start_status = 'started' WHERE run_id = ? AND start_status = 'pending'`, [runId]));
+  /**
+   * Marks the run started if it is still pending; a cancel that won meanwhile cancels the execution.
+   * `closedAt`: the execution already closed, and its `*.run.finished` record will not be written again
+   * (it was, before the backup that queued the run again cleared the end): the run's end, as the run
+   * retention counts from it (migrations 025, 027), is its close.
+   */
+  private async markStarted(table: RunTable, runId: string, closedAt?: string): Promise<void> {
+    const { changes } = await this.db.transaction((tx) =>
+      tx.run(`UPDATE ${table} SET start_status = 'started'${closedAt ? ", finished_at = COALESCE(finished_at, ?)" : ""} WHERE run_id = ? AND start_status = 'pending'`, closedAt ? [closedAt, runId] : [runId]),
+    );
     if (changes === 0 && (await this.db.get<{ start_status: string }>(`SELECT start_status FROM ${table} WHERE run_id = ?`, [runId]))?.start_status === "cancelled") {
       await this.temporal.client.workflow.getHandle(runId).cancel().catch((err) => this.log.warn({ err, runId }, "cancelling a run that was cancelled while it started failed"));
     }
