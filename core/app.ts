@@ -194,10 +194,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     lifecycle.hook("close", () => outbox.drain());
     lifecycle.every(config.outboxRecoveryMs, () => outbox.drain());
     lifecycle.every(Math.min(config.eventRetentionMs / 10, 3_600_000), () =>
-      // the events' idempotency keys are svc's, whatever the stream: they go by their own pass (a broker's events expire in the broker)
-      Promise.all([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs), pruneEventKeys(db, Date.now() - config.eventRetentionMs, () => lifecycle.shuttingDown)]).catch((err) =>
-        log.warn({ err }, "retention prune failed"),
-      ),
+      // the events' idempotency keys are svc's, whatever the stream: they go by their own pass (a broker's events
+      // expire in the broker); each settles before the pass ends (shutdown waits for the pass, then closes the store)
+      Promise.allSettled([stream.prune(config.eventRetentionMs), logs.prune(config.eventRetentionMs), pruneEventKeys(db, Date.now() - config.eventRetentionMs, () => lifecycle.shuttingDown)]).then((settled) => {
+        for (const [i, s] of settled.entries()) if (s.status === "rejected") log.warn({ err: s.reason, what: ["events", "logs", "event keys"][i] }, "retention prune failed");
+      }),
     );
     const blobs = await blobStoreFromEnv(opts.env ?? process.env, config.dataDir);
     lifecycle.hook("close", () => blobs.close());

@@ -27,7 +27,7 @@ import { asPublicOrigin, basePathOf } from "./files/download-urls";
  * | `SVC_TASK_QUEUE` | svc | Temporal task queue of this runtime's worker |
  * | `SVC_OUTBOX_RECOVERY_MS` | 60000 | outbox recovery pass interval (spec 8) |
  * | `SVC_RECORD_RUNNING_AFTER_MS` | 20 | an action run or webhook delivery whose handler ends sooner is recorded with its completion (one commit); one that runs longer is recorded `running` on its own commit at this point; 0 records every run as it starts (see `RunRecording`) |
- * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2) |
+ * | `SVC_EVENT_RETENTION_MS` | 172800000 (2 days) | built-in stream retention (spec 6.2), and how long events' idempotency keys de-duplicate, with any stream (`pruneEventKeys`) |
  * | `SVC_RUN_RETENTION_MS` | 2592000000 (30 days) | how long an ended action run (without an effect) and webhook delivery (with its raw body), an ended workflow, sync or pipeline run's row (at least a day past Temporal's retention) and an expired download URL are kept, and so how long `runId`s and delivery keys de-duplicate (`core/store/run-retention.ts`); at least 1 h, and at least `SVC_EVENT_RETENTION_MS` |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
  * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |

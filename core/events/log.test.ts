@@ -5,7 +5,7 @@ import { Database } from "../store/db";
 import { SqliteEventStream } from "../events/sqlite-stream";
 import type { EventStream } from "../events/stream";
 import { Outbox } from "../events/outbox";
-import { EVENT_KEYS_BATCH, EventLog, pruneEventKeys, type AppendInput } from "../events/log";
+import { EVENT_KEYS_BATCH, EVENT_KEYS_DUE, EventLog, pruneEventKeys, type AppendInput } from "../events/log";
 import { ProjectRegistry } from "../project/registry";
 import { OntologyStore } from "../ontology/store";
 import { FileStore } from "../files/file-store";
@@ -180,10 +180,18 @@ describe("event log (SQLite files, outbox, stream)", () => {
     await events.append([{ ...scheduleEvent(3), idempotencyKey: "old" }, { ...scheduleEvent(4), idempotencyKey: "recent" }]);
     await events.drain(2000);
     expect((await events.read({ limit: 10 })).map((e) => e.payload.occurrenceKey)).toEqual(["k1", "k2", "k3"]);
+    // a key whose event still waits in the outbox (a broker down longer than the retention) stays
+    await db.transaction(async (tx) => {
+      await tx.run("INSERT INTO event_keys (idempotency_key, event_id, created_at) VALUES ('waiting', 'evt_waiting', ?)", [dayAgo]);
+      await tx.run("INSERT INTO outbox (event_id, envelope, created_at) VALUES ('evt_waiting', '{}', ?)", [dayAgo]);
+    });
     expect(await pruneEventKeys(db, Date.now() - 3_600_000)).toBe(0);
-    // a batch is found along the index, not by a scan of every key
-    const plan = await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN SELECT idempotency_key FROM event_keys WHERE created_at < ? ORDER BY created_at LIMIT ${EVENT_KEYS_BATCH}`, [dayAgo]);
-    expect(plan.map((p) => p.detail)).toEqual([expect.stringMatching(/^SEARCH event_keys USING COVERING INDEX event_keys_by_time \(created_at<\?\)/)]);
+    expect(await db.get("SELECT event_id FROM event_keys WHERE idempotency_key = 'waiting'")).toEqual({ event_id: "evt_waiting" });
+    // a batch is found along the index, not by a scan of every key; the outbox by its event id
+    const plan = (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${EVENT_KEYS_DUE}`, [dayAgo])).map((p) => p.detail).join("\n");
+    expect(plan).toMatch(/^SEARCH k USING INDEX event_keys_by_time \(created_at<\?\)/);
+    expect(plan).toMatch(/SEARCH o USING COVERING INDEX sqlite_autoindex_outbox_\d \(event_id=\?\)/);
+    expect(plan).not.toMatch(/\bSCAN\b/);
   });
 
   it("puts a transaction's events in the SQLite stream exactly when it commits: none of a caller rolled back, nothing in the outbox", async () => {

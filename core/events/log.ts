@@ -52,13 +52,20 @@ async function recordKeys(tx: SqlWriter, rows: readonly EventKeyRow[]): Promise<
 
 /** Event keys deleted per transaction by {@link pruneEventKeys}. */
 export const EVENT_KEYS_BATCH = 2000;
+/**
+ * A batch of the event keys recorded before `[ISO 8601 cutoff]` whose event is not waiting in the outbox
+ * (a broker down longer than the retention: its `max_age` counts from the publication, still to come),
+ * along `event_keys_by_time`; exported for its query-plan test.
+ */
+export const EVENT_KEYS_DUE = `SELECT k.idempotency_key FROM event_keys AS k WHERE k.created_at < ? AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.event_id = k.event_id) ORDER BY k.created_at LIMIT ${EVENT_KEYS_BATCH}`;
 
 /**
  * The event keys' retention (spec 6.2): deletes the idempotency keys recorded before `cutoffMs` (epoch
  * ms; the app passes now minus `SVC_EVENT_RETENTION_MS`), whatever the stream: the built-in stream's
  * events go in the same pass, a broker's (NATS's `max_age`) in the broker, and their keys in
  * `event_keys` only here. A key forgotten lets an event appended again under it be written: its first
- * event is past the retention (a cursor to it answers `cursor_expired`). Deletes {@link EVENT_KEYS_BATCH}
+ * event is past the retention (a cursor to it answers `cursor_expired`); a key whose event still waits
+ * in the outbox stays ({@link EVENT_KEYS_DUE}). Deletes {@link EVENT_KEYS_BATCH}
  * keys a transaction along `event_keys_by_time` (migration 026), each a short write beside the
  * requests of its group commit, until none is left before the cutoff or `stopped()` says so.
  * @returns the keys deleted
@@ -68,7 +75,7 @@ export async function pruneEventKeys(db: Database, cutoffMs: number, stopped: ()
   let deleted = 0;
   for (;;) {
     const { changes } = await db.transaction((tx) =>
-      tx.run(`DELETE FROM event_keys WHERE idempotency_key IN (SELECT idempotency_key FROM event_keys WHERE created_at < ? ORDER BY created_at LIMIT ${EVENT_KEYS_BATCH})`, [cutoff]),
+      tx.run(`DELETE FROM event_keys WHERE idempotency_key IN (${EVENT_KEYS_DUE})`, [cutoff]),
     );
     deleted += changes;
     if (changes < EVENT_KEYS_BATCH || stopped()) return deleted;

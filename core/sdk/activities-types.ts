@@ -10,7 +10,7 @@ export interface RecordWorkflowEventInput {
   workflowId: string;
   runId: string;
   payload?: Record<string, unknown>;
-  /** Idempotency key of the event, so an activity retry never records it twice. */
+  /** Idempotency key of the event, so an activity retry never records it twice (within `SVC_EVENT_RETENTION_MS`: the keys' retention). */
   key: string;
 }
 
