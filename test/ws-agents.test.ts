@@ -57,8 +57,8 @@ async function insertRun(owner: string): Promise<string> {
   const runId = newId("arun");
   const now = nowIso();
   await app.container.resolve(Database).transaction(async (tx) => {
-    await tx.run("INSERT INTO agent_conversations (id, agent_id, owner, title, created_at, updated_at) VALUES (?, 'billing.assistant', ?, 'test', ?, ?)", [conversationId, owner, now, now]);
-    await tx.run("INSERT INTO agent_runs (id, conversation_id, agent_id, owner, message_seq, status, usage, created_at, updated_at) VALUES (?, ?, 'billing.assistant', ?, 1, 'queued', ?, ?, ?)", [runId, conversationId, owner, JSON.stringify({ inputTokens: 0, outputTokens: 0, modelCalls: 0 }), now, now]);
+    await tx.run("INSERT INTO agent_conversations (id, agent_id, owner, title, created_at, updated_at) VALUES (?, 'assistant', ?, 'test', ?, ?)", [conversationId, owner, now, now]);
+    await tx.run("INSERT INTO agent_runs (id, conversation_id, agent_id, owner, message_seq, status, usage, created_at, updated_at) VALUES (?, ?, 'assistant', ?, 1, 'queued', ?, ?, ?)", [runId, conversationId, owner, JSON.stringify({ inputTokens: 0, outputTokens: 0, modelCalls: 0 }), now, now]);
   });
   return runId;
 }
@@ -111,7 +111,7 @@ describe("/ws/agents (spec 6.5)", () => {
       await ws.next((f) => f.type === "record" && f.cursor === last.cursor);
       expect(ws.frames.slice(0, 3).map((f) => f.type)).toEqual(["connected", "subscribed", "run.snapshot"]);
       expect(ws.frames[1]).toEqual({ type: "subscribed", runId, cursor: null });
-      expect(ws.frames[2].run).toMatchObject({ runId, agentId: "billing.assistant", status: "queued", published: [], usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0 } });
+      expect(ws.frames[2].run).toMatchObject({ runId, agentId: "assistant", status: "queued", published: [], usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0 } });
       expect(ws.records()).toEqual(expected);
     }
     // every change of the run's state sends a new snapshot
@@ -180,6 +180,21 @@ describe("/ws/agents (spec 6.5)", () => {
     expect(ws.frames.some((f) => f.type === "subscribed")).toBe(false);
   });
 
+  it("refuses the run of an owner who may no longer use its agent (spec 5: access to the agent and the run), over the socket and HTTP alike", async () => {
+    // the auditor's own run of the assistant, whose use the auditor does not have (taken away since)
+    const runId = await run("auditor");
+    await text(runId, "said before");
+    const ws = await signedIn("auditor");
+    ws.send({ type: "subscribe", runId });
+    expect(await ws.next((f) => f.type === "error")).toEqual({ type: "error", code: "forbidden", message: 'You may not use agent "assistant" (needs use:agent:assistant)' });
+    ws.send({ type: "replay", runId });
+    await eventually(async () => ws.frames.filter((f) => f.type === "error").length === 2);
+    expect(ws.frames.filter((f) => f.type === "error").map((f) => f.code)).toEqual(["forbidden", "forbidden"]);
+    expect(ws.frames.some((f) => ["subscribed", "record", "run.snapshot", "replay"].includes(f.type))).toBe(false);
+    const auditor = client(app, await tokenFor(app, "auditor"));
+    for (const path of [`/api/agent-runs/${runId}`, `/api/agent-runs/${runId}/output`]) expect((await auditor.get(path)).status, path).toBe(403);
+  });
+
   it("answers another user's run with a not_found error frame and no subscription", async () => {
     const runId = await run("dev");
     await text(runId, "secret");
@@ -237,7 +252,7 @@ describe("/ws/agents (spec 6.5)", () => {
     const theirs = await run("alice");
     const devWs = await signedIn("dev");
     const aliceWs = await signedIn("alice");
-    const earlier = await activity(mine, "run.started", { agentId: "billing.assistant" });
+    const earlier = await activity(mine, "run.started", { agentId: "assistant" });
     devWs.send({ type: "subscribe", activity: true });
     aliceWs.send({ type: "subscribe", activity: true });
     expect(await devWs.next((f) => f.type === "subscribed")).toEqual({ type: "subscribed", activity: true, cursor: null });

@@ -18,7 +18,7 @@ import type { DomainEventEnvelope } from "../events/catalog";
  * | `can.viewTopic(topic)` | `view:topic:<topic>` | events of a topic without an object subject (schedules, syncs, ...) |
  * | `can.manage("webhooks")` | `manage:webhooks` | list and read webhook runs, replay deliveries |
  * | `can.manage("schedules")` | `manage:schedules` | list schedules, pause, unpause, trigger |
- * | `can.useAgent(id)` | `use:agent:<id>` | start conversations with that agent; read and stream only your own |
+ * | `can.useAgent(id)` | `use:agent:<id>` | start conversations with that agent; read and stream only your own, while you hold it |
  * | `can.viewDataset(id)` | `view:dataset:<id>` | read that dataset, its versions and rows, and its `dataset.version.committed` events |
  * | `can.editDataset(id)` | `edit:dataset:<id>` | open, write, commit and abort that dataset's transactions over HTTP |
  */

@@ -125,7 +125,7 @@ export class AgentRuns implements AgentRunAccess {
    */
   async start(principal: Principal, agentId: string, input: { title?: string; message?: string }): Promise<{ conversation: Conversation; runId?: string }> {
     this.project.agent(agentId);
-    if (!has(principal, can.useAgent(agentId))) throw new ApiError("forbidden", `You may not use agent "${agentId}" (needs ${can.useAgent(agentId)})`);
+    requireAgentUse(principal, agentId);
     const id = newId("conv");
     const now = nowIso();
     const title = input.title ?? (input.message ? input.message.slice(0, 80) : `Conversation with ${agentId}`);
@@ -140,7 +140,6 @@ export class AgentRuns implements AgentRunAccess {
    */
   async post(principal: Principal, conversationId: string, text: string): Promise<{ runId: string; conversationId: string }> {
     const conv = await this.conversationRow(principal, conversationId);
-    if (!has(principal, can.useAgent(conv.agent_id))) throw new ApiError("forbidden", `You may not use agent "${conv.agent_id}"`);
     const runId = newId("arun");
     const now = nowIso();
     await this.db.transaction(async (tx) => {
@@ -286,10 +285,15 @@ export class AgentRuns implements AgentRunAccess {
 
   // ---- used by the reply's activities ----
 
-  /** The run (any owner: system code). @throws {ApiError} not_found */
+  /**
+   * The run: with `principal`, one of theirs while they may use its agent (spec 5: agent streams, and
+   * the run's HTTP reads alike, need access to the agent and the run); without, any owner's (system code).
+   * @throws {ApiError} not_found (no such run, or another user's); forbidden (its agent's use was taken from the caller)
+   */
   async runRow(runId: string, principal?: Principal): Promise<RunRow> {
     const row = await this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]);
     if (!row || (principal && row.owner !== principal.id)) throw new ApiError("not_found", `No agent run "${runId}"`);
+    if (principal) requireAgentUse(principal, row.agent_id);
     return row;
   }
 
@@ -389,9 +393,14 @@ export class AgentRuns implements AgentRunAccess {
     this.changes.emit("changed", runId);
   }
 
+  /**
+   * A conversation of the caller's, while they may use its agent (spec 5: access to the agent and the run).
+   * @throws {ApiError} not_found (no such conversation, or another user's); forbidden (its agent's use was taken from the caller)
+   */
   private async conversationRow(principal: Principal, id: string): Promise<ConversationRow> {
     const conv = await this.db.get<ConversationRow>("SELECT * FROM agent_conversations WHERE id = ?", [id]);
     if (!conv || conv.owner !== principal.id) throw new ApiError("not_found", `No conversation "${id}"`);
+    requireAgentUse(principal, conv.agent_id);
     return conv;
   }
 
@@ -420,6 +429,11 @@ export class AgentRuns implements AgentRunAccess {
 }
 
 /** A run's stored steps as model messages: each step's answer, then its tool results. */
+/** Refuses a principal without `use:agent:<agentId>` (spec 5). @throws {ApiError} forbidden */
+function requireAgentUse(principal: Principal, agentId: string): void {
+  if (!has(principal, can.useAgent(agentId))) throw new ApiError("forbidden", `You may not use agent "${agentId}" (needs ${can.useAgent(agentId)})`);
+}
+
 function stepsAsMessages(steps: StoredStep[]): ModelMessage[] {
   const out: ModelMessage[] = [];
   for (const s of steps) {

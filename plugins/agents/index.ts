@@ -5,7 +5,7 @@ import { agentsSocket } from "./socket";
 const RunParams = v.object({ runId: v.pipe(v.string(), v.description("`arun_…`")) });
 const Message = v.pipe(v.string(), v.trim(), v.minLength(1, "a message must not be empty"), v.maxLength(20_000, "a message has at most 20,000 characters"));
 const Queued = v.object({ runId: v.string(), conversationId: v.string() });
-const OWNER_ONLY = "Only the conversation's owner reads it and its runs: for everyone else they do not exist (404).";
+const OWNER_ONLY = "Only the conversation's owner reads it and its runs (for everyone else they do not exist: 404), while they may use its agent (`use:agent:<id>`; 403 once that was taken from them).";
 
 /**
  * Agents (spec 1, 4.3, 5, 6.5): start a conversation with an agent a connector declares, post messages
