@@ -49,8 +49,15 @@ describe("publishing versions (spec 2.7, 3, 9)", () => {
     expect((await dev.get(`/api/artifacts/${id}/versions/1`)).body).toEqual(v1);
     expect((await dev.get(`/api/artifacts/${id}`)).body).toMatchObject({ latestVersion: 2, title: "Review, revised" });
     expect((await dev.get(`/api/artifacts/${id}/versions`)).body.data.map((v: any) => v.version)).toEqual([1, 2]);
+    // the version input may carry its kind (spec 2.7): the artifact's, never another (nothing published)
+    const third = await dev.post(`/api/artifacts/${id}/versions`, { kind: "document", files: [{ path: "document.md", file: await put("# Q3, third\n", "document.md", "text/markdown") }] });
+    expect(third.body).toMatchObject({ version: 3 });
+    const other = await dev.post(`/api/artifacts/${id}/versions`, { kind: "sheet", files: [{ path: "document.md", file: await put("# Q3, fourth\n", "document.md", "text/markdown") }] });
+    expect(other.status).toBe(400);
+    expect(other.body.error).toMatchObject({ code: "invalid_request", message: `Artifact "${id}" is a document: its versions are too (kind "sheet" was sent); publish a new artifact for a sheet`, details: { kind: "sheet", artifactKind: "document" } });
+    expect((await dev.get(`/api/artifacts/${id}`)).body.latestVersion).toBe(3);
     const missing = await dev.get(`/api/artifacts/${id}/versions/7`);
-    expect(missing).toMatchObject({ status: 404, body: { error: { message: `Artifact ${id} has no version 7; latest is 2` } } });
+    expect(missing).toMatchObject({ status: 404, body: { error: { message: `Artifact ${id} has no version 7; latest is 3` } } });
     for (const method of ["PUT", "PATCH", "DELETE"]) expect((await dev.call(method, `/api/artifacts/${id}/versions/1`)).status).toBe(405);
     // the message names the path as requested, not the route's template
     expect((await dev.call("DELETE", `/api/artifacts/${id}/versions/1`)).body.error).toMatchObject({

@@ -154,7 +154,7 @@ export class HandlerRunner {
     return {
       upload: (content, options) => this.files.upload(Readable.from([typeof content === "string" ? Buffer.from(content) : Buffer.from(content)]), { name: options.name, declaredContentType: options.contentType, maxBytes: FILE_UPLOAD_MAX_BYTES, createdBy: publishedBy }),
       publish: (input) => this.artifactStore.publish({ kind: input.kind, title: input.title, files: input.files, owner: input.owner, author: system, publishedBy }),
-      publishVersion: async (artifactId, input) => (await this.artifactStore.publish({ artifactId, files: input.files, title: input.title, author: system, publishedBy })).version,
+      publishVersion: async (artifactId, input) => (await this.artifactStore.publish({ artifactId, kind: input.kind, files: input.files, title: input.title, author: system, publishedBy })).version,
       resolve: (address) => this.artifactStore.resolve(system, address),
     };
   }
