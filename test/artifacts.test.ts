@@ -53,8 +53,8 @@ describe("publishing versions (spec 2.7, 3, 9)", () => {
     const third = await dev.post(`/api/artifacts/${id}/versions`, { kind: "document", files: [{ path: "document.md", file: await put("# Q3, third\n", "document.md", "text/markdown") }] });
     expect(third.body).toMatchObject({ version: 3 });
     const other = await dev.post(`/api/artifacts/${id}/versions`, { kind: "sheet", files: [{ path: "document.md", file: await put("# Q3, fourth\n", "document.md", "text/markdown") }] });
-    expect(other.status).toBe(400);
-    expect(other.body.error).toMatchObject({ code: "invalid_request", message: `Artifact "${id}" is a document: its versions are too (kind "sheet" was sent); publish a new artifact for a sheet`, details: { kind: "sheet", artifactKind: "document" } });
+    expect(other.status).toBe(409);
+    expect(other.body.error).toMatchObject({ code: "conflict", message: `Artifact "${id}" is a document: its versions are too (kind "sheet" was sent); publish a new artifact for a sheet`, details: { kind: "sheet", artifactKind: "document" } });
     expect((await dev.get(`/api/artifacts/${id}`)).body.latestVersion).toBe(3);
     const missing = await dev.get(`/api/artifacts/${id}/versions/7`);
     expect(missing).toMatchObject({ status: 404, body: { error: { message: `Artifact ${id} has no version 7; latest is 3` } } });

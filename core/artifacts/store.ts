@@ -254,7 +254,7 @@ export class ArtifactStore {
     const existing = input.artifactId ? await this.row(input.author, input.artifactId) : undefined;
     // a version is of its artifact's kind: one may say it (spec 2.7's version input), not change it
     if (existing && input.kind !== undefined && input.kind !== existing.kind) {
-      throw new ApiError("invalid_request", `Artifact "${existing.id}" is a ${existing.kind}: its versions are too (kind "${input.kind}" was sent); publish a new artifact for a ${input.kind}`, { kind: input.kind, artifactKind: existing.kind });
+      throw new ApiError("conflict", `Artifact "${existing.id}" is a ${existing.kind}: its versions are too (kind "${input.kind}" was sent); publish a new artifact for a ${input.kind}`, { kind: input.kind, artifactKind: existing.kind });
     }
     const kind = existing?.kind ?? input.kind;
     if (!kind) throw new ApiError("invalid_request", "A new artifact needs a kind: document, sheet, slides or file");

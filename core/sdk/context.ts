@@ -170,7 +170,7 @@ export interface ArtifactsApi {
   publish(input: { kind: "document" | "sheet" | "slides" | "file"; title: string; files: ArtifactFiles; owner: string }): Promise<{ artifact: { id: string; latestVersion: number }; version: { version: number; warnings: Array<{ code: string; message: string }> } }>;
   /**
    * Publishes the next version of an artifact; `kind`, when given, must be the artifact's (a version never changes it).
-   * @throws {ApiError} artifact_invalid, not_found; invalid_request for another kind
+   * @throws {ApiError} artifact_invalid, not_found; conflict for another kind
    */
   publishVersion(artifactId: string, input: { kind?: "document" | "sheet" | "slides" | "file"; files: ArtifactFiles; title?: string }): Promise<{ version: number; warnings: Array<{ code: string; message: string }> }>;
   /** Resolves an address (as the system). @throws {ApiError} invalid_request, not_found */

@@ -45,11 +45,11 @@ export default definePlugin({
       auth: "bearer",
       params: ArtifactParams,
       body: v.strictObject({
-        kind: v.optional(v.pipe(v.picklist(ARTIFACT_KINDS), v.description("The artifact's kind (optional): a version is always of its artifact's kind, and another is refused (400)"))),
+        kind: v.optional(v.pipe(v.picklist(ARTIFACT_KINDS), v.description("The artifact's kind (optional): a version is always of its artifact's kind, and another is refused (409 `conflict`)"))),
         files: VersionFilesSchema,
         title: v.optional(TitleSchema),
       }),
-      responses: { 200: { description: "The new version (with its warnings)", schema: ArtifactVersionSchema }, 404: { description: "No such artifact (or not yours)" }, 409: { description: "Another version was published while this one was being checked; publish again" }, 422: { description: "The version is invalid: every problem listed" } },
+      responses: { 200: { description: "The new version (with its warnings)", schema: ArtifactVersionSchema }, 404: { description: "No such artifact (or not yours)" }, 409: { description: "`conflict`: another version was published while this one was being checked (publish again), or `kind` is not the artifact's" }, 422: { description: "The version is invalid: every problem listed" } },
       handler: async ({ principal, params, body }) => (await artifacts.publish({ artifactId: params.artifactId, kind: body.kind, title: body.title, files: body.files, author: reader(principal) })).version,
     });
     routes.add({
