@@ -243,7 +243,7 @@ export class ActionRunner {
     let failure: { code: string; message: string } | undefined;
     try {
       const signal = this.lifecycle.closeTimeout;
-      buffered = await this.handlers.execute(spec, (ctx) => definition.run(handlerContext<ActionContext<unknown>>(ctx, { actionId: req.actionId, runId, subject, params, actor: req.actor, signal })), { signal, beforeStore: recording.now });
+      buffered = await this.handlers.execute(spec, (ctx) => definition.run(handlerContext<ActionContext<unknown>>(ctx, { actionId: req.actionId, runId, subject, params, actor: req.actor, signal })), { signal, beforeStore: recording.now, requestedBy: req.actor });
     } catch (err) {
       failure = { code: isApiError(err) ? err.code : "action_failed", message: messageOf(err) };
       this.handlers.logger(spec).warn({ err }, "action run failed");

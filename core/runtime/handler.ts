@@ -10,7 +10,7 @@ import { LOGGER, type Logger } from "../logger";
 import { CONFIG, type Config } from "../config";
 import { FileStore } from "../files/file-store";
 import { FILE_UPLOAD_MAX_BYTES } from "../files/limits";
-import { ArtifactStore } from "../artifacts/store";
+import { ArtifactStore, type ArtifactReader } from "../artifacts/store";
 import { Readable } from "node:stream";
 import type { Actor, DomainEventEnvelope, EventType, Origin } from "../events/catalog";
 import type { ArtifactsApi, BlobsApi, HandlerLogger, OntologyChange, OntologyReads, SystemContext } from "../sdk/context";
@@ -148,14 +148,27 @@ export class HandlerRunner {
   /** The committed-data reads every context shares (they hold no per-run state). */
   private readonly reads: OntologyReads;
 
-  /** The SDK's artifact operations: system code reaches every artifact; `publishedBy` is recorded on versions. */
-  artifacts(publishedBy: string): ArtifactsApi {
-    const system = { kind: "system" as const };
+  /**
+   * The SDK's artifact operations (spec 4.3); `publishedBy` is recorded on versions. Code running as the
+   * system, outside any request (schedules, syncs, pipelines, webhooks, effects, the seed), reaches every
+   * artifact. Code running inside a request (an action run's handler: `requestedBy`, its actor) acts as
+   * its requester, who opens only their own: `resolve` and `publishVersion` reach the requester's
+   * artifacts, `publish` makes one the requester owns (another `owner` is refused), and the files it
+   * uploads are the requester's to put in a version.
+   */
+  artifacts(publishedBy: string, requestedBy?: Actor): ArtifactsApi {
+    const author: ArtifactReader = requestedBy ? { kind: "identity", id: requestedBy.id } : { kind: "system" };
     return {
-      upload: (content, options) => this.files.upload(Readable.from([typeof content === "string" ? Buffer.from(content) : Buffer.from(content)]), { name: options.name, declaredContentType: options.contentType, maxBytes: FILE_UPLOAD_MAX_BYTES, createdBy: publishedBy }),
-      publish: (input) => this.artifactStore.publish({ kind: input.kind, title: input.title, files: input.files, owner: input.owner, author: system, publishedBy }),
-      publishVersion: async (artifactId, input) => (await this.artifactStore.publish({ artifactId, kind: input.kind, files: input.files, title: input.title, author: system, publishedBy })).version,
-      resolve: (address) => this.artifactStore.resolve(system, address),
+      upload: (content, options) =>
+        this.files.upload(Readable.from([typeof content === "string" ? Buffer.from(content) : Buffer.from(content)]), { name: options.name, declaredContentType: options.contentType, maxBytes: FILE_UPLOAD_MAX_BYTES, createdBy: requestedBy?.id ?? publishedBy }),
+      publish: (input) => {
+        if (requestedBy && input.owner !== undefined && input.owner !== requestedBy.id) {
+          throw new ApiError("forbidden", `An action run requested by "${requestedBy.id}" publishes artifacts "${requestedBy.id}" owns (owner "${input.owner}" was given); code outside a request (an effect, a schedule) publishes for others`, { owner: input.owner });
+        }
+        return this.artifactStore.publish({ kind: input.kind, title: input.title, files: input.files, owner: input.owner, author, publishedBy });
+      },
+      publishVersion: async (artifactId, input) => (await this.artifactStore.publish({ artifactId, kind: input.kind, files: input.files, title: input.title, author, publishedBy })).version,
+      resolve: (address) => this.artifactStore.resolve(author, address),
     };
   }
 
@@ -194,19 +207,21 @@ export class HandlerRunner {
    *   stops waiting): its buffered writes are never committed then, and from then on its `ctx.blobs` and
    *   `ctx.artifacts` calls that store something reject ({@link HandlerAbandonedError}); what they stored
    *   before stays
+   * @param options.requestedBy the principal whose request runs the handler (an action run's actor):
+   *   `ctx.artifacts` acts as them ({@link HandlerRunner.artifacts}); absent for system code
    * @param options.beforeStore awaited before each `ctx.blobs` and `ctx.artifacts` call that stores
    *   something (those commit on their own, outside the buffer): a caller that records its run lazily
    *   records it there first, so nothing the handler stores ever names a run that was not recorded
    * @throws whatever `fn` throws; {@link ApiError} invalid_request for invalid changes, events or rows
    *   (a refused row: `ctx.datasets.<snapshot|append> call <n>: …` naming row and column; `details.call`)
    */
-  async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>, options: { signal?: AbortSignal; beforeStore?: () => Promise<void> } = {}): Promise<BufferedHandler<T>> {
+  async execute<T>(spec: HandlerRun, fn: (ctx: SystemContext) => T | Promise<T>, options: { signal?: AbortSignal; beforeStore?: () => Promise<void>; requestedBy?: Actor } = {}): Promise<BufferedHandler<T>> {
     const buffer = new WriteBuffer();
     const appended: AppendInput[] = [];
     const datasetCalls: Array<{ datasetId: string; transaction: "snapshot" | "append"; rows: readonly unknown[] }> = [];
     const log = this.logger(spec);
     const blobs = this.blobs(`${spec.run.kind}:${spec.run.id}`);
-    const artifacts = this.artifacts(`${spec.run.kind}:${spec.run.id}`);
+    const artifacts = this.artifacts(`${spec.run.kind}:${spec.run.id}`, options.requestedBy);
     const { objects, links, telemetry } = ontologyAccess(this.reads, buffer);
     const ctx: SystemContext = {
       objects,

@@ -155,8 +155,10 @@ export interface ArtifactResolution {
 export type ArtifactFiles = Array<{ path: string; file: { id: string } }>;
 
 /**
- * The SDK's artifact operations for server code, which runs as the system and reaches every artifact
- * of the project (spec 4.3). Publishing is immediate (not part of the handler's buffered writes): a
+ * The SDK's artifact operations for server code (spec 4.3). Code running as the system, outside any
+ * request (the seed, schedules, syncs, pipelines, webhooks, effects), reaches every artifact of the
+ * project; an action's handler acts as its requester, who opens only their own (`resolve` and
+ * `publishVersion` of another's artifact: not_found; `publish` for another `owner`: forbidden). Publishing is immediate (not part of the handler's buffered writes): a
  * published version stays even when the handler later fails.
  */
 export interface ArtifactsApi {
