@@ -34,6 +34,7 @@ import { authenticateRequest, authenticateUpgrade } from "./auth/authenticate";
 import { Metrics, UNMATCHED_ROUTE } from "./metrics";
 import { RunRetention, TemporalRetentionHistory } from "./store/run-retention";
 import { RouteRegistry } from "./http/routes";
+import { Cors } from "./http/cors";
 import { Lifecycle, shutdownSignals } from "./lifecycle";
 import { LogCapture } from "./logs/capture";
 import { TemporalHost, type EmbeddedTemporal } from "./temporal/host";
@@ -334,7 +335,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     phase("schedules");
 
     const metrics = container.resolve(Metrics);
-    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log, metrics, () => config.apiPublicOrigin);
+    const routes = new RouteRegistry((req, mode) => authenticateRequest(req, mode, { tokens, sessions, allowedOrigins: config.allowedOrigins }), lifecycle, log, metrics, () => config.apiPublicOrigin, new Cors(config.allowedOrigins));
     for (const plugin of opts.plugins) {
       const deps = Object.fromEntries(Object.entries((plugin.deps ?? {}) as PluginDeps).map(([name, token]) => [name, container.resolve(token)])) as ResolvedDeps<PluginDeps>;
       await plugin.setup(

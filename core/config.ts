@@ -31,7 +31,7 @@ import { asPublicOrigin, basePathOf } from "./files/download-urls";
  * | `SVC_RUN_RETENTION_MS` | 2592000000 (30 days) | how long an ended action run (without an effect) and webhook delivery (with its raw body), an ended workflow, sync or pipeline run's row (at least a day past Temporal's retention) and an expired download URL are kept, and so how long `runId`s and delivery keys de-duplicate (`core/store/run-retention.ts`); at least 1 h, and at least `SVC_EVENT_RETENTION_MS` |
  * | `SVC_SHUTDOWN_TIMEOUT_MS` | 30000 | how long shutdown waits for in-flight work |
  * | `SVC_SESSION_TTL_MS` | 28800000 (8 h) | browser session lifetime, renewed on HTTP use |
- * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions |
+ * | `SVC_ALLOWED_ORIGINS` | the public origin, http://localhost:<PORT>, http://127.0.0.1:<PORT> | comma-separated browser origins allowed to use sessions, and whose pages may call the API across origins (CORS with credentials, `core/http/cors.ts`) |
  * | `SVC_WS_MAX_BUFFERED_BYTES` | 4194304 (4 MiB) | a WebSocket whose unsent data passes this is closed (4008, slow consumer) |
  * | `SVC_WS_CHECKPOINT_MS` | 10000 | `/ws/events`: a `checkpoint` frame past skipped events comes at most this often after the socket's last frame |
  * | `SVC_ACCESS_LOG` | false | one info log line per HTTP request (method, path with secrets masked, status, ms, client address, identity) |

@@ -12,6 +12,7 @@ import { defaultsToEmptyObject, deprecated, documentedAs, documentedJsonSchema, 
 import { DEPRECATION_HEADER_DOCS, RouteDeprecations, deprecationHeaders } from "./deprecations";
 import { decodePathParams, parseOrThrow } from "./validation";
 import { errorResponse, jsonResponse, withHeaders } from "./response";
+import type { Cors } from "./cors";
 
 type Schema = v.GenericSchema<unknown, any>;
 type ObjectSchema = v.ObjectSchema<any, any> | v.LooseObjectSchema<any, any> | v.StrictObjectSchema<any, any>;
@@ -153,6 +154,8 @@ export class RouteRegistry {
      * listens. Undefined: links are root-relative (`</docs>`), resolved against the request's URL.
      */
     private readonly publicOrigin?: () => string | undefined,
+    /** The allowed origins' CORS (spec 5), applied to every answer and to preflights; none in tests that need none. */
+    private readonly cors?: Cors,
   ) {
     this.deprecations = new RouteDeprecations(log);
   }
@@ -231,6 +234,19 @@ export class RouteRegistry {
     for (const [path, allowed] of methods) {
       const allow = allowed.join(", ");
       app.all(path, (event) => {
+        // a browser app of an allowed origin asks before it calls (spec 5)
+        if (this.cors && event.req.method === "OPTIONS") {
+          try {
+            const preflight = this.cors.preflight(event, allowed);
+            if (preflight) {
+              this.metrics?.observeRequest("OPTIONS", path, 204);
+              return preflight;
+            }
+          } catch (err) {
+            this.metrics?.observeRequest("OPTIONS", path, 403);
+            return errorResponse(err);
+          }
+        }
         this.metrics?.observeRequest(event.req.method, path, 405);
         return errorResponse(new ApiError("method_not_allowed", `${event.req.method} is not allowed on ${event.url.pathname}; use ${allow}`, { allow: allowed, route: path }, { allow }));
       });
@@ -284,6 +300,8 @@ export class RouteRegistry {
 
   private async answer(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
     const leave = this.lifecycle.enter();
+    // a browser app of an allowed origin reads the answer, errors included (spec 5)
+    this.cors?.answer(event);
     /** The deprecated name the request sent, once its query and body were read: its answer says so, errors included. */
     let used: Deprecation | undefined;
     try {
