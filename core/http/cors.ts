@@ -4,7 +4,7 @@
  * cookie, or a bearer token the app holds). Built on h3's CORS helpers; `RouteRegistry` applies them to
  * every route's answer and to a preflight of a known path.
  */
-import { appendCorsHeaders, appendCorsPreflightHeaders, isPreflightRequest, noContent, type CorsOptions, type H3Event, type HTTPResponse } from "h3";
+import { appendCorsPreflightHeaders, isPreflightRequest, noContent, type CorsOptions, type H3Event, type HTTPResponse } from "h3";
 import { ApiError } from "../errors";
 
 /** The answer headers a cross-origin app may read besides the CORS-safelisted ones. */
@@ -25,13 +25,25 @@ export class Cors {
   }
 
   /**
-   * Adds the CORS headers to the answer of a request from an allowed origin (h3 merges `event.res`'s
-   * headers into the handler's `Response`, errors included); nothing for other requests: a browser then
-   * does not hand the answer to another origin's page.
+   * The allowed origin of a request, or undefined (no `Origin`, or one not allowed: its answer gets no
+   * CORS header, and a browser keeps it from the page).
    */
-  answer(event: H3Event): void {
-    const origin = event.req.headers.get("origin");
-    if (origin && this.allowedOrigins.includes(origin)) appendCorsHeaders(event, this.options);
+  allowedOrigin(req: Request): string | undefined {
+    const origin = req.headers.get("origin");
+    return origin && this.allowedOrigins.includes(origin) ? origin : undefined;
+  }
+
+  /**
+   * The headers that make `response` readable by a page of `origin` (an allowed one), to append to it:
+   * `Access-Control-Allow-Origin` and `…-Allow-Credentials` unless the response set its own (the tus
+   * server does), {@link EXPOSED_HEADERS} beside any it exposes, and `Vary: Origin`. Appended, never set
+   * over the response's own (h3's `appendCorsHeaders` goes through `event.res`, whose headers h3 sets
+   * over the handler's: a tus answer's exposed headers and a file's `Vary` would be lost).
+   */
+  answerHeaders(origin: string, response: Response): Array<[string, string]> {
+    const headers: Array<[string, string]> = [["access-control-expose-headers", EXPOSED_HEADERS.join(", ")], ["vary", "Origin"]];
+    if (!response.headers.has("access-control-allow-origin")) headers.push(["access-control-allow-origin", origin], ["access-control-allow-credentials", "true"]);
+    return headers;
   }
 
   /**

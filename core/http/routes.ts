@@ -301,7 +301,7 @@ export class RouteRegistry {
   private async answer(def: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
     const leave = this.lifecycle.enter();
     // a browser app of an allowed origin reads the answer, errors included (spec 5)
-    this.cors?.answer(event);
+    const origin = this.cors?.allowedOrigin(event.req);
     /** The deprecated name the request sent, once its query and body were read: its answer says so, errors included. */
     let used: Deprecation | undefined;
     try {
@@ -326,17 +326,20 @@ export class RouteRegistry {
       const response = result instanceof Response ? result : jsonResponse(result);
       // most answers need no header added here: nothing is allocated for them
       const cookie = caller?.renewedCookie && !response.headers.has("set-cookie") ? caller.renewedCookie : undefined;
-      if (!cookie && !used) return response;
+      if (!cookie && !used && !origin) return response;
       const extra: Array<[string, string]> = [];
       // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
       if (cookie) extra.push(["set-cookie", cookie]);
       // RFC 9745: the request used a name kept for compatibility; the earliest deprecation's day
       if (used) extra.push(...deprecationHeaders(used, this.publicOrigin?.()));
+      if (origin) extra.push(...this.cors!.answerHeaders(origin, response));
       return withHeaders(response, extra);
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
-      return used ? withHeaders(errorResponse(err), deprecationHeaders(used, this.publicOrigin?.())) : errorResponse(err);
+      const response = errorResponse(err);
+      if (!used && !origin) return response;
+      return withHeaders(response, [...(used ? deprecationHeaders(used, this.publicOrigin?.()) : []), ...(origin ? this.cors!.answerHeaders(origin, response) : [])]);
     } finally {
       leave();
     }
