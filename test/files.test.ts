@@ -35,6 +35,13 @@ const sharing = defineConnector({
         return ctx.blobs.createDownloadUrl(invoice!.properties.pdf as { id: string }, { expiresInMs: ctx.params.expiresInMs });
       },
     }),
+    "download-url.revoke": defineAction({
+      params: v.object({ id: v.string() }),
+      async run(ctx) {
+        await ctx.blobs.revokeDownloadUrl(ctx.params.id);
+        return { revoked: ctx.params.id };
+      },
+    }),
   },
 });
 const project = defineProject({ ...sandboxProject, connectors: [...sandboxProject.connectors, sharing] });
@@ -426,6 +433,12 @@ describe("download URLs (spec 2.6, 4.3, 5)", () => {
     expect(shared.url.startsWith(`${origin}/api/download/`)).toBe(true);
     expect(Date.parse(shared.expiresAt) - Date.now()).toBeLessThanOrEqual(60_000);
     expect((await fetch(shared.url.replace(origin, app.url))).status).toBe(200);
+    // and revoked by id through them (spec 4.3): the URL answers 410 from then on
+    const revoked = await dev.post("/api/actions/download-url.revoke", { params: { id: shared.id } });
+    expect(revoked.body).toMatchObject({ status: "succeeded", result: { revoked: shared.id } });
+    const gone = await fetch(shared.url.replace(origin, app.url));
+    expect(gone.status).toBe(410);
+    expect(((await gone.json()) as { error: { code: string } }).error.code).toBe("download_url_revoked");
   });
 
   it("with PORT=0, a public origin on port 0 (as the sandbox derives it from PORT) names the port bound", async () => {
