@@ -433,6 +433,11 @@ describe("download URLs (spec 2.6, 4.3, 5)", () => {
     expect(shared.url.startsWith(`${origin}/api/download/`)).toBe(true);
     expect(Date.parse(shared.expiresAt) - Date.now()).toBeLessThanOrEqual(60_000);
     expect((await fetch(shared.url.replace(origin, app.url))).status).toBe(200);
+    // at most 7 days, through the SDK and over HTTP alike
+    const tooLong = await dev.post("/api/actions/invoice.share-pdf", { subject: { kind: "object", objectTypeId: "invoice", primaryId: "inv_1004" }, params: { expiresInMs: 7 * 86_400_000 + 1 } });
+    expect(tooLong.body).toMatchObject({ status: "failed", error: { code: "invalid_request", message: "expiresInMs must be a whole number of milliseconds from 1 to 604800000 (7 days)" } });
+    const overHttp = await dev.post("/api/objects/invoice/inv_1004/files/download-urls", { path: "/properties/pdf", expiresInMs: 7 * 86_400_000 + 1 });
+    expect(overHttp.status).toBe(400);
     // and revoked by id through them (spec 4.3): the URL answers 410 from then on
     const revoked = await dev.post("/api/actions/download-url.revoke", { params: { id: shared.id } });
     expect(revoked.body).toMatchObject({ status: "succeeded", result: { revoked: shared.id } });
