@@ -373,6 +373,10 @@ describe("addresses (spec 2.7, 4.3, 9)", () => {
     expect((await resolve(`artifact:${sheetId}#Revenue!B:C`)).body.part).toMatchObject({ kind: "range", range: "B:C", columns: ["Revenue", "Share"], rows: [1, 4] });
     expect((await resolve(`artifact:${sheetId}#chart=Revenue%20by%20month`)).body.part).toEqual({ kind: "chart", chart: "Revenue by month", sheet: "Revenue" });
     expect((await resolve(`artifact:${docId}#q3-results-1`)).body.part).toEqual({ kind: "section", slug: "q3-results-1", title: "Q3 results" });
+    // the title's slug (its heading's anchor) is the whole document
+    const whole = (await resolve(`artifact:${docId}#review`)).body;
+    expect(whole).toMatchObject({ address: `artifact:${docId}#review`, artifact: { id: docId, kind: "document" }, follows: "latest" });
+    expect(whole.part).toBeUndefined();
   });
 
   it("says what the target has instead when an address names nothing", async () => {

@@ -4,6 +4,7 @@
  * what the target has instead.
  */
 import * as v from "valibot";
+import GithubSlugger from "github-slugger";
 import { ApiError } from "../errors";
 import { formatAddress, type ArtifactAddress } from "./address";
 import { columnLetter, formatRange, type CellRange } from "./cell-range";
@@ -132,6 +133,8 @@ export function resolveWithin(address: ArtifactAddress, target: ResolvableVersio
       if (target.kind === "document") {
         const sections = target.outline.sections ?? [];
         const section = sections.find((s) => s.slug === part.name);
+        // the title's heading (the first `#`) is the whole document: its slug addresses that, as its anchor on the page does
+        if (!section && target.outline.title !== undefined && new GithubSlugger().slug(target.outline.title) === part.name) return out;
         if (!section) throw missing(`${at} has no section "${part.name}"; its sections are: ${list(sections.map((s) => s.slug))}`, sections.map((s) => s.slug));
         out.part = { kind: "section", slug: section.slug, title: section.title };
         return out;
