@@ -279,7 +279,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
         workflowBundle,
         activities: {
           ...createActivities({ db, events: container.resolve(EventLog), ontology: container.resolve(OntologyStore), actions, project, handlers }),
-          ...createAgentActivities({ runs: container.resolve(AgentRuns), output: container.resolve(AgentOutput), tools: container.resolve(AgentTools), project, model: models(config) }),
+          ...createAgentActivities({ runs: container.resolve(AgentRuns), output: container.resolve(AgentOutput), tools: container.resolve(AgentTools), project, model: models(config, opts.env ?? process.env) }),
         },
         sinks: createSinks(logs, log),
       });
@@ -480,13 +480,14 @@ export function installSignalHandlers(app: App): void {
 
 /**
  * The agents' models by id (`scripted`, `openai-compatible:<model>`, `anthropic:<model>`), made once
- * each from the environment (keys and base URL); undefined is the service's `SVC_AGENT_MODEL`.
+ * each from `env` (keys and base URL: the environment the app was made with, which its configuration
+ * was checked against); undefined is the service's `SVC_AGENT_MODEL`.
  */
-function models(config: Config): (id: string | undefined) => Model {
+function models(config: Config, env: NodeJS.ProcessEnv | Record<string, string | undefined>): (id: string | undefined) => Model {
   const made = new Map<string, Model>();
   return (id) => {
     const key = id ?? config.agentModel;
-    if (!made.has(key)) made.set(key, modelFromEnv({ ...process.env, SVC_AGENT_MODEL: key }));
+    if (!made.has(key)) made.set(key, modelFromEnv({ ...env, SVC_AGENT_MODEL: key }));
     return made.get(key)!;
   };
 }
