@@ -278,6 +278,53 @@ describe("a deck", () => {
     await page.waitForURL(`${app.url}/artifacts/${ids.document}?part=highlights`);
   });
 
+  it("lays each slide out by its class (title, section, stat, split, chart, table, quote, image), and presents the deck full screen with F", async () => {
+    const PNG_DATA = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+    const slides = [
+      `<section class="slide title"><h1>Layouts</h1><p>One slide per class</p></section>`,
+      `<section class="slide section"><h2>Part two</h2></section>`,
+      `<section class="slide stat"><h2>Revenue</h2><p class="value">$1.2M</p></section>`,
+      `<section class="slide split"><h2>Split</h2><p>Words on the left.</p><img src="${PNG_DATA}" alt="a picture"></section>`,
+      `<section class="slide chart"><h2>Chart</h2><svg viewBox="0 0 10 10" role="img" aria-label="bars"><rect width="5" height="10"/></svg></section>`,
+      `<section class="slide table"><h2>Table</h2><table><tr><th>Month</th><th class="num">Revenue</th></tr><tr><td>Jan</td><td class="num">10</td></tr></table></section>`,
+      `<section class="slide quote"><blockquote>Measure twice, cut once.</blockquote><cite>A carpenter</cite></section>`,
+      `<section class="slide image"><h2>Image</h2><img src="${PNG_DATA}" alt="a picture"></section>`,
+    ];
+    const id = await publishAs("dev", "slides", "Layouts", { "index.html": `<!doctype html><html><head><title>Layouts</title></head><body>${slides.join("")}</body></html>` });
+    const page = await devPage();
+    await page.goto(`${app.url}/artifacts/${id}`);
+    const frame = await deckFrame(page);
+    const style = (selector: string, property: string) => frame.locator(selector).first().evaluate((el, p) => getComputedStyle(el).getPropertyValue(p), property);
+    expect(await style("section.slide.title", "border-left-width")).toBe("24px");
+    expect(await style("section.slide.title h1", "font-size")).toBe("80px");
+    expect(await style("section.slide.section", "background-color")).toBe(await style("section.slide.title", "border-left-color"));
+    expect(await style("section.slide.section h2", "font-size")).toBe("72px");
+    expect(await style("section.slide.stat .value", "font-size")).toBe("160px");
+    expect(await style("section.slide.split", "display")).toBe("grid");
+    expect((await style("section.slide.split", "grid-template-columns")).split(" ")).toHaveLength(2);
+    expect(await style("section.slide.chart", "justify-content")).toBe("flex-start");
+    expect(await style("section.slide.chart > svg", "display")).toBe("block");
+    expect(await style("section.slide.table table", "border-collapse")).toBe("collapse");
+    expect(await style("section.slide.table td.num", "text-align")).toBe("right");
+    expect(await style("section.slide.quote blockquote", "font-size")).toBe("48px");
+    expect(await style("section.slide.image > img", "object-fit")).toBe("cover");
+    // the deck check found nothing to warn about in any of them
+    expect(await page.locator(".check-item").count()).toBe(8);
+    expect(await page.locator(".check-item .check-warnings").count()).toBe(0);
+    await page.locator("iframe[data-deck-frame]").click();
+    await page.keyboard.press("o");
+    await expect.poll(() => frame.evaluate(() => document.documentElement.classList.contains("kit-overview"))).toBe(true);
+    await screenshot(page, "deck-layouts-overview");
+    await page.keyboard.press("Escape");
+    // F on the page presents the deck: its frame goes full screen
+    await page.locator("h1").first().click();
+    await page.keyboard.press("f");
+    await expect.poll(() => page.evaluate(() => document.fullscreenElement?.tagName)).toBe("IFRAME");
+    await page.evaluate(() => document.exitFullscreen());
+    await expect.poll(() => page.evaluate(() => document.fullscreenElement)).toBeNull();
+    await page.context().close();
+  });
+
   it("follows the reader's dark mode unless the theme pins one", async () => {
     const id = await publishAs("dev", "slides", "Dark test", { "index.html": `<!doctype html><html><head><title>t</title></head><body><section class="slide title"><h1>Dark or light</h1><p style="font-size:12px">The fine print</p></section></body></html>` });
     const context = await browser.newContext({ colorScheme: "dark", viewport: { width: 1360, height: 900 } });
