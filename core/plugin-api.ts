@@ -55,7 +55,7 @@ export { ApiError, isApiError } from "./errors";
 export type { ErrorCode } from "./errors";
 export { can, has, requirePermission, type Principal } from "./auth/permissions";
 export { assertAllowedOrigin } from "./auth/authenticate";
-export { SESSION_COOKIE, readCookie, readCookies, SessionService } from "./auth/sessions";
+export { CSRF_HEADER, SESSION_COOKIE, readCookie, readCookies, SessionService } from "./auth/sessions";
 export { TokenService, tokenState, type TokenInfo } from "./auth/tokens";
 export { CONFIG, type Config } from "./config";
 export { LOGGER, type Logger } from "./logger";

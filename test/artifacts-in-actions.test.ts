@@ -18,7 +18,7 @@ const notes = defineConnector({
       params: v.object({ title: v.string(), text: v.string(), owner: v.optional(v.string()) }),
       async run(ctx) {
         const file = await ctx.artifacts.upload(`# ${ctx.params.title}\n\n${ctx.params.text}\n`, { name: "document.md", contentType: "text/markdown" });
-        const { artifact } = await ctx.artifacts.publish({ kind: "document", title: ctx.params.title, files: [{ path: "document.md", file }], owner: ctx.params.owner as string });
+        const { artifact } = await ctx.artifacts.publish({ kind: "document", title: ctx.params.title, files: [{ path: "document.md", file }], owner: ctx.params.owner });
         return { artifactId: artifact.id };
       },
     }),
@@ -27,6 +27,14 @@ const notes = defineConnector({
       async run(ctx) {
         const file = await ctx.artifacts.upload(`# Revised\n\n${ctx.params.text}\n`, { name: "document.md", contentType: "text/markdown" });
         return { version: (await ctx.artifacts.publishVersion(ctx.params.artifactId, { files: [{ path: "document.md", file }] })).version };
+      },
+    }),
+    "notes.publish-file": defineAction({
+      // a file id as plain text (not a { id } file value, which the action's params check would refuse first)
+      params: v.object({ fileId: v.string() }),
+      async run(ctx) {
+        const { artifact } = await ctx.artifacts.publish({ kind: "file", title: "A file", files: [{ path: "a.txt", file: { id: ctx.params.fileId } }] });
+        return { artifactId: artifact.id };
       },
     }),
     "notes.read": defineAction({
@@ -38,7 +46,7 @@ const notes = defineConnector({
     }),
   },
 });
-const NOTES = ["notes.publish", "notes.revise", "notes.read"].map((id) => can.runAction(id));
+const NOTES = ["notes.publish", "notes.revise", "notes.read", "notes.publish-file"].map((id) => can.runAction(id));
 const alice = sandboxProject.identities!.alice!;
 const project = defineProject({
   ...sandboxProject,
@@ -74,6 +82,15 @@ describe("ctx.artifacts in an action run acts as its requester (spec 4.3)", () =
     const revise = await run(asAlice, "notes.revise", { artifactId: id, text: "Not yours." });
     expect(revise).toMatchObject({ status: "failed", error: { code: "not_found" } });
     expect((await dev.get(`/api/artifacts/${id}`)).body.latestVersion).toBe(2);
+
+    // nor the files of dev's artifact, nor an address of it in a document of their own
+    const devFile = (await dev.get(`/api/artifacts/${id}/versions/2`)).body.files[0].file.id as string;
+    const withDevsFile = await run(asAlice, "notes.publish-file", { fileId: devFile });
+    expect(withDevsFile).toMatchObject({ status: "failed", error: { code: "artifact_invalid" } });
+    const embedding = await run(asAlice, "notes.publish", { title: "Embeds dev's", text: `![dev's note](artifact:${id})` });
+    expect(embedding).toMatchObject({ status: "failed", error: { code: "artifact_invalid" } });
+    // dev's own file is dev's to use
+    expect((await run(dev, "notes.publish-file", { fileId: devFile })).status).toBe("succeeded");
   });
 
   it("refuses to publish for another owner inside a request, and publishes for the requester", async () => {

@@ -64,13 +64,16 @@ describe("CORS for the allowed origins (spec 5)", () => {
     expect(ok.headers.get("vary")).toBe("Origin");
     const missing = await fetch(`${app.url}/api/objects/invoice/inv_nope`, { headers: { ...auth, origin: pagesOrigin } });
     expect([missing.status, missing.headers.get("access-control-allow-origin")]).toEqual([404, pagesOrigin]);
-    const other = await fetch(`${app.url}/api/project`, { headers: { ...auth, origin: "https://evil.example" } });
-    expect(other.status).toBe(200);
-    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    for (const origin of ["https://evil.example", "null"]) {
+      const other = await fetch(`${app.url}/api/project`, { headers: { ...auth, origin } });
+      expect(other.status).toBe(200);
+      expect(other.headers.get("access-control-allow-origin"), origin).toBeNull();
+    }
     // an answer with CORS headers of its own (the tus server's) keeps them, ours beside
     const upload = await fetch(`${app.url}/api/files/uploads`, { method: "POST", headers: { ...auth, origin: pagesOrigin, "tus-resumable": "1.0.0", "upload-length": "5", "upload-metadata": `filename ${Buffer.from("a.txt").toString("base64")}` } });
     expect(upload.status).toBe(201);
     expect(upload.headers.get("access-control-allow-origin")).toBe(pagesOrigin);
+    expect(upload.headers.get("access-control-allow-credentials")).toBe("true");
     expect(upload.headers.get("access-control-expose-headers")).toMatch(/Location.*Upload-Offset.*, Link, Location, Retry-After/);
     // without an Origin (scripts, services): no CORS headers at all
     expect((await fetch(`${app.url}/api/project`, { headers: auth })).headers.get("access-control-allow-origin")).toBeNull();
@@ -85,7 +88,7 @@ describe("CORS for the allowed origins (spec 5)", () => {
         page.evaluate(
           async ([u, t]) => {
             try {
-              const res = await fetch(u, { method: "POST", headers: { authorization: `Bearer ${t}`, "content-type": "application/json" }, body: JSON.stringify({ params: {} }) });
+              const res = await fetch(u, { method: "POST", credentials: "include", headers: { authorization: `Bearer ${t}`, "content-type": "application/json" }, body: JSON.stringify({ params: {} }) });
               return { status: res.status, body: await res.json() };
             } catch (err) {
               return { error: String(err) };
@@ -95,6 +98,23 @@ describe("CORS for the allowed origins (spec 5)", () => {
         );
       const allowed = await call(`${appOrigin}/api/actions/diagnostics.noop`, DEV_TOKEN);
       expect(allowed).toMatchObject({ status: 200, body: { status: "succeeded" } });
+      // a resumable upload (the tus routes answer CORS themselves), with credentials: created, then its bytes sent
+      const uploaded = await page.evaluate(
+        async ([base, t]) => {
+          try {
+            const headers = { authorization: `Bearer ${t}`, "tus-resumable": "1.0.0" };
+            const created = await fetch(`${base}/api/files/uploads`, { method: "POST", credentials: "include", headers: { ...headers, "upload-length": "5", "upload-metadata": `filename ${btoa("a.txt")}` } });
+            const location = created.headers.get("location")!;
+            const patched = await fetch(location, { method: "PATCH", credentials: "include", headers: { ...headers, "upload-offset": "0", "content-type": "application/offset+octet-stream" }, body: "hello" });
+            return { created: created.status, patched: patched.status, offset: patched.headers.get("upload-offset"), fileId: patched.headers.get("upload-file-id") };
+          } catch (err) {
+            return { error: String(err) };
+          }
+        },
+        [appOrigin, DEV_TOKEN] as const,
+      );
+      // the request that completes it answers 200 with the file's id, a header the page may read
+      expect(uploaded).toEqual({ created: 201, patched: 200, offset: "5", fileId: expect.stringMatching(/^file_/) });
 
       // the same page on an origin the service does not allow: the browser refuses it the answer
       const blockedPort = await freePort();

@@ -330,17 +330,18 @@ describe("run retention (SVC_RUN_RETENTION_MS, 30 days by default)", () => {
     expect(await pass(t0 + 3_600_000)).toBe(0);
     expect(await history.effective(DAY, t0 + 4 * DAY)).toBe(10 * DAY);
     // remembered in the store: a restarted service holds it too
-    expect(JSON.parse((await db.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [TEMPORAL_RETENTION_KEY]))!.value)).toEqual({ currentMs: DAY, held: [{ ms: 10 * DAY, until: t0 + 3_600_000 + 10 * DAY }] });
+    expect(JSON.parse((await db.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [TEMPORAL_RETENTION_KEY]))!.value)).toEqual({ currentMs: DAY, held: [{ ms: 10 * DAY, until: t0 + 3_600_000 + 11 * DAY }] });
     expect(await new TemporalRetentionHistory(db).effective(DAY, t0 + 5 * DAY)).toBe(10 * DAY);
     // the run passes the 10 days and the margin: it goes
     expect(await pass(t0 + 6 * DAY + 2 * 3_600_000)).toBe(1);
     // lowered again: both held, each until the runs that closed under it passed it
     expect(await history.effective(2 * 3_600_000, t0 + 8 * DAY)).toBe(10 * DAY);
     const held = async () => JSON.parse((await db.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [TEMPORAL_RETENTION_KEY]))!.value).held;
-    expect(await held()).toEqual([{ ms: 10 * DAY, until: t0 + 3_600_000 + 10 * DAY }, { ms: DAY, until: t0 + 9 * DAY }]);
-    expect(await history.effective(2 * 3_600_000, t0 + 9 * DAY + 1)).toBe(10 * DAY);
-    expect(await held()).toEqual([{ ms: 10 * DAY, until: t0 + 3_600_000 + 10 * DAY }]);
-    expect(await history.effective(2 * 3_600_000, t0 + 10 * DAY + 3_600_000 + 1)).toBe(2 * 3_600_000);
+    // each held a day past it too (Temporal deletes late: the margin)
+    expect(await held()).toEqual([{ ms: 10 * DAY, until: t0 + 3_600_000 + 11 * DAY }, { ms: DAY, until: t0 + 10 * DAY }]);
+    expect(await history.effective(2 * 3_600_000, t0 + 10 * DAY + 1)).toBe(10 * DAY);
+    expect(await held()).toEqual([{ ms: 10 * DAY, until: t0 + 3_600_000 + 11 * DAY }]);
+    expect(await history.effective(2 * 3_600_000, t0 + 11 * DAY + 3_600_000 + 1)).toBe(2 * 3_600_000);
     expect(await held()).toEqual([]);
     // raised: the new one at once (runs that closed before keep the shorter; their rows only stay longer)
     expect(await history.effective(20 * DAY, t0 + 30 * DAY)).toBe(20 * DAY);

@@ -192,7 +192,9 @@ describe("/ws/agents (spec 6.5)", () => {
     expect(ws.frames.filter((f) => f.type === "error").map((f) => f.code)).toEqual(["forbidden", "forbidden"]);
     expect(ws.frames.some((f) => ["subscribed", "record", "run.snapshot", "replay"].includes(f.type))).toBe(false);
     const auditor = client(app, await tokenFor(app, "auditor"));
-    for (const path of [`/api/agent-runs/${runId}`, `/api/agent-runs/${runId}/output`]) expect((await auditor.get(path)).status, path).toBe(403);
+    const conversationId = (await app.container.resolve(Database).get<{ conversation_id: string }>("SELECT conversation_id FROM agent_runs WHERE id = ?", [runId]))!.conversation_id;
+    for (const path of [`/api/agent-runs/${runId}`, `/api/agent-runs/${runId}/output`, `/api/conversations/${conversationId}`, `/api/conversations/${conversationId}/messages`]) expect((await auditor.get(path)).status, path).toBe(403);
+    expect((await auditor.post(`/api/conversations/${conversationId}/messages`, { text: "still there?" })).status).toBe(403);
   });
 
   it("answers another user's run with a not_found error frame and no subscription", async () => {

@@ -73,7 +73,7 @@ export interface AgentRunState {
  * check and state of one run, and a notifier of state changes.
  */
 export interface AgentRunAccess {
-  /** The run's state for `principal` (its conversation's owner only). @throws ApiError not_found (no such run, or not yours) */
+  /** The run's state for `principal` (its conversation's owner only, while they may use its agent). @throws ApiError not_found (no such run, or not yours); forbidden (its agent's use was taken from you) */
   state(principal: Principal, runId: string): Promise<AgentRunState>;
   /** Emits ("changed", runId) whenever a run's state changes. */
   changes: EventEmitter;

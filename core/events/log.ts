@@ -54,8 +54,10 @@ async function recordKeys(tx: SqlWriter, rows: readonly EventKeyRow[]): Promise<
 export const EVENT_KEYS_BATCH = 2000;
 /**
  * A batch of the event keys recorded before `[ISO 8601 cutoff]` whose event is not waiting in the outbox
- * (a broker down longer than the retention: its `max_age` counts from the publication, still to come),
- * along `event_keys_by_time`; exported for its query-plan test.
+ * (a broker down longer than the retention: a key stays while its event is unpublished, so an append
+ * again under it is still refused; once published, the key goes by the time it was recorded, though the
+ * broker's `max_age` counts from the publication), along `event_keys_by_time`; exported for its
+ * query-plan test.
  */
 export const EVENT_KEYS_DUE = `SELECT k.idempotency_key FROM event_keys AS k WHERE k.created_at < ? AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.event_id = k.event_id) ORDER BY k.created_at LIMIT ${EVENT_KEYS_BATCH}`;
 

@@ -10,6 +10,9 @@ import { ApiError } from "../errors";
 /** The answer headers a cross-origin app may read besides the CORS-safelisted ones. */
 export const EXPOSED_HEADERS = ["Link", "Location", "Retry-After", "Deprecation", "Sunset", "ETag", "Content-Disposition", "Content-Range", "Accept-Ranges"];
 
+/** {@link EXPOSED_HEADERS} as a header's value. */
+const EXPOSED_LIST = EXPOSED_HEADERS.join(", ");
+
 /** How long a browser may keep a preflight's answer (s). */
 export const PREFLIGHT_MAX_AGE_S = 600;
 
@@ -41,8 +44,9 @@ export class Cors {
    * over the handler's: a tus answer's exposed headers and a file's `Vary` would be lost).
    */
   answerHeaders(origin: string, response: Response): Array<[string, string]> {
-    const headers: Array<[string, string]> = [["access-control-expose-headers", EXPOSED_HEADERS.join(", ")], ["vary", "Origin"]];
-    if (!response.headers.has("access-control-allow-origin")) headers.push(["access-control-allow-origin", origin], ["access-control-allow-credentials", "true"]);
+    const headers: Array<[string, string]> = [["access-control-expose-headers", EXPOSED_LIST], ["vary", "Origin"]];
+    if (!response.headers.has("access-control-allow-origin")) headers.push(["access-control-allow-origin", origin]);
+    if (!response.headers.has("access-control-allow-credentials")) headers.push(["access-control-allow-credentials", "true"]);
     return headers;
   }
 

@@ -203,7 +203,7 @@ export class AgentRuns implements AgentRunAccess {
     return keysetPage(rows, page.pageSize, filters, summary, (c) => [c.updatedAt, c.id]);
   }
 
-  /** A run's state, for its conversation's owner only. @throws {ApiError} not_found */
+  /** A run's state, for its conversation's owner only, while they may use its agent. @throws {ApiError} not_found; forbidden */
   async state(principal: Principal, runId: string): Promise<AgentRunState> {
     return this.toState(await this.runRow(runId, principal));
   }

@@ -150,8 +150,9 @@ export class HandlerRunner {
 
   /**
    * The SDK's artifact operations (spec 4.3); `publishedBy` is recorded on versions. Code running as the
-   * system, outside any request (schedules, syncs, pipelines, webhooks, effects, the seed), reaches every
-   * artifact. Code running inside a request (an action run's handler: `requestedBy`, its actor) acts as
+   * system, outside any request (workflow runs and the actions they run, effects, schedules, event
+   * schedules, syncs, pipelines, webhooks, the seed: durable work that runs later, whoever asked for it),
+   * reaches every artifact. Code running inside a request (an action run's handler: `requestedBy`, its actor) acts as
    * its requester, who opens only their own: `resolve` and `publishVersion` reach the requester's
    * artifacts, `publish` makes one the requester owns (another `owner` is refused), and the files it
    * uploads are the requester's to put in a version.

@@ -392,7 +392,9 @@ export class WebhookDeliveries {
 
   /**
    * Replays a stored delivery into a new run (new execution, no idempotency key), skipping `verify`:
-   * the stored delivery passed it when it arrived, and its signature headers are not kept.
+   * the stored delivery passed it when it arrived, and its signature headers are not kept. Its URL has
+   * no query string: a delivery's is not stored (a provider may put a token there), so a handler that
+   * reads the provider's query parameters finds none in a replay.
    * @throws {ApiError} not_found; invalid_request when the stored body no longer parses
    */
   async replay(runId: string): Promise<{ run: WebhookRun; response: { status: number } }> {

@@ -156,8 +156,8 @@ export type ArtifactFiles = Array<{ path: string; file: { id: string } }>;
 
 /**
  * The SDK's artifact operations for server code (spec 4.3). Code running as the system, outside any
- * request (the seed, schedules, syncs, pipelines, webhooks, effects), reaches every artifact of the
- * project; an action's handler acts as its requester, who opens only their own (`resolve` and
+ * request (workflow runs and the actions they run, effects, schedules, event schedules, syncs, pipelines,
+ * webhooks, the seed), reaches every artifact of the project; an action's handler acts as its requester, who opens only their own (`resolve` and
  * `publishVersion` of another's artifact: not_found; `publish` for another `owner`: forbidden). Publishing is immediate (not part of the handler's buffered writes): a
  * published version stays even when the handler later fails.
  */
@@ -166,16 +166,19 @@ export interface ArtifactsApi {
   upload(content: string | Uint8Array, options: { name: string; contentType?: string }): Promise<FileReference>;
   /**
    * Publishes a new artifact (version 1) owned by `owner` (a user identity id), checked like the API's.
+   * In an action's handler the owner is the requester (`owner`, optional there, may only name them);
+   * system code names one (invalid_request without).
    * @throws {ApiError} artifact_invalid (422) listing every problem; invalid_request when `owner` is no
-   *   user identity of the project (no identity at all, or a service account)
+   *   user identity of the project (no identity at all, or a service account); forbidden for another
+   *   owner than an action's requester
    */
-  publish(input: { kind: "document" | "sheet" | "slides" | "file"; title: string; files: ArtifactFiles; owner: string }): Promise<{ artifact: { id: string; latestVersion: number }; version: { version: number; warnings: Array<{ code: string; message: string }> } }>;
+  publish(input: { kind: "document" | "sheet" | "slides" | "file"; title: string; files: ArtifactFiles; owner?: string }): Promise<{ artifact: { id: string; latestVersion: number }; version: { version: number; warnings: Array<{ code: string; message: string }> } }>;
   /**
    * Publishes the next version of an artifact; `kind`, when given, must be the artifact's (a version never changes it).
    * @throws {ApiError} artifact_invalid, not_found; conflict for another kind
    */
   publishVersion(artifactId: string, input: { kind?: "document" | "sheet" | "slides" | "file"; files: ArtifactFiles; title?: string }): Promise<{ version: number; warnings: Array<{ code: string; message: string }> }>;
-  /** Resolves an address (as the system). @throws {ApiError} invalid_request, not_found */
+  /** Resolves an address (as the system; in an action's handler, as its requester). @throws {ApiError} invalid_request, not_found */
   resolve(address: string): Promise<ArtifactResolution>;
 }
 

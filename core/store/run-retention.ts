@@ -137,7 +137,8 @@ export const TEMPORAL_RETENTION_KEY = "temporal_retention";
  * closed run for the retention in force when it closed: after the retention is lowered (the namespace's
  * on a cluster, `SVC_TEMPORAL_RETENTION_MS` for the embedded server), runs that closed before keep the
  * longer one. This remembers, in `meta` (so across restarts), each longer retention seen until every run
- * that closed under it has passed it (`until`: when svc first read a shorter one, plus the longer), and
+ * that closed under it has passed it (`until`: when svc first read a shorter one, plus the longer and
+ * {@link WORKFLOW_MARGIN_MS}), and
  * answers the longest still in force, so that no row goes while Temporal may still have its run.
  */
 export class TemporalRetentionHistory {
@@ -154,7 +155,8 @@ export class TemporalRetentionHistory {
     const row = await this.db.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [TEMPORAL_RETENTION_KEY]);
     const was = row ? (JSON.parse(row.value) as { currentMs: number; held: Array<{ ms: number; until: number }> }) : undefined;
     const held = (was?.held ?? []).filter((h) => h.until > nowMs);
-    if (was && currentMs < was.currentMs) held.push({ ms: was.currentMs, until: nowMs + was.currentMs });
+    // held until the runs that closed under it are past it and the margin (Temporal deletes late: WORKFLOW_MARGIN_MS)
+    if (was && currentMs < was.currentMs) held.push({ ms: was.currentMs, until: nowMs + was.currentMs + WORKFLOW_MARGIN_MS });
     const value = JSON.stringify({ currentMs, held });
     if (value !== row?.value) {
       await this.db.transaction((tx) => tx.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [TEMPORAL_RETENTION_KEY, value]));
@@ -235,7 +237,10 @@ export class RunRetention {
         return found.filter((r, i) => (bytes += r.bytes) <= BATCH_BYTES || i === 0);
       },
     );
-    // a workflow run's row goes after Temporal forgot the run (else its state would read 404 while Temporal has it)
+    counts.download_urls = await this.deleteInBatches("download_urls", DELETE_DOWNLOAD_URLS_DUE, [cutoffMs]);
+    counts.sessions = await this.deleteInBatches("sessions", DELETE_SESSIONS_DUE, [nowMs - SESSION_KEPT_MS]);
+    // a workflow run's row goes after Temporal forgot the run (else its state would read 404 while Temporal
+    // has it); last, as it waits on Temporal's answer (a deadline of seconds)
     const temporalMs = await this.temporalRetentionMs(nowMs);
     if (temporalMs !== undefined) {
       const ended = new Date(nowMs - Math.max(this.retentionMs, temporalMs + WORKFLOW_MARGIN_MS)).toISOString();
@@ -261,8 +266,6 @@ export class RunRetention {
         return deleted.length;
       });
     }
-    counts.download_urls = await this.deleteInBatches("download_urls", DELETE_DOWNLOAD_URLS_DUE, [cutoffMs]);
-    counts.sessions = await this.deleteInBatches("sessions", DELETE_SESSIONS_DUE, [nowMs - SESSION_KEPT_MS]);
     return counts;
   }
 

@@ -128,7 +128,8 @@ export class TemporalHost {
   async refreshRetention(): Promise<number | undefined> {
     if (this.devServer) return this.retention;
     try {
-      const ms = await readNamespaceRetention(this.connection, this.namespace);
+      // with a deadline: a call to a server that does not answer may wait for ever (the retention pass waits on it)
+      const ms = await this.connection.withDeadline(Date.now() + REFRESH_DEADLINE_MS, () => readNamespaceRetention(this.connection, this.namespace));
       if (ms !== undefined && ms !== this.retention) this.log.info({ namespace: this.namespace, retentionMs: ms, was: this.retention }, `the Temporal namespace keeps a finished run for ${formatRetention(ms)} now (its retention, set on the cluster)`);
       this.retention = ms ?? this.retention;
     } catch (err) {
@@ -277,6 +278,9 @@ async function namespaceRetention(connection: NativeConnection, namespace: strin
   }
   return wantMs;
 }
+
+/** How long {@link TemporalHost.refreshRetention} waits for the namespace's answer (ms). */
+const REFRESH_DEADLINE_MS = 5000;
 
 /**
  * The namespace's Retention Period (ms), as `DescribeNamespace` answers it; undefined when it has none.

@@ -8,7 +8,7 @@
  *
  * - `{ type: "subscribe", runId, afterCursor? }`: one reply run's output. Access is checked first
  *   (only the run's conversation owner; otherwise `{ type: "error", code: "not_found", message }` and
- *   no subscription). Then `{ type: "subscribed", runId, cursor }`, where `cursor` is the
+ *   no subscription; `forbidden` for an owner whose `use:agent:<id>` was taken away). Then `{ type: "subscribed", runId, cursor }`, where `cursor` is the
  *   `afterCursor` acknowledged, or `null` when none was given or when retention removed output after
  *   it (rule 3: the output resumes from the earliest retained record); then
  *   `{ type: "run.snapshot", run }` (the run's state: status, published versions, usage, error); then

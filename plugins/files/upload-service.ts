@@ -37,7 +37,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { EXPOSED_HEADERS, MemoryLocker, Metadata, Server as TusServer, TUS_RESUMABLE, type DataStore, type Upload } from "@tus/server";
-import { ApiError, isApiError, jsonResponse, normalizeContentType, s3UploadTargetOf, type FileReference, type FileStore, type PluginContext, type Principal } from "../../core/plugin-api";
+import { ApiError, CSRF_HEADER, isApiError, jsonResponse, normalizeContentType, s3UploadTargetOf, type FileReference, type FileStore, type PluginContext, type Principal } from "../../core/plugin-api";
 import { FILE_ID_KEY, UPLOAD_ID, UPLOADS_PATH, isExpired, type SessionStore } from "./upload-sessions";
 
 /** Metadata key holding the creating identity, `type:id`. */
@@ -159,6 +159,9 @@ export async function openUploadService(ctx: Pick<PluginContext, "log" | "config
     locker,
     maxSize: maxBytes,
     allowedOrigins: config.allowedOrigins,
+    // a browser app of an allowed origin uploads with its credentials (spec 5; core/http/cors.ts for the other routes)
+    allowedCredentials: true,
+    allowedHeaders: [CSRF_HEADER],
     exposedHeaders: [FILE_ID_HEADER, "Upload-Expires"],
     namingFunction: () => store.keyPrefix + randomBytes(16).toString("hex"),
     getFileIdFromRequest: (req) => calls.get(req as Request)?.key,
