@@ -12,6 +12,9 @@ import { AgentTools } from "../core/runtime/agent-tools";
 import { defineProject } from "../core/sdk/project";
 import { sandboxProject } from "../sandbox/project";
 import billing from "../sandbox/billing";
+import { AgentRuns } from "../core/runtime/agents";
+import { Database } from "../core/store/db";
+import { newId, nowIso } from "../core/ids";
 
 type App = Awaited<ReturnType<typeof startApp>>;
 let app: App;
@@ -231,6 +234,30 @@ describe("a worker killed in the middle of a reply", () => {
       await child.exited;
     }
   }, 120_000);
+});
+
+it("stops a reply whose owner may no longer use its agent at its next model call (spec 5); its owner may still cancel it", { timeout: 90_000 }, async () => {
+  // the auditor's own conversation with the assistant, whose use the auditor does not have (taken away
+  // since): rows as an earlier version of the project made them, queued as the service queues a reply
+  const runs = app.container.resolve(AgentRuns);
+  const [conversationId, runId, now] = [newId("conv"), newId("arun"), nowIso()];
+  await app.container.resolve(Database).transaction(async (tx) => {
+    await tx.run("INSERT INTO agent_conversations (id, agent_id, owner, title, created_at, updated_at) VALUES (?, 'assistant', 'auditor', 'revoked', ?, ?)", [conversationId, now, now]);
+    await tx.run("INSERT INTO agent_messages (conversation_id, seq, role, text, run_id, created_at) VALUES (?, 1, 'user', 'How many open invoices?', ?, ?)", [conversationId, runId, now]);
+    await tx.run("INSERT INTO agent_runs (id, conversation_id, agent_id, owner, message_seq, status, usage, created_at, updated_at) VALUES (?, ?, 'assistant', 'auditor', 1, 'queued', ?, ?, ?)", [runId, conversationId, JSON.stringify({ inputTokens: 0, outputTokens: 0, modelCalls: 0 }), now, now]);
+  });
+  await (runs as unknown as { queue(runId: string, conversationId: string): Promise<void> }).queue(runId, conversationId);
+  const row = await eventually(async () => {
+    const r = await runs.runRow(runId);
+    return r.status === "queued" || r.status === "running" ? undefined : r;
+  }, 60_000);
+  expect(row.status).toBe("failed");
+  expect(JSON.parse(row.error!)).toMatchObject({ code: "agent_failed", message: 'auditor may no longer use agent "assistant" (use:agent:assistant): the reply stopped' });
+  expect(JSON.parse(row.usage)).toMatchObject({ modelCalls: 0 });
+  // reading it is refused (403), stopping it is not: it has ended, so 409 as for any ended run
+  const auditor = client(app, await tokenFor(app, "auditor"));
+  expect((await auditor.get(`/api/agent-runs/${runId}`)).status).toBe(403);
+  expect((await auditor.post(`/api/agent-runs/${runId}/cancel`, {})).body.error.code).toBe("conflict");
 });
 
 it("fails a reply that needs more model calls than its agent allows with the step_limit code", { timeout: 120_000 }, async () => {

@@ -7,6 +7,7 @@
  * duplicates a record.
  */
 import { isApiError } from "../errors";
+import { can, has } from "../auth/permissions";
 import type { AgentActivities } from "../sdk/activities-types";
 import type { ProjectRegistry } from "../project/registry";
 import type { AgentOutput } from "../agents/output";
@@ -75,6 +76,10 @@ export function createAgentActivities(deps: { runs: AgentRuns; output: AgentOutp
       const row = await runs.runRow(runId);
       const done = (JSON.parse(row.steps) as StoredStep[])[step];
       if (done) return { toolCalls: done.model.toolCalls.length };
+      // a reply acts as its owner (spec 5: access to the agent): one whose use was taken from them stops here
+      if (!has(runs.principalOf(row), can.useAgent(row.agent_id))) {
+        throw temporalCommon().ApplicationFailure.nonRetryable(`${row.owner} may no longer use agent "${row.agent_id}" (${can.useAgent(row.agent_id)}): the reply stopped`, "forbidden");
+      }
       const agent = project.agent(row.agent_id).definition;
       const ctx = temporalActivity().Context.current();
       const attempt = ctx.info.attempt;

@@ -213,7 +213,8 @@ export class AgentRuns implements AgentRunAccess {
    * @throws {ApiError} not_found; conflict (409) when the run has ended (as cancelling a workflow run that has ended)
    */
   async cancel(principal: Principal, runId: string): Promise<AgentRunState> {
-    const row = await this.runRow(runId, principal);
+    // its owner may stop it even once the agent's use was taken from them (its steps stop then anyway)
+    const row = await this.runRow(runId, principal, { agentUse: false });
     if (isRunEnded(row.status)) throw new ApiError("conflict", `Run ${runId} is not running (it is ${row.status})`, { status: row.status });
     let stopWatching = () => undefined as void;
     const ended = new Promise<void>((resolve) => (stopWatching = this.onEnded(runId, () => resolve())));
@@ -287,13 +288,14 @@ export class AgentRuns implements AgentRunAccess {
 
   /**
    * The run: with `principal`, one of theirs while they may use its agent (spec 5: agent streams, and
-   * the run's HTTP reads alike, need access to the agent and the run); without, any owner's (system code).
+   * the run's HTTP reads alike, need access to the agent and the run; `options.agentUse: false`: its owner
+   * without it, to stop it); without, any owner's (system code).
    * @throws {ApiError} not_found (no such run, or another user's); forbidden (its agent's use was taken from the caller)
    */
-  async runRow(runId: string, principal?: Principal): Promise<RunRow> {
+  async runRow(runId: string, principal?: Principal, options: { agentUse?: boolean } = {}): Promise<RunRow> {
     const row = await this.db.get<RunRow>("SELECT * FROM agent_runs WHERE id = ?", [runId]);
     if (!row || (principal && row.owner !== principal.id)) throw new ApiError("not_found", `No agent run "${runId}"`);
-    if (principal) requireAgentUse(principal, row.agent_id);
+    if (principal && options.agentUse !== false) requireAgentUse(principal, row.agent_id);
     return row;
   }
 
