@@ -343,6 +343,24 @@ describe("webhook delivery table (spec 3)", () => {
     expect((await dev.get(`/api/webhook-runs/${answer.runId}`)).body.idempotencyKey).toBe(fresh.headers["webhook-id"]);
     expect((await dev.get("/api/webhook-runs/whrun_nope")).status).toBe(404);
   });
+
+  it("hands the handler the query string of the delivery's URL, and a replay the same one", async () => {
+    const d = standardDelivery({ customerId: "cus_query", name: "Query", respond: true });
+    const res = await post(`${probeUrl()}?tenant=acme&region=eu`, d.payload, d.headers);
+    expect(res.status).toBe(201);
+    expect(await res.json()).toMatchObject({ received: "cus_query", query: "?tenant=acme&region=eu" });
+    const [run] = (await runs()).filter((r) => r.idempotencyKey === d.headers["webhook-id"]);
+    expect(run.response.body).toMatchObject({ query: "?tenant=acme&region=eu" });
+    const replay = await dev.post(`/api/webhook-runs/${run.id}/replay`, {});
+    expect(replay.body.response.status).toBe(201);
+    expect((await dev.get(`/api/webhook-runs/${replay.body.run.id}`)).body.response.body).toMatchObject({ received: "cus_query", query: "?tenant=acme&region=eu" });
+    // a delivery without one has none, replayed too
+    const plain = standardDelivery({ customerId: "cus_query_2", name: "No query", respond: true });
+    expect(await (await post(probeUrl(), plain.payload, plain.headers)).json()).not.toHaveProperty("query");
+    const [plainRun] = (await runs()).filter((r) => r.idempotencyKey === plain.headers["webhook-id"]);
+    const plainReplay = await dev.post(`/api/webhook-runs/${plainRun.id}/replay`, {});
+    expect((await dev.get(`/api/webhook-runs/${plainReplay.body.run.id}`)).body.response.body).not.toHaveProperty("query");
+  });
 });
 
 describe("providers' own signers as senders", () => {

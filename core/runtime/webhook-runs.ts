@@ -56,6 +56,8 @@ export interface WebhookRunRow {
   body: Buffer;
   response: string | null;
   replay_of: string | null;
+  /** The URL's query string as received, without `?` (migration 028); null without one. */
+  query: string | null;
 }
 
 /**
@@ -65,13 +67,13 @@ export interface WebhookRunRow {
  */
 type RunColumns = [
   id: string, executionId: string, connectorId: string, webhookId: string, key: string | null, receivedAt: string, contentType: string | null, headers: string, bodyHex: string, replayOf: string | null,
-  status: WebhookRun["status"], finishedAt: string | null, response: string | null, error: string | null,
+  status: WebhookRun["status"], finishedAt: string | null, response: string | null, error: string | null, query: string | null,
 ];
 /** How a delivery's attempt ended: `[status, finishedAt, response, error]`, the JSON columns as text. */
 export type RunEnding = [status: "completed" | "failed", finishedAt: string, response: string | null, error: string | null];
 /** A run's columns for {@link insertRuns}: `running` without `ending`, else ended as it says. */
 export function runColumns(r: WebhookRunRow, ending?: RunEnding): RunColumns {
-  return [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of, ...(ending ?? ["running", null, null, null])];
+  return [r.id, r.execution_id, r.connector_id, r.webhook_id, r.idempotency_key, r.received_at, r.content_type, r.headers, r.body.toString("hex"), r.replay_of, ...(ending ?? (["running", null, null, null] as const)), r.query];
 }
 
 /**
@@ -81,8 +83,8 @@ export function runColumns(r: WebhookRunRow, ending?: RunEnding): RunColumns {
  * its key up first (one process per data dir), so that means another process wrote the same data dir.
  */
 export const insertRuns = statementsInOrder<RunColumns>(
-  insertRows("webhook_runs", ["id", "execution_id", "connector_id", "webhook_id", "idempotency_key", "status", "attempts", "received_at", "content_type", "headers", "body", "replay_of", "finished_at", "response"], {
-    values: ["c0", "c1", "c2", "c3", "c4", "c10", "1", "c5", "c6", "c7", "unhex(c8)", "c9", "c11", "c12"],
+  insertRows("webhook_runs", ["id", "execution_id", "connector_id", "webhook_id", "idempotency_key", "status", "attempts", "received_at", "content_type", "headers", "body", "replay_of", "finished_at", "response", "query"], {
+    values: ["c0", "c1", "c2", "c3", "c4", "c10", "1", "c5", "c6", "c7", "unhex(c8)", "c9", "c11", "c12", "c14"],
   }),
   insertRows("webhook_attempts", ["run_id", "attempt", "started_at", "status", "finished_at", "error"], { values: ["c0", "1", "c5", "c10", "c11", "c13"] }),
 );

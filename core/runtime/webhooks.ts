@@ -286,6 +286,7 @@ export class WebhookDeliveries {
       body: Buffer.from(request.rawBody),
       response: null,
       replay_of: replayOf ?? null,
+      query: request.url.search ? request.url.search.slice(1) : null,
     };
   }
 
@@ -392,9 +393,8 @@ export class WebhookDeliveries {
 
   /**
    * Replays a stored delivery into a new run (new execution, no idempotency key), skipping `verify`:
-   * the stored delivery passed it when it arrived, and its signature headers are not kept. Its URL has
-   * no query string: a delivery's is not stored (a provider may put a token there), so a handler that
-   * reads the provider's query parameters finds none in a replay.
+   * the stored delivery passed it when it arrived, and its signature headers are not kept. Its URL carries
+   * the delivery's query string (stored with the run, migration 028), as the handler read it then.
    * @throws {ApiError} not_found; invalid_request when the stored body no longer parses
    */
   async replay(runId: string): Promise<{ run: WebhookRun; response: { status: number } }> {
@@ -402,7 +402,7 @@ export class WebhookDeliveries {
     if (!original) throw new ApiError("not_found", `No webhook run "${runId}"`);
     const def = this.definition(original.connector_id, original.webhook_id);
     const headers = new Headers(JSON.parse(original.headers) as Record<string, string>);
-    const request: WebhookRequest = { method: "POST", headers, rawBody: new Uint8Array(original.body), url: new URL(`http://replay/api/webhooks/${original.connector_id}/${original.webhook_id}`) };
+    const request: WebhookRequest = { method: "POST", headers, rawBody: new Uint8Array(original.body), url: new URL(`http://replay/api/webhooks/${original.connector_id}/${original.webhook_id}${original.query === null ? "" : `?${original.query}`}`) };
     const body = parseWebhookBody(def, request);
     const row = this.newRun(original.connector_id, original.webhook_id, null, request, original.id);
     const { answer: response } = await this.handle(def, { row, attempt: 1, recorded: false }, body, request);

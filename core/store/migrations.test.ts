@@ -41,8 +41,8 @@ describe("migrations", () => {
     opened.push(db);
     const rows = await db.all<Record<string, unknown>>("SELECT * FROM webhook_runs ORDER BY id");
     expect(rows).toEqual([
-      { id: "whrun_1", execution_id: "exec_1", connector_id: "stripe", webhook_id: "events", idempotency_key: "evt_a", status: "completed", attempts: 1, received_at: "2026-01-01T00:00:00.000Z", finished_at: "2026-01-01T00:00:01.000Z", content_type: "application/json", headers: "{}", body: Buffer.from("{}"), response: '{"status":202,"headers":{}}', replay_of: null },
-      { id: "whrun_2", execution_id: "exec_2", connector_id: "stripe", webhook_id: "events", idempotency_key: null, status: "running", attempts: 2, received_at: "2026-01-02T00:00:00.000Z", finished_at: null, content_type: null, headers: "{}", body: Buffer.from([0, 255]), response: null, replay_of: "whrun_1" },
+      { id: "whrun_1", execution_id: "exec_1", connector_id: "stripe", webhook_id: "events", idempotency_key: "evt_a", status: "completed", attempts: 1, received_at: "2026-01-01T00:00:00.000Z", finished_at: "2026-01-01T00:00:01.000Z", content_type: "application/json", headers: "{}", body: Buffer.from("{}"), response: '{"status":202,"headers":{}}', replay_of: null, query: null },
+      { id: "whrun_2", execution_id: "exec_2", connector_id: "stripe", webhook_id: "events", idempotency_key: null, status: "running", attempts: 2, received_at: "2026-01-02T00:00:00.000Z", finished_at: null, content_type: null, headers: "{}", body: Buffer.from([0, 255]), response: null, replay_of: "whrun_1", query: null },
     ]);
     const indexes = await db.all<{ name: string; unique: number }>("SELECT name, \"unique\" FROM pragma_index_list('webhook_runs') ORDER BY name");
     expect(indexes.map((i) => [i.name, i.unique])).toEqual([["sqlite_autoindex_webhook_runs_1", 1], ["webhook_runs_by_key", 1]]);
