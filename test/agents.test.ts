@@ -14,7 +14,7 @@ import { sandboxProject } from "../sandbox/project";
 import billing from "../sandbox/billing";
 import { AgentRuns } from "../core/runtime/agents";
 import { Database } from "../core/store/db";
-import { newId, nowIso } from "../core/ids";
+import { insertAgentRun } from "./helpers-agents";
 
 type App = Awaited<ReturnType<typeof startApp>>;
 let app: App;
@@ -240,12 +240,7 @@ it("stops a reply whose owner may no longer use its agent at its next model call
   // the auditor's own conversation with the assistant, whose use the auditor does not have (taken away
   // since): rows as an earlier version of the project made them, queued as the service queues a reply
   const runs = app.container.resolve(AgentRuns);
-  const [conversationId, runId, now] = [newId("conv"), newId("arun"), nowIso()];
-  await app.container.resolve(Database).transaction(async (tx) => {
-    await tx.run("INSERT INTO agent_conversations (id, agent_id, owner, title, created_at, updated_at) VALUES (?, 'assistant', 'auditor', 'revoked', ?, ?)", [conversationId, now, now]);
-    await tx.run("INSERT INTO agent_messages (conversation_id, seq, role, text, run_id, created_at) VALUES (?, 1, 'user', 'How many open invoices?', ?, ?)", [conversationId, runId, now]);
-    await tx.run("INSERT INTO agent_runs (id, conversation_id, agent_id, owner, message_seq, status, usage, created_at, updated_at) VALUES (?, ?, 'assistant', 'auditor', 1, 'queued', ?, ?, ?)", [runId, conversationId, JSON.stringify({ inputTokens: 0, outputTokens: 0, modelCalls: 0 }), now, now]);
-  });
+  const { conversationId, runId } = await insertAgentRun(app.container.resolve(Database), "auditor", "How many open invoices?");
   await (runs as unknown as { queue(runId: string, conversationId: string): Promise<void> }).queue(runId, conversationId);
   const row = await eventually(async () => {
     const r = await runs.runRow(runId);

@@ -17,10 +17,15 @@ let appOrigin: string;
 let pages: http.Server;
 let pagesOrigin: string;
 
+/** A server of one page on 127.0.0.1 (an origin of its own), and its origin. */
+async function pageServer(): Promise<{ server: http.Server; origin: string }> {
+  const server = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>app</title><p>another origin's app</p>"));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
 beforeAll(async () => {
-  pages = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>app</title><p>another origin's app</p>"));
-  await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve));
-  pagesOrigin = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
+  ({ server: pages, origin: pagesOrigin } = await pageServer());
   const port = await freePort();
   appOrigin = `http://localhost:${port}`;
   app = await startApp({ env: { PORT: String(port), HOST: "127.0.0.1", SVC_ALLOWED_ORIGINS: `${appOrigin},${pagesOrigin}` } });
@@ -117,15 +122,13 @@ describe("CORS for the allowed origins (spec 5)", () => {
       expect(uploaded).toEqual({ created: 201, patched: 200, offset: "5", fileId: expect.stringMatching(/^file_/) });
 
       // the same page on an origin the service does not allow: the browser refuses it the answer
-      const blockedPort = await freePort();
-      const blockedPages = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>other</title>"));
-      await new Promise<void>((resolve) => blockedPages.listen(blockedPort, "127.0.0.1", resolve));
+      const blockedPages = await pageServer();
       try {
-        await page.goto(`http://127.0.0.1:${blockedPort}`);
+        await page.goto(blockedPages.origin);
         const blocked = await call(`${appOrigin}/api/actions/diagnostics.noop`, DEV_TOKEN);
         expect(blocked).toEqual({ error: expect.stringContaining("Failed to fetch") });
       } finally {
-        await new Promise((resolve) => blockedPages.close(resolve));
+        await new Promise((resolve) => blockedPages.server.close(resolve));
       }
     } finally {
       await browser.close();

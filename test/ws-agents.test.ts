@@ -10,8 +10,9 @@ import { client, eventually, startApp, tokenFor } from "./helpers";
 import { AgentOutput, type OutputRecord } from "../core/agents/output";
 import { AgentRuns } from "../core/runtime/agents";
 import { Database } from "../core/store/db";
-import { newId, nowIso } from "../core/ids";
+import { nowIso } from "../core/ids";
 import type { App } from "../core/app";
+import { insertAgentRun } from "./helpers-agents";
 
 let app: App;
 let output: AgentOutput;
@@ -53,14 +54,7 @@ async function signedIn(identity: "dev" | "auditor" | "alice") {
 
 /** A reply run of `owner`, written as rows (no Temporal execution behind it). */
 async function insertRun(owner: string): Promise<string> {
-  const conversationId = newId("conv");
-  const runId = newId("arun");
-  const now = nowIso();
-  await app.container.resolve(Database).transaction(async (tx) => {
-    await tx.run("INSERT INTO agent_conversations (id, agent_id, owner, title, created_at, updated_at) VALUES (?, 'assistant', ?, 'test', ?, ?)", [conversationId, owner, now, now]);
-    await tx.run("INSERT INTO agent_runs (id, conversation_id, agent_id, owner, message_seq, status, usage, created_at, updated_at) VALUES (?, ?, 'assistant', ?, 1, 'queued', ?, ?, ?)", [runId, conversationId, owner, JSON.stringify({ inputTokens: 0, outputTokens: 0, modelCalls: 0 }), now, now]);
-  });
-  return runId;
+  return (await insertAgentRun(app.container.resolve(Database), owner)).runId;
 }
 
 async function setStatus(runId: string, status: string) {

@@ -224,15 +224,7 @@ export function sessionCookie(value: string, maxAgeSec: number, secure: boolean,
  * treated as having no such cookie, never answered 500).
  */
 export function readCookie(header: string | null, name: string): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const [k, ...v] = part.trim().split("=");
-    if (k !== name) continue;
-    try {
-      return decodeURIComponent(v.join("="));
-    } catch {
-      return undefined;
-    }
-  }
+  for (const value of cookieValues(header, name)) return value;
   return undefined;
 }
 
@@ -242,15 +234,18 @@ export function readCookie(header: string | null, name: string): string | undefi
  * values that are not valid percent-encoding.
  */
 export function readCookies(header: string | null, name: string): string[] {
-  const values: string[] = [];
+  return [...cookieValues(header, name)].filter((v) => v !== undefined);
+}
+
+/** The values of the cookies named `name` in a Cookie header, in its order: each percent-decoded, or undefined when it is not valid percent-encoding. */
+function* cookieValues(header: string | null, name: string): Generator<string | undefined> {
   for (const part of (header ?? "").split(";")) {
     const [k, ...v] = part.trim().split("=");
     if (k !== name) continue;
     try {
-      values.push(decodeURIComponent(v.join("=")));
+      yield decodeURIComponent(v.join("="));
     } catch {
-      // not a value this server set
+      yield undefined; // not a value this server set
     }
   }
-  return values;
 }

@@ -4,7 +4,7 @@
  * cookie, or a bearer token the app holds). Built on h3's CORS helpers; `RouteRegistry` applies them to
  * every route's answer and to a preflight of a known path.
  */
-import { appendCorsPreflightHeaders, isPreflightRequest, noContent, type CorsOptions, type H3Event, type HTTPResponse } from "h3";
+import { appendCorsPreflightHeaders, isPreflightRequest, noContent, type H3Event, type HTTPResponse } from "h3";
 import { ApiError } from "../errors";
 
 /** The answer headers a cross-origin app may read besides the CORS-safelisted ones. */
@@ -21,11 +21,7 @@ export const PREFLIGHT_MAX_AGE_S = 600;
  * origins are known only once it listens, and `createApp` completes the list then).
  */
 export class Cors {
-  private readonly options: CorsOptions;
-
-  constructor(private readonly allowedOrigins: readonly string[]) {
-    this.options = { origin: (origin) => this.allowedOrigins.includes(origin), credentials: true, exposeHeaders: EXPOSED_HEADERS, maxAge: String(PREFLIGHT_MAX_AGE_S) };
-  }
+  constructor(private readonly allowedOrigins: readonly string[]) {}
 
   /**
    * The allowed origin of a request, or undefined (no `Origin`, or one not allowed: its answer gets no
@@ -58,11 +54,12 @@ export class Cors {
    */
   preflight(event: H3Event, methods: readonly string[]): HTTPResponse | undefined {
     if (!isPreflightRequest(event)) return undefined;
-    const origin = event.req.headers.get("origin")!;
-    if (!this.allowedOrigins.includes(origin)) {
-      throw new ApiError("origin_not_allowed", `Origin ${origin} is not allowed to call this API from a browser (SVC_ALLOWED_ORIGINS)`, { origin });
+    const origin = this.allowedOrigin(event.req);
+    if (!origin) {
+      const refused = event.req.headers.get("origin");
+      throw new ApiError("origin_not_allowed", `Origin ${refused} is not allowed to call this API from a browser (SVC_ALLOWED_ORIGINS)`, { origin: refused });
     }
-    appendCorsPreflightHeaders(event, { ...this.options, methods: [...methods] });
+    appendCorsPreflightHeaders(event, { origin: [origin], credentials: true, methods: [...methods], maxAge: String(PREFLIGHT_MAX_AGE_S) });
     return noContent(204);
   }
 }

@@ -324,25 +324,30 @@ export class RouteRegistry {
       const body = def.body ? parseOrThrow(def.body, raw, "body") : undefined;
       const result = await def.handler({ event, principal, params, query, body });
       const response = result instanceof Response ? result : jsonResponse(result);
-      // most answers need no header added here: nothing is allocated for them
-      const cookie = caller?.renewedCookie && !response.headers.has("set-cookie") ? caller.renewedCookie : undefined;
-      if (!cookie && !used && !origin) return response;
-      const extra: Array<[string, string]> = [];
       // a renewed session's cookie, unless the route sets the cookie itself (sign-out clears it)
-      if (cookie) extra.push(["set-cookie", cookie]);
-      // RFC 9745: the request used a name kept for compatibility; the earliest deprecation's day
-      if (used) extra.push(...deprecationHeaders(used, this.publicOrigin?.()));
-      if (origin) extra.push(...this.cors!.answerHeaders(origin, response));
-      return withHeaders(response, extra);
+      const cookie = caller?.renewedCookie && !response.headers.has("set-cookie") ? caller.renewedCookie : undefined;
+      return this.withAnswerHeaders(response, cookie, used, origin);
     } catch (err) {
       // unexpected errors answer a generic 500; their details go to the log, never to the client
       if (!isApiError(err)) this.log.error({ err, method: def.method, route: def.path }, "request failed");
-      const response = errorResponse(err);
-      if (!used && !origin) return response;
-      return withHeaders(response, [...(used ? deprecationHeaders(used, this.publicOrigin?.()) : []), ...(origin ? this.cors!.answerHeaders(origin, response) : [])]);
+      return this.withAnswerHeaders(errorResponse(err), undefined, used, origin);
     } finally {
       leave();
     }
+  }
+
+  /**
+   * `response` with the headers the request earned beside the route's own: a renewed session's `cookie`,
+   * RFC 9745's for a deprecated name it `used` (the earliest deprecation's day), CORS for an allowed
+   * `origin`. Most answers need none: nothing is allocated for them.
+   */
+  private withAnswerHeaders(response: Response, cookie: string | undefined, used: Deprecation | undefined, origin: string | undefined): Response {
+    if (!cookie && !used && !origin) return response;
+    const extra: Array<[string, string]> = [];
+    if (cookie) extra.push(["set-cookie", cookie]);
+    if (used) extra.push(...deprecationHeaders(used, this.publicOrigin?.()));
+    if (origin) extra.push(...this.cors!.answerHeaders(origin, response));
+    return withHeaders(response, extra);
   }
 
   /**

@@ -10,6 +10,7 @@ import type { ProjectRegistry } from "../project/registry";
 import type { Actor, DomainEventEnvelope, EventType } from "../events/catalog";
 import { handlerContext, type HandlerRunner, type HandlerCommit, type HandlerRun } from "./handler";
 import { assigneesProblem } from "./intervention-assignees";
+import type { RunTable } from "./run-starter";
 import type { SystemContext } from "../sdk/context";
 import { ApiError, isApiError, messageOf } from "../errors";
 import { nowIso } from "../ids";
@@ -99,6 +100,12 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
     };
   };
   /**
+   * Records a run's end, as the run retention counts from it (`finished_at`: migration 025 for workflow
+   * runs, 027 for sync and pipeline runs), in the transaction of its finished record; a replayed record
+   * keeps the first.
+   */
+  const recordEnd = (tx: SqlWriter, table: RunTable, runId: string) => tx.run(`UPDATE ${table} SET finished_at = ? WHERE run_id = ? AND finished_at IS NULL`, [nowIso(), runId]);
+  /**
    * A run or node event. `workflow.run.queued` comes first in the run's events: the start request commits
    * it with the run's row before the run can start (issue 15), so `workflow.run.started` finds it written;
    * it stays for runs queued by older versions, which committed it after the Temporal start (same key:
@@ -118,15 +125,13 @@ export function createActivities(deps: { db: Database; events: EventLog; ontolog
       correlationId: input.runId,
       origin: { kind: "runtime", workflowId: input.workflowId, runId: input.runId },
     });
-    // the run's end, as the run retention counts from it (migration 025); a replayed record keeps the first
-    if (input.type === "workflow.run.finished") await tx.run("UPDATE workflow_runs SET finished_at = ? WHERE run_id = ? AND finished_at IS NULL", [nowIso(), input.runId]);
+    if (input.type === "workflow.run.finished") await recordEnd(tx, "workflow_runs", input.runId);
     return { envelopes: events.prepare(inputs), awaitDrain: input.type === "workflow.run.finished" };
   };
   /** A sync or pipeline run's event. */
   const runEventInTx = async (tx: SqlWriter, input: RecordRunEventInput): Promise<Written> => {
     const finished = input.type.endsWith(".run.finished");
-    // the run's end, as the run retention counts from it (migration 027); a replayed record keeps the first
-    if (finished) await tx.run("UPDATE connector_runs SET finished_at = ? WHERE run_id = ? AND finished_at IS NULL", [nowIso(), input.runId]);
+    if (finished) await recordEnd(tx, "connector_runs", input.runId);
     return {
       envelopes: events.prepare([{ type: input.type as EventType, payload: input.payload, idempotencyKey: input.key, correlationId: input.runId, origin: { kind: "runtime", runId: input.runId } }]),
       awaitDrain: finished,

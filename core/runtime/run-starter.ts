@@ -306,11 +306,9 @@ export class RunStarter {
    */
   async end(table: RunTable, runId: string, end: UnstartedEnd): Promise<boolean> {
     const ended = await this.db.transaction(async (tx) => {
-      const at = nowIso();
-      const { changes } = await tx.run(`UPDATE ${table} SET start_status = ?, start_error = ?, start_finished_at = ? WHERE run_id = ? AND start_status = 'pending'`, [end.status, end.error ? JSON.stringify(end.error) : null, at, runId]);
+      // the run ended here: the run retention counts from its finished_at (migrations 025, 027)
+      const { changes } = await tx.run(`UPDATE ${table} SET start_status = ?1, start_error = ?2, start_finished_at = ?3, finished_at = ?3 WHERE run_id = ?4 AND start_status = 'pending'`, [end.status, end.error ? JSON.stringify(end.error) : null, nowIso(), runId]);
       if (changes === 0) return false;
-      // the run ended here: the run retention counts from it (migrations 025, 027)
-      await tx.run(`UPDATE ${table} SET finished_at = ? WHERE run_id = ?`, [at, runId]);
       await this.events.writeInTx(tx, this.events.prepare([await this.finishedEvent(tx, table, runId, end)]));
       return true;
     });

@@ -65,6 +65,8 @@ const DELETE_WEBHOOK_RUNS = `DELETE FROM webhook_runs WHERE id IN (SELECT value 
 export const DELETE_DOWNLOAD_URLS_DUE = `DELETE FROM download_urls WHERE id IN (SELECT id FROM download_urls WHERE expires_at < ? ORDER BY expires_at LIMIT ${BATCH})`;
 /** Deletes a batch of the sessions expired before `[epoch ms]`. */
 export const DELETE_SESSIONS_DUE = `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at < ? ORDER BY expires_at LIMIT ${BATCH})`;
+/** Forgets the ontology commit keys `[JSON list of keys]` (a delivery's `webhook:<executionId>`, a sync's `sync:<runId>`). */
+const UNKEY_COMMITS = "UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (SELECT value FROM json_each(?))";
 /**
  * Forgets the dataset versions' keys of the handler runs keyed `[JSON list of keys]` (`<key>:dataset:<i>`,
  * `i` digits only: a runId may hold `:dataset:` itself), along the keys' unique index.
@@ -226,7 +228,7 @@ export class RunRetention {
         const deleted = await tx.all<{ id: string; execution_id: string }>(DELETE_WEBHOOK_RUNS, [JSON.stringify(due.map((r) => r.id)), cutoff]);
         if (deleted.length === 0) return 0;
         const keys = JSON.stringify(deleted.map((r) => `webhook:${r.execution_id}`));
-        await tx.run("UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (SELECT value FROM json_each(?))", [keys]);
+        await tx.run(UNKEY_COMMITS, [keys]);
         await tx.run(UNKEY_DATASET_VERSIONS, [keys]);
         await tx.run("DELETE FROM webhook_attempts WHERE run_id IN (SELECT value FROM json_each(?))", [JSON.stringify(deleted.map((r) => r.id))]);
         return deleted.length;
@@ -259,7 +261,7 @@ export class RunRetention {
         // a sync's handler commits under `sync:<runId>` (its dataset versions `sync:<runId>:dataset:<i>`), a pipeline's steps under `pipeline:<runId>:<n>`
         const syncKeys = JSON.stringify(deleted.filter((r) => r.kind === "sync").map((r) => `sync:${r.run_id}`));
         const pipelines = JSON.stringify(deleted.filter((r) => r.kind === "pipeline").map((r) => r.run_id));
-        await tx.run("UPDATE commits SET idempotency_key = NULL WHERE idempotency_key IN (SELECT value FROM json_each(?))", [syncKeys]);
+        await tx.run(UNKEY_COMMITS, [syncKeys]);
         await tx.run(UNKEY_DATASET_VERSIONS, [syncKeys]);
         await tx.run(UNKEY_PIPELINE_STEPS, [pipelines]);
         await tx.run(UNKEY_PIPELINE_DATASETS, [pipelines]);
